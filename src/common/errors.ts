@@ -1,0 +1,26 @@
+// Typed errors that cross layer boundaries without importing Nest. One exception filter
+// (src/common/http-exception.filter.ts) maps them to the spec's HTTP bodies.
+
+/** The user's input is wrong: HTTP 400 `{"detail": message}`. The message must say what to change,
+ * naming the input (e.g. "images[1]: not a decodable image (png, jpeg or webp expected)"). */
+export class BadInputError extends Error {
+  override readonly name = 'BadInputError';
+}
+
+/** A resource the user named does not exist: HTTP 404 `{"detail": message}`. */
+export class NotFoundError extends Error {
+  override readonly name = 'NotFoundError';
+}
+
+/** Work stopped because the job was cancelled or interrupted (AbortSignal fired). Never a user-visible 500. */
+export class CancelledError extends Error {
+  override readonly name = 'CancelledError';
+  constructor(message = 'cancelled') {
+    super(message);
+  }
+}
+
+/** Throws CancelledError if the signal has fired: the cooperative cancellation check used between steps and stages. */
+export function throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new CancelledError(typeof signal.reason === 'string' ? signal.reason : 'cancelled');
+}
