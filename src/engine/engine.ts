@@ -1,0 +1,202 @@
+// The Engine: one device, its buffer pool, the kernel cache and the recorder, plus tensor creation,
+// upload and readback. Op families live in ops/<family>.ts as free functions taking the engine first.
+import { totalmem } from 'node:os';
+import { DeviceLostError, GpuDevice, type DeviceDescription, type DeviceOptions } from './device';
+import { DTYPE_BYTES, decode, encode, type DType } from './dtype';
+import { KernelCache } from './kernels';
+import { BufferPool, type PoolStats } from './memory';
+import { contiguous } from './ops/elementwise';
+import { Recorder } from './recorder';
+import { Storage, Tensor, fmtShape, numelOf } from './tensor';
+import { BufferUsage, MapMode } from './webgpu';
+
+export interface EngineOptions extends DeviceOptions {
+  /** Error scopes around pipeline creation, bind groups and submits: errors name the kernel. Default: env
+   * KILN_ENGINE_DEBUG=1, and the test helpers turn it on. Costs a little per dispatch. */
+  debug?: boolean;
+  /** GPU bytes this process may hold (WebGPU cannot ask the driver). Default: half the RAM on a software
+   * adapter, 64 GiB otherwise; the config should set it (about 130 GiB on an H200). */
+  memoryBudgetBytes?: number;
+  /** Dispatches per submit (16..64). Default 32. */
+  submitEvery?: number;
+}
+
+/** Bytes per queue.writeBuffer call when uploading (keeps Dawn's staging small). */
+export const UPLOAD_CHUNK_BYTES = 8 * 2 ** 20;
+
+export class Engine {
+  readonly pool: BufferPool;
+  readonly kernels: KernelCache;
+  readonly recorder: Recorder;
+  readonly debug: boolean;
+  private destroyed = false;
+
+  private constructor(
+    readonly gpu: GpuDevice,
+    opts: EngineOptions,
+  ) {
+    this.debug = opts.debug ?? process.env.KILN_ENGINE_DEBUG === '1';
+    const budget = opts.memoryBudgetBytes ?? (gpu.isSoftware ? totalmem() / 2 : 64 * 2 ** 30);
+    this.pool = new BufferPool(gpu.device, budget, gpu.maxBindingBytes);
+    this.kernels = new KernelCache(gpu.device, this.debug);
+    this.recorder = new Recorder(gpu, this.kernels, Math.min(64, Math.max(1, opts.submitEvery ?? 32)), this.debug);
+    gpu.device.onuncapturederror = (ev) => {
+      const recent = this.recorder.recent.slice(-4).join(', ') || 'no kernel recorded yet';
+      this.recorder.uncaptured ??= new Error(`webgpu error (near ${recent}): ${ev.error.message}`);
+    };
+  }
+
+  static async create(opts: EngineOptions = {}): Promise<Engine> {
+    return new Engine(await GpuDevice.create(opts), opts);
+  }
+
+  get device(): GPUDevice {
+    return this.gpu.device;
+  }
+
+  get lost(): boolean {
+    return this.gpu.lost;
+  }
+
+  describe(): DeviceDescription & { memory: PoolStats } {
+    return { ...this.gpu.describe(), memory: this.pool.stats() };
+  }
+
+  /** True if a job needing `bytes` more GPU memory can start (see BufferPool.canFit). */
+  canFit(bytes: number): boolean {
+    return this.pool.canFit(bytes);
+  }
+
+  /** A contiguous tensor with undefined contents (from the pool; free() it when done). */
+  empty(shape: readonly number[], dtype: DType = 'f32', label?: string): Tensor {
+    this.gpu.assertAlive();
+    const bytes = numelOf(shape) * DTYPE_BYTES[dtype];
+    const pooled = this.pool.acquire(Math.max(16, bytes), label ?? `${dtype}${fmtShape(shape)}`);
+    const storage = new Storage(pooled, bytes, (p) => this.pool.release(p));
+    return new Tensor(storage, shape, dtype);
+  }
+
+  /** Uploads host values (converted to dtype) into a new contiguous tensor. */
+  upload(values: ArrayLike<number>, shape: readonly number[], dtype: DType = 'f32', label?: string): Tensor {
+    if (values.length !== numelOf(shape)) throw new RangeError(`upload: ${values.length} values for shape ${fmtShape(shape)}`);
+    const t = this.empty(shape, dtype, label);
+    this.write(t, values);
+    return t;
+  }
+
+  /** Overwrites a contiguous tensor with host values. */
+  write(t: Tensor, values: ArrayLike<number>): void {
+    if (values.length !== t.numel) throw new RangeError(`write: ${values.length} values into ${t}`);
+    this.writeBytes(t, 0, encode(values, t.dtype));
+  }
+
+  /** Fills a tensor with one value (NaN poisons outputs in tests). */
+  fill(t: Tensor, value: number): void {
+    this.write(t, new Float32Array(t.numel).fill(value));
+  }
+
+  /**
+   * Writes bytes already in t's dtype at `byteOffset` within t, in UPLOAD_CHUNK_BYTES pieces. The tensor must
+   * be contiguous; offsets must be 4-byte aligned (a short tail is zero-padded when it ends the storage).
+   * Flushes recorded work first, so the write lands after everything recorded before it.
+   */
+  writeBytes(t: Tensor, byteOffset: number, bytes: Uint8Array): void {
+    this.gpu.assertAlive();
+    if (!t.isContiguous) throw new Error(`write: ${t} is a non-contiguous view`);
+    const start = t.offset * t.bytesPerElement + byteOffset;
+    const end = start + bytes.byteLength;
+    if (byteOffset < 0 || byteOffset + bytes.byteLength > t.numel * t.bytesPerElement) {
+      throw new RangeError(`write: ${bytes.byteLength} bytes at ${byteOffset} overrun ${t}`);
+    }
+    if (start % 4 !== 0 || (end % 4 !== 0 && end < t.storage.byteLength)) {
+      throw new RangeError(`write: ${t} bytes ${start}..${end} are not 4-byte aligned`);
+    }
+    this.recorder.flush();
+    const buffer = t.storage.buffer;
+    for (let off = 0; off < bytes.byteLength; off += UPLOAD_CHUNK_BYTES) {
+      let chunk = bytes.subarray(off, Math.min(off + UPLOAD_CHUNK_BYTES, bytes.byteLength));
+      if (chunk.byteLength % 4) {
+        const padded = new Uint8Array(Math.ceil(chunk.byteLength / 4) * 4);
+        padded.set(chunk);
+        chunk = padded;
+      }
+      this.device.queue.writeBuffer(buffer, start + off, chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    }
+  }
+
+  /**
+   * Reads a tensor back as float32 values in logical (row-major) order. Submits and waits for the GPU: call it
+   * at stage ends only. Non-contiguous views are made contiguous on the GPU first.
+   */
+  async read(t: Tensor): Promise<Float32Array> {
+    this.gpu.assertAlive();
+    const aligned = t.isContiguous && (t.offset * t.bytesPerElement) % 4 === 0;
+    const src = aligned ? t : contiguous(this, t);
+    try {
+      const bytes = t.numel * t.bytesPerElement;
+      const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+      const staging = this.device.createBuffer({ size, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: `read ${t}` });
+      try {
+        this.recorder.copy(src.storage.buffer, src.offset * src.bytesPerElement, staging, 0, size);
+        await this.recorder.sync();
+        await staging.mapAsync(MapMode.READ);
+        return decode(new Uint8Array(staging.getMappedRange()), t.dtype, t.numel);
+      } finally {
+        staging.destroy();
+      }
+    } finally {
+      if (src !== t) src.free();
+    }
+  }
+
+  /** Submits everything recorded, waits, and throws the first WebGPU error (with the kernel's name). */
+  sync(): Promise<void> {
+    return this.recorder.sync();
+  }
+
+  /** Frees all GPU memory and the device; Node can exit afterwards. Idempotent. */
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.recorder.destroy();
+    this.pool.destroy();
+    this.gpu.destroy();
+  }
+}
+
+/**
+ * Holds the process's engine and rebuilds it after a device loss, so the next job runs. Tensors (weights
+ * included) from a lost engine are gone: callers reload what they need when `generation` changes.
+ */
+export class EngineHolder {
+  private current: Engine | null = null;
+  private creating: Promise<Engine> | null = null;
+  /** Bumped each time a new engine is built. */
+  generation = 0;
+
+  constructor(private readonly opts: EngineOptions = {}) {}
+
+  async get(): Promise<Engine> {
+    if (this.current && !this.current.lost) return this.current;
+    this.creating ??= Engine.create(this.opts).then(
+      (e) => {
+        this.current = e;
+        this.generation++;
+        this.creating = null;
+        return e;
+      },
+      (err: unknown) => {
+        this.creating = null;
+        throw err;
+      },
+    );
+    return this.creating;
+  }
+
+  destroy(): void {
+    this.current?.destroy();
+    this.current = null;
+  }
+}
+
+export { DeviceLostError };

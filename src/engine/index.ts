@@ -1,0 +1,8 @@
+// The engine's public surface. Op families: import from './ops/<family>'.
+export { Engine, EngineHolder, UPLOAD_CHUNK_BYTES, type EngineOptions } from './engine';
+export { GpuDevice, DeviceLostError, type DeviceDescription, type DeviceOptions } from './device';
+export { Tensor, Storage, broadcastShapes, contiguousStrides, fmtShape, numelOf } from './tensor';
+export { BufferPool, GpuOutOfMemoryError, sizeClass, type PoolStats } from './memory';
+export { KernelCache, KernelError, Params, withHeader, type Kernel, type KernelSpec } from './kernels';
+export { Recorder, grid1d, type Binding, type Dispatch } from './recorder';
+export { DTYPE_BYTES, type DType } from './dtype';

@@ -1,0 +1,168 @@
+// Recording dispatches: many dispatches share one compute pass, and the batch is submitted every
+// `submitEvery` dispatches so the CPU keeps encoding while the GPU runs. Parameters go to a uniform ring
+// (one 256-byte slot per dispatch, written with one writeBuffer just before the batch is submitted).
+//
+// Ordering rule: everything goes through the one queue in order, so a buffer released to the pool and reused
+// later is safe. queue.writeBuffer, however, jumps ahead of commands still being recorded: Engine.write()
+// flushes the recorder first. Do the same before any direct queue.writeBuffer of your own.
+import type { GpuDevice } from './device';
+import type { Kernel, KernelCache, Params } from './kernels';
+import { Tensor } from './tensor';
+import { BufferUsage } from './webgpu';
+
+export type Binding = Tensor | GPUBufferBinding;
+
+export interface Dispatch {
+  kernel: Kernel;
+  /** Bound to @binding(1), @binding(2), ... in order (outputs first by convention). */
+  bindings: readonly Binding[];
+  /** Bound to @binding(0) as a uniform. */
+  params?: Params | Uint8Array;
+  /** Workgroup counts [x, y, z]; see grid1d() for flat element loops. */
+  workgroups: readonly [number, number?, number?];
+}
+
+const SLOT = 256; // >= every adapter's minUniformBufferOffsetAlignment
+const RING_BYTES = 64 * 1024;
+
+export class Recorder {
+  private encoder: GPUCommandEncoder | null = null;
+  private pass: GPUComputePassEncoder | null = null;
+  private readonly ring: GPUBuffer;
+  private readonly staging = new Uint8Array(RING_BYTES);
+  private ringUsed = 0;
+  private batch: string[] = []; // kernel names in the open batch, for error messages
+  private readonly checks: Promise<void>[] = [];
+  /** Dispatches recorded since the engine was made (tests count them; fusion lowers it). */
+  dispatchCount = 0;
+  submitCount = 0;
+  /** Set by the engine's uncaptured-error handler; thrown by sync(). */
+  uncaptured: Error | null = null;
+
+  constructor(
+    private readonly gpu: GpuDevice,
+    private readonly kernels: KernelCache,
+    readonly submitEvery: number,
+    private readonly debug: boolean,
+  ) {
+    this.ring = gpu.device.createBuffer({ size: RING_BYTES, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, label: 'params ring' });
+  }
+
+  get device(): GPUDevice {
+    return this.gpu.device;
+  }
+
+  /** Kernel names of the batch being recorded (the last error's likely suspects). */
+  get recent(): readonly string[] {
+    return this.batch;
+  }
+
+  dispatch(d: Dispatch): void {
+    this.gpu.assertAlive();
+    const [x, y = 1, z = 1] = d.workgroups;
+    const max = this.device.limits.maxComputeWorkgroupsPerDimension;
+    if (!(x >= 1 && y >= 1 && z >= 1 && x <= max && y <= max && z <= max)) {
+      throw new RangeError(`${d.kernel.name}: workgroups [${x},${y},${z}] (each must be 1..${max})`);
+    }
+    const params = d.params instanceof Uint8Array ? d.params : d.params?.bytes();
+    if (params && params.byteLength > SLOT) throw new RangeError(`${d.kernel.name}: params ${params.byteLength} B > ${SLOT} B`);
+    if (params && this.ringUsed + SLOT > RING_BYTES) this.flush();
+
+    const entries: GPUBindGroupEntry[] = [];
+    if (params) {
+      this.staging.set(params, this.ringUsed);
+      entries.push({ binding: 0, resource: { buffer: this.ring, offset: this.ringUsed, size: params.byteLength } });
+      this.ringUsed += SLOT;
+    }
+    d.bindings.forEach((b, i) => {
+      const resource = b instanceof Tensor ? { buffer: b.storage.buffer, offset: 0, size: b.storage.pooled.size } : b;
+      entries.push({ binding: i + 1, resource });
+    });
+
+    if (this.debug) this.device.pushErrorScope('validation');
+    const group = this.device.createBindGroup({ layout: d.kernel.layout, entries, label: d.kernel.name });
+    if (this.debug) this.check(this.device.popErrorScope(), d.kernel.name);
+
+    const pass = this.openPass();
+    pass.setPipeline(d.kernel.pipeline);
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(x, y, z);
+    this.batch.push(d.kernel.name);
+    this.dispatchCount++;
+    if (this.batch.length >= this.submitEvery) this.flush();
+  }
+
+  /** Records a buffer copy in order with the dispatches (ends the open pass; the next dispatch opens another). */
+  copy(src: GPUBuffer, srcOffset: number, dst: GPUBuffer, dstOffset: number, size: number): void {
+    this.gpu.assertAlive();
+    this.openPass();
+    this.pass!.end();
+    this.pass = null;
+    this.encoder!.copyBufferToBuffer(src, srcOffset, dst, dstOffset, size);
+    this.batch.push('copyBufferToBuffer');
+  }
+
+  /** Submits what is recorded (with its params). Cheap when nothing is pending. */
+  flush(): void {
+    if (!this.encoder) return;
+    this.pass?.end();
+    this.pass = null;
+    if (this.ringUsed) this.device.queue.writeBuffer(this.ring, 0, this.staging, 0, this.ringUsed);
+    const names = this.batch;
+    if (this.debug) this.device.pushErrorScope('validation');
+    this.device.queue.submit([this.encoder.finish()]);
+    if (this.debug) this.check(this.device.popErrorScope(), summarize(names));
+    this.encoder = null;
+    this.ringUsed = 0;
+    this.batch = [];
+    this.submitCount++;
+  }
+
+  /** Flushes, waits for the GPU, and throws the first error recorded meanwhile (named after its kernel).
+   * dawn.node spins a core while this waits: call it at stage ends, not per step. */
+  async sync(): Promise<void> {
+    this.flush();
+    await this.device.queue.onSubmittedWorkDone();
+    const checks = [...this.kernels.pendingChecks.splice(0), ...this.checks.splice(0)];
+    for (const r of await Promise.allSettled(checks)) if (r.status === 'rejected') throw r.reason;
+    if (this.uncaptured) {
+      const e = this.uncaptured;
+      this.uncaptured = null;
+      throw e;
+    }
+    this.gpu.assertAlive();
+  }
+
+  destroy(): void {
+    this.encoder = null;
+    this.pass = null;
+    this.ring.destroy();
+  }
+
+  private openPass(): GPUComputePassEncoder {
+    this.encoder ??= this.device.createCommandEncoder({ label: 'kiln' });
+    this.pass ??= this.encoder.beginComputePass();
+    return this.pass;
+  }
+
+  private check(scope: Promise<GPUError | null>, what: string): void {
+    const p = scope.then((err) => {
+      if (err) throw new Error(`webgpu validation error in ${what}: ${err.message}`);
+    });
+    p.catch(() => undefined); // thrown by sync()
+    this.checks.push(p);
+  }
+}
+
+function summarize(names: string[]): string {
+  const uniq = [...new Set(names)];
+  return uniq.length <= 4 ? uniq.join(', ') : `${uniq.slice(0, 4).join(', ')} and ${uniq.length - 4} more kernels`;
+}
+
+/** Workgroup counts for a flat loop over n elements with `wg` threads per group, folded into y past the
+ * per-dimension limit. The shader's index: gid.x + gid.y * (num_workgroups.x * wg). */
+export function grid1d(n: number, wg: number, maxPerDim = 65535): [number, number] {
+  const groups = Math.max(1, Math.ceil(n / wg));
+  const x = Math.min(groups, maxPerDim);
+  return [x, Math.ceil(groups / x)];
+}
