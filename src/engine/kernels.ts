@@ -88,6 +88,7 @@ export class KernelCache {
       label: name,
       compute: { module, entryPoint: spec.entry ?? 'main', constants: toConstants(spec.constants) },
     });
+    const layout = pipeline.getBindGroupLayout(0);
     if (this.debug) {
       const check = this.device.popErrorScope().then(async (err) => {
         if (err) throw new KernelError(`${name}: ${await compileMessages(module, err.message)}`);
@@ -95,7 +96,7 @@ export class KernelCache {
       check.catch(() => undefined); // reported by sync(); avoid an unhandled rejection meanwhile
       this.pendingChecks.push(check);
     }
-    const kernel: Kernel = { name, pipeline, layout: pipeline.getBindGroupLayout(0) };
+    const kernel: Kernel = { name, pipeline, layout };
     this.pipelines.set(key, kernel);
     return kernel;
   }
@@ -104,7 +105,9 @@ export class KernelCache {
   async compile(spec: KernelSpec): Promise<Kernel> {
     const name = kernelName(spec);
     const code = withHeader(spec.source ?? this.file(spec.shader), spec.dtype);
+    this.device.pushErrorScope('validation'); // keeps the module's own error out of onuncapturederror
     const module = this.device.createShaderModule({ code, label: name });
+    void this.device.popErrorScope();
     try {
       await this.device.createComputePipelineAsync({
         layout: 'auto',
