@@ -96,4 +96,4 @@ test('elementwise: input checks name the op and the shapes', async () => {
   assert.throws(() => arith(e, 'mul', a, h), /mul: a f32\[2,3\] vs b f16\[3\]: dtypes differ/);
   assert.throws(() => arith(e, 'sub', a, a, e.empty([3, 2])), /sub: out f32\[3,2\] must be a contiguous f32\[2,3\]/);
   for (const t of [a, b, h]) t.free();
-}));
+});

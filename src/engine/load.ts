@@ -1,0 +1,65 @@
+// Checkpoint tensors -> GPU tensors, streamed: file chunk (one reused read buffer) -> dtype conversion ->
+// queue.writeBuffer. The whole file is never in JS memory; at most one chunk and its converted copy.
+import { DTYPE_BYTES, encode, f32ToF16Bits, type DType } from './dtype';
+import type { Engine } from './engine';
+import { Checkpoint, CheckpointError, SAFE_DTYPE_BYTES, decodeSafe, type SafeDType } from './safetensors';
+import type { Tensor } from './tensor';
+
+export interface LoadOptions {
+  /** GPU dtype. Default: F32 -> f32, F16 -> f16, BF16 -> f32 (bf16's range overflows f16), I8 -> i8,
+   * U8 -> f32, F8_E4M3 -> f16. Converting to f16 fails if a value overflows. */
+  dtype?: DType;
+  /** Expected shape: a mismatch is a CheckpointError naming both shapes. */
+  shape?: readonly number[];
+  /** Bytes read per chunk (default 8 MiB). */
+  chunkBytes?: number;
+}
+
+const DEFAULT_DTYPE: Record<SafeDType, DType> = { F32: 'f32', F16: 'f16', BF16: 'f32', I8: 'i8', U8: 'f32', F8_E4M3: 'f16' };
+const SAME_BITS: Partial<Record<SafeDType, DType>> = { F32: 'f32', F16: 'f16', I8: 'i8' };
+
+export async function loadTensor(e: Engine, ckpt: Checkpoint, name: string, opts: LoadOptions = {}): Promise<Tensor> {
+  const entry = ckpt.entry(name, opts.shape);
+  const dtype = opts.dtype ?? DEFAULT_DTYPE[entry.dtype];
+  if ((dtype === 'i8') !== (entry.dtype === 'I8')) {
+    throw new CheckpointError(`${ckpt.path}: tensor "${name}" is ${entry.dtype}; cannot load it as ${dtype}`);
+  }
+  const t = e.empty(entry.shape, dtype, name);
+  try {
+    const srcElem = SAFE_DTYPE_BYTES[entry.dtype];
+    // whole multiples of 4 elements, so every converted chunk is 4-byte aligned for writeBuffer
+    const elems = Math.max(4, Math.floor((opts.chunkBytes ?? 8 * 2 ** 20) / srcElem / 4) * 4);
+    await ckpt.readChunks(name, elems * srcElem, (bytes, off) => {
+      const dstOffset = (off / srcElem) * DTYPE_BYTES[dtype];
+      if (SAME_BITS[entry.dtype] === dtype) return e.writeBytes(t, dstOffset, bytes);
+      const values = decodeSafe(bytes, entry.dtype);
+      if (dtype === 'f16') checkF16Range(values, ckpt.path, name);
+      e.writeBytes(t, dstOffset, encode(values, dtype));
+    });
+  } catch (err) {
+    t.free();
+    throw err;
+  }
+  return t;
+}
+
+/** Loads several tensors; on any failure frees the ones already loaded. */
+export async function loadTensors(e: Engine, ckpt: Checkpoint, specs: Record<string, LoadOptions>): Promise<Record<string, Tensor>> {
+  const out: Record<string, Tensor> = {};
+  try {
+    for (const [name, o] of Object.entries(specs)) out[name] = await loadTensor(e, ckpt, name, o);
+  } catch (err) {
+    for (const t of Object.values(out)) t.free();
+    throw err;
+  }
+  return out;
+}
+
+function checkF16Range(values: Float32Array, path: string, name: string): void {
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (Number.isFinite(v) && (f32ToF16Bits(v) & 0x7fff) === 0x7c00) {
+      throw new CheckpointError(`${path}: tensor "${name}" holds ${v}, beyond f16's range (65504); load it as f32`);
+    }
+  }
+}

@@ -1,0 +1,327 @@
+// safetensors checkpoints: header parsing, single files and sharded ones (model.safetensors.index.json),
+// chunked reads straight from the file, and a writer for the checkpoints the project generates.
+// Format: u64 LE header length N | N bytes of JSON {name: {dtype, shape, data_offsets: [begin, end]},
+// "__metadata__": {str: str}} | data (offsets are relative to the end of the header).
+// GPU upload lives in load.ts; this file has no GPU dependency.
+import { open as openFile, mkdir, writeFile, type FileHandle } from 'node:fs/promises';
+import { existsSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { bf16BitsToF32 as bf16, encode, f16BitsToF32 as f16, f32ToBf16Bits, f8e4m3ToF32 as f8 } from './dtype';
+import { fmtShape, numelOf } from './tensor';
+
+export type SafeDType = 'F32' | 'F16' | 'BF16' | 'I8' | 'U8' | 'F8_E4M3';
+export const SAFE_DTYPE_BYTES: Readonly<Record<SafeDType, number>> = { F32: 4, F16: 2, BF16: 2, I8: 1, U8: 1, F8_E4M3: 1 };
+
+export interface TensorEntry {
+  name: string;
+  dtype: SafeDType;
+  shape: number[];
+  /** The shard holding it. */
+  file: string;
+  /** Absolute byte offset of the data in the file. */
+  start: number;
+  byteLength: number;
+}
+
+/** A checkpoint is unreadable, or lacks what a model asked for. */
+export class CheckpointError extends Error {
+  override readonly name = 'CheckpointError';
+}
+
+const MAX_HEADER = 100 * 2 ** 20;
+export const INDEX_FILE = 'model.safetensors.index.json';
+
+/** One .safetensors file: the parsed header and an open handle. */
+export class SafetensorsFile {
+  private constructor(
+    readonly path: string,
+    readonly handle: FileHandle,
+    readonly entries: Map<string, TensorEntry>,
+    readonly metadata: Record<string, string>,
+  ) {}
+
+  static async open(path: string): Promise<SafetensorsFile> {
+    const handle = await openFile(path, 'r').catch((e: Error) => {
+      throw new CheckpointError(`${path}: cannot open (${e.message})`);
+    });
+    try {
+      const size = (await handle.stat()).size;
+      if (size < 8) throw new CheckpointError(`${path}: not a safetensors file (${size} bytes)`);
+      const lenBuf = Buffer.alloc(8);
+      await handle.read(lenBuf, 0, 8, 0);
+      const n = Number(lenBuf.readBigUInt64LE(0));
+      if (n > MAX_HEADER || 8 + n > size) {
+        throw new CheckpointError(`${path}: header length ${n} does not fit the file (${size} bytes): truncated or not safetensors`);
+      }
+      const head = Buffer.alloc(n);
+      await handle.read(head, 0, n, 8);
+      let json: unknown;
+      try {
+        json = JSON.parse(head.toString('utf8'));
+      } catch (e) {
+        throw new CheckpointError(`${path}: header is not valid JSON (${(e as Error).message})`);
+      }
+      if (!json || typeof json !== 'object' || Array.isArray(json)) throw new CheckpointError(`${path}: header is not a JSON object`);
+      const entries = new Map<string, TensorEntry>();
+      let metadata: Record<string, string> = {};
+      for (const [name, v] of Object.entries(json as Record<string, unknown>)) {
+        if (name === '__metadata__') {
+          metadata = (v ?? {}) as Record<string, string>;
+          continue;
+        }
+        entries.set(name, parseEntry(path, name, v, 8 + n, size));
+      }
+      return new SafetensorsFile(path, handle, entries, metadata);
+    } catch (e) {
+      await handle.close();
+      throw e;
+    }
+  }
+
+  close(): Promise<void> {
+    return this.handle.close();
+  }
+}
+
+function parseEntry(path: string, name: string, v: unknown, dataStart: number, fileSize: number): TensorEntry {
+  const bad = (why: string) => new CheckpointError(`${path}: tensor "${name}": ${why}`);
+  const e = v as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
+  if (!e || typeof e !== 'object') throw bad('entry is not an object');
+  if (typeof e.dtype !== 'string' || !(e.dtype in SAFE_DTYPE_BYTES)) {
+    throw bad(`dtype ${JSON.stringify(e.dtype)} is not supported (${Object.keys(SAFE_DTYPE_BYTES).join(', ')})`);
+  }
+  const dtype = e.dtype as SafeDType;
+  if (!Array.isArray(e.shape) || !e.shape.every((x) => Number.isInteger(x) && x >= 0)) throw bad(`bad shape ${JSON.stringify(e.shape)}`);
+  const off = e.data_offsets;
+  if (!Array.isArray(off) || off.length !== 2 || !off.every((x) => Number.isInteger(x) && x >= 0) || off[1] < off[0]) {
+    throw bad(`bad data_offsets ${JSON.stringify(off)}`);
+  }
+  const shape = e.shape as number[];
+  const byteLength = off[1] - off[0];
+  if (byteLength !== numelOf(shape) * SAFE_DTYPE_BYTES[dtype]) {
+    throw bad(`${dtype}${fmtShape(shape)} needs ${numelOf(shape) * SAFE_DTYPE_BYTES[dtype]} bytes, data_offsets give ${byteLength}`);
+  }
+  if (dataStart + off[1] > fileSize) {
+    throw bad(`data ends at byte ${dataStart + off[1]} but the file has ${fileSize}: truncated`);
+  }
+  return { name, dtype, shape, file: path, start: dataStart + off[0], byteLength };
+}
+
+/** A checkpoint: one file, or the shards named by model.safetensors.index.json. */
+export class Checkpoint {
+  private constructor(
+    readonly path: string,
+    private readonly files: Map<string, SafetensorsFile>,
+    readonly entries: Map<string, TensorEntry>,
+    readonly metadata: Record<string, string>,
+  ) {}
+
+  /** `path`: a .safetensors file, an index .json, or a folder holding either. */
+  static async open(path: string): Promise<Checkpoint> {
+    let p = path;
+    if (existsSync(p) && statSync(p).isDirectory()) {
+      if (existsSync(join(p, INDEX_FILE))) p = join(p, INDEX_FILE);
+      else if (existsSync(join(p, 'model.safetensors'))) p = join(p, 'model.safetensors');
+      else throw new CheckpointError(`${path}: no ${INDEX_FILE} or model.safetensors in this folder`);
+    }
+    if (!p.endsWith('.json')) {
+      const f = await SafetensorsFile.open(p);
+      return new Checkpoint(p, new Map([[p, f]]), f.entries, f.metadata);
+    }
+    const index = await readIndex(p);
+    const files = new Map<string, SafetensorsFile>();
+    const entries = new Map<string, TensorEntry>();
+    try {
+      for (const shard of new Set(Object.values(index.weight_map))) {
+        const sp = join(dirname(p), shard);
+        files.set(sp, await SafetensorsFile.open(sp));
+      }
+      for (const [name, shard] of Object.entries(index.weight_map)) {
+        const entry = files.get(join(dirname(p), shard))!.entries.get(name);
+        if (!entry) throw new CheckpointError(`${p}: index puts "${name}" in ${shard}, which does not hold it`);
+        entries.set(name, entry);
+      }
+    } catch (e) {
+      await Promise.all([...files.values()].map((f) => f.close()));
+      throw e;
+    }
+    return new Checkpoint(p, files, entries, index.metadata ?? {});
+  }
+
+  has(name: string): boolean {
+    return this.entries.has(name);
+  }
+
+  keys(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  /** The entry for `name`; throws naming the key (and near misses), or the shapes when `shape` disagrees. */
+  entry(name: string, shape?: readonly number[]): TensorEntry {
+    const e = this.entries.get(name);
+    if (!e) {
+      const near = nearKeys(name, this.keys());
+      throw new CheckpointError(`${this.path}: no tensor "${name}"${near.length ? ` (similar: ${near.join(', ')})` : ''}`);
+    }
+    if (shape && (shape.length !== e.shape.length || shape.some((n, i) => n !== e.shape[i]))) {
+      throw new CheckpointError(`${this.path}: tensor "${name}" is ${e.dtype}${fmtShape(e.shape)}, expected shape ${fmtShape(shape)}`);
+    }
+    return e;
+  }
+
+  /**
+   * Streams a tensor's bytes in chunks of at most `chunkBytes` (whole elements), read into one reused buffer:
+   * `onChunk(bytes, byteOffset)` must consume the bytes before returning (they are overwritten next).
+   */
+  async readChunks(name: string, chunkBytes: number, onChunk: (bytes: Uint8Array, byteOffset: number) => void | Promise<void>, scratch?: Buffer): Promise<void> {
+    const e = this.entry(name);
+    const elem = SAFE_DTYPE_BYTES[e.dtype];
+    const step = Math.max(elem, Math.floor(chunkBytes / elem) * elem);
+    const buf = scratch && scratch.byteLength >= step ? scratch : Buffer.allocUnsafe(step);
+    const handle = this.files.get(e.file)!.handle;
+    for (let off = 0; off < e.byteLength; off += step) {
+      const len = Math.min(step, e.byteLength - off);
+      const { bytesRead } = await handle.read(buf, 0, len, e.start + off);
+      if (bytesRead !== len) throw new CheckpointError(`${e.file}: tensor "${name}" truncated at byte ${e.start + off + bytesRead}`);
+      await onChunk(buf.subarray(0, len), off);
+    }
+  }
+
+  /** Whole tensor as float32 (small tensors: tests, CPU-side tables). */
+  async readFloat32(name: string): Promise<Float32Array> {
+    const e = this.entry(name);
+    const out = new Float32Array(numelOf(e.shape));
+    const elem = SAFE_DTYPE_BYTES[e.dtype];
+    await this.readChunks(name, 1 << 20, (bytes, off) => out.set(decodeSafe(bytes, e.dtype), off / elem));
+    return out;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.files.values()].map((f) => f.close()));
+    this.files.clear();
+  }
+}
+
+async function readIndex(p: string): Promise<{ weight_map: Record<string, string>; metadata?: Record<string, string> }> {
+  let json: { weight_map?: unknown; metadata?: Record<string, string> };
+  try {
+    const h = await openFile(p, 'r');
+    try {
+      json = JSON.parse(await h.readFile('utf8'));
+    } finally {
+      await h.close();
+    }
+  } catch (e) {
+    throw new CheckpointError(`${p}: unreadable index (${(e as Error).message})`);
+  }
+  const map = json.weight_map;
+  if (!map || typeof map !== 'object') throw new CheckpointError(`${p}: index has no weight_map`);
+  for (const [k, f] of Object.entries(map)) {
+    if (typeof f !== 'string' || basename(f) !== f) throw new CheckpointError(`${p}: weight_map["${k}"] = ${JSON.stringify(f)} is not a file name`);
+  }
+  return { weight_map: map as Record<string, string>, metadata: json.metadata };
+}
+
+function nearKeys(name: string, keys: string[]): string[] {
+  const score = (k: string) => {
+    let p = 0;
+    while (p < k.length && k[p] === name[p]) p++;
+    let s = 0;
+    while (s < k.length && k[k.length - 1 - s] === name[name.length - 1 - s]) s++;
+    return p + s;
+  };
+  return keys
+    .map((k) => [k, score(k)] as const)
+    .filter(([, s]) => s >= Math.min(4, name.length / 2))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 3)
+    .map(([k]) => k);
+}
+
+/** Checkpoint bytes (whole elements) -> float32 values. */
+export function decodeSafe(bytes: Uint8Array, dtype: SafeDType): Float32Array {
+  const n = bytes.byteLength / SAFE_DTYPE_BYTES[dtype];
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Float32Array(n);
+  switch (dtype) {
+    case 'F32': for (let i = 0; i < n; i++) out[i] = dv.getFloat32(i * 4, true); break;
+    case 'F16': for (let i = 0; i < n; i++) out[i] = f16(dv.getUint16(i * 2, true)); break;
+    case 'BF16': for (let i = 0; i < n; i++) out[i] = bf16(dv.getUint16(i * 2, true)); break;
+    case 'I8': for (let i = 0; i < n; i++) out[i] = dv.getInt8(i); break;
+    case 'U8': for (let i = 0; i < n; i++) out[i] = dv.getUint8(i); break;
+    case 'F8_E4M3': for (let i = 0; i < n; i++) out[i] = f8(dv.getUint8(i)); break;
+  }
+  return out;
+}
+
+// ---- writer ----
+
+export interface WriteTensor {
+  dtype: SafeDType;
+  shape: number[];
+  /** Values (encoded to dtype; F8_E4M3 needs raw bytes), or the raw little-endian bytes. */
+  data: ArrayLike<number> | Uint8Array;
+}
+
+/** Encodes values to checkpoint bytes. */
+export function encodeSafe(values: ArrayLike<number>, dtype: SafeDType): Uint8Array {
+  switch (dtype) {
+    case 'F32': return encode(values, 'f32');
+    case 'F16': return encode(values, 'f16');
+    case 'I8': return encode(values, 'i8');
+    case 'U8': return Uint8Array.from(values);
+    case 'BF16': {
+      const h = new Uint16Array(values.length);
+      for (let i = 0; i < values.length; i++) h[i] = f32ToBf16Bits(values[i]!);
+      return new Uint8Array(h.buffer);
+    }
+    case 'F8_E4M3': throw new CheckpointError('encodeSafe: pass F8_E4M3 data as raw bytes');
+  }
+}
+
+/** Writes one .safetensors file (header padded with spaces to 8 bytes, data in the order given). */
+export async function writeSafetensors(path: string, tensors: Record<string, WriteTensor>, metadata?: Record<string, string>): Promise<void> {
+  const header: Record<string, unknown> = {};
+  if (metadata) header.__metadata__ = metadata;
+  const blobs: Uint8Array[] = [];
+  let off = 0;
+  for (const [name, t] of Object.entries(tensors)) {
+    const bytes = t.data instanceof Uint8Array ? t.data : encodeSafe(t.data, t.dtype);
+    const want = numelOf(t.shape) * SAFE_DTYPE_BYTES[t.dtype];
+    if (bytes.byteLength !== want) throw new CheckpointError(`writeSafetensors: "${name}" ${t.dtype}${fmtShape(t.shape)} needs ${want} bytes, got ${bytes.byteLength}`);
+    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + bytes.byteLength] };
+    blobs.push(bytes);
+    off += bytes.byteLength;
+  }
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (Buffer.byteLength(json) % 8)) % 8);
+  const len = Buffer.alloc(8);
+  len.writeBigUInt64LE(BigInt(Buffer.byteLength(json)));
+  await mkdir(dirname(path), { recursive: true });
+  await writeFile(path, Buffer.concat([len, Buffer.from(json), ...blobs]));
+}
+
+/** Writes shards of at most ~maxShardBytes plus model.safetensors.index.json in `dir`. Returns the index path. */
+export async function writeShardedSafetensors(dir: string, tensors: Record<string, WriteTensor>, maxShardBytes: number, metadata?: Record<string, string>): Promise<string> {
+  const shards: Record<string, WriteTensor>[] = [{}];
+  let size = 0;
+  for (const [name, t] of Object.entries(tensors)) {
+    const bytes = numelOf(t.shape) * SAFE_DTYPE_BYTES[t.dtype];
+    if (size > 0 && size + bytes > maxShardBytes) {
+      shards.push({});
+      size = 0;
+    }
+    shards[shards.length - 1]![name] = t;
+    size += bytes;
+  }
+  const weightMap: Record<string, string> = {};
+  const n = String(shards.length).padStart(5, '0');
+  for (let i = 0; i < shards.length; i++) {
+    const file = `model-${String(i + 1).padStart(5, '0')}-of-${n}.safetensors`;
+    await writeSafetensors(join(dir, file), shards[i]!, metadata);
+    for (const name of Object.keys(shards[i]!)) weightMap[name] = file;
+  }
+  const indexPath = join(dir, INDEX_FILE);
+  await writeFile(indexPath, JSON.stringify({ metadata: metadata ?? {}, weight_map: weightMap }, null, 1));
+  return indexPath;
+}

@@ -1,0 +1,142 @@
+// safetensors: writer/reader round trips, sharded index, corrupt and truncated files, GPU upload in chunks.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, readFileSync, writeFileSync, truncateSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { f16BitsToF32, f32ToF16Bits as f16Round } from '../../src/engine/dtype';
+import { loadTensor } from '../../src/engine/load';
+import { Checkpoint, CheckpointError, writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { assertClose, randomHost, seeded, testEngine } from './helpers';
+
+const dir = mkdtempSync(join(tmpdir(), 'kiln-st-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+function sample(values: Float64Array): Record<string, WriteTensor> {
+  return {
+    'blocks.0.attn.qkv.weight': { dtype: 'F32', shape: [3, 5], data: values.slice(0, 15) },
+    'blocks.0.attn.qkv.bias': { dtype: 'F16', shape: [5], data: values.slice(0, 5) },
+    'blocks.1.mlp.fc1.weight': { dtype: 'BF16', shape: [7, 3], data: values.slice(0, 21) },
+    'quant.weight': { dtype: 'I8', shape: [2, 2], data: [-128, -1, 0, 127] },
+    'quant.bytes': { dtype: 'U8', shape: [3], data: [0, 200, 255] },
+    'fp8.weight': { dtype: 'F8_E4M3', shape: [4], data: new Uint8Array([0x38, 0xb8, 0x7e, 0x01]) },
+  };
+}
+
+test('write then read every dtype, with metadata', seeded(async (rng) => {
+  const values = rng.uniform(21, -4, 4);
+  const path = join(dir, 'one.safetensors');
+  await writeSafetensors(path, sample(values), { format: 'pt' });
+  const ck = await Checkpoint.open(path);
+  try {
+    assert.deepEqual(ck.metadata, { format: 'pt' });
+    assert.equal(ck.keys().length, 6);
+    assertClose(await ck.readFloat32('blocks.0.attn.qkv.weight'), { data: values.slice(0, 15), shape: [3, 5] }, 'f32', 'F32');
+    assertClose(await ck.readFloat32('blocks.0.attn.qkv.bias'), { data: values.slice(0, 5), shape: [5] }, 'f16', 'F16');
+    assertClose(await ck.readFloat32('blocks.1.mlp.fc1.weight'), { data: values.slice(0, 21), shape: [7, 3] }, { atol: 0, rtol: 2 ** -8 }, 'BF16');
+    assert.deepEqual(Array.from(await ck.readFloat32('quant.weight')), [-128, -1, 0, 127]);
+    assert.deepEqual(Array.from(await ck.readFloat32('quant.bytes')), [0, 200, 255]);
+    assert.deepEqual(Array.from(await ck.readFloat32('fp8.weight')), [1, -1, 448, 2 ** -9]);
+    // the header is padded so the data starts 8-byte aligned
+    assert.equal(Number(readFileSync(path).readBigUInt64LE(0)) % 8, 0);
+  } finally {
+    await ck.close();
+  }
+}));
+
+test('missing keys and wrong shapes are named', async () => {
+  const path = join(dir, 'names.safetensors');
+  await writeSafetensors(path, sample(new Float64Array(21)));
+  const ck = await Checkpoint.open(path);
+  try {
+    assert.throws(() => ck.entry('blocks.0.attn.qkv.weights'), /no tensor "blocks\.0\.attn\.qkv\.weights" \(similar: blocks\.0\.attn\.qkv\.weight/);
+    assert.throws(() => ck.entry('blocks.0.attn.qkv.weight', [5, 3]), /"blocks\.0\.attn\.qkv\.weight" is F32\[3,5\], expected shape \[5,3\]/);
+  } finally {
+    await ck.close();
+  }
+});
+
+test('truncated and corrupt files give clear errors', async () => {
+  const good = join(dir, 'good.safetensors');
+  await writeSafetensors(good, sample(new Float64Array(21)));
+  const bytes = readFileSync(good);
+
+  const cut = join(dir, 'cut.safetensors');
+  writeFileSync(cut, bytes.subarray(0, bytes.length - 3));
+  await assert.rejects(Checkpoint.open(cut), /truncated/);
+
+  const headerCut = join(dir, 'header-cut.safetensors');
+  writeFileSync(headerCut, bytes.subarray(0, 40));
+  await assert.rejects(Checkpoint.open(headerCut), /header length \d+ does not fit the file \(40 bytes\)/);
+
+  const tiny = join(dir, 'tiny.safetensors');
+  writeFileSync(tiny, Buffer.from([1, 2, 3]));
+  await assert.rejects(Checkpoint.open(tiny), /not a safetensors file \(3 bytes\)/);
+
+  const garbage = Buffer.from(bytes);
+  garbage.write('{{{{', 8);
+  const bad = join(dir, 'bad-json.safetensors');
+  writeFileSync(bad, garbage);
+  await assert.rejects(Checkpoint.open(bad), /header is not valid JSON/);
+
+  const wrongLen = join(dir, 'wrong-len.safetensors');
+  await writeSafetensors(wrongLen, { x: { dtype: 'F32', shape: [2], data: [1, 2] } });
+  const w = readFileSync(wrongLen);
+  writeFileSync(wrongLen, Buffer.from(w.toString('latin1').replace('"shape":[2]', '"shape":[3]'), 'latin1'));
+  await assert.rejects(Checkpoint.open(wrongLen), /tensor "x": F32\[3\] needs 12 bytes, data_offsets give 8/);
+
+  // a file truncated after opening: the read names the tensor
+  const late = join(dir, 'late.safetensors');
+  writeFileSync(late, bytes);
+  const ck = await Checkpoint.open(late);
+  truncateSync(late, bytes.length - 30);
+  await assert.rejects(ck.readFloat32('fp8.weight'), /tensor "fp8\.weight" truncated/);
+  await ck.close();
+});
+
+test('sharded checkpoints open through the index', seeded(async (rng) => {
+  const sdir = join(dir, 'sharded');
+  const tensors = sample(rng.uniform(21));
+  const index = await writeShardedSafetensors(sdir, tensors, 64);
+  const ck = await Checkpoint.open(sdir);
+  try {
+    assert.deepEqual(ck.keys().sort(), Object.keys(tensors).sort());
+    assert.ok(new Set(ck.keys().map((k) => ck.entry(k).file)).size > 1, 'expected several shards');
+    assert.deepEqual(Array.from(await ck.readFloat32('quant.weight')), [-128, -1, 0, 127]);
+  } finally {
+    await ck.close();
+  }
+  // an index naming a key its shard lacks
+  const idx = JSON.parse(readFileSync(index, 'utf8'));
+  idx.weight_map['ghost.weight'] = idx.weight_map['quant.weight'];
+  writeFileSync(index, JSON.stringify(idx));
+  await assert.rejects(Checkpoint.open(index), (e: Error) => e instanceof CheckpointError && /"ghost\.weight" in model-\d+-of-\d+\.safetensors, which does not hold it/.test(e.message));
+}));
+
+test('streaming upload converts BF16/F16/F32 on the way to the GPU', seeded(async (rng) => {
+  const e = await testEngine();
+  const n = 1001; // several small chunks plus a tail
+  const h = randomHost(rng, [7, 143], 'f32', -3, 3);
+  const path = join(dir, 'upload.safetensors');
+  await writeSafetensors(path, {
+    w32: { dtype: 'F32', shape: [7, 143], data: h.data },
+    w16: { dtype: 'F16', shape: [n], data: h.data.slice(0, n) },
+    wbf: { dtype: 'BF16', shape: [n], data: h.data.slice(0, n) },
+    big: { dtype: 'F32', shape: [2], data: [1e6, 1] },
+  });
+  const ck = await Checkpoint.open(path);
+  try {
+    for (const [name, dtype] of [['w32', 'f32'], ['w32', 'f16'], ['w16', 'f16'], ['w16', 'f32'], ['wbf', 'f32'], ['wbf', 'f16']] as const) {
+      const t = await loadTensor(e, ck, name, { dtype, chunkBytes: 96 });
+      const want = await ck.readFloat32(name);
+      const expect = dtype === 'f16' ? Float64Array.from(want, (v) => f16BitsToF32(f16Round(v))) : Float64Array.from(want);
+      assertClose(await e.read(t), { data: expect, shape: [...t.shape] }, { atol: 0, rtol: 0 }, `${name} -> ${dtype}`);
+      t.free();
+    }
+    await assert.rejects(loadTensor(e, ck, 'big', { dtype: 'f16' }), /holds 1000000, beyond f16's range/);
+    await assert.rejects(loadTensor(e, ck, 'w32', { shape: [143, 7] }), /is F32\[7,143\], expected shape \[143,7\]/);
+  } finally {
+    await ck.close();
+  }
+}));
+
