@@ -24,3 +24,13 @@ export class CancelledError extends Error {
 export function throwIfCancelled(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new CancelledError(typeof signal.reason === 'string' ? signal.reason : 'cancelled');
 }
+
+/** The queue holds MAX_QUEUE jobs already: HTTP 429 `{"detail": message}`. */
+export class QueueFullError extends Error {
+  override readonly name = 'QueueFullError';
+}
+
+/** A part the request needs is not available in this build or on this machine: HTTP 503 `{"detail": message}`. */
+export class UnavailableError extends Error {
+  override readonly name = 'UnavailableError';
+}

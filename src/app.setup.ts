@@ -1,0 +1,36 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import express from 'express';
+import { join } from 'node:path';
+import type { Settings } from './config/settings';
+import { clientDist } from './root.controller';
+
+/** HTTP set-up shared by main.ts and the e2e tests: body limits, CORS, /out, the web page's assets, OpenAPI. */
+export function configureApp(app: NestExpressApplication, settings: Settings): void {
+  app.useBodyParser('json', { limit: `${settings.maxBodyMb}mb` });
+  app.useBodyParser('urlencoded', { extended: false, limit: '1mb' });
+  // Any origin may call the API (the spec); credentials travel in headers, never cookies.
+  app.enableCors({
+    origin: true,
+    methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
+    allowedHeaders: ['Authorization', 'x-token', 'Content-Type'],
+    exposedHeaders: ['X-Total-Count', 'Content-Disposition'],
+    maxAge: 600,
+  });
+  // Finished files, no credential. Only completed files exist under their final names (temp + rename).
+  app.use('/out', express.static(join(settings.dataDir, 'out'), { index: false, dotfiles: 'deny', fallthrough: true }));
+  app.use('/out', (_req: express.Request, res: express.Response) => res.status(404).json({ detail: 'no such file' }));
+  app.use('/assets', express.static(join(clientDist(), 'assets'), { index: false, immutable: true, maxAge: '7d' }));
+
+  const doc = new DocumentBuilder()
+    .setTitle('Kiln media generation service')
+    .setDescription('Video (with sound), image and voice-cloned speech jobs on one local GPU. Interface version 1.1.')
+    .setVersion('1.1')
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <TOKEN> (recommended)' }, 'bearer')
+    .addApiKey({ type: 'apiKey', in: 'header', name: 'x-token' }, 'x-token')
+    .addApiKey({ type: 'apiKey', in: 'query', name: 'token' }, 'token-query')
+    .build();
+  const document = SwaggerModule.createDocument(app, doc);
+  SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
+  app.enableShutdownHooks();
+}

@@ -1,0 +1,52 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { BadInputError, NotFoundError, QueueFullError, UnavailableError } from './errors';
+import { redactUrl } from './logger';
+import { ValidationFailed } from './validation';
+
+/** Maps every error to the spec's bodies: `{"detail": ...}`. Bad input is never a 500. */
+@Catch()
+export class HttpExceptionFilter implements ExceptionFilter {
+  constructor(private readonly log: Logger) {}
+
+  catch(err: unknown, host: ArgumentsHost): void {
+    const res = host.switchToHttp().getResponse<Response>();
+    const req = host.switchToHttp().getRequest<Request>();
+    const [status, body] = this.map(err);
+    if (status >= 500) this.log.error({ err, method: req.method, url: redactUrl(req.originalUrl ?? req.url) }, 'request failed');
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(status).json(body);
+  }
+
+  private map(err: unknown): [number, unknown] {
+    if (err instanceof ValidationFailed) return [422, { detail: err.entries }];
+    if (err instanceof BadInputError) return [400, { detail: err.message }];
+    if (err instanceof NotFoundError) return [404, { detail: err.message }];
+    if (err instanceof QueueFullError) return [429, { detail: err.message }];
+    if (err instanceof UnavailableError) return [503, { detail: err.message }];
+    const e = err as { type?: string; status?: number; message?: string; body?: unknown; limit?: number };
+    // body-parser errors reach us as plain errors with a `type`.
+    if (e?.type === 'entity.parse.failed') {
+      return [422, { detail: [{ loc: ['body', 0], msg: `JSON decode error: ${e.message}`, type: 'json_invalid', input: {} }] }];
+    }
+    if (e?.type === 'entity.too.large') return [413, { detail: `request body is larger than ${Math.round((e.limit ?? 0) / 1048576)} MB` }];
+    if (err instanceof HttpException) {
+      const status = err.getStatus();
+      const r = err.getResponse() as { detail?: unknown; message?: unknown } | string;
+      if (typeof r === 'object' && r && 'detail' in r) return [status, r];
+      let message = typeof r === 'string' ? r : Array.isArray(r?.message) ? r.message.join('; ') : String(r?.message ?? err.message);
+      // Multer (multipart) limits: say which limit in words a user can act on.
+      if (status === HttpStatus.PAYLOAD_TOO_LARGE && /file too large/i.test(message)) {
+        return [400, { detail: 'an uploaded file is larger than the 64 MB upload limit (images may be at most 25 MB)' }];
+      }
+      if (/unexpected field/i.test(message)) message = `${message}: this form takes files only in the fields named in the API (images, audios, ref_audio)`;
+      if (status === 404 && /^Cannot (GET|POST|PUT|DELETE|PATCH)/.test(message)) message = `no such endpoint: ${message.replace(/^Cannot /, '')}`;
+      return [status, { detail: message }];
+    }
+    return [500, { detail: 'internal error; the service log has the details' }];
+  }
+}

@@ -1,0 +1,2 @@
+/** Nest injection token for the pino logger. */
+export const LOGGER = Symbol('LOGGER');

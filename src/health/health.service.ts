@@ -1,0 +1,121 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, statfsSync } from 'node:fs';
+import { cpus, freemem, loadavg, totalmem, uptime } from 'node:os';
+import { join } from 'node:path';
+import { SETTINGS, Settings } from '../config/settings';
+import { FPS, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, ProfileInfo, TTS_LANGUAGES, TTS_PROFILE, VIDEO_ASPECTS, VIDEO_PROFILES, VIDEO_RES, VIDEO_SIZES, snapFrames } from '../jobs/catalog';
+import { MAX_PROMPT_CHARS, MAX_STEPS, MAX_WAIT_S } from '../jobs/job-requests';
+import { JobsService } from '../jobs/jobs.service';
+import { JobWaiters } from '../jobs/job.waiters';
+import { projectRoot } from '../paths';
+import { PipelineRegistry } from '../scheduler/pipeline';
+import { Scheduler } from '../scheduler/scheduler';
+import { GpuProbe } from './gpu.probe';
+
+const started = Date.now() / 1000;
+
+/** /api/status, /api/config and /api/health bodies (their fields are ours to choose: README "API"). */
+@Injectable()
+export class HealthService {
+  private readonly revision = sourceRevision();
+
+  constructor(
+    @Inject(SETTINGS) private readonly settings: Settings,
+    private readonly jobs: JobsService,
+    private readonly scheduler: Scheduler,
+    private readonly registry: PipelineRegistry,
+    private readonly gpu: GpuProbe,
+    private readonly waiters: JobWaiters,
+  ) {}
+
+  status() {
+    const { current, queued } = this.jobs.summary();
+    return { online: true, current_job: current, queued };
+  }
+
+  private profile(p: ProfileInfo | { profile: string; kind: string }) {
+    const entry = this.registry.get(p.kind, p.profile);
+    return {
+      ...p,
+      available: entry !== undefined,
+      weights: entry ? entry.weights() : 'missing',
+      note: entry ? entry.note?.() ?? '' : `the ${'model' in p ? p.model : 'Qwen3-TTS'} model behind ${p.profile} is not built into this service yet; its jobs fail with that reason`,
+    };
+  }
+
+  config() {
+    return {
+      version: '1.1',
+      profiles: [...VIDEO_PROFILES, ...IMAGE_PROFILES].map((p) => this.profile(p)),
+      tts: { ...this.profile({ profile: TTS_PROFILE, kind: 'tts' }), languages: TTS_LANGUAGES, ref_audio_seconds: { min: 3, max: 30 } },
+      video: {
+        aspects: VIDEO_ASPECTS,
+        res: VIDEO_RES,
+        sizes: VIDEO_SIZES,
+        fps: FPS,
+        seconds: { min: 1, max: 15, default: 5, options: [1, 2, 3, 4, 5, 6, 8, 10, 12, 15].map((s) => ({ seconds: s, frames: snapFrames(s) })) },
+        image_modes: ['keyframe', 'reference'],
+        audio_modes: ['voice', 'track'],
+        max_images: 6,
+        max_audios: 3,
+        audio_seconds: { min: 2, max: 15 },
+        tts_languages: TTS_LANGUAGES,
+      },
+      image: {
+        aspects: IMAGE_ASPECTS,
+        res: IMAGE_RES,
+        sizes: IMAGE_SIZES,
+        explicit_size: { multiple_of: 32, min: 256, max: 4096 },
+        max_images: Object.fromEntries(IMAGE_PROFILES.map((p) => [p.profile, p.max_images])),
+      },
+      limits: { image_bytes: 25 * 1024 * 1024, prompt_chars: MAX_PROMPT_CHARS, max_steps: MAX_STEPS, wait_timeout_s: MAX_WAIT_S, max_queue: this.settings.maxQueue },
+    };
+  }
+
+  async health() {
+    const disk = (() => {
+      try {
+        const s = statfsSync(this.settings.dataDir);
+        return { path: this.settings.dataDir, total_bytes: s.blocks * s.bsize, free_bytes: s.bavail * s.bsize };
+      } catch (err) {
+        return { path: this.settings.dataDir, error: String(err) };
+      }
+    })();
+    const beat = this.scheduler.heartbeat();
+    const cur = this.scheduler.current();
+    return {
+      ok: beat.age_s < 10,
+      gpu: await this.gpu.describe(),
+      cpu: { model: cpus()[0]?.model ?? 'unknown', cores: cpus().length, loadavg: loadavg() },
+      ram: { total_bytes: totalmem(), free_bytes: freemem(), process_rss_bytes: process.memoryUsage().rss },
+      disk,
+      services: {
+        api: 'ok',
+        scheduler: beat.age_s < 10 ? 'ok' : 'stalled',
+        database: 'ok',
+        waiters: this.waiters.count(),
+      },
+      current_job: cur ? { id: cur.task.id, kind: cur.task.kind, profile: cur.task.profile, stage: cur.stage, progress: cur.progress, elapsed: Date.now() / 1000 - cur.started } : null,
+      queued: this.scheduler.queuedCount(),
+      vpn: null,
+      vpn_note: 'VPN status is outside this service; it is always null here',
+      source_revision: this.revision,
+      uptime_s: { process: Math.round(Date.now() / 1000 - started), machine: Math.round(uptime()) },
+      watchdog: { last_heartbeat: beat.last, age_s: Math.round(beat.age_s * 1000) / 1000, stalled_after_s: 10 },
+    };
+  }
+}
+
+/** KILN_REVISION (set at image build), else the REVISION file, else `git rev-parse HEAD`, else null. */
+function sourceRevision(): string | null {
+  if (process.env.KILN_REVISION) return process.env.KILN_REVISION;
+  try {
+    const root = projectRoot();
+    const file = join(root, 'REVISION');
+    if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+    return execFileSync('git', ['rev-parse', 'HEAD'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'], timeout: 2000 }).toString().trim();
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,40 @@
+import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
+import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { ApiCommon, ApiCreateErrors } from '../common/api-docs';
+import { clientGone } from '../common/request-signal';
+import { JobObjectDto } from '../jobs/job.schema';
+import { JobsService } from '../jobs/jobs.service';
+import { filesOf, uploadFields, UploadedFiles as Files } from '../jobs/upload';
+import { CreateImageFormDto, GenerateImageDto } from './image.dto';
+import { ImageService } from './image.service';
+
+@ApiTags('image')
+@ApiCommon()
+@Controller('api')
+export class ImageController {
+  constructor(private readonly image: ImageService, private readonly jobs: JobsService) {}
+
+  @Post('v1/image')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Create an image job (JSON)' })
+  @ApiOkResponse({ type: JobObjectDto })
+  @ApiCreateErrors()
+  generate(@Body() dto: GenerateImageDto, @Res({ passthrough: true }) res: Response) {
+    const images = dto.images ?? [];
+    return this.image.create(dto, { images: images.length, load: () => this.jobs.fetchInputs(images, 'images', 'image') }, clientGone(res));
+  }
+
+  @Post('images')
+  @HttpCode(200)
+  @UseInterceptors(uploadFields('images'))
+  @ApiOperation({ summary: 'Create an image job (multipart)' })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ schema: { allOf: [{ $ref: '#/components/schemas/CreateImageFormDto' }, { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'binary' } } } }] } })
+  @ApiOkResponse({ type: JobObjectDto })
+  @ApiCreateErrors()
+  createForm(@Body() dto: CreateImageFormDto, @UploadedFiles() files: Files) {
+    const images = filesOf(files, 'images');
+    return this.image.create(dto, { images: images.length, load: async () => images });
+  }
+}

@@ -1,0 +1,39 @@
+import { Injectable } from '@nestjs/common';
+import { aspectOf, sizeForTier } from '../jobs/catalog';
+import { checkTimeout, draftImage, ImageRequest } from '../jobs/job-requests';
+import { InputFile } from '../jobs/input-probe';
+import { JobsService } from '../jobs/jobs.service';
+
+/** Image job creation: the spec's rules (profiles, tiers, explicit size, size_from_ref), inputs checked. */
+@Injectable()
+export class ImageService {
+  constructor(private readonly jobs: JobsService) {}
+
+  async create(
+    req: ImageRequest & { callback_url?: string | null; wait?: boolean },
+    inputs: { images: number; load: () => Promise<InputFile[]> },
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
+    const d = draftImage(req, inputs.images);
+    const timeout = checkTimeout(req.timeout, 300);
+    this.jobs.admit(req.callback_url);
+    const images = await inputs.load();
+    const probes = await this.jobs.probeImages(images);
+    let { width, height, aspect } = d;
+    if (d.size_from_ref) {
+      [width, height] = sizeForTier(probes[0].width, probes[0].height, d.res);
+      aspect = aspectOf(width, height);
+    }
+    const job = await this.jobs.submit(
+      {
+        kind: 'image', prompt: d.prompt, profile: d.profile.profile, mode: d.mode, aspect, res: d.res,
+        size: `${width}x${height}`, seed: d.seed, steps: d.steps, image_count: images.length, negative: d.negative,
+        cfg: d.cfg, size_from_ref: d.size_from_ref, callback_url: req.callback_url ?? null,
+        params: { width, height },
+      },
+      images,
+      [],
+    );
+    return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : this.jobs.view(job);
+  }
+}

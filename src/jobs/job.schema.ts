@@ -1,0 +1,62 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+
+// OpenAPI schemas of the response bodies (documentation only; the job object is built by toJobObject).
+
+class ProgressDto {
+  @ApiProperty() value!: number;
+  @ApiProperty() max!: number;
+}
+
+export class JobObjectDto {
+  @ApiProperty({ example: '20261121_101530_0427', description: 'Date, time and a short numeric suffix joined by underscores' }) id!: string;
+  @ApiProperty({ enum: ['video', 'image'] }) kind!: string;
+  @ApiProperty({ enum: ['queued', 'running', 'done', 'failed'] }) status!: string;
+  @ApiProperty() prompt!: string;
+  @ApiProperty() profile!: string;
+  @ApiProperty({ enum: ['t2v', 'i2v', 't2i', 'edit'], description: 'Style-reference image jobs report t2i' }) mode!: string;
+  @ApiProperty() aspect!: string;
+  @ApiProperty() res!: string;
+  @ApiProperty({ example: '864x480' }) size!: string;
+  @ApiPropertyOptional({ description: 'Video jobs' }) seconds?: number;
+  @ApiPropertyOptional({ description: 'Video jobs: frame count after snapping to 17k+5' }) frames?: number;
+  @ApiProperty() seed!: number;
+  @ApiProperty() steps!: number;
+  @ApiProperty() image_count!: number;
+  @ApiProperty({ description: 'Unix seconds' }) created!: number;
+  @ApiPropertyOptional({ description: 'Queued: 1 = next to run' }) position?: number;
+  @ApiPropertyOptional({ type: ProgressDto, description: 'Running: sampling-step progress' }) progress?: ProgressDto;
+  @ApiPropertyOptional({ enum: ['加载模型', '加载文本编码器', '编码提示词/图片', '采样', '视频解码', '音频解码', '封装', '保存'] }) stage?: string;
+  @ApiPropertyOptional({ description: 'Running: seconds so far' }) elapsed?: number;
+  @ApiPropertyOptional({ description: 'Done: generation seconds, excluding queue time' }) exec_s?: number;
+  @ApiPropertyOptional({ example: '/out/20261121_101530_0427.mp4' }) video?: string;
+  @ApiPropertyOptional({ example: '/api/jobs/20261121_101530_0427/video' }) video_download?: string;
+  @ApiPropertyOptional({ example: '/out/20261121_101530_0427.png' }) image?: string;
+  @ApiPropertyOptional({ example: '/api/jobs/20261121_101530_0427/image' }) image_download?: string;
+  @ApiPropertyOptional({ description: 'Image jobs' }) negative?: string;
+  @ApiPropertyOptional({ description: 'Image jobs' }) cfg?: number;
+  @ApiPropertyOptional({ description: 'Image jobs' }) size_from_ref?: boolean;
+  @ApiPropertyOptional({ description: 'Done or failed: Unix seconds' }) finished?: number;
+  @ApiPropertyOptional({ description: 'Failed: the reason ("cancelled", "interrupted", "interrupted by restart", or what went wrong)' }) error?: string;
+  @ApiPropertyOptional({ description: 'HTTP status the callback target returned' }) callback_status?: number;
+}
+
+export class ErrorDetailDto {
+  @ApiProperty({ example: 'seconds must be from 1 to 15 (got 20)' }) detail!: string;
+}
+
+class ValidationEntryDto {
+  @ApiProperty({ type: 'array', items: { oneOf: [{ type: 'string' }, { type: 'integer' }] }, example: ['body', 'seconds'] }) loc!: (string | number)[];
+  @ApiProperty({ example: 'Input should be a valid number, unable to parse string as a number' }) msg!: string;
+  @ApiProperty({ example: 'float_parsing' }) type!: string;
+  @ApiPropertyOptional({ example: 'five' }) input?: unknown;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: true }) ctx?: Record<string, unknown>;
+}
+
+export class ValidationErrorDto {
+  @ApiPropertyOptional({ type: [ValidationEntryDto] }) detail?: ValidationEntryDto[];
+}
+
+export class DeleteResultDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ enum: ['cancelled', 'interrupted', 'deleted'] }) action!: string;
+}

@@ -1,0 +1,82 @@
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { JobRecord, JobStatus } from './job.model';
+
+/** Job records in SQLite (WAL: a committed write survives kill -9). Order of creation is the rowid `seq`,
+ * which is also the FIFO order queued jobs resume in after a restart. */
+export class JobStore {
+  private readonly db: Database.Database;
+  private readonly stmts;
+
+  constructor(dataDir: string) {
+    mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(join(dataDir, 'jobs.sqlite'));
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(`CREATE TABLE IF NOT EXISTS jobs (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,
+      id TEXT NOT NULL UNIQUE,
+      kind TEXT NOT NULL,
+      status TEXT NOT NULL,
+      created REAL NOT NULL,
+      record TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);`);
+    this.stmts = {
+      insert: this.db.prepare('INSERT INTO jobs (id, kind, status, created, record) VALUES (@id, @kind, @status, @created, @record)'),
+      update: this.db.prepare('UPDATE jobs SET status = @status, record = @record WHERE id = @id'),
+      get: this.db.prepare('SELECT record FROM jobs WHERE id = ?'),
+      has: this.db.prepare('SELECT 1 FROM jobs WHERE id = ?'),
+      del: this.db.prepare('DELETE FROM jobs WHERE id = ?'),
+      byStatus: this.db.prepare('SELECT record FROM jobs WHERE status = ? ORDER BY seq'),
+      count: this.db.prepare('SELECT COUNT(*) AS n FROM jobs'),
+    };
+  }
+
+  insert(job: JobRecord): void {
+    this.stmts.insert.run({ id: job.id, kind: job.kind, status: job.status, created: job.created, record: JSON.stringify(job) });
+  }
+
+  update(job: JobRecord): void {
+    this.stmts.update.run({ id: job.id, status: job.status, record: JSON.stringify(job) });
+  }
+
+  get(id: string): JobRecord | undefined {
+    const row = this.stmts.get.get(id) as { record: string } | undefined;
+    return row ? (JSON.parse(row.record) as JobRecord) : undefined;
+  }
+
+  has(id: string): boolean {
+    return this.stmts.has.get(id) !== undefined;
+  }
+
+  delete(id: string): void {
+    this.stmts.del.run(id);
+  }
+
+  withStatus(status: JobStatus): JobRecord[] {
+    return (this.stmts.byStatus.all(status) as { record: string }[]).map((r) => JSON.parse(r.record) as JobRecord);
+  }
+
+  count(): number {
+    return (this.stmts.count.get() as { n: number }).n;
+  }
+
+  /** Newest first. `kind`/`status` filter; `limit`/`offset` page. */
+  list(opts: { kind?: string; status?: string; limit: number; offset: number }): { total: number; jobs: JobRecord[] } {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    if (opts.kind) (where.push('kind = ?'), args.push(opts.kind));
+    if (opts.status) (where.push('status = ?'), args.push(opts.status));
+    const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
+    const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM jobs ${w}`).get(...args) as { n: number }).n;
+    const rows = this.db.prepare(`SELECT record FROM jobs ${w} ORDER BY seq DESC LIMIT ? OFFSET ?`).all(...args, opts.limit, opts.offset) as { record: string }[];
+    return { total, jobs: rows.map((r) => JSON.parse(r.record) as JobRecord) };
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}

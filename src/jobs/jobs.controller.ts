@@ -1,0 +1,70 @@
+import { Controller, Delete, Get, Param, Query, Res, StreamableFile } from '@nestjs/common';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { createReadStream } from 'node:fs';
+import { ApiCommon } from '../common/api-docs';
+import { BadInputError } from '../common/errors';
+import { clientGone } from '../common/request-signal';
+import { checkTimeout } from './job-requests';
+import { DeleteResultDto, ErrorDetailDto, JobObjectDto } from './job.schema';
+import { GetJobQueryDto, ListJobsQueryDto } from './jobs.dto';
+import { JobsService } from './jobs.service';
+
+@ApiTags('jobs')
+@ApiCommon()
+@Controller('api/jobs')
+export class JobsController {
+  constructor(private readonly jobs: JobsService) {}
+
+  @Get()
+  @ApiOperation({ summary: 'List jobs, video and image mixed, newest first (a JSON array; X-Total-Count holds the total)' })
+  @ApiOkResponse({ type: [JobObjectDto] })
+  list(@Query() q: ListJobsQueryDto, @Res({ passthrough: true }) res: Response) {
+    const limit = q.limit ?? 100;
+    const offset = q.offset ?? 0;
+    if (limit < 1 || limit > 1000) throw new BadInputError(`limit must be from 1 to 1000 (got ${limit})`);
+    if (offset < 0) throw new BadInputError(`offset must be 0 or more (got ${offset})`);
+    if (q.kind !== undefined && !['video', 'image'].includes(q.kind)) throw new BadInputError(`unknown kind ${JSON.stringify(q.kind)}; use video or image`);
+    if (q.status !== undefined && !['queued', 'running', 'done', 'failed'].includes(q.status)) throw new BadInputError(`unknown status ${JSON.stringify(q.status)}; use queued, running, done or failed`);
+    const { total, jobs } = this.jobs.list({ kind: q.kind, status: q.status, limit, offset });
+    res.setHeader('X-Total-Count', String(total));
+    return jobs;
+  }
+
+  @Get(':job_id')
+  @ApiOperation({ summary: 'Get one job, optionally waiting until it finishes' })
+  @ApiOkResponse({ type: JobObjectDto })
+  @ApiNotFoundResponse({ type: ErrorDetailDto })
+  async get(@Param('job_id') id: string, @Query() q: GetJobQueryDto, @Res({ passthrough: true }) res: Response) {
+    if (!q.wait) return this.jobs.get(id);
+    return this.jobs.waitFor(id, checkTimeout(q.timeout, 600), clientGone(res));
+  }
+
+  @Get(':job_id/video')
+  @ApiOperation({ summary: 'Download the finished mp4 (404 until it is finished)' })
+  @ApiProduces('video/mp4')
+  @ApiOkResponse({ description: 'The mp4, as a named download' })
+  @ApiNotFoundResponse({ type: ErrorDetailDto })
+  async video(@Param('job_id') id: string, @Res({ passthrough: true }) res: Response) {
+    const f = await this.jobs.outputFile(id, 'video');
+    return new StreamableFile(createReadStream(f.path), { type: 'video/mp4', disposition: `attachment; filename="${f.name}"` });
+  }
+
+  @Get(':job_id/image')
+  @ApiOperation({ summary: 'Download the finished png (404 until it is finished)' })
+  @ApiProduces('image/png')
+  @ApiOkResponse({ description: 'The png, as a named download' })
+  @ApiNotFoundResponse({ type: ErrorDetailDto })
+  async image(@Param('job_id') id: string) {
+    const f = await this.jobs.outputFile(id, 'image');
+    return new StreamableFile(createReadStream(f.path), { type: 'image/png', disposition: `attachment; filename="${f.name}"` });
+  }
+
+  @Delete(':job_id')
+  @ApiOperation({ summary: 'Cancel (queued), interrupt (running) or delete (done/failed) a job' })
+  @ApiOkResponse({ type: DeleteResultDto })
+  @ApiNotFoundResponse({ type: ErrorDetailDto })
+  remove(@Param('job_id') id: string) {
+    return this.jobs.remove(id);
+  }
+}

@@ -1,0 +1,35 @@
+import { ApiPropertyOptional } from '@nestjs/swagger';
+import { IsBoolean, IsInt, IsString } from 'class-validator';
+import { Optional } from '../common/validation';
+
+/** GET /api/jobs/{job_id} query. */
+export class GetJobQueryDto {
+  static multipart = true; // query values arrive as strings
+  @ApiPropertyOptional({ default: false, description: 'Block until the job finishes or the timeout passes' })
+  @Optional() @IsBoolean()
+  wait?: boolean;
+
+  @ApiPropertyOptional({ default: 600, maximum: 1800, description: 'Seconds to wait at most (over 1800 gives 400)' })
+  @Optional() @IsInt()
+  timeout?: number;
+}
+
+/** GET /api/jobs query: newest first, paged. */
+export class ListJobsQueryDto {
+  static multipart = true;
+  @ApiPropertyOptional({ default: 100, minimum: 1, maximum: 1000 })
+  @Optional() @IsInt()
+  limit?: number;
+
+  @ApiPropertyOptional({ default: 0, minimum: 0 })
+  @Optional() @IsInt()
+  offset?: number;
+
+  @ApiPropertyOptional({ enum: ['video', 'image'] })
+  @Optional() @IsString()
+  kind?: string;
+
+  @ApiPropertyOptional({ enum: ['queued', 'running', 'done', 'failed'] })
+  @Optional() @IsString()
+  status?: string;
+}

@@ -1,0 +1,263 @@
+import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { extname, join } from 'node:path';
+import type { Logger } from 'pino';
+import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
+import { SETTINGS, Settings } from '../config/settings';
+import { LOGGER } from '../common/tokens';
+import { OutboundClient } from '../net/outbound';
+import { Outcome, Scheduler, Task } from '../scheduler/scheduler';
+import { findProfile } from './catalog';
+import { CallbackSender } from './callback.sender';
+import { InputFile, InputProbe } from './input-probe';
+import { newJobId } from './job-id';
+import { JobRecord, round3, toJobObject } from './job.model';
+import { JobStore } from './job.store';
+import { JobWaiters } from './job.waiters';
+
+/** What a video/image pipeline receives as its task payload. */
+export interface JobTaskPayload {
+  job: JobRecord;
+  /** Where the finished file must end up (write a temp name in the same folder, then rename). */
+  outputPath: string;
+  /** Input files, in the order of job.params.images / audios (absolute paths). */
+  images: string[];
+  audios: string[];
+}
+
+export const OUTPUT_EXT = { video: '.mp4', image: '.png' } as const;
+
+/** Job lifecycle: create (inputs saved, record stored, task queued), live view, wait, delete, restart recovery.
+ * Scheduler events drive every transition; the store is written at each transition, not at each step. */
+@Injectable()
+export class JobsService implements OnModuleInit, OnApplicationShutdown {
+  readonly outDir: string;
+  readonly inputsDir: string;
+
+  constructor(
+    @Inject(SETTINGS) private readonly settings: Settings,
+    @Inject(LOGGER) private readonly log: Logger,
+    private readonly store: JobStore,
+    private readonly scheduler: Scheduler,
+    private readonly waiters: JobWaiters,
+    private readonly callbacks: CallbackSender,
+    private readonly probe: InputProbe,
+    private readonly outbound: OutboundClient,
+  ) {
+    this.outDir = join(settings.dataDir, 'out');
+    this.inputsDir = join(settings.dataDir, 'inputs');
+    scheduler.on('started', (task, started) => this.onStarted(task, started));
+    scheduler.on('finished', (task, outcome) => void this.onFinished(task, outcome));
+    scheduler.on('cancelled', (task) => void this.onFinished(task, { status: 'failed', error: 'cancelled', started: 0, finished: Date.now() / 1000 }));
+  }
+
+  async onModuleInit(): Promise<void> {
+    await mkdir(this.outDir, { recursive: true });
+    await mkdir(this.inputsDir, { recursive: true });
+    await this.removePartialOutputs();
+    // A job that was running when the process died cannot resume mid-way: it fails, with its callback.
+    for (const job of this.store.withStatus('running')) {
+      this.log.warn({ id: job.id }, 'job was running at shutdown; marking it failed');
+      await this.finish(job, { status: 'failed', error: 'interrupted by restart', started: job.started ?? job.created, finished: Date.now() / 1000 });
+    }
+    // Queued jobs resume in their original order.
+    for (const job of this.store.withStatus('queued')) this.scheduler.enqueue(this.taskFor(job));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.scheduler.stop();
+    await this.callbacks.drain();
+    this.waiters.wakeAll();
+    this.store.close();
+  }
+
+  // ---- create -------------------------------------------------------------------------------------------
+
+  /** Admission checks that need no input bytes: the queue cap and the callback URL's form. */
+  admit(callbackUrl: string | null | undefined): void {
+    if (this.scheduler.queuedCount() >= this.settings.maxQueue) {
+      throw new QueueFullError(`the queue is full (${this.scheduler.queuedCount()} jobs waiting); try again when some have finished`);
+    }
+    if (callbackUrl) this.outbound.checkUrl(callbackUrl, 'callback_url', ['https:', 'http:']);
+  }
+
+  /** Fetches URL / data-URI inputs (JSON forms). */
+  async fetchInputs(refs: string[] | undefined, field: 'images' | 'audios', media: 'image' | 'audio'): Promise<InputFile[]> {
+    return Promise.all((refs ?? []).map(async (ref, i) => ({ label: `${field}[${i}]`, data: await this.outbound.fetchInput(ref, `${field}[${i}]`, media), name: ref.startsWith('data:') ? undefined : ref })));
+  }
+
+  async fetchOne(ref: string, label: string, media: 'image' | 'audio'): Promise<InputFile> {
+    return { label, data: await this.outbound.fetchInput(ref, label, media), name: ref.startsWith('data:') ? undefined : ref };
+  }
+
+  async probeImages(images: InputFile[]): Promise<{ width: number; height: number; format: string }[]> {
+    return Promise.all(images.map((f) => {
+      if (f.data.length > 25 * 1024 * 1024) throw new BadInputError(`${f.label}: file is ${(f.data.length / 1048576).toFixed(1)} MB; images may be at most 25 MB`);
+      return this.probe.image(f.data, f.label);
+    }));
+  }
+
+  async checkAudioLengths(audios: InputFile[], min: number, max: number): Promise<number[]> {
+    return Promise.all(audios.map((f) => this.probe.audioSeconds(f.data, f.label, { minS: min, maxS: max })));
+  }
+
+  /** Stores a validated job (inputs first, then the record) and queues it. */
+  async submit(fields: Omit<JobRecord, 'id' | 'status' | 'created' | 'params'> & { params: Omit<JobRecord['params'], 'images' | 'audios'> }, images: InputFile[], audios: InputFile[]): Promise<JobRecord> {
+    let id = newJobId();
+    while (this.store.has(id)) id = newJobId();
+    const dir = join(this.inputsDir, id);
+    await mkdir(dir, { recursive: true });
+    const save = async (files: InputFile[], prefix: string) =>
+      Promise.all(files.map(async (f, i) => {
+        const ext = (extname(f.name?.split('?')[0] ?? '') || '.bin').slice(0, 8).replace(/[^.\w]/g, '');
+        const name = `${prefix}-${i}${ext}`;
+        await writeFile(join(dir, name), f.data);
+        return name;
+      }));
+    const job: JobRecord = {
+      ...fields,
+      id,
+      status: 'queued',
+      created: round3(Date.now() / 1000),
+      params: { ...fields.params, images: await save(images, 'image'), audios: await save(audios, 'audio') },
+    } as JobRecord;
+    this.store.insert(job);
+    this.scheduler.enqueue(this.taskFor(job));
+    this.log.info({ id, kind: job.kind, profile: job.profile }, 'job queued');
+    return job;
+  }
+
+  private taskFor(job: JobRecord): Task {
+    const dir = join(this.inputsDir, job.id);
+    const payload: JobTaskPayload = {
+      job,
+      outputPath: join(this.outDir, `${job.id}${OUTPUT_EXT[job.kind]}`),
+      images: job.params.images.map((n) => join(dir, n)),
+      audios: job.params.audios.map((n) => join(dir, n)),
+    };
+    return { id: job.id, kind: job.kind, profile: job.profile, payload };
+  }
+
+  // ---- read ---------------------------------------------------------------------------------------------
+
+  getRecord(id: string): JobRecord {
+    const job = this.store.get(id);
+    if (!job) throw new NotFoundError(`job ${id} not found`);
+    return job;
+  }
+
+  view(job: JobRecord): Record<string, unknown> {
+    const cur = this.scheduler.current();
+    const running = cur?.task.id === job.id ? { stage: cur.stage, progress: cur.progress, started: cur.started } : undefined;
+    return toJobObject(job, { position: this.scheduler.position(job.id), running });
+  }
+
+  get(id: string): Record<string, unknown> {
+    return this.view(this.getRecord(id));
+  }
+
+  list(opts: { kind?: string; status?: string; limit: number; offset: number }): { total: number; jobs: Record<string, unknown>[] } {
+    const { total, jobs } = this.store.list(opts);
+    return { total, jobs: jobs.map((j) => this.view(j)) };
+  }
+
+  /** Resolves when the job is done/failed, the timeout passes, or the client goes away. Event-driven. */
+  async waitFor(id: string, timeoutS: number, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    const job = this.getRecord(id);
+    if (job.status === 'queued' || job.status === 'running') await this.waiters.wait(id, timeoutS * 1000, signal);
+    return this.get(id);
+  }
+
+  /** The finished file of a job, for the download endpoints. */
+  async outputFile(id: string, kind: 'video' | 'image'): Promise<{ path: string; name: string }> {
+    const job = this.getRecord(id);
+    if (job.kind !== kind) throw new NotFoundError(`job ${id} is an ${job.kind} job; it has no ${kind}`);
+    if (job.status !== 'done' || !job.output) throw new NotFoundError(`job ${id} has no ${kind} yet (status ${job.status})`);
+    const path = join(this.outDir, job.output);
+    await stat(path).catch(() => {
+      throw new NotFoundError(`job ${id}: its ${kind} file is gone from the output folder`);
+    });
+    return { path, name: job.output };
+  }
+
+  // ---- delete -------------------------------------------------------------------------------------------
+
+  /** queued -> cancelled, running -> interrupted (stops at the pipeline's next check), done/failed -> deleted. */
+  async remove(id: string): Promise<{ id: string; action: 'cancelled' | 'interrupted' | 'deleted' }> {
+    const job = this.getRecord(id);
+    if (job.status === 'queued' || job.status === 'running') {
+      const action = this.scheduler.cancel(id);
+      if (action) return { id, action };
+    }
+    this.store.delete(id);
+    await this.removeFiles(job);
+    this.waiters.wake(id);
+    this.log.info({ id }, 'job deleted');
+    return { id, action: 'deleted' };
+  }
+
+  // ---- transitions --------------------------------------------------------------------------------------
+
+  private onStarted(task: Task, started: number): void {
+    const job = this.store.get(task.id);
+    if (!job) return;
+    job.status = 'running';
+    job.started = round3(started);
+    this.store.update(job);
+    this.log.info({ id: job.id }, 'job started');
+  }
+
+  private async onFinished(task: Task, outcome: Outcome): Promise<void> {
+    const job = this.store.get(task.id);
+    if (job) await this.finish(job, outcome);
+  }
+
+  private async finish(job: JobRecord, outcome: Outcome): Promise<void> {
+    const name = `${job.id}${OUTPUT_EXT[job.kind]}`;
+    let result = outcome;
+    if (result.status === 'done' && !(await exists(join(this.outDir, name)))) {
+      result = { ...result, status: 'failed', error: 'the pipeline finished without writing its output file' };
+    }
+    job.finished = round3(result.finished);
+    if (result.status === 'done') {
+      job.status = 'done';
+      job.output = name;
+      job.exec_s = round3(result.finished - result.started);
+    } else {
+      job.status = 'failed';
+      job.error = result.error === 'shutdown' ? 'interrupted by restart' : result.error;
+      if (result.started) job.exec_s = undefined;
+      await rm(join(this.outDir, name), { force: true });
+    }
+    this.store.update(job);
+    await rm(join(this.inputsDir, job.id), { recursive: true, force: true });
+    this.log.info({ id: job.id, status: job.status, error: job.error }, 'job ended');
+    this.waiters.wake(job.id);
+    if (job.callback_url) this.callbacks.send(job, () => this.view(job));
+  }
+
+  private async removeFiles(job: JobRecord): Promise<void> {
+    await rm(join(this.inputsDir, job.id), { recursive: true, force: true });
+    await rm(join(this.outDir, `${job.id}${OUTPUT_EXT[job.kind]}`), { force: true });
+  }
+
+  /** Temp files of writes cut short by a crash: /out never serves a partial file, and they never finish. */
+  private async removePartialOutputs(): Promise<void> {
+    for (const name of await readdir(this.outDir)) {
+      if (name.startsWith('.') || name.includes('.tmp')) await rm(join(this.outDir, name), { force: true, recursive: true });
+    }
+  }
+
+  /** For /api/status and /api/health. */
+  summary(): { current: string | null; queued: number } {
+    return { current: this.scheduler.current()?.task.id ?? null, queued: this.scheduler.queuedCount() };
+  }
+
+  profileKnown(kind: 'video' | 'image', profile: string): boolean {
+    return findProfile(kind, profile) !== undefined;
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  return stat(p).then(() => true, () => false);
+}

@@ -1,0 +1,40 @@
+import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
+import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { ApiCommon, ApiCreateErrors } from '../common/api-docs';
+import { clientGone } from '../common/request-signal';
+import { ErrorDetailDto } from '../jobs/job.schema';
+import { JobsService } from '../jobs/jobs.service';
+import { filesOf, uploadFields, UploadedFiles as Files } from '../jobs/upload';
+import { SpeechResultDto, TtsDto, TtsFormDto } from './tts.dto';
+import { TtsService } from './tts.service';
+
+@ApiTags('speech')
+@ApiCommon()
+@Controller('api')
+export class TtsController {
+  constructor(private readonly tts: TtsService, private readonly jobs: JobsService) {}
+
+  @Post('v1/tts')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Voice-clone speech (JSON), answered when the wav is written' })
+  @ApiOkResponse({ type: SpeechResultDto })
+  @ApiServiceUnavailableResponse({ description: 'The speech model is not available', type: ErrorDetailDto })
+  @ApiCreateErrors()
+  speak(@Body() dto: TtsDto, @Res({ passthrough: true }) res: Response) {
+    return this.tts.speak(dto, () => this.jobs.fetchOne(dto.ref_audio, 'ref_audio', 'audio'), clientGone(res));
+  }
+
+  @Post('tts')
+  @HttpCode(200)
+  @UseInterceptors(uploadFields('ref_audio'))
+  @ApiOperation({ summary: 'Voice-clone speech (multipart); answers with the same speech result as the JSON form' })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ schema: { allOf: [{ $ref: '#/components/schemas/TtsFormDto' }, { type: 'object', required: ['ref_audio'], properties: { ref_audio: { type: 'string', format: 'binary' } } }] } })
+  @ApiOkResponse({ type: SpeechResultDto })
+  @ApiServiceUnavailableResponse({ description: 'The speech model is not available', type: ErrorDetailDto })
+  @ApiCreateErrors()
+  speakForm(@Body() dto: TtsFormDto, @UploadedFiles() files: Files, @Res({ passthrough: true }) res: Response) {
+    return this.tts.speak(dto, async () => filesOf(files, 'ref_audio').map((f) => ({ ...f, label: 'ref_audio' }))[0], clientGone(res));
+  }
+}

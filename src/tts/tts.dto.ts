@@ -1,0 +1,35 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsDefined, IsString } from 'class-validator';
+import { Optional } from '../common/validation';
+import { TTS_LANGUAGES } from '../jobs/catalog';
+
+export class TtsFieldsDto {
+  @ApiProperty({ description: 'What the cloned voice says' })
+  @IsDefined() @IsString()
+  text!: string;
+
+  @ApiPropertyOptional({ default: '', description: 'Transcript of the reference clip; improves quality' })
+  @Optional() @IsString()
+  ref_text?: string;
+
+  @ApiPropertyOptional({ enum: TTS_LANGUAGES, default: 'Auto' })
+  @Optional() @IsString()
+  language?: string;
+}
+
+/** POST /api/v1/tts */
+export class TtsDto extends TtsFieldsDto {
+  @ApiProperty({ description: 'Reference clip of 3 to 30 s: an https URL or a data:audio/...;base64 string' })
+  @IsDefined() @IsString()
+  ref_audio!: string;
+}
+
+/** POST /api/tts (multipart/form-data); the clip arrives as the file field ref_audio. */
+export class TtsFormDto extends TtsFieldsDto {
+  static multipart = true;
+}
+
+export class SpeechResultDto {
+  @ApiProperty({ example: '/out/tts_20261121_101530_4821.wav', description: 'Relative static path of the wav' })
+  audio!: string;
+}

@@ -1,0 +1,46 @@
+import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
+import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Response } from 'express';
+import { ApiCommon, ApiCreateErrors } from '../common/api-docs';
+import { clientGone } from '../common/request-signal';
+import { JobObjectDto } from '../jobs/job.schema';
+import { JobsService } from '../jobs/jobs.service';
+import { filesOf, uploadFields, UploadedFiles as Files } from '../jobs/upload';
+import { CreateVideoFormDto, GenerateVideoDto } from './video.dto';
+import { VideoService } from './video.service';
+
+@ApiTags('video')
+@ApiCommon()
+@Controller('api')
+export class VideoController {
+  constructor(private readonly video: VideoService, private readonly jobs: JobsService) {}
+
+  @Post('v1/generate')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Create a video job (JSON)' })
+  @ApiOkResponse({ type: JobObjectDto })
+  @ApiCreateErrors()
+  generate(@Body() dto: GenerateVideoDto, @Res({ passthrough: true }) res: Response) {
+    const images = dto.images ?? [];
+    const audios = dto.audios ?? [];
+    return this.video.create(dto, {
+      images: images.length,
+      audios: audios.length,
+      load: () => Promise.all([this.jobs.fetchInputs(images, 'images', 'image'), this.jobs.fetchInputs(audios, 'audios', 'audio')]),
+    }, clientGone(res));
+  }
+
+  @Post('jobs')
+  @HttpCode(200)
+  @UseInterceptors(uploadFields('images', 'audios'))
+  @ApiOperation({ summary: 'Create a video job (multipart); wait and callback_url are not supported here' })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ schema: { allOf: [{ $ref: '#/components/schemas/CreateVideoFormDto' }, { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'binary' } }, audios: { type: 'array', items: { type: 'string', format: 'binary' } } } }] } })
+  @ApiOkResponse({ type: JobObjectDto })
+  @ApiCreateErrors()
+  createForm(@Body() dto: CreateVideoFormDto, @UploadedFiles() files: Files) {
+    const images = filesOf(files, 'images');
+    const audios = filesOf(files, 'audios');
+    return this.video.create(dto, { images: images.length, audios: audios.length, load: async () => [images, audios] });
+  }
+}

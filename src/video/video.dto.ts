@@ -1,0 +1,83 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
+import { Nullable, Optional } from '../common/validation';
+import { TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_PROFILES, VIDEO_RES } from '../jobs/catalog';
+
+/** Fields shared by the JSON and multipart video forms. */
+export class VideoFieldsDto {
+  @ApiProperty({ description: 'Scene, camera and sound, in Chinese or English. Quoted dialogue is lip-synced. Empty gives 400.' })
+  @IsDefined() @IsString()
+  prompt!: string;
+
+  @ApiPropertyOptional({ enum: VIDEO_PROFILES.map((p) => p.profile), default: 'fastvid' })
+  @Optional() @IsString()
+  profile?: string;
+
+  @ApiPropertyOptional({ enum: VIDEO_ASPECTS, default: '16:9' })
+  @Optional() @IsString()
+  aspect?: string;
+
+  @ApiPropertyOptional({ enum: VIDEO_RES, default: '480p' })
+  @Optional() @IsString()
+  res?: string;
+
+  @ApiPropertyOptional({ default: 5, minimum: 1, maximum: 15, description: 'Rounded up to the 17k+5 frame grid at 24 fps (5 s gives 124 frames)' })
+  @Optional() @IsNumber({ allowNaN: false, allowInfinity: false })
+  seconds?: number;
+
+  @ApiPropertyOptional({ default: -1, description: '-1 means random; the seed used is returned' })
+  @Optional() @IsInt()
+  seed?: number;
+
+  @ApiPropertyOptional({ default: 0, description: '0 means the profile default' })
+  @Optional() @IsInt()
+  steps?: number;
+
+  @ApiPropertyOptional({ enum: ['keyframe', 'reference'], default: 'keyframe' })
+  @Optional() @IsString()
+  image_mode?: string;
+
+  @ApiPropertyOptional({ enum: ['voice', 'track'], default: 'voice' })
+  @Optional() @IsString()
+  audio_mode?: string;
+
+  @ApiPropertyOptional({ default: '', description: 'Speech synthesised in the voice of audios[0] and used as the soundtrack' })
+  @Optional() @IsString()
+  tts_text?: string;
+
+  @ApiPropertyOptional({ default: '', description: 'Optional transcript of audios[0]' })
+  @Optional() @IsString()
+  tts_ref_text?: string;
+
+  @ApiPropertyOptional({ enum: TTS_LANGUAGES, default: 'Auto' })
+  @Optional() @IsString()
+  tts_language?: string;
+}
+
+/** POST /api/v1/generate */
+export class GenerateVideoDto extends VideoFieldsDto {
+  @ApiPropertyOptional({ type: [String], description: '0 to 6 images: https URLs or data:image/...;base64 strings' })
+  @Optional() @IsArray() @IsString({ each: true })
+  images?: string[];
+
+  @ApiPropertyOptional({ type: [String], description: '0 to 3 clips of 2 to 15 s: https URLs or data:audio/...;base64 strings' })
+  @Optional() @IsArray() @IsString({ each: true })
+  audios?: string[];
+
+  @ApiPropertyOptional({ default: false, description: 'Block until the job finishes or timeout passes' })
+  @Optional() @IsBoolean()
+  wait?: boolean;
+
+  @ApiPropertyOptional({ default: 600, maximum: 1800, description: 'Seconds to wait at most; the job continues after' })
+  @Optional() @IsInt()
+  timeout?: number;
+
+  @ApiPropertyOptional({ type: String, nullable: true, default: null, description: 'Receives the job object as a JSON POST when the job ends' })
+  @Nullable() @IsString()
+  callback_url?: string | null;
+}
+
+/** POST /api/jobs (multipart/form-data); files arrive separately in `images` and `audios`. */
+export class CreateVideoFormDto extends VideoFieldsDto {
+  static multipart = true;
+}

@@ -1,0 +1,37 @@
+import { Injectable } from '@nestjs/common';
+import { draftVideo, checkTimeout, VideoRequest } from '../jobs/job-requests';
+import { InputFile } from '../jobs/input-probe';
+import { JobsService } from '../jobs/jobs.service';
+
+/** Video job creation: the spec's rules, then inputs checked (images decodable and <= 25 MB, clips 2 to 15 s). */
+@Injectable()
+export class VideoService {
+  constructor(private readonly jobs: JobsService) {}
+
+  async create(
+    req: VideoRequest & { callback_url?: string | null; wait?: boolean },
+    inputs: { images: number; audios: number; load: () => Promise<[InputFile[], InputFile[]]> },
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
+    const d = draftVideo(req, inputs.images, inputs.audios);
+    const timeout = checkTimeout(req.timeout, 600);
+    this.jobs.admit(req.callback_url);
+    const [images, audios] = await inputs.load();
+    await this.jobs.probeImages(images);
+    await this.jobs.checkAudioLengths(audios, 2, 15);
+    const job = await this.jobs.submit(
+      {
+        kind: 'video', prompt: d.prompt, profile: d.profile.profile, mode: d.mode, aspect: d.aspect, res: d.res,
+        size: `${d.width}x${d.height}`, seconds: d.seconds, frames: d.frames, seed: d.seed, steps: d.steps,
+        image_count: images.length, callback_url: req.callback_url ?? null,
+        params: {
+          width: d.width, height: d.height, image_mode: d.image_mode, audio_mode: d.audio_mode, tts_text: d.tts_text,
+          tts_ref_text: d.tts_ref_text, tts_language: d.tts_language,
+        },
+      },
+      images,
+      audios,
+    );
+    return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : this.jobs.view(job);
+  }
+}
