@@ -6,3 +6,5 @@ export { BufferPool, GpuOutOfMemoryError, sizeClass, type PoolStats } from './me
 export { KernelCache, KernelError, Params, withHeader, type Kernel, type KernelSpec } from './kernels';
 export { Recorder, grid1d, type Binding, type Dispatch } from './recorder';
 export { DTYPE_BYTES, type DType } from './dtype';
+export { Checkpoint, CheckpointError, writeSafetensors, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from './safetensors';
+export { loadTensor, loadTensors, type LoadOptions } from './load';
