@@ -1,0 +1,96 @@
+// Boots the real app (the same AppModule and configureApp as main.ts) on a temp data dir, with test pipelines
+// registered through the Nest testing module, and returns a supertest agent bound to it.
+import 'reflect-metadata';
+import { Test } from '@nestjs/testing';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import request from 'supertest';
+import { AppModule } from '../../src/app.module';
+import { configureApp } from '../../src/app.setup';
+import { loadSettings, Settings } from '../../src/config/settings';
+import { GpuProbe } from '../../src/health/gpu.probe';
+import { InputProbe } from '../../src/jobs/input-probe';
+import { JobsService } from '../../src/jobs/jobs.service';
+import { OutboundClient, OutboundOptions } from '../../src/net/outbound';
+import { PipelineEntry, PipelineRegistry } from '../../src/scheduler/pipeline';
+import { Scheduler } from '../../src/scheduler/scheduler';
+
+export const TOKEN = 'test-token-0123456789';
+
+export interface TestApp {
+  app: NestExpressApplication;
+  http: ReturnType<typeof request>;
+  url: string;
+  dataDir: string;
+  settings: Settings;
+  registry: PipelineRegistry;
+  scheduler: Scheduler;
+  jobs: JobsService;
+  /** Closes the app (the data dir stays unless `removeData`). */
+  close(removeData?: boolean): Promise<void>;
+}
+
+export interface TestAppOptions {
+  dataDir?: string;
+  env?: Record<string, string>;
+  pipelines?: PipelineEntry[];
+  outbound?: Partial<OutboundOptions>;
+  probe?: InputProbe;
+  gpu?: GpuProbe | 'real';
+}
+
+/** A GPU section that needs no device (most API tests must not depend on a WebGPU adapter). */
+export class StaticGpuProbe extends GpuProbe {
+  async describe() {
+    return { available: false, error: 'test: no adapter probed' };
+  }
+}
+
+export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'kiln-api-'));
+  const settings = loadSettings({ DATA_DIR: dataDir, API_TOKEN: TOKEN, LOG_LEVEL: 'silent', ...opts.env });
+  const log = pino({ level: process.env.KILN_TEST_LOG ?? 'silent' });
+  let builder = Test.createTestingModule({ imports: [AppModule.forRoot({ settings, token: TOKEN, log })] })
+    .overrideProvider(OutboundClient)
+    .useValue(new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000, callbackRetryDelaysMs: [50, 100], ...opts.outbound }));
+  if (opts.gpu !== 'real') builder = builder.overrideProvider(GpuProbe).useValue(opts.gpu ?? new StaticGpuProbe());
+  if (opts.probe) builder = builder.overrideProvider(InputProbe).useValue(opts.probe);
+  const moduleRef = await builder.compile();
+  const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false });
+  configureApp(app, settings);
+  const registry = app.get(PipelineRegistry);
+  for (const p of opts.pipelines ?? []) registry.register(p);
+  await app.init();
+  await app.listen(0, '127.0.0.1');
+  const url = await app.getUrl();
+  return {
+    app,
+    http: request(app.getHttpServer()),
+    url: url.replace('[::1]', '127.0.0.1'),
+    dataDir,
+    settings,
+    registry,
+    scheduler: app.get(Scheduler),
+    jobs: app.get(JobsService),
+    async close(removeData = false) {
+      await app.close();
+      if (removeData) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const auth = { Authorization: `Bearer ${TOKEN}` };
+
+/** Polls GET /api/jobs/:id until `pred` holds (tests only; the service itself never polls). */
+export async function until(t: TestApp, id: string, pred: (job: Record<string, any>) => boolean, timeoutMs = 10_000): Promise<Record<string, any>> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await t.http.get(`/api/jobs/${id}`).set(auth);
+    if (res.status === 200 && pred(res.body)) return res.body;
+    if (Date.now() > end) throw new Error(`until: job ${id} never matched; last: ${res.status} ${JSON.stringify(res.body)}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
