@@ -5,10 +5,23 @@ import { join } from 'node:path';
 import type { Settings } from './config/settings';
 import { clientDist } from './root.controller';
 
+function bodyErrors(err: { type?: string; message?: string; limit?: number }, _req: express.Request, res: express.Response, next: express.NextFunction): void {
+  if (err?.type === 'entity.parse.failed') {
+    res.status(422).json({ detail: [{ loc: ['body', 0], msg: `JSON decode error: ${err.message}`, type: 'json_invalid', input: {} }] });
+  } else if (err?.type === 'entity.too.large') {
+    res.status(413).json({ detail: `request body is larger than ${Math.round((err.limit ?? 0) / 1048576)} MB` });
+  } else if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') {
+    res.status(415).json({ detail: err.message });
+  } else next(err);
+}
+
 /** HTTP set-up shared by main.ts and the e2e tests: body limits, CORS, /out, the web page's assets, OpenAPI. */
 export function configureApp(app: NestExpressApplication, settings: Settings): void {
-  app.useBodyParser('json', { limit: `${settings.maxBodyMb}mb` });
-  app.useBodyParser('urlencoded', { extended: false, limit: '1mb' });
+  // JSON bodies parsed here rather than by Nest, whose own parser turns a syntax error into a bare 400:
+  // a malformed body is a 422 json_invalid (the spec's validation object), an oversized one a 413.
+  app.use(express.json({ limit: `${settings.maxBodyMb}mb` }));
+  app.use(express.urlencoded({ extended: false, limit: '1mb' }));
+  app.use(bodyErrors);
   // Any origin may call the API (the spec); credentials travel in headers, never cookies.
   app.enableCors({
     origin: true,

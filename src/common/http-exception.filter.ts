@@ -28,12 +28,6 @@ export class HttpExceptionFilter implements ExceptionFilter {
     if (err instanceof NotFoundError) return [404, { detail: err.message }];
     if (err instanceof QueueFullError) return [429, { detail: err.message }];
     if (err instanceof UnavailableError) return [503, { detail: err.message }];
-    const e = err as { type?: string; status?: number; message?: string; body?: unknown; limit?: number };
-    // body-parser errors reach us as plain errors with a `type`.
-    if (e?.type === 'entity.parse.failed') {
-      return [422, { detail: [{ loc: ['body', 0], msg: `JSON decode error: ${e.message}`, type: 'json_invalid', input: {} }] }];
-    }
-    if (e?.type === 'entity.too.large') return [413, { detail: `request body is larger than ${Math.round((e.limit ?? 0) / 1048576)} MB` }];
     if (err instanceof HttpException) {
       const status = err.getStatus();
       const r = err.getResponse() as { detail?: unknown; message?: unknown } | string;
@@ -43,7 +37,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
       if (status === HttpStatus.PAYLOAD_TOO_LARGE && /file too large/i.test(message)) {
         return [400, { detail: 'an uploaded file is larger than the 64 MB upload limit (images may be at most 25 MB)' }];
       }
-      if (/unexpected field/i.test(message)) message = `${message}: this form takes files only in the fields named in the API (images, audios, ref_audio)`;
+      const field = /^Unexpected (?:file )?field - (.*)$/i.exec(message);
+      if (field) message = `unexpected file field "${field[1]}": this form takes files only in the fields the API names (images, audios; ref_audio for speech)`;
+      if (/^Too many files$/i.test(message)) message = 'too many files in one form (at most 40)';
       if (status === 404 && /^Cannot (GET|POST|PUT|DELETE|PATCH)/.test(message)) message = `no such endpoint: ${message.replace(/^Cannot /, '')}`;
       return [status, { detail: message }];
     }

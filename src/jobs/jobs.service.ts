@@ -47,8 +47,8 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     this.outDir = join(settings.dataDir, 'out');
     this.inputsDir = join(settings.dataDir, 'inputs');
     scheduler.on('started', (task, started) => this.onStarted(task, started));
-    scheduler.on('finished', (task, outcome) => void this.onFinished(task, outcome));
-    scheduler.on('cancelled', (task) => void this.onFinished(task, { status: 'failed', error: 'cancelled', started: 0, finished: Date.now() / 1000 }));
+    scheduler.on('finished', (task, outcome) => this.track(this.onFinished(task, outcome)));
+    scheduler.on('cancelled', (task) => this.track(this.onFinished(task, { status: 'failed', error: 'cancelled', started: 0, finished: Date.now() / 1000 })));
   }
 
   async onModuleInit(): Promise<void> {
@@ -64,8 +64,17 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     for (const job of this.store.withStatus('queued')) this.scheduler.enqueue(this.taskFor(job));
   }
 
+  /** Transitions still being written; shutdown waits for them before the store closes. */
+  private readonly writing = new Set<Promise<void>>();
+
+  private track(p: Promise<void>): void {
+    const q = p.catch((err) => this.log.error({ err }, 'job transition failed')).finally(() => this.writing.delete(q));
+    this.writing.add(q);
+  }
+
   async onApplicationShutdown(): Promise<void> {
     await this.scheduler.stop();
+    while (this.writing.size) await Promise.all([...this.writing]);
     await this.callbacks.drain();
     this.waiters.wakeAll();
     this.store.close();

@@ -1,0 +1,28 @@
+// Small real inputs for API tests, made in-process.
+import sharp from 'sharp';
+
+export async function pngBytes(width = 64, height = 48): Promise<Buffer> {
+  return sharp({ create: { width, height, channels: 3, background: { r: 200, g: 40, b: 10 } } }).png().toBuffer();
+}
+
+/** 16-bit mono PCM wav of a 440 Hz tone. */
+export function wavBytes(seconds: number, rate = 16000): Buffer {
+  const n = Math.round(seconds * rate);
+  const buf = Buffer.alloc(44 + n * 2);
+  buf.write('RIFF', 0);
+  buf.writeUInt32LE(36 + n * 2, 4);
+  buf.write('WAVEfmt ', 8);
+  buf.writeUInt32LE(16, 16);
+  buf.writeUInt16LE(1, 20);
+  buf.writeUInt16LE(1, 22);
+  buf.writeUInt32LE(rate, 24);
+  buf.writeUInt32LE(rate * 2, 28);
+  buf.writeUInt16LE(2, 32);
+  buf.writeUInt16LE(16, 34);
+  buf.write('data', 36);
+  buf.writeUInt32LE(n * 2, 40);
+  for (let i = 0; i < n; i++) buf.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), 44 + i * 2);
+  return buf;
+}
+
+export const dataUri = (mime: string, bytes: Buffer) => `data:${mime};base64,${bytes.toString('base64')}`;
