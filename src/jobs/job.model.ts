@@ -78,7 +78,8 @@ export function toJobObject(job: JobRecord, live: { position?: number; running?:
   if (job.status === 'queued' && live.position !== undefined) o.position = live.position;
   if (job.status === 'running') {
     const r = live.running;
-    o.progress = r ? { ...r.progress } : { value: 0, max: 0 };
+    // Until the pipeline reports its first step, the job's own step count is the max.
+    o.progress = { value: r?.progress.value ?? 0, max: r?.progress.max || job.steps };
     o.stage = r?.stage ?? '加载模型';
     o.elapsed = round3(nowS - (r?.started ?? job.started ?? nowS));
   }

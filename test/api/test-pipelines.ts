@@ -70,6 +70,10 @@ export function makeGate() {
       all = true;
       this.open();
     },
+    /** Blocks steps again. */
+    close() {
+      all = false;
+    },
     get waiting() {
       return waiters.length;
     },
