@@ -8,3 +8,4 @@ export { Recorder, grid1d, type Binding, type Dispatch } from './recorder';
 export { DTYPE_BYTES, type DType } from './dtype';
 export { Checkpoint, CheckpointError, writeSafetensors, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from './safetensors';
 export { loadTensor, loadTensors, type LoadOptions } from './load';
+export { quantizeInt8PerChannel, uploadInt8, type QuantizedInt8 } from './quantize';

@@ -1,0 +1,136 @@
+// Batched matmul with a fused epilogue (bias, activation, gate, residual) and int8 weight-only B.
+//   shader:    shaders/matmul.wgsl (entry matmul; overrides WGX, WGY, BK, BTYPE, STYPE, ACT, BIAS, GATE, RESID)
+//              shaders/matmul_subgroup.wgsl (tensor-core path, f16 only, where the adapter has subgroup matrix)
+//   reference: test/engine/reference/matmul.ts
+//   tests:     test/engine/matmul.test.ts, test/engine/linear.test.ts, test/engine/int8.test.ts
+// A and B may be any strided views (a transposed operand is a transpose() view, no copy); batch dims (up to
+// 3) broadcast like numpy. The output is a new contiguous tensor unless `out` is given.
+import type { Engine } from '../engine';
+import { Params } from '../kernels';
+import { broadcastShapes, fmtShape, type Tensor } from '../tensor';
+import { gemmSubgroup, subgroupMatrixUsable } from './matmul_subgroup';
+
+export type Activation = 'none' | 'gelu_tanh' | 'gelu_erf' | 'silu';
+export const ACT_CODE: Record<Activation, number> = { none: 0, gelu_tanh: 1, gelu_erf: 2, silu: 3 };
+
+/** y = act(A·B * scale + bias); y *= gate; y += residual (each step only if given). */
+export interface Epilogue {
+  /** [N], the output's last dim (any stride). */
+  bias?: Tensor;
+  act?: Activation;
+  /** Broadcastable to the output shape (e.g. [B, 1, N] adaLN gates, or [B, L, N] for GLU-style gating). */
+  gate?: Tensor;
+  /** Broadcastable to the output shape; added last (out = residual + gate * (xW + b)). */
+  residual?: Tensor;
+}
+
+export interface GemmOptions extends Epilogue {
+  /** Per-output-channel scales [N] (f32 or f16), required when B is i8. */
+  scales?: Tensor;
+  out?: Tensor;
+  /** Tuning (tests use small tiles to cross tile edges on small sizes). */
+  tile?: { wgx?: number; wgy?: number; bk?: number };
+  /** 'auto' picks the subgroup-matrix kernel when the adapter has it and the op fits; 'tiled' forces the fallback. */
+  path?: 'auto' | 'tiled' | 'subgroup';
+}
+
+const MAX_BATCH = 3;
+
+/** C = A·B: a (batch..., M, K), b (batch..., K, N) -> (batch..., M, N). */
+export function matmul(e: Engine, a: Tensor, b: Tensor, opts: GemmOptions = {}): Tensor {
+  return gemm(e, 'matmul', a, b, opts);
+}
+
+/** Shared by matmul and linear: checks, then dispatches the tiled or subgroup-matrix kernel. */
+export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOptions): Tensor {
+  if (a.dtype !== 'f32' && a.dtype !== 'f16') throw new TypeError(`${op}: a ${a}: only f32 and f16 activations`);
+  if (b.dtype === 'i8') {
+    if (!opts.scales) throw new TypeError(`${op}: int8 weight ${b} needs per-channel scales`);
+  } else if (b.dtype !== a.dtype) throw new TypeError(`${op}: a ${a} vs b ${b}: dtypes differ`);
+  if (a.rank < 2 || b.rank < 2) throw new RangeError(`${op}: a${fmtShape(a.shape)} and b${fmtShape(b.shape)} need rank >= 2`);
+  const [M, K] = a.shape.slice(-2) as [number, number];
+  const [Kb, N] = b.shape.slice(-2) as [number, number];
+  if (K !== Kb) throw new RangeError(`${op}: a${fmtShape(a.shape)} · b${fmtShape(b.shape)}: inner dims ${K} vs ${Kb}`);
+  if (M === 0 || N === 0 || K === 0) throw new RangeError(`${op}: a${fmtShape(a.shape)} · b${fmtShape(b.shape)}: empty dims`);
+  const batch = broadcastShapes(a.shape.slice(0, -2), b.shape.slice(0, -2));
+  if (!batch) throw new RangeError(`${op}: a${fmtShape(a.shape)} · b${fmtShape(b.shape)}: batch dims do not broadcast`);
+  if (batch.length > MAX_BATCH) throw new RangeError(`${op}: ${batch.length} batch dims ${fmtShape(batch)} > ${MAX_BATCH}`);
+  const shape = [...batch, M, N];
+  const nb = batch.reduce((x, y) => x * y, 1);
+  if (nb > 65535) throw new RangeError(`${op}: ${nb} batches > 65535`);
+
+  const { bias, gate, residual, scales } = opts;
+  if (bias && (bias.rank !== 1 || bias.shape[0] !== N || bias.dtype !== a.dtype)) {
+    throw new RangeError(`${op}: bias ${bias} must be ${a.dtype}[${N}]`);
+  }
+  if (scales && (scales.rank !== 1 || scales.shape[0] !== N || scales.dtype === 'i8')) {
+    throw new RangeError(`${op}: scales ${scales} must be f32[${N}] or f16[${N}]`);
+  }
+  const aux = (name: string, t: Tensor | undefined): Tensor | undefined => {
+    if (!t) return undefined;
+    if (t.dtype !== a.dtype) throw new TypeError(`${op}: ${name} ${t} vs a ${a}: dtypes differ`);
+    const s = broadcastShapes(t.shape, shape);
+    if (!s || s.length !== shape.length || s.some((n, i) => n !== shape[i])) {
+      throw new RangeError(`${op}: ${name}${fmtShape(t.shape)} does not broadcast to the output ${fmtShape(shape)}`);
+    }
+    return t.expand(shape);
+  };
+  const g = aux('gate', gate);
+  const r = aux('residual', residual);
+
+  const out = opts.out ?? e.empty(shape, a.dtype);
+  if (opts.out) {
+    if (out.dtype !== a.dtype || !out.isContiguous || out.rank !== shape.length || out.shape.some((n, i) => n !== shape[i])) {
+      throw new RangeError(`${op}: out ${out} must be a contiguous ${a.dtype}${fmtShape(shape)}`);
+    }
+    if ([a, b, bias, gate, residual, scales].some((t) => t && t.storage === out.storage)) throw new RangeError(`${op}: out ${out} aliases an input`);
+  }
+
+  const path = opts.path ?? 'auto';
+  if (path === 'subgroup' || (path === 'auto' && b.dtype === 'f16' && subgroupMatrixUsable(e, M, N, K))) {
+    return gemmSubgroup(e, op, { a, b, out, M, N, K, batch, bias, g, r, act: opts.act ?? 'none' });
+  }
+
+  const ae = a.expand([...batch, M, K]);
+  const be = b.expand([...batch, K, N]);
+  const bstr = (t: Tensor | undefined) => pad3(t ? t.strides.slice(0, -2) : []);
+  const mat = (t: Tensor | undefined) => (t ? [t.strides[t.rank - 2]!, t.strides[t.rank - 1]!] : [0, 0]);
+  const params = new Params()
+    .u32(M).u32(N).u32(K).u32(bias ? bias.strides[0]! : 0)
+    .dims(pad3(batch, 1), 4)
+    .dims([a.offset, b.offset, bias?.offset ?? 0, scales?.offset ?? 0], 4)
+    .dims([g?.offset ?? 0, r?.offset ?? 0, scales?.strides[0] ?? 0, 0], 4)
+    .dims(bstr(ae), 4).dims(mat(ae), 4)
+    .dims(bstr(be), 4).dims(mat(be), 4)
+    .dims(bstr(g), 4).dims(mat(g), 4)
+    .dims(bstr(r), 4).dims(mat(r), 4);
+
+  const wgx = opts.tile?.wgx ?? 16;
+  const wgy = opts.tile?.wgy ?? 16;
+  const bk = opts.tile?.bk ?? 16;
+  const kernel = e.kernels.get({
+    shader: 'matmul',
+    entry: 'matmul',
+    dtype: a.dtype,
+    constants: {
+      WGX: wgx, WGY: wgy, BK: bk,
+      BTYPE: b.dtype === 'f32' ? 0 : b.dtype === 'f16' ? 1 : 2,
+      STYPE: scales?.dtype === 'f16' ? 1 : 0,
+      ACT: ACT_CODE[opts.act ?? 'none'],
+      BIAS: !!bias, GATE: !!g, RESID: !!r,
+    },
+  });
+  // Unused inputs are statically referenced by the shader, so something must be bound: `a` (read-only).
+  e.recorder.dispatch({
+    kernel,
+    bindings: [out, a, b, bias ?? a, g ?? a, r ?? a, scales ?? a],
+    params,
+    workgroups: [Math.ceil(N / (4 * wgx)), Math.ceil(M / (4 * wgy)), nb],
+  });
+  return out;
+}
+
+/** The last 3 values, padded at the front with `fill` (batch dims are matched from the right). */
+function pad3(v: readonly number[], fill = 0): number[] {
+  return [...Array<number>(MAX_BATCH - v.length).fill(fill), ...v];
+}

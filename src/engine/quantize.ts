@@ -1,0 +1,40 @@
+// Load-time weight quantisation (CPU, no GPU): symmetric int8 per output channel, for the int8 profiles'
+// weight-only GEMM (ops/linear.ts with an Int8Weight). scale[n] = max_k |w[n,k]| / 127, q = round(w / scale)
+// clamped to [-127, 127] (symmetric: -128 is never used, so negating a weight is exact). A row of zeros gets
+// scale 0 and q 0.
+import type { Engine } from './engine';
+import type { DType } from './dtype';
+import type { Int8Weight } from './ops/linear';
+
+export interface QuantizedInt8 {
+  /** (N, K) row-major. */
+  q: Int8Array;
+  /** (N). */
+  scales: Float32Array;
+  N: number;
+  K: number;
+}
+
+export function quantizeInt8PerChannel(w: ArrayLike<number>, N: number, K: number): QuantizedInt8 {
+  if (w.length !== N * K) throw new RangeError(`quantizeInt8PerChannel: ${w.length} values for (N, K) = (${N}, ${K})`);
+  const q = new Int8Array(N * K);
+  const scales = new Float32Array(N);
+  for (let n = 0; n < N; n++) {
+    let max = 0;
+    for (let k = 0; k < K; k++) max = Math.max(max, Math.abs(w[n * K + k]!));
+    if (!Number.isFinite(max)) throw new RangeError(`quantizeInt8PerChannel: row ${n} has a non-finite weight`);
+    const s = Math.fround(max / 127);
+    scales[n] = s;
+    if (s === 0) continue;
+    for (let k = 0; k < K; k++) q[n * K + k] = Math.max(-127, Math.min(127, Math.round(w[n * K + k]! / s)));
+  }
+  return { q, scales, N, K };
+}
+
+/** Uploads a quantised weight as an Int8Weight (scales in f32, or f16 to match f16 activations). */
+export function uploadInt8(e: Engine, w: QuantizedInt8, scaleDtype: Exclude<DType, 'i8'> = 'f32', label = 'int8 weight'): Int8Weight {
+  return {
+    q: e.upload(w.q, [w.N, w.K], 'i8', `${label} q`),
+    scales: e.upload(w.scales, [w.N], scaleDtype, `${label} scales`),
+  };
+}
