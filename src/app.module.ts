@@ -1,4 +1,4 @@
-import { DynamicModule, Module, Provider } from '@nestjs/common';
+import { DynamicModule, Injectable, Module, OnApplicationShutdown, Provider } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD, APP_PIPE } from '@nestjs/core';
 import type { Logger } from 'pino';
 import { API_TOKEN, TokenGuard } from './auth/token.guard';
@@ -29,6 +29,15 @@ import { TtsService } from './tts/tts.service';
 import { VideoController } from './video/video.controller';
 import { VideoService } from './video/video.service';
 
+/** The engine never imports Nest, so its shutdown is hooked here: a live device keeps Node from exiting. */
+@Injectable()
+class EngineShutdown implements OnApplicationShutdown {
+  constructor(private readonly holder: EngineHolder) {}
+  onApplicationShutdown(): void {
+    this.holder.destroy();
+  }
+}
+
 /** "profile fastvid: the MiniMax H3 model is not built into this service yet" */
 function missingModel(task: { kind: string; profile: string }): string {
   const model = task.kind === 'video' || task.kind === 'image' ? findProfile(task.kind, task.profile)?.model : 'Qwen3-TTS';
@@ -58,6 +67,7 @@ export class AppModule {
       { provide: CallbackSender, useFactory: (o: OutboundClient, s: JobStore) => new CallbackSender(o, s, log), inject: [OutboundClient, JobStore] },
       { provide: InputProbe, useClass: MediaInputProbe },
       { provide: EngineHolder, useFactory: () => new EngineHolder() },
+      EngineShutdown,
       { provide: GpuProbe, useFactory: (h: EngineHolder) => new EngineGpuProbe(() => h.get()), inject: [EngineHolder] },
       JobsService,
       VideoService,

@@ -235,7 +235,6 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     } else {
       job.status = 'failed';
       job.error = result.error === 'shutdown' ? 'interrupted by restart' : result.error;
-      if (result.started) job.exec_s = undefined;
       await rm(join(this.outDir, name), { force: true });
     }
     this.store.update(job);
