@@ -1,0 +1,73 @@
+// Flash-style attention (online softmax in f32, no score matrix), grouped-query heads, causal / block-causal
+// masks with a query offset for KV-cache decoding, and a key-length limit.
+//   shader:    shaders/attention.wgsl (entry attention; overrides D, BQ, BKV, MASK)
+//   reference: test/engine/reference/attention.ts
+//   tests:     test/engine/attention.test.ts
+import type { Engine } from '../engine';
+import { Params } from '../kernels';
+import { fmtShape, type Tensor } from '../tensor';
+
+export type AttentionMask = 'none' | 'causal' | 'block_causal';
+const MASK_CODE: Record<AttentionMask, number> = { none: 0, causal: 1, block_causal: 2 };
+export const MAX_HEAD_DIM = 128;
+
+export interface AttentionOptions {
+  /** Multiplies Q·K; default 1/sqrt(D). */
+  scale?: number;
+  mask?: AttentionMask;
+  /** Causal / block-causal: query i sits at key position i + queryOffset (cached tokens). Default 0. */
+  queryOffset?: number;
+  /** block_causal: f32 (P) block id per key position, P >= max(Lk, Lq + queryOffset). Any stride. */
+  blockIds?: Tensor;
+  /** Keys at positions >= kvLen are hidden (a padded KV cache). Default Lk. */
+  kvLen?: number;
+  out?: Tensor;
+  tile?: { bq?: number; bkv?: number };
+}
+
+/** q (B, Hq, Lq, D), k and v (B, Hkv, Lk, D) -> (B, Hq, Lq, D). Hq must be a multiple of Hkv. */
+export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions = {}): Tensor {
+  const desc = `q${fmtShape(q.shape)} k${fmtShape(k.shape)} v${fmtShape(v.shape)}`;
+  if (q.dtype !== 'f32' && q.dtype !== 'f16') throw new TypeError(`attention: q ${q}: only f32 and f16`);
+  if (k.dtype !== q.dtype || v.dtype !== q.dtype) throw new TypeError(`attention: q ${q}, k ${k}, v ${v}: dtypes differ`);
+  if (q.rank !== 4 || k.rank !== 4 || v.rank !== 4) throw new RangeError(`attention: ${desc}: expected (B, H, L, D) each`);
+  const [B, Hq, Lq, D] = q.shape as [number, number, number, number];
+  const [Bk, Hkv, Lk, Dk] = k.shape as [number, number, number, number];
+  if (Bk !== B || Dk !== D || v.shape.some((n, i) => n !== k.shape[i])) throw new RangeError(`attention: ${desc}: shapes do not match`);
+  if (Hq % Hkv !== 0) throw new RangeError(`attention: ${desc}: Hq ${Hq} is not a multiple of Hkv ${Hkv}`);
+  if (D < 1 || D > MAX_HEAD_DIM) throw new RangeError(`attention: ${desc}: head dim ${D} not in 1..${MAX_HEAD_DIM}`);
+  if (Lq < 1 || Lk < 1) throw new RangeError(`attention: ${desc}: empty sequence`);
+  if (B > 65535 || Hq > 65535) throw new RangeError(`attention: ${desc}: batch or heads > 65535`);
+  const mask = opts.mask ?? 'none';
+  const qoff = opts.queryOffset ?? 0;
+  const kvLen = opts.kvLen ?? Lk;
+  if (!Number.isInteger(qoff) || qoff < 0) throw new RangeError(`attention: queryOffset ${qoff} must be an integer >= 0`);
+  if (!Number.isInteger(kvLen) || kvLen < 0) throw new RangeError(`attention: kvLen ${kvLen} must be an integer >= 0`);
+  const blk = opts.blockIds;
+  if (mask === 'block_causal') {
+    const need = Math.max(Lk, Lq + qoff);
+    if (!blk || blk.dtype !== 'f32' || blk.rank !== 1 || blk.shape[0]! < need) {
+      throw new RangeError(`attention: block_causal needs blockIds f32[>=${need}] for ${desc} (got ${blk ?? 'none'})`);
+    }
+  }
+  const shape = [B, Hq, Lq, D];
+  const out = opts.out ?? e.empty(shape, q.dtype);
+  if (opts.out) {
+    if (out.dtype !== q.dtype || !out.isContiguous || out.rank !== 4 || out.shape.some((n, i) => n !== shape[i])) {
+      throw new RangeError(`attention: out ${out} must be a contiguous ${q.dtype}${fmtShape(shape)}`);
+    }
+    if ([q, k, v, blk].some((t) => t && t.storage === out.storage)) throw new RangeError(`attention: out ${out} aliases an input`);
+  }
+
+  const bq = opts.tile?.bq ?? 32;
+  const bkv = opts.tile?.bkv ?? 16;
+  const kernel = e.kernels.get({ shader: 'attention', entry: 'attention', dtype: q.dtype, constants: { D, BQ: bq, BKV: bkv, MASK: MASK_CODE[mask] } });
+  const params = new Params()
+    .u32(Lq).u32(Lk).u32(Hq).u32(Hkv)
+    .u32(q.offset).u32(k.offset).u32(v.offset).u32(kvLen)
+    .u32(qoff).u32(mask === 'block_causal' ? blk!.offset : 0).u32(mask === 'block_causal' ? blk!.strides[0]! : 0).f32(opts.scale ?? 1 / Math.sqrt(D))
+    .dims(q.strides, 4).dims(k.strides, 4).dims(v.strides, 4);
+  // blk is statically used by the shader, so something is bound even when only block_causal reads it.
+  e.recorder.dispatch({ kernel, bindings: [out, q, k, v, mask === 'block_causal' ? blk! : q], params, workgroups: [Math.ceil(Lq / bq), Hq, B] });
+  return out;
+}
