@@ -9,3 +9,4 @@ export { DTYPE_BYTES, type DType } from './dtype';
 export { Checkpoint, CheckpointError, writeSafetensors, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from './safetensors';
 export { loadTensor, loadTensors, type LoadOptions } from './load';
 export { quantizeInt8PerChannel, uploadInt8, type QuantizedInt8 } from './quantize';
+export { gridPositions, mrope, rope1d, ropeAxes, ropeInvFreq, uploadRope, type MropeMode, type RopeTable } from './rope-tables';
