@@ -44,6 +44,20 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
     .addApiKey({ type: 'apiKey', in: 'query', name: 'token' }, 'token-query')
     .build();
   const document = SwaggerModule.createDocument(app, doc);
+  // /out is served by express.static, outside Nest's router: described by hand.
+  document.paths['/out/{file}'] = {
+    get: {
+      operationId: 'getOutputFile',
+      summary: 'A finished file (<id>.mp4, <id>.png, tts_<id>.wav), no credential',
+      tags: ['service'],
+      security: [],
+      parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        '200': { description: 'The file', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+        '404': { description: 'No such file', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorDetailDto' } } } },
+      },
+    },
+  };
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
   app.enableShutdownHooks();
 }

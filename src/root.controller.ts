@@ -1,5 +1,5 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from './paths';
@@ -11,10 +11,12 @@ const PLACEHOLDER = `<!doctype html><html lang="en"><meta charset="utf-8"><meta 
 <h1>Kiln</h1><p>The web page is not built. Run <code>npm run build</code>, or use the API: see <a href="/docs">/docs</a>.</p></body></html>`;
 
 /** GET /: the bundled web page (client/dist), or a short page saying it is not built. */
-@ApiExcludeController()
+@ApiTags('service')
 @Controller()
 export class RootController {
   @Get()
+  @ApiOperation({ summary: 'The bundled web page (no credential)', security: [] })
+  @ApiOkResponse({ description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } })
   @Header('Content-Type', 'text/html; charset=utf-8')
   @Header('Cache-Control', 'no-cache')
   index(): string {

@@ -1,11 +1,12 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiBearerAuth, ApiSecurity, ApiUnauthorizedResponse, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiSecurity, ApiUnauthorizedResponse, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { ErrorDetailDto, ValidationErrorDto } from '../jobs/job.schema';
 
 /** The auth schemes and error bodies every /api route shares. */
 export const ApiCommon = () =>
   applyDecorators(
-    ApiBearerAuth('bearer'),
+    // Separate requirement objects: any one of the three suffices.
+    ApiSecurity('bearer'),
     ApiSecurity('x-token'),
     ApiSecurity('token-query'),
     ApiUnauthorizedResponse({ description: 'Token missing or wrong: {"detail":"bad token"}', type: ErrorDetailDto }),
@@ -15,4 +16,18 @@ export const ApiCreateErrors = () =>
   applyDecorators(
     ApiBadRequestResponse({ description: 'A value a user can fix (the reason is in detail)', type: ErrorDetailDto }),
     ApiUnprocessableEntityResponse({ description: 'A field of the wrong type', type: ValidationErrorDto }),
+  );
+
+/** GET routes with query parameters: 400 for values out of range, 422 for wrong types. */
+export const ApiQueryErrors = () =>
+  applyDecorators(
+    ApiBadRequestResponse({ description: 'A query value out of range (the reason is in detail)', type: ErrorDetailDto }),
+    ApiUnprocessableEntityResponse({ description: 'A query parameter of the wrong type', type: ValidationErrorDto }),
+  );
+
+/** A file download: the file on 200 (with its own media type), JSON bodies for the errors. */
+export const ApiDownload = (mime: string, what: string) =>
+  applyDecorators(
+    ApiOkResponse({ description: `The ${what}, as a named download`, content: { [mime]: { schema: { type: 'string', format: 'binary' } } } }),
+    ApiNotFoundResponse({ description: `Unknown job, or the ${what} is not finished yet`, type: ErrorDetailDto }),
   );

@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiCommon, ApiCreateErrors } from '../common/api-docs';
 import { clientGone } from '../common/request-signal';
@@ -11,6 +11,7 @@ import { ImageService } from './image.service';
 
 @ApiTags('image')
 @ApiCommon()
+@ApiExtraModels(CreateImageFormDto)
 @Controller('api')
 export class ImageController {
   constructor(private readonly image: ImageService, private readonly jobs: JobsService) {}
@@ -30,7 +31,7 @@ export class ImageController {
   @UseInterceptors(uploadFields('images'))
   @ApiOperation({ summary: 'Create an image job (multipart)' })
   @ApiConsumes('multipart/form-data')
-  @ApiBody({ schema: { allOf: [{ $ref: '#/components/schemas/CreateImageFormDto' }, { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'binary' } } } }] } })
+  @ApiBody({ schema: { allOf: [{ $ref: getSchemaPath(CreateImageFormDto) }, { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'binary' } } } }] } })
   @ApiOkResponse({ type: JobObjectDto })
   @ApiCreateErrors()
   createForm(@Body() dto: CreateImageFormDto, @UploadedFiles() files: Files) {

@@ -3,8 +3,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 // OpenAPI schemas of the response bodies (documentation only; the job object is built by toJobObject).
 
 class ProgressDto {
-  @ApiProperty() value!: number;
-  @ApiProperty() max!: number;
+  @ApiProperty({ type: 'integer' }) value!: number;
+  @ApiProperty({ type: 'integer' }) max!: number;
 }
 
 export class JobObjectDto {
@@ -18,12 +18,12 @@ export class JobObjectDto {
   @ApiProperty() res!: string;
   @ApiProperty({ example: '864x480' }) size!: string;
   @ApiPropertyOptional({ description: 'Video jobs' }) seconds?: number;
-  @ApiPropertyOptional({ description: 'Video jobs: frame count after snapping to 17k+5' }) frames?: number;
-  @ApiProperty() seed!: number;
-  @ApiProperty() steps!: number;
-  @ApiProperty() image_count!: number;
+  @ApiPropertyOptional({ type: 'integer', description: 'Video jobs: frame count after snapping to 17k+5' }) frames?: number;
+  @ApiProperty({ type: 'integer' }) seed!: number;
+  @ApiProperty({ type: 'integer' }) steps!: number;
+  @ApiProperty({ type: 'integer' }) image_count!: number;
   @ApiProperty({ description: 'Unix seconds' }) created!: number;
-  @ApiPropertyOptional({ description: 'Queued: 1 = next to run' }) position?: number;
+  @ApiPropertyOptional({ type: 'integer', description: 'Queued: 1 = next to run' }) position?: number;
   @ApiPropertyOptional({ type: ProgressDto, description: 'Running: sampling-step progress' }) progress?: ProgressDto;
   @ApiPropertyOptional({ enum: ['加载模型', '加载文本编码器', '编码提示词/图片', '采样', '视频解码', '音频解码', '封装', '保存'] }) stage?: string;
   @ApiPropertyOptional({ description: 'Running: seconds so far' }) elapsed?: number;
@@ -37,7 +37,7 @@ export class JobObjectDto {
   @ApiPropertyOptional({ description: 'Image jobs' }) size_from_ref?: boolean;
   @ApiPropertyOptional({ description: 'Done or failed: Unix seconds' }) finished?: number;
   @ApiPropertyOptional({ description: 'Failed: the reason ("cancelled", "interrupted", "interrupted by restart", or what went wrong)' }) error?: string;
-  @ApiPropertyOptional({ description: 'HTTP status the callback target returned' }) callback_status?: number;
+  @ApiPropertyOptional({ type: 'integer', description: 'HTTP status the callback target returned' }) callback_status?: number;
 }
 
 export class ErrorDetailDto {

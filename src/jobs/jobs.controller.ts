@@ -1,8 +1,8 @@
 import { Controller, Delete, Get, Param, Query, Res, StreamableFile } from '@nestjs/common';
-import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { createReadStream } from 'node:fs';
-import { ApiCommon } from '../common/api-docs';
+import { ApiCommon, ApiDownload, ApiQueryErrors } from '../common/api-docs';
 import { BadInputError } from '../common/errors';
 import { clientGone } from '../common/request-signal';
 import { checkTimeout } from './job-requests';
@@ -19,6 +19,7 @@ export class JobsController {
   @Get()
   @ApiOperation({ summary: 'List jobs, video and image mixed, newest first (a JSON array; X-Total-Count holds the total)' })
   @ApiOkResponse({ type: [JobObjectDto] })
+  @ApiQueryErrors()
   list(@Query() q: ListJobsQueryDto, @Res({ passthrough: true }) res: Response) {
     const limit = q.limit ?? 100;
     const offset = q.offset ?? 0;
@@ -35,6 +36,7 @@ export class JobsController {
   @ApiOperation({ summary: 'Get one job, optionally waiting until it finishes' })
   @ApiOkResponse({ type: JobObjectDto })
   @ApiNotFoundResponse({ type: ErrorDetailDto })
+  @ApiQueryErrors()
   async get(@Param('job_id') id: string, @Query() q: GetJobQueryDto, @Res({ passthrough: true }) res: Response) {
     if (!q.wait) return this.jobs.get(id);
     return this.jobs.waitFor(id, checkTimeout(q.timeout, 600), clientGone(res));
@@ -42,9 +44,7 @@ export class JobsController {
 
   @Get(':job_id/video')
   @ApiOperation({ summary: 'Download the finished mp4 (404 until it is finished)' })
-  @ApiProduces('video/mp4')
-  @ApiOkResponse({ description: 'The mp4, as a named download' })
-  @ApiNotFoundResponse({ type: ErrorDetailDto })
+  @ApiDownload('video/mp4', 'mp4')
   async video(@Param('job_id') id: string, @Res({ passthrough: true }) res: Response) {
     const f = await this.jobs.outputFile(id, 'video');
     return new StreamableFile(createReadStream(f.path), { type: 'video/mp4', disposition: `attachment; filename="${f.name}"` });
@@ -52,9 +52,7 @@ export class JobsController {
 
   @Get(':job_id/image')
   @ApiOperation({ summary: 'Download the finished png (404 until it is finished)' })
-  @ApiProduces('image/png')
-  @ApiOkResponse({ description: 'The png, as a named download' })
-  @ApiNotFoundResponse({ type: ErrorDetailDto })
+  @ApiDownload('image/png', 'png')
   async image(@Param('job_id') id: string) {
     const f = await this.jobs.outputFile(id, 'image');
     return new StreamableFile(createReadStream(f.path), { type: 'image/png', disposition: `attachment; filename="${f.name}"` });

@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiCommon, ApiCreateErrors } from '../common/api-docs';
 import { clientGone } from '../common/request-signal';
@@ -11,6 +11,7 @@ import { TtsService } from './tts.service';
 
 @ApiTags('speech')
 @ApiCommon()
+@ApiExtraModels(TtsFormDto)
 @Controller('api')
 export class TtsController {
   constructor(private readonly tts: TtsService, private readonly jobs: JobsService) {}
@@ -30,7 +31,7 @@ export class TtsController {
   @UseInterceptors(uploadFields('ref_audio'))
   @ApiOperation({ summary: 'Voice-clone speech (multipart); answers with the same speech result as the JSON form' })
   @ApiConsumes('multipart/form-data')
-  @ApiBody({ schema: { allOf: [{ $ref: '#/components/schemas/TtsFormDto' }, { type: 'object', required: ['ref_audio'], properties: { ref_audio: { type: 'string', format: 'binary' } } }] } })
+  @ApiBody({ schema: { allOf: [{ $ref: getSchemaPath(TtsFormDto) }, { type: 'object', required: ['ref_audio'], properties: { ref_audio: { type: 'string', format: 'binary' } } }] } })
   @ApiOkResponse({ type: SpeechResultDto })
   @ApiServiceUnavailableResponse({ description: 'The speech model is not available', type: ErrorDetailDto })
   @ApiCreateErrors()

@@ -1,5 +1,5 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiCommon, ApiCreateErrors } from '../common/api-docs';
 import { clientGone } from '../common/request-signal';
@@ -11,6 +11,7 @@ import { VideoService } from './video.service';
 
 @ApiTags('video')
 @ApiCommon()
+@ApiExtraModels(CreateVideoFormDto)
 @Controller('api')
 export class VideoController {
   constructor(private readonly video: VideoService, private readonly jobs: JobsService) {}
@@ -35,7 +36,7 @@ export class VideoController {
   @UseInterceptors(uploadFields('images', 'audios'))
   @ApiOperation({ summary: 'Create a video job (multipart); wait and callback_url are not supported here' })
   @ApiConsumes('multipart/form-data')
-  @ApiBody({ schema: { allOf: [{ $ref: '#/components/schemas/CreateVideoFormDto' }, { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'binary' } }, audios: { type: 'array', items: { type: 'string', format: 'binary' } } } }] } })
+  @ApiBody({ schema: { allOf: [{ $ref: getSchemaPath(CreateVideoFormDto) }, { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'binary' } }, audios: { type: 'array', items: { type: 'string', format: 'binary' } } } }] } })
   @ApiOkResponse({ type: JobObjectDto })
   @ApiCreateErrors()
   createForm(@Body() dto: CreateVideoFormDto, @UploadedFiles() files: Files) {

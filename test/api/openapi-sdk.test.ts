@@ -195,7 +195,7 @@ describe('OpenAPI document and a generated SDK', () => {
       throw new Error(`job ${id} stuck: ${statuses.slice(-5).join(',')}`);
     };
     const running = await poll((s) => s === 'running');
-    assert.deepEqual(running.progress, { value: 0, max: 0 });
+    assert.deepEqual(running.progress, { value: 0, max: 3 }, 'a running job shows its step count as max from the start');
     gate.openAll();
     const done = await poll((s) => s === 'done' || s === 'failed');
     assert.equal(done.status, 'done', done.error);
