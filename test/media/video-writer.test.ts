@@ -178,6 +178,18 @@ describe('openVideoWriter', () => {
     assert.deepEqual(listDir(dir), []);
   });
 
+  test('abort while close() drains and muxes: CancelledError, nothing left', async () => {
+    const dir = tempDir();
+    const ac = new AbortController();
+    const w = await openVideoWriter({ path: join(dir, 'z.mp4'), width: W, height: H, frames: FRAMES, signal: ac.signal });
+    for (let i = 0; i < FRAMES; i++) await w.writeFrame(gradientFrame(i));
+    const closing = w.close(sine(1, 48000, 2));
+    setImmediate(() => ac.abort());
+    await assert.rejects(closing, CancelledError);
+    for (let i = 0; i < 50 && listDir(dir).length; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(listDir(dir), []);
+  });
+
   test('abort() by the caller cleans up, and an idle writer is killed by its deadline', async () => {
     const dir = tempDir();
     const w = await openVideoWriter({ path: join(dir, 'x.mp4'), width: W, height: H, frames: FRAMES });
