@@ -59,5 +59,10 @@ export function configureApp(app: NestExpressApplication, settings: Settings): v
     },
   };
   SwaggerModule.setup('docs', app, document, { jsonDocumentUrl: 'openapi.json', yamlDocumentUrl: 'openapi.yaml' });
+  // Polling clients keep connections open; Node's 5 s default closes them under a client about to reuse the
+  // socket (seen as "fetch failed" on a POST after a pause). Outlive common client idle timeouts instead.
+  const server = app.getHttpServer() as import('node:http').Server;
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   app.enableShutdownHooks();
 }
