@@ -86,11 +86,6 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     if ([a, b, bias, gate, residual, scales].some((t) => t && t.storage === out.storage)) throw new RangeError(`${op}: out ${out} aliases an input`);
   }
 
-  const path = opts.path ?? 'auto';
-  if (path === 'subgroup' || (path === 'auto' && b.dtype === 'f16' && subgroupMatrixUsable(e, M, N, K))) {
-    return gemmSubgroup(e, op, { a, b, out, M, N, K, batch, bias, g, r, act: opts.act ?? 'none' });
-  }
-
   const ae = a.expand([...batch, M, K]);
   const be = b.expand([...batch, K, N]);
   const bstr = (t: Tensor | undefined) => pad3(t ? t.strides.slice(0, -2) : []);
@@ -105,6 +100,11 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     .dims(bstr(g), 4).dims(mat(g), 4)
     .dims(bstr(r), 4).dims(mat(r), 4);
 
+  const path = opts.path ?? 'auto';
+  if (path === 'subgroup' || (path === 'auto' && b.dtype === 'f16' && subgroupMatrixUsable(e))) {
+    gemmSubgroup(e, op, { a, b, out, params, M, N, batches: nb, bias, gate: g, residual: r, act: opts.act ?? 'none' });
+    return out;
+  }
   const wgx = opts.tile?.wgx ?? 16;
   const wgy = opts.tile?.wgy ?? 16;
   const bk = opts.tile?.bk ?? 16;
