@@ -240,7 +240,8 @@ function layoutChannels(layout: string): number {
 function describeDecodeFailure(label: string, exit: FfmpegExit): string {
   const err = exit.stderr;
   if (/matches no streams|does not contain any stream/.test(err)) return `${label}: the file has no audio track`;
-  if (/Invalid data found|not on whitelist|moov atom not found|could not find codec parameters|Invalid argument|End of file/i.test(err)) {
+  if (/moov atom not found/.test(err)) return `${label}: the mp4/m4a file is incomplete (its index is missing; was the upload cut off?)`;
+  if (/Invalid data found|not on whitelist|could not find codec parameters|Invalid argument|End of file/i.test(err)) {
     return `${label}: not a decodable audio file (wav, mp3, m4a, flac, ogg, webm or mp4 expected)`;
   }
   return `${label}: the audio could not be decoded (${lastErrorLine(err)})`;

@@ -192,5 +192,6 @@ function describeSharpError(err: Error, label: string, format: string | undefine
   if (/pixel limit/i.test(msg)) return `${label}: image dimensions exceed ${(MAX_IMAGE_PIXELS / 1e6).toFixed(0)} megapixels`;
   if (/timeout/i.test(msg)) return `${label}: decoding took longer than ${DECODE_TIMEOUT_S} s`;
   const what = format ? `${format} data` : 'image data';
-  return `${label}: the ${what} is damaged or truncated and cannot be decoded (${msg.split('\n')[0].trim()})`;
+  const detail = msg.replace(/\s+/g, ' ').trim().replace(/:$/, '').slice(0, 200);
+  return `${label}: the ${what} is damaged or truncated and cannot be decoded (${detail})`;
 }

@@ -121,7 +121,7 @@ describe('decodeAudio / probeAudio', () => {
     // truncated m4a with its index at the end: no moov atom
     const m4a = file('stereo48000.m4a');
     assert.ok(m4a.indexOf('moov') > m4a.indexOf('mdat'));
-    await assert.rejects(probeAudio(m4a.subarray(0, m4a.length / 2), 'audios[0]'), isBad(fmt));
+    await assert.rejects(probeAudio(m4a.subarray(0, m4a.length / 2), 'audios[0]'), isBad(/^audios\[0\]: the mp4\/m4a file is incomplete/));
     // a truncated mp3 still decodes what is there
     const half = await probeAudio(file('stereo44100.mp3').subarray(0, file('stereo44100.mp3').length / 2), 'audios[0]');
     assert.ok(half.durationS > 1.2 && half.durationS < 1.8, `${half.durationS}`);
