@@ -1,0 +1,132 @@
+// npm run bench:engine [-- --sizes large] [--iters N] [--only matmul,attention,...]
+// Per op and size: mean time per call (N calls recorded back to back, one sync), GFLOP/s or GB/s, and the
+// fraction of the adapter's roofline (ROOFLINES; unknown adapters print n/a). Wall-clock timing around a sync:
+// on lavapipe it includes the ~46 us per-dispatch cost, which is the real cost there.
+// Default sizes finish in seconds on lavapipe; `--sizes large` is for a GPU (the issue's goals: f16 GEMM
+// 8192^3, attention d=128 at 16k tokens).
+import { Engine } from '../../src/engine/engine';
+import type { Tensor } from '../../src/engine/tensor';
+import { attention } from '../../src/engine/ops/attention';
+import { linear } from '../../src/engine/ops/linear';
+import { matmul } from '../../src/engine/ops/matmul';
+import { sum } from '../../src/engine/ops/reduce';
+import { sample } from '../../src/engine/ops/sampling';
+import { softmax } from '../../src/engine/ops/softmax';
+import { quantizeInt8PerChannel, uploadInt8 } from '../../src/engine/quantize';
+
+interface Roofline { match: RegExp; label: string; f16Tflops: number; f32Tflops: number; bwGBs: number }
+// Datasheet peaks (shared/spec/engine.md). f16 = dense tensor-core peak; f32 = without tensor cores.
+const ROOFLINES: Roofline[] = [
+  { match: /H200/i, label: 'H200 (datasheet)', f16Tflops: 989, f32Tflops: 67, bwGBs: 4800 },
+];
+
+interface Case { op: string; size: string; flops?: number; bytes?: number; setup: (e: Engine) => { run: () => void; free: () => void } }
+
+const args = process.argv.slice(2);
+const arg = (name: string) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
+const large = arg('--sizes') === 'large';
+const only = arg('--only')?.split(',');
+const itersArg = Number(arg('--iters') ?? 0);
+
+function rand(n: number): Float32Array {
+  const a = new Float32Array(n);
+  let s = 12345;
+  for (let i = 0; i < n; i++) { s = (Math.imul(s, 1103515245) + 12345) >>> 0; a[i] = (s / 2 ** 32) * 2 - 1; }
+  return a;
+}
+
+function up(e: Engine, shape: number[], dtype: 'f32' | 'f16'): Tensor {
+  return e.upload(rand(shape.reduce((a, b) => a * b, 1)), shape, dtype);
+}
+
+function cases(): Case[] {
+  const out: Case[] = [];
+  const gemm = large ? [[4096, 4096, 4096], [8192, 8192, 8192]] : [[256, 256, 256], [512, 512, 512]];
+  for (const dtype of ['f32', 'f16'] as const) {
+    for (const [M, K, N] of gemm) {
+      out.push({ op: `matmul ${dtype}`, size: `${M}x${K}x${N}`, flops: 2 * M! * K! * N!, setup: (e) => {
+        const a = up(e, [M!, K!], dtype); const b = up(e, [K!, N!], dtype);
+        let c: Tensor | null = null;
+        return { run: () => { c?.free(); c = matmul(e, a, b); }, free: () => { a.free(); b.free(); c?.free(); } };
+      } });
+    }
+  }
+  const [tok, K, N] = large ? [4096, 4096, 4096] : [64, 512, 512];
+  out.push({ op: 'linear int8 (f16 x)', size: `${tok}x${K}x${N}`, flops: 2 * tok * K * N, setup: (e) => {
+    const x = up(e, [tok, K], 'f16');
+    const w = uploadInt8(e, quantizeInt8PerChannel(rand(N * K), N, K), 'f16');
+    let y: Tensor | null = null;
+    return { run: () => { y?.free(); y = linear(e, x, w); }, free: () => { x.free(); w.q.free(); w.scales.free(); y?.free(); } };
+  } });
+  const att = large ? [[1, 24, 4096, 128], [1, 24, 16384, 128]] : [[1, 4, 256, 64]];
+  for (const dtype of ['f32', 'f16'] as const) {
+    for (const [B, H, L, D] of att) {
+      out.push({ op: `attention ${dtype}`, size: `B${B} H${H} L${L} D${D}`, flops: 4 * B! * H! * L! * L! * D!, setup: (e) => {
+        const q = up(e, [B!, H!, L!, D!], dtype); const k = up(e, [B!, H!, L!, D!], dtype); const v = up(e, [B!, H!, L!, D!], dtype);
+        let o: Tensor | null = null;
+        return { run: () => { o?.free(); o = attention(e, q, k, v); }, free: () => { q.free(); k.free(); v.free(); o?.free(); } };
+      } });
+    }
+  }
+  const [R, C] = large ? [16384, 8192] : [256, 4096];
+  out.push({ op: 'softmax f32', size: `${R}x${C}`, bytes: 2 * R * C * 4, setup: (e) => {
+    const x = up(e, [R, C], 'f32'); let y: Tensor | null = null;
+    return { run: () => { y?.free(); y = softmax(e, x); }, free: () => { x.free(); y?.free(); } };
+  } });
+  out.push({ op: 'sum f32', size: `${R}x${C}`, bytes: R * C * 4, setup: (e) => {
+    const x = up(e, [R, C], 'f32'); let y: Tensor | null = null;
+    return { run: () => { y?.free(); y = sum(e, x); }, free: () => { x.free(); y?.free(); } };
+  } });
+  const [SB, V] = large ? [64, 152064] : [4, 32000];
+  out.push({ op: 'sample top-50 f32', size: `${SB}x${V}`, bytes: 3 * SB * V * 4, setup: (e) => {
+    const x = up(e, [SB, V], 'f32'); let y: Tensor | null = null; let step = 0;
+    return { run: () => { y?.free(); y = sample(e, x, { topK: 50, temperature: 0.8, seed: 1, step: step++ }); }, free: () => { x.free(); y?.free(); } };
+  } });
+  return out.filter((c) => !only || only.some((o) => c.op.startsWith(o)));
+}
+
+async function main(): Promise<void> {
+  const e = await Engine.create({ allowSoftware: true });
+  const d = e.describe();
+  const roof = ROOFLINES.find((r) => r.match.test(d.name));
+  console.log(`adapter: ${d.name} (${d.vendor}/${d.architecture}, ${d.backend}${d.software ? ', software' : ''})`);
+  console.log(`roofline: ${roof ? `${roof.label}: f16 ${roof.f16Tflops} TFLOP/s, f32 ${roof.f32Tflops} TFLOP/s, ${roof.bwGBs} GB/s` : 'unknown for this adapter (a CPU rasteriser: no stated peak), fractions n/a'}`);
+  console.log(`date: ${new Date().toISOString()}  sizes: ${large ? 'large' : 'default'}`);
+  console.log(['op'.padEnd(22), 'size'.padEnd(22), 'ms/call'.padStart(10), 'rate'.padStart(16), 'roofline'.padStart(9)].join(' '));
+  for (const c of cases()) {
+    const s = c.setup(e);
+    s.run(); // compile + warm up
+    await e.sync();
+    let iters = itersArg || 1;
+    let ms = 0;
+    for (;;) {
+      const t0 = performance.now();
+      for (let i = 0; i < iters; i++) s.run();
+      await e.sync();
+      ms = (performance.now() - t0) / iters;
+      if (itersArg || ms * iters > 300 || iters >= 1000) break;
+      iters = Math.min(1000, Math.ceil((400 / Math.max(ms, 0.01))));
+    }
+    const sec = ms / 1000;
+    let rate = '';
+    let frac = 'n/a';
+    if (c.flops) {
+      const g = c.flops / sec / 1e9;
+      rate = `${g.toFixed(g < 10 ? 2 : 0)} GFLOP/s`;
+      const peak = roof && (c.op.includes('f32') ? roof.f32Tflops : roof.f16Tflops);
+      if (peak) frac = `${((100 * g) / (peak * 1000)).toFixed(1)}%`;
+    } else if (c.bytes) {
+      const g = c.bytes / sec / 1e9;
+      rate = `${g.toFixed(g < 10 ? 2 : 0)} GB/s`;
+      if (roof) frac = `${((100 * g) / roof.bwGBs).toFixed(1)}%`;
+    }
+    console.log([c.op.padEnd(22), c.size.padEnd(22), ms.toFixed(3).padStart(10), rate.padStart(16), frac.padStart(9)].join(' ') + `  (${iters} calls)`);
+    s.free();
+  }
+  e.destroy();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
