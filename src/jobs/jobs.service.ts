@@ -196,6 +196,8 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     const job = this.getRecord(id);
     if (job.status === 'queued' || job.status === 'running') {
       const action = this.scheduler.cancel(id);
+      // A cancelled job is written as failed before the answer, so a GET right after sees it ended.
+      if (action === 'cancelled') while (this.writing.size) await Promise.all([...this.writing]);
       if (action) return { id, action };
     }
     this.store.delete(id);
