@@ -3,7 +3,7 @@
 // 100) and GET /api/jobs/{id}, each at 500 req/s (paced evenly, and as autocannon's overallRate) and flat out;
 // then 200 concurrent waiters (GET /api/jobs/{id}?wait=true&timeout=30) on queued jobs held by a gated pipeline
 // while /api/status is measured again, then releases them. Prints a table (RPS, p50, p99, server RSS/heap).
-// BENCH_SECONDS changes the 10 s runs.
+// BENCH_SECONDS changes the 10 s runs, BENCH_RATE the 500 req/s, BENCH_ONLY picks scenarios (see main).
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -25,7 +25,7 @@ const autocannon = require('autocannon') as (o: CannonOptions) => Promise<Cannon
 
 const TOKEN = 'bench-token-0123456789';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const RATE = 500;
+const RATE = Number(process.env.BENCH_RATE ?? 500);
 const WAITERS = 200;
 const QUEUED = 50;
 // The waiters must outlast the two runs made while they wait (paced and max, no warm-up: the server is warm).
