@@ -1,10 +1,7 @@
 import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
-import { AppModule } from './app.module';
-import { configureApp } from './app.setup';
+import { createApp } from './app.factory';
 import { resolveToken } from './auth/token';
-import { createLogger, PinoNestLogger } from './common/logger';
+import { createLogger } from './common/logger';
 import { loadSettings, SettingsError } from './config/settings';
 
 async function main(): Promise<void> {
@@ -26,11 +23,7 @@ async function main(): Promise<void> {
   } else if (file) {
     log.info({ file }, 'API token read from the data dir');
   }
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ settings, token, log }), {
-    logger: new PinoNestLogger(log),
-    bodyParser: false,
-  });
-  configureApp(app, settings);
+  const app = await createApp({ settings, token, log });
   await app.listen(settings.port, settings.host);
   log.info({ url: `http://${settings.host}:${settings.port}`, dataDir: settings.dataDir, weightsDir: settings.weightsDir }, 'kiln listening');
 }

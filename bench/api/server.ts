@@ -3,12 +3,9 @@
 // loopback. An image pipeline (imgmain) that a gate can hold stands in for the model; the parent drives it
 // over IPC: {cmd:'hold'|'release'|'stats'}. Replies: {url} once listening, {stats} on request.
 import 'reflect-metadata';
-import { NestFactory } from '@nestjs/core';
-import type { NestExpressApplication } from '@nestjs/platform-express';
-import { AppModule } from '../../src/app.module';
-import { configureApp } from '../../src/app.setup';
+import { createApp } from '../../src/app.factory';
 import { resolveToken } from '../../src/auth/token';
-import { createLogger, PinoNestLogger } from '../../src/common/logger';
+import { createLogger } from '../../src/common/logger';
 import { loadSettings } from '../../src/config/settings';
 import { JobWaiters } from '../../src/jobs/job.waiters';
 import { PipelineRegistry } from '../../src/scheduler/pipeline';
@@ -25,11 +22,7 @@ async function main(): Promise<void> {
   const settings = loadSettings({ ...process.env, PORT: '0', HOST: '127.0.0.1' });
   const log = createLogger(settings.logLevel);
   const { token } = resolveToken(settings.apiToken, settings.dataDir);
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot({ settings, token, log }), {
-    logger: new PinoNestLogger(log),
-    bodyParser: false,
-  });
-  configureApp(app, settings);
+  const app = await createApp({ settings, token, log });
   const gate = new HoldGate();
   const runs: string[] = [];
   app.get(PipelineRegistry).register(recordingPipeline('image', 'imgmain', { runs, gate, stepMs: 1 }));
