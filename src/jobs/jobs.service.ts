@@ -1,5 +1,6 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { removeStaleTemps } from '../media/files';
 import { extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
@@ -7,7 +8,6 @@ import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../common/tokens';
 import { OutboundClient } from '../net/outbound';
 import { Outcome, Scheduler, Task } from '../scheduler/scheduler';
-import { findProfile } from './catalog';
 import { CallbackSender } from './callback.sender';
 import { InputFile, InputProbe } from './input-probe';
 import { newJobId } from './job-id';
@@ -54,7 +54,8 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   async onModuleInit(): Promise<void> {
     await mkdir(this.outDir, { recursive: true });
     await mkdir(this.inputsDir, { recursive: true });
-    await this.removePartialOutputs();
+    // Temp files of writes a crash cut short: nothing is writing yet, so every one of them is stale.
+    await removeStaleTemps(this.outDir, 0);
     // A job that was running when the process died cannot resume mid-way: it fails, with its callback.
     for (const job of this.store.withStatus('running')) {
       this.log.warn({ id: job.id }, 'job was running at shutdown; marking it failed');
@@ -251,20 +252,9 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     await rm(join(this.outDir, `${job.id}${OUTPUT_EXT[job.kind]}`), { force: true });
   }
 
-  /** Temp files of writes cut short by a crash: /out never serves a partial file, and they never finish. */
-  private async removePartialOutputs(): Promise<void> {
-    for (const name of await readdir(this.outDir)) {
-      if (name.startsWith('.') || name.includes('.tmp')) await rm(join(this.outDir, name), { force: true, recursive: true });
-    }
-  }
-
   /** For /api/status and /api/health. */
   summary(): { current: string | null; queued: number } {
     return { current: this.scheduler.current()?.task.id ?? null, queued: this.scheduler.queuedCount() };
-  }
-
-  profileKnown(kind: 'video' | 'image', profile: string): boolean {
-    return findProfile(kind, profile) !== undefined;
   }
 }
 
