@@ -64,6 +64,9 @@ export class JobStore {
     return (this.stmts.count.get() as { n: number }).n;
   }
 
+  /** Prepared once per filter combination (at most four): listing is the API's hottest read. */
+  private readonly listStmts = new Map<string, { count: Database.Statement; page: Database.Statement }>();
+
   /** Newest first. `kind`/`status` filter; `limit`/`offset` page. */
   list(opts: { kind?: string; status?: string; limit: number; offset: number }): { total: number; jobs: JobRecord[] } {
     const where: string[] = [];
@@ -71,8 +74,16 @@ export class JobStore {
     if (opts.kind) (where.push('kind = ?'), args.push(opts.kind));
     if (opts.status) (where.push('status = ?'), args.push(opts.status));
     const w = where.length ? `WHERE ${where.join(' AND ')}` : '';
-    const total = (this.db.prepare(`SELECT COUNT(*) AS n FROM jobs ${w}`).get(...args) as { n: number }).n;
-    const rows = this.db.prepare(`SELECT record FROM jobs ${w} ORDER BY seq DESC LIMIT ? OFFSET ?`).all(...args, opts.limit, opts.offset) as { record: string }[];
+    let stmts = this.listStmts.get(w);
+    if (!stmts) {
+      stmts = {
+        count: this.db.prepare(`SELECT COUNT(*) AS n FROM jobs ${w}`),
+        page: this.db.prepare(`SELECT record FROM jobs ${w} ORDER BY seq DESC LIMIT ? OFFSET ?`),
+      };
+      this.listStmts.set(w, stmts);
+    }
+    const total = (stmts.count.get(...args) as { n: number }).n;
+    const rows = stmts.page.all(...args, opts.limit, opts.offset) as { record: string }[];
     return { total, jobs: rows.map((r) => JSON.parse(r.record) as JobRecord) };
   }
 
