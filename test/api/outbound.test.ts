@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { BlockedAddressError, guardedLookup, isBlockedAddress } from '../../src/net/address-policy';
 import { auth, startApp, TestApp, until } from './harness';
 import { pngBytes } from './inputs';
-import { testPipeline } from './test-pipelines';
+import { makeGate, testPipeline } from './test-pipelines';
 
 /** A self-signed certificate for 127.0.0.1 / localhost, made by openssl for this run. */
 function selfSigned(): { key: string; cert: string } {
@@ -85,6 +85,7 @@ describe('outbound with ALLOW_PRIVATE_URLS=1: https downloads, size cap while st
   let cbPort = 0;
   const received: { path: string; body: any }[] = [];
   let failuresLeft = 0;
+  const hold = makeGate();
   before(async () => {
     const tls = selfSigned();
     const png = await pngBytes(40, 30);
@@ -109,7 +110,7 @@ describe('outbound with ALLOW_PRIVATE_URLS=1: https downloads, size cap while st
       res.writeHead(204).end();
     });
     cbPort = await listen(cb);
-    t = await startApp({ env: { ALLOW_PRIVATE_URLS: '1' }, outbound: { ca: tls.cert }, pipelines: [testPipeline('image', 'imgmain'), testPipeline('image', 'imgmain_bf16', { fail: 'boom' })] });
+    t = await startApp({ env: { ALLOW_PRIVATE_URLS: '1' }, outbound: { ca: tls.cert }, pipelines: [testPipeline('image', 'imgmain'), testPipeline('image', 'imgmain_bf16', { fail: 'boom' }), testPipeline('image', 'imgart_turbo', { gate: hold.wait })] });
   });
   after(async () => {
     await t.close(true);
@@ -149,13 +150,15 @@ describe('outbound with ALLOW_PRIVATE_URLS=1: https downloads, size cap while st
   });
 
   test('callbacks on cancel: a cancelled queued job is delivered as failed "cancelled"', async () => {
-    const gateHold = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'x', steps: 1 });
+    // A gated job holds the GPU, so the callback job is certainly still queued when it is deleted.
+    const holder = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'x', profile: 'imgart_turbo', steps: 1 });
+    await until(t, holder.body.id, (j) => j.status === 'running');
     const res = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'x', steps: 1, callback_url: `http://127.0.0.1:${cbPort}/cancel` });
     const del = await t.http.delete(`/api/jobs/${res.body.id}`).set(auth);
-    if (del.body.action === 'cancelled') {
-      const j = await until(t, res.body.id, (x) => x.callback_status !== undefined);
-      assert.deepEqual([j.status, j.error, j.callback_status], ['failed', 'cancelled', 204]);
-    }
-    await until(t, gateHold.body.id, (j) => j.status === 'done');
+    assert.equal(del.body.action, 'cancelled');
+    const j = await until(t, res.body.id, (x) => x.callback_status !== undefined);
+    assert.deepEqual([j.status, j.error, j.callback_status], ['failed', 'cancelled', 204]);
+    hold.openAll();
+    await until(t, holder.body.id, (x) => x.status === 'done');
   });
 });
