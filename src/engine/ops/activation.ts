@@ -7,6 +7,7 @@ import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { grid1d } from '../recorder';
 import { fmtShape, type Tensor } from '../tensor';
+import { checkFloat, outputTensor, sameShape } from './checks';
 
 export type Act = 'gelu' | 'gelu_tanh' | 'silu';
 const ACT_CODE: Record<Act, number> = { gelu: 0, gelu_tanh: 1, silu: 2 };
@@ -20,7 +21,7 @@ export const silu = (e: Engine, x: Tensor, out?: Tensor) => activation(e, 'silu'
 /** out = act(x), any shape (rank <= 8). */
 export function activation(e: Engine, act: Act, x: Tensor, out?: Tensor): Tensor {
   check(act, x);
-  const o = output(e, act, x.shape, x, out, [x]);
+  const o = outputTensor(e, act, x.shape, x.dtype, out, [x]);
   const kernel = e.kernels.get({ shader: 'activation', entry: 'unary', dtype: x.dtype, constants: { ACT: ACT_CODE[act], WG } });
   e.recorder.dispatch({ kernel, bindings: [o, x], params: params(o.numel, x, x, 0), workgroups: grid1d(o.numel, WG) });
   return o;
@@ -47,7 +48,7 @@ export function glu(e: Engine, act: Act, gate: Tensor, up?: Tensor, opts: { gate
     const second = gate.slice(-1, f2 / 2, f2);
     [g, u] = opts.gateFirst === false ? [second, first] : [first, second];
   }
-  const o = output(e, op, g.shape, g, opts.out, [gate, u]);
+  const o = outputTensor(e, op, g.shape, g.dtype, opts.out, [gate, u]);
   const kernel = e.kernels.get({ shader: 'activation', entry: 'glu', dtype: g.dtype, constants: { ACT: ACT_CODE[act], WG } });
   e.recorder.dispatch({ kernel, bindings: [o, g, u], params: params(o.numel, g, u, 0), workgroups: grid1d(o.numel, WG) });
   return o;
@@ -78,7 +79,7 @@ export function snake(e: Engine, x: Tensor, alpha: Tensor, o: SnakeOptions = {})
     if (t.dtype !== x.dtype) throw new TypeError(`${op}: ${name} ${t} vs x ${x}: dtypes differ`);
     if (t.rank !== 1 || t.shape[0] !== c) throw new RangeError(`${op}: ${name} ${t} must be [${c}] (dim ${cd} of x ${x})`);
   }
-  const out = output(e, op, x.shape, x, o.out, [x, alpha, o.beta]);
+  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x, alpha, o.beta]);
   const beta = o.beta ?? alpha;
   const kernel = e.kernels.get({ shader: 'activation', entry: 'snake', dtype: x.dtype, constants: { SNAKE_BETA: !!o.beta, LOG_SCALE: !!o.logScale, WG } });
   const pr = new Params()
@@ -113,19 +114,7 @@ function params(n: number, a: Tensor, b: Tensor, cdim: number): Params {
 }
 
 function check(op: string, t: Tensor): void {
-  if (t.dtype !== 'f32' && t.dtype !== 'f16') throw new TypeError(`${op}: ${t}: only f32 and f16 tensors`);
+  checkFloat(op, t);
   if (t.rank > MAX_RANK) throw new RangeError(`${op}: rank ${t.rank} ${fmtShape(t.shape)} > ${MAX_RANK}`);
 }
 
-function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((n, i) => n === b[i]);
-}
-
-function output(e: Engine, op: string, shape: readonly number[], like: Tensor, out: Tensor | undefined, inputs: (Tensor | undefined)[]): Tensor {
-  if (!out) return e.empty(shape, like.dtype);
-  if (out.dtype !== like.dtype || !out.isContiguous || out.offset !== 0 || !sameShape(out.shape, shape)) {
-    throw new RangeError(`${op}: out ${out} must be a contiguous ${like.dtype}${fmtShape(shape)} at offset 0`);
-  }
-  if (inputs.some((t) => t && t.storage === out.storage)) throw new RangeError(`${op}: out ${out} aliases an input`);
-  return out;
-}

@@ -8,6 +8,7 @@ import type { DType } from '../dtype';
 import { Params } from '../kernels';
 import { grid1d } from '../recorder';
 import { Tensor, fmtShape, numelOf } from '../tensor';
+import { checkFloat, outputTensor, sameShape } from './checks';
 
 const MAX_RANK = 8;
 const WG = 256;
@@ -15,7 +16,7 @@ const WG = 256;
 /** A contiguous copy of any view (permute/slice/expand materialised). */
 export function copy(e: Engine, src: Tensor, out?: Tensor): Tensor {
   check('copy', src);
-  const o = output(e, 'copy', src.shape, src.dtype, out, [src]);
+  const o = outputTensor(e, 'copy', src.shape, src.dtype, out, [src]);
   copyInto(e, src, o);
   return o;
 }
@@ -46,7 +47,7 @@ export function concat(e: Engine, tensors: readonly Tensor[], dim: number, out?:
   }
   const shape = [...first.shape];
   shape[d] = tensors.reduce((a, t) => a + t.shape[d]!, 0);
-  const o = output(e, 'concat', shape, first.dtype, out, tensors);
+  const o = outputTensor(e, 'concat', shape, first.dtype, out, tensors);
   let at = 0;
   for (const t of tensors) {
     copyInto(e, t, o.slice(d, at, at + t.shape[d]!));
@@ -75,7 +76,7 @@ export function pad(e: Engine, x: Tensor, pads: readonly (readonly [number, numb
     if (mode === 'replicate' && n === 0 && b + a > 0) throw new RangeError(`pad: replicate of empty dim ${d} of x ${x}`);
   });
   const shape = x.shape.map((n, d) => n + before[d]! + after[d]!);
-  const o = output(e, 'pad', shape, x.dtype, out, [x]);
+  const o = outputTensor(e, 'pad', shape, x.dtype, out, [x]);
   if (o.numel === 0) return o;
   const kernel = e.kernels.get({ shader: 'layout', entry: 'pad', dtype: x.dtype, constants: { MODE: PAD_MODE[mode], WG } });
   const params = base(o.numel, x.rank, x.offset, 0, value).dims(shape, MAX_RANK).dims(x.strides, MAX_RANK).dims(x.shape, MAX_RANK).dims(before, MAX_RANK);
@@ -102,7 +103,7 @@ export function gather(e: Engine, table: Tensor, ids: Tensor | ArrayLike<number>
   const idt = ids instanceof Tensor ? ids : uploadIds(e, ids);
   if (idt.bytesPerElement !== 4 || !idt.isContiguous) throw new RangeError(`gather: ids ${idt} must be a contiguous 4-byte id tensor (uploadIds)`);
   const [V, D] = table.shape as [number, number];
-  const o = output(e, 'gather', [...idt.shape, D], table.dtype, out, [table, idt]);
+  const o = outputTensor(e, 'gather', [...idt.shape, D], table.dtype, out, [table, idt]);
   if (o.numel > 0) {
     const kernel = e.kernels.get({ shader: 'layout', entry: 'gather', dtype: table.dtype, constants: { WG } });
     const params = new Params().u32(o.numel).u32(2).u32(table.offset).u32(idt.offset).f32(0).u32(V).u32(D).u32(0x7fc00000).dims([], MAX_RANK).dims(table.strides, MAX_RANK).dims([], MAX_RANK).dims([], MAX_RANK);
@@ -120,7 +121,7 @@ export function cast(e: Engine, x: Tensor, dtype: DType, out?: Tensor): Tensor {
   check('cast', x);
   if (dtype !== 'f32' && dtype !== 'f16') throw new TypeError(`cast: ${x} to ${dtype}: only f32 and f16`);
   if (dtype === x.dtype) return copy(e, x, out);
-  const o = output(e, 'cast', x.shape, dtype, out, [x]);
+  const o = outputTensor(e, 'cast', x.shape, dtype, out, [x]);
   if (o.numel === 0) return o;
   const entry = dtype === 'f16' ? 'f32_to_f16' : 'f16_to_f32';
   const kernel = e.kernels.get({ shader: 'layout', entry, dtype: 'f32', constants: { WG } });
@@ -136,19 +137,7 @@ function base(n: number, rank: number, srcOff: number, dstOff: number, value = 0
 }
 
 function check(op: string, t: Tensor): void {
-  if (t.dtype !== 'f32' && t.dtype !== 'f16') throw new TypeError(`${op}: ${t}: only f32 and f16 tensors`);
+  checkFloat(op, t);
   if (t.rank > MAX_RANK) throw new RangeError(`${op}: rank ${t.rank} ${fmtShape(t.shape)} > ${MAX_RANK}`);
 }
 
-function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((n, i) => n === b[i]);
-}
-
-function output(e: Engine, op: string, shape: readonly number[], dtype: DType, out: Tensor | undefined, inputs: readonly Tensor[]): Tensor {
-  if (!out) return e.empty(shape, dtype);
-  if (out.dtype !== dtype || !out.isContiguous || out.offset !== 0 || !sameShape(out.shape, shape)) {
-    throw new RangeError(`${op}: out ${out} must be a contiguous ${dtype}${fmtShape(shape)} at offset 0`);
-  }
-  if (inputs.some((t) => t.storage === out.storage)) throw new RangeError(`${op}: out ${out} aliases an input`);
-  return out;
-}

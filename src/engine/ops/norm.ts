@@ -8,6 +8,7 @@ import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { grid1d } from '../recorder';
 import { fmtShape, numelOf, type Tensor } from '../tensor';
+import { checkFloat, outputTensor, sameShape } from './checks';
 
 const MAX_LEAD = 4; // leading dims of a row norm's x (so x has rank <= 5)
 const MAX_SEG = 8;
@@ -96,7 +97,7 @@ function rowNorm(e: Engine, op: string, rms: boolean, x: Tensor, o: RowNormOptio
     res = o.residual;
   }
 
-  const out = output(e, op, x.shape, x, o.out, [x, w, b, sc?.t, sh?.t, g?.t, res]);
+  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x, w, b, sc?.t, sh?.t, g?.t, res]);
   const wg = d <= 128 ? 64 : d <= 1024 ? 128 : 256;
   const kernel = e.kernels.get({
     shader: 'norm',
@@ -157,7 +158,7 @@ export function groupNorm(e: Engine, x: Tensor, groups: number, o: GroupNormOpti
     checkSame(op, name, x, t);
     if (t.rank !== 1 || t.shape[0] !== c) throw new RangeError(`${op}: ${name} ${t} must be [${c}] for x ${x}`);
   }
-  const out = output(e, op, x.shape, x, o.out, [x, o.weight, o.bias]);
+  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x, o.weight, o.bias]);
   const stats = e.empty([bsz * groups, 2], 'f32', 'groupNorm stats');
   const params = new Params()
     .u32(x.numel)
@@ -192,23 +193,7 @@ function grid2d(n: number): [number, number] {
   return n <= max ? [n, 1] : [max, Math.ceil(n / max)];
 }
 
-function checkFloat(op: string, t: Tensor): void {
-  if (t.dtype !== 'f32' && t.dtype !== 'f16') throw new TypeError(`${op}: ${t}: only f32 and f16 tensors`);
-}
-
 function checkSame(op: string, name: string, x: Tensor, t: Tensor): void {
   if (t.dtype !== x.dtype) throw new TypeError(`${op}: ${name} ${t} vs x ${x}: dtypes differ`);
 }
 
-function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((n, i) => n === b[i]);
-}
-
-function output(e: Engine, op: string, shape: readonly number[], like: Tensor, out: Tensor | undefined, inputs: (Tensor | undefined)[]): Tensor {
-  if (!out) return e.empty(shape, like.dtype);
-  if (out.dtype !== like.dtype || !out.isContiguous || out.offset !== 0 || !sameShape(out.shape, shape)) {
-    throw new RangeError(`${op}: out ${out} must be a contiguous ${like.dtype}${fmtShape(shape)} at offset 0`);
-  }
-  if (inputs.some((t) => t && t.storage === out.storage)) throw new RangeError(`${op}: out ${out} aliases an input`);
-  return out;
-}

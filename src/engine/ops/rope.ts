@@ -6,6 +6,7 @@ import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { grid1d } from '../recorder';
 import { fmtShape, type Tensor } from '../tensor';
+import { sameShape } from './checks';
 
 export type RopeStyle = 'half' | 'interleaved';
 
@@ -58,6 +59,3 @@ export function rope(e: Engine, x: Tensor, cos: Tensor, sin: Tensor, opts: RopeO
   return out;
 }
 
-function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((n, i) => n === b[i]);
-}

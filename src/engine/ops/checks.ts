@@ -1,0 +1,23 @@
+// Input and output checks shared by the op families; messages name the op and the shapes.
+import type { DType } from '../dtype';
+import type { Engine } from '../engine';
+import { fmtShape, Tensor } from '../tensor';
+
+export function checkFloat(op: string, t: Tensor): void {
+  if (t.dtype !== 'f32' && t.dtype !== 'f16') throw new TypeError(`${op}: ${t}: only f32 and f16 tensors`);
+}
+
+export function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((n, i) => n === b[i]);
+}
+
+/** The op's output: a new tensor, or the caller's `out`, which must be contiguous at offset 0 (kernels write from
+ * element 0 of the binding), of the right dtype and shape, and share no storage with an input. */
+export function outputTensor(e: Engine, op: string, shape: readonly number[], dtype: DType, out: Tensor | undefined, inputs: readonly (Tensor | undefined)[]): Tensor {
+  if (!out) return e.empty(shape, dtype);
+  if (out.dtype !== dtype || !out.isContiguous || out.offset !== 0 || !sameShape(out.shape, shape)) {
+    throw new RangeError(`${op}: out ${out} must be a contiguous ${dtype}${fmtShape(shape)} at offset 0`);
+  }
+  if (inputs.some((t) => t && t.storage === out.storage)) throw new RangeError(`${op}: out ${out} aliases an input`);
+  return out;
+}
