@@ -97,3 +97,17 @@ test('elementwise: input checks name the op and the shapes', async () => {
   assert.throws(() => arith(e, 'sub', a, a, e.empty([3, 2])), /sub: out f32\[3,2\] must be a contiguous f32\[2,3\]/);
   for (const t of [a, b, h]) t.free();
 });
+
+test('elementwise: an out view at a nonzero offset is refused, not written at offset 0', async () => {
+  // Regression: the kernels write from element 0 of the out binding, so a contiguous slice such as rows 1..2 of a
+  // [3, 4] tensor used to receive the result in row 0 and leave its own rows untouched.
+  const e = await testEngine();
+  const a = e.upload(new Float32Array(8).fill(1), [2, 4], 'f32');
+  const big = e.upload(new Float32Array(12).fill(0), [3, 4], 'f32');
+  const rows12 = big.slice(0, 1, 3);
+  assert.equal(rows12.isContiguous, true);
+  assert.throws(() => arith(e, 'add', a, 1, rows12), /add: out .* must be a contiguous f32\[2,4\] at offset 0/);
+  assert.throws(() => scalarOp(e, 'mul', a, 2, rows12), /mul: out .* at offset 0/);
+  a.free();
+  big.free();
+});

@@ -8,6 +8,7 @@ import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { grid1d } from '../recorder';
 import { broadcastShapes, fmtShape, type Tensor } from '../tensor';
+import { checkFloat, outputTensor } from './checks';
 
 export type BinaryOp = 'add' | 'sub' | 'mul' | 'div' | 'max' | 'min';
 export type ScalarOp = BinaryOp | 'rsub' | 'rdiv';
@@ -34,7 +35,7 @@ export function binary(e: Engine, op: BinaryOp, a: Tensor, b: Tensor, out?: Tens
   const shape = broadcastShapes(a.shape, b.shape);
   if (!shape) throw new RangeError(`${op}: a${fmtShape(a.shape)} vs b${fmtShape(b.shape)} do not broadcast`);
   checkRank(op, shape);
-  const o = output(e, op, shape, a, out, [a, b]);
+  const o = outputTensor(e, op, shape, a.dtype, out, [a, b]);
   const av = a.expand(shape);
   const bv = b.expand(shape);
   const contig = sameLayout(av, shape) && sameLayout(bv, shape);
@@ -52,7 +53,7 @@ export function binary(e: Engine, op: BinaryOp, a: Tensor, b: Tensor, out?: Tens
 export function scalarOp(e: Engine, op: ScalarOp, a: Tensor, s: number, out?: Tensor): Tensor {
   checkFloat(op, a);
   checkRank(op, a.shape);
-  const o = output(e, op, a.shape, a, out, [a]);
+  const o = outputTensor(e, op, a.shape, a.dtype, out, [a]);
   const kernel = e.kernels.get({ shader: 'elementwise', entry: 'scalar', dtype: a.dtype, constants: { OP: OP_CODE[op], CONTIG: sameLayout(a, a.shape), WG } });
   e.recorder.dispatch({ kernel, bindings: [o, a], params: params(o.numel, a.shape, a, a, s), workgroups: grid1d(o.numel, WG) });
   return o;
@@ -62,7 +63,7 @@ export function scalarOp(e: Engine, op: ScalarOp, a: Tensor, s: number, out?: Te
 export function contiguous(e: Engine, a: Tensor, out?: Tensor): Tensor {
   checkFloat('contiguous', a);
   checkRank('contiguous', a.shape);
-  const o = output(e, 'contiguous', a.shape, a, out, [a]);
+  const o = outputTensor(e, 'contiguous', a.shape, a.dtype, out, [a]);
   const kernel = e.kernels.get({ shader: 'elementwise', entry: 'copy', dtype: a.dtype, constants: { WG } });
   e.recorder.dispatch({ kernel, bindings: [o, a], params: params(o.numel, a.shape, a, a, 0), workgroups: grid1d(o.numel, WG) });
   return o;
@@ -85,19 +86,7 @@ function sameLayout(t: Tensor, shape: readonly number[]): boolean {
   return t.isContiguous && t.shape.length === shape.length && t.shape.every((n, i) => n === shape[i]);
 }
 
-function checkFloat(op: string, t: Tensor): void {
-  if (t.dtype !== 'f32' && t.dtype !== 'f16') throw new TypeError(`${op}: ${t}: only f32 and f16 tensors`);
-}
-
 function checkRank(op: string, shape: readonly number[]): void {
   if (shape.length > MAX_RANK) throw new RangeError(`${op}: rank ${shape.length} ${fmtShape(shape)} > ${MAX_RANK}`);
 }
 
-function output(e: Engine, op: string, shape: readonly number[], like: Tensor, out: Tensor | undefined, inputs: Tensor[]): Tensor {
-  if (!out) return e.empty(shape, like.dtype);
-  if (out.dtype !== like.dtype || !out.isContiguous || out.shape.length !== shape.length || out.shape.some((n, i) => n !== shape[i])) {
-    throw new RangeError(`${op}: out ${out} must be a contiguous ${like.dtype}${fmtShape(shape)}`);
-  }
-  if (inputs.some((t) => t.storage === out.storage)) throw new RangeError(`${op}: out ${out} aliases an input`);
-  return out;
-}
