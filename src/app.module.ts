@@ -61,7 +61,13 @@ export class AppModule {
       { provide: API_TOKEN, useValue: token },
       { provide: JobStore, useFactory: () => new JobStore(settings.dataDir) },
       { provide: PipelineRegistry, useFactory: () => new PipelineRegistry() },
-      { provide: Scheduler, useFactory: (r: PipelineRegistry) => new Scheduler(r, (msg, extra) => log.warn(extra ?? {}, msg), missingModel), inject: [PipelineRegistry] },
+      {
+        provide: Scheduler,
+        // Speech may load beside a loaded model only when the engine's memory budget says it fits.
+        useFactory: (r: PipelineRegistry, h: EngineHolder) =>
+          new Scheduler(r, (msg, extra) => log.warn(extra ?? {}, msg), missingModel, (bytes) => h.peek()?.canFit(bytes) ?? false),
+        inject: [PipelineRegistry, EngineHolder],
+      },
       JobWaiters,
       { provide: OutboundClient, useFactory: () => new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000 }) },
       { provide: CallbackSender, useFactory: (o: OutboundClient, s: JobStore) => new CallbackSender(o, s, log), inject: [OutboundClient, JobStore] },

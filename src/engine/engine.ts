@@ -193,6 +193,11 @@ export class EngineHolder {
     return this.creating;
   }
 
+  /** The engine if one is built and alive, without building one. */
+  peek(): Engine | null {
+    return this.current && !this.current.lost ? this.current : null;
+  }
+
   destroy(): void {
     this.current?.destroy();
     this.current = null;

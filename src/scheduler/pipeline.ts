@@ -6,6 +6,10 @@ export interface RunContext {
   readonly signal: AbortSignal;
   stage(stage: Stage): void;
   progress(value: number, max: number): void;
+  /** A safe point between two sampling steps: the scheduler may run waiting interactive requests (speech)
+   * here, beside this pipeline, when their model fits in GPU memory next to it. Call it where no GPU work of
+   * this job is pending that the interactive request could disturb (tensors stay allocated; that is fine). */
+  safePoint(): Promise<void>;
 }
 
 /** One model behind one (kind, profile). The scheduler keeps at most one loaded at a time: a task for another
@@ -27,6 +31,11 @@ export interface PipelineEntry {
   weights(): WeightsState;
   /** Free text shown with the weights state (checkpoint path, or what is missing). */
   note?(): string;
+  /** Short requests a client waits on (speech): they go ahead of queued jobs, and run at a running job's
+   * safe point when `residentBytes` fits beside it. */
+  interactive?: boolean;
+  /** GPU bytes the loaded pipeline holds (weights and working set), for the fits-beside check. */
+  residentBytes?(): number;
 }
 
 /** Pipelines register per kind/profile behind one interface; models arrive in their own modules. */

@@ -33,11 +33,25 @@ export interface SchedulerEvents {
 
 const now = () => Date.now() / 1000;
 
-/** The single-GPU queue: strict FIFO, one task at a time, at most one model loaded. No Nest code in here. */
+type Loaded = { key: string; pipeline: Pipeline };
+
+/** The single-GPU queue: strict FIFO for jobs, one task on the GPU at a time. No Nest code in here.
+ *
+ * Interactive requests (speech: entries with `interactive`) have their own lane. They run before the next
+ * queued job, and while a job runs they run at its next `safePoint()` (between two sampling steps) when their
+ * pipeline is already loaded beside it or `fitsBeside(residentBytes)` says it fits in GPU memory next to the
+ * loaded model. Otherwise they wait for the running job to end. Their pipeline then stays loaded in the side
+ * slot until a job needs another model. So a speech request waits at most one sampling step when memory
+ * allows, and at most the rest of the running job when it does not. */
 export class Scheduler extends EventEmitter {
   private readonly queue: Task[] = [];
+  private readonly interactive: Task[] = [];
   private running: Running | undefined;
-  private loaded: { key: string; pipeline: Pipeline } | undefined;
+  /** An interactive task running at a safe point of `running`. */
+  private interjected: Running | undefined;
+  private loaded: Loaded | undefined;
+  /** The interactive pipeline kept beside `loaded`. */
+  private side: Loaded | undefined;
   private stopped = false;
   private idle: Promise<void> = Promise.resolve();
   private lastBeat = now();
@@ -48,6 +62,9 @@ export class Scheduler extends EventEmitter {
     private readonly log: (msg: string, extra?: object) => void = () => {},
     /** The failure reason for a task whose profile has no pipeline; it should name the missing model. */
     private readonly missing: (task: Task) => string = (t) => `profile ${t.profile}: no ${t.kind} pipeline is registered`,
+    /** Whether `bytes` more GPU memory fits now (the engine's canFit). Default: never, so interactive requests
+     * wait for the running job to end instead of loading a second model beside it. */
+    private readonly fitsBeside: (bytes: number) => boolean = () => false,
   ) {
     super();
     // The watchdog's heartbeat: proves the event loop (and so the scheduler loop) is not stuck.
@@ -61,7 +78,7 @@ export class Scheduler extends EventEmitter {
 
   enqueue(task: Task): void {
     if (this.stopped) throw new Error('scheduler is stopped');
-    this.queue.push(task);
+    (this.isInteractive(task) ? this.interactive : this.queue).push(task);
     queueMicrotask(() => this.pump());
   }
 
@@ -88,7 +105,8 @@ export class Scheduler extends EventEmitter {
     });
   }
 
-  /** 1 = next to run; undefined when not queued. */
+  /** A job's place in the job queue, 1 = next job to run; undefined when not queued. Interactive requests are
+   * not counted: they take seconds and never wait behind a job. */
   position(id: string): number | undefined {
     const i = this.queue.findIndex((t) => t.id === id);
     return i < 0 ? undefined : i + 1;
@@ -98,6 +116,7 @@ export class Scheduler extends EventEmitter {
     return this.queue.length;
   }
 
+  /** The running job (an interactive request run at its safe point does not replace it). */
   current(): Readonly<Running> | undefined {
     return this.running;
   }
@@ -109,44 +128,77 @@ export class Scheduler extends EventEmitter {
   /** Queued: removed (returns 'cancelled'). Running: the signal fires, the pipeline stops at its next check
    * (returns 'interrupted'). Otherwise undefined. */
   cancel(id: string): 'cancelled' | 'interrupted' | undefined {
-    const i = this.queue.findIndex((t) => t.id === id);
-    if (i >= 0) {
-      const [task] = this.queue.splice(i, 1);
+    for (const lane of [this.queue, this.interactive]) {
+      const i = lane.findIndex((t) => t.id === id);
+      if (i < 0) continue;
+      const [task] = lane.splice(i, 1);
       this.emit('cancelled', task);
       return 'cancelled';
     }
-    if (this.running?.task.id === id) {
-      this.running.abort.abort('interrupted');
+    for (const r of [this.interjected, this.running]) {
+      if (r?.task.id !== id) continue;
+      r.abort.abort('interrupted');
       return 'interrupted';
     }
     return undefined;
   }
 
-  /** Stops taking tasks, interrupts the running one and unloads the model. Queued tasks stay where they are
-   * (the job store re-queues them at the next start). */
+  /** Stops taking tasks, interrupts the running one and unloads the models. Queued jobs stay where they are
+   * (the job store re-queues them at the next start); waiting interactive requests fail as cancelled. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.beatTimer);
+    this.interjected?.abort.abort('shutdown');
     this.running?.abort.abort('shutdown');
+    for (const task of this.interactive.splice(0)) this.emit('cancelled', task);
     await this.idle;
-    await this.unloadCurrent();
+    await this.unloadSide();
+    await this.unloadMain();
+  }
+
+  private isInteractive(task: Task): boolean {
+    return this.registry.get(task.kind, task.profile)?.interactive === true;
   }
 
   private pump(): void {
     if (this.running || this.stopped) return;
-    const task = this.queue.shift();
+    const task = this.interactive.shift() ?? this.queue.shift();
     if (!task) return;
-    const running: Running = { task, started: now(), stage: STAGE.loadModel, progress: { value: 0, max: 0 }, abort: new AbortController() };
+    const running = this.newRunning(task);
     this.running = running;
     this.emit('started', task, running.started);
-    this.idle = this.execute(running).finally(() => {
+    this.idle = this.execute(running, false).finally(() => {
       this.running = undefined;
       this.lastBeat = now();
       setImmediate(() => this.pump());
     });
   }
 
-  private async execute(r: Running): Promise<void> {
+  private newRunning(task: Task): Running {
+    return { task, started: now(), stage: STAGE.loadModel, progress: { value: 0, max: 0 }, abort: new AbortController() };
+  }
+
+  /** Runs waiting interactive requests at a safe point of the running job, while their model fits beside it. */
+  private async serveInteractive(): Promise<void> {
+    while (!this.stopped && this.interactive.length > 0 && !this.running?.abort.signal.aborted) {
+      const task = this.interactive[0];
+      const entry = this.registry.get(task.kind, task.profile);
+      const ready = this.side?.key === keyOf(task) || this.loaded?.key === keyOf(task);
+      // No entry: it fails at once with the missing-model reason, touching no GPU memory.
+      if (entry && !ready && !this.fitsBeside(entry.residentBytes?.() ?? Number.POSITIVE_INFINITY)) return;
+      this.interactive.shift();
+      const r = this.newRunning(task);
+      this.interjected = r;
+      this.emit('started', task, r.started);
+      try {
+        await this.execute(r, true);
+      } finally {
+        this.interjected = undefined;
+      }
+    }
+  }
+
+  private async execute(r: Running, beside: boolean): Promise<void> {
     const ctx: RunContext = {
       signal: r.abort.signal,
       stage: (s) => {
@@ -159,10 +211,12 @@ export class Scheduler extends EventEmitter {
         this.lastBeat = now();
         this.emit('progress', r.task);
       },
+      // Interactive requests have no safe points of their own: nothing runs inside them.
+      safePoint: beside || this.isInteractive(r.task) ? async () => {} : () => this.serveInteractive(),
     };
     let outcome: Outcome;
     try {
-      const pipeline = await this.pipelineFor(r.task, ctx);
+      const pipeline = await this.pipelineFor(r.task, ctx, beside);
       if (r.abort.signal.aborted) throw new CancelledError(String(r.abort.signal.reason));
       await pipeline.run(r.task.payload, ctx);
       if (r.abort.signal.aborted) throw new CancelledError(String(r.abort.signal.reason));
@@ -175,13 +229,19 @@ export class Scheduler extends EventEmitter {
     this.emit('finished', r.task, outcome);
   }
 
-  private async pipelineFor(task: Task, ctx: RunContext): Promise<Pipeline> {
-    const key = `${task.kind}/${task.profile}`;
+  /** The task's pipeline, loading it if needed. An interactive pipeline goes into the side slot when a model is
+   * loaded and it fits beside it (always, when `beside`: serveInteractive checked the fit); anything else
+   * empties both slots first. */
+  private async pipelineFor(task: Task, ctx: RunContext, beside: boolean): Promise<Pipeline> {
+    const key = keyOf(task);
     if (this.loaded?.key === key) return this.loaded.pipeline;
+    if (this.side?.key === key) return this.side.pipeline;
     const entry = this.registry.get(task.kind, task.profile);
     if (!entry) throw new Error(this.missing(task));
     ctx.stage(STAGE.loadModel);
-    await this.unloadCurrent();
+    const intoSide = beside || (entry.interactive === true && this.loaded !== undefined && this.fitsBeside(entry.residentBytes?.() ?? Number.POSITIVE_INFINITY));
+    await this.unloadSide();
+    if (!intoSide) await this.unloadMain();
     const pipeline = entry.create();
     try {
       await pipeline.load(ctx);
@@ -189,16 +249,25 @@ export class Scheduler extends EventEmitter {
       await pipeline.unload().catch(() => {});
       throw err;
     }
-    this.loaded = { key, pipeline };
+    if (intoSide) this.side = { key, pipeline };
+    else this.loaded = { key, pipeline };
     return pipeline;
   }
 
-  private async unloadCurrent(): Promise<void> {
+  private async unloadMain(): Promise<void> {
     const old = this.loaded;
     this.loaded = undefined;
     if (old) await old.pipeline.unload().catch((err) => this.log('unload failed', { error: errorText(err) }));
   }
+
+  private async unloadSide(): Promise<void> {
+    const old = this.side;
+    this.side = undefined;
+    if (old) await old.pipeline.unload().catch((err) => this.log('unload failed', { error: errorText(err) }));
+  }
 }
+
+const keyOf = (task: Task) => `${task.kind}/${task.profile}`;
 
 function errorText(err: unknown): string {
   if (err instanceof Error) return err.message || err.name;
