@@ -1,0 +1,44 @@
+// Loading the decoder's tensors from a checkpoint: norms and embeddings in the compute dtype, linear weights in
+// the compute dtype or as weight-only int8 (quantised per output channel at load, see src/engine/quantize.ts).
+// bf16 checkpoints are converted on upload (load.ts); a value beyond f16's range fails loudly.
+import type { Engine } from '../../engine/engine';
+import { loadTensor } from '../../engine/load';
+import type { Int8Weight } from '../../engine/ops/linear';
+import { quantizeInt8PerChannel, uploadInt8 } from '../../engine/quantize';
+import type { Checkpoint } from '../../engine/safetensors';
+import type { Tensor } from '../../engine/tensor';
+
+export type ComputeDType = 'f32' | 'f16';
+/** A linear weight (N, K) as PyTorch stores it: plain, or int8 with per-output-channel scales. */
+export type LinearWeight = Tensor | Int8Weight;
+
+export interface WeightLoader {
+  e: Engine;
+  ckpt: Checkpoint;
+  dtype: ComputeDType;
+  int8: boolean;
+  /** Every tensor loaded so far, to free them all if a later one fails. */
+  loaded: Tensor[];
+}
+
+export async function loadPlain(w: WeightLoader, key: string, shape: readonly number[]): Promise<Tensor> {
+  const t = await loadTensor(w.e, w.ckpt, key, { dtype: w.dtype, shape });
+  w.loaded.push(t);
+  return t;
+}
+
+export async function loadLinear(w: WeightLoader, key: string, shape: readonly [number, number]): Promise<LinearWeight> {
+  if (!w.int8) return loadPlain(w, key, shape);
+  w.ckpt.entry(key, shape); // shape check with the checkpoint's message
+  const q = quantizeInt8PerChannel(await w.ckpt.readFloat32(key), shape[0], shape[1]);
+  const t = uploadInt8(w.e, q, w.dtype, key);
+  w.loaded.push(t.q, t.scales);
+  return t;
+}
+
+export function freeLinear(w: LinearWeight): void {
+  if ('q' in w) {
+    w.q.free();
+    w.scales.free();
+  } else w.free();
+}
