@@ -1,0 +1,31 @@
+// The profile <select>: each option says whether its model is built, and the hint gives the description.
+
+import { h, replace, select } from '../dom';
+import { sentence, weightsLabel } from '../format';
+import type { Profile } from '../types';
+
+export function profileSelect(profiles: Profile[]): HTMLSelectElement {
+  const byName = new Map(profiles.map((p) => [p.profile, p]));
+  const def = profiles.find((p) => p.default)?.profile ?? profiles[0]?.profile;
+  return select('profile', profiles.map((p) => p.profile), def, (name) => {
+    const p = byName.get(name)!;
+    return `${name}${p.default ? ' (default)' : ''} · ${weightsLabel(p.weights)}`;
+  });
+}
+
+/** Fills `hint` with the profile's description, default steps and weights note. */
+export function describeProfile(hint: HTMLElement, p: Profile | undefined): void {
+  if (!p) return replace(hint, '');
+  replace(
+    hint,
+    h('span', null, `${sentence(p.description)} Model: ${p.model}. `),
+    h('span', { class: `weights-note ${p.weights}` }, weightsNote(p)),
+  );
+}
+
+/** "Demo weights: <note>." or, for a missing model, the note alone (it already says the model is not built). */
+export function weightsNote(p: { weights: Profile['weights']; note?: string }): string {
+  if (p.weights === 'missing' && p.note) return sentence(p.note);
+  const label = sentence(weightsLabel(p.weights)).slice(0, -1);
+  return p.note ? `${label}: ${sentence(p.note)}` : `${label}.`;
+}

@@ -1,0 +1,107 @@
+// Video job form: POST /api/jobs (multipart), every field of the spec's table.
+
+import type { Api } from '../api';
+import { h, select } from '../dom';
+import { bytes } from '../format';
+import type { Config, Job } from '../types';
+import { FilePicker } from './file-picker';
+import { appendFields, FormView, loadedNote, queuedNote, setVal } from './form-view';
+import { describeProfile, profileSelect } from './profile-field';
+
+const TEXT_FIELDS = ['prompt', 'profile', 'aspect', 'res', 'seconds', 'seed', 'steps', 'image_mode', 'audio_mode', 'tts_text', 'tts_ref_text', 'tts_language'];
+
+export class VideoForm {
+  readonly view = new FormView('video-form', 'Queue video');
+  private readonly images: FilePicker;
+  private readonly audios: FilePicker;
+
+  constructor(private readonly api: Api, cfg: Config, private readonly onCreated: (job: Job) => void) {
+    const v = cfg.video;
+    const profiles = cfg.profiles.filter((p) => p.kind === 'video');
+    const f = this.view;
+    f.row('prompt', 'Prompt', h('textarea', { name: 'prompt', rows: 4, maxlength: cfg.limits.prompt_chars, placeholder: 'Scene, camera and sound. "Quoted dialogue" is lip-synced.' }), 'Chinese or English. Images are <Picture 1>…, clips <Audio 1>… in the prompt.', { wide: true });
+    const profile = profileSelect(profiles);
+    const profileRow = f.row('profile', 'Profile', profile, '', { wide: true });
+    const aspect = select('aspect', v.aspects, '16:9');
+    const res = select('res', v.res, '480p');
+    f.row('aspect', 'Aspect', aspect);
+    const resRow = f.row('res', 'Resolution', res);
+    const secondsSel = select('seconds', v.seconds.options.map((o) => String(o.seconds)), String(v.seconds.default), (s) => `${s} s`);
+    const secondsRow = f.row('seconds', 'Length', secondsSel);
+    f.group('aspect', 'res', 'seconds');
+    f.row('seed', 'Seed', h('input', { name: 'seed', type: 'number', value: -1, step: 1, inputmode: 'numeric' }), '-1 = random; the job shows the seed used.');
+    const stepsRow = f.row('steps', 'Steps', h('input', { name: 'steps', type: 'number', value: 0, min: 0, max: cfg.limits.max_steps, step: 1, inputmode: 'numeric' }));
+    f.group('seed', 'steps');
+
+    f.heading('Pictures');
+    this.images = new FilePicker('images', 'image', (l) => `Up to ${l.maxCount} images (png, jpeg, webp), at most ${bytes(l.maxBytes ?? 0)} each.`, () => this.checkFiles());
+    const imagesRow = f.row('images', 'Images', this.images.el, '', { wide: true });
+    imagesRow.hint.appendChild(this.images.limitsEl);
+    this.images.setLimits({ maxCount: v.max_images, maxBytes: cfg.limits.image_bytes });
+    f.row('image_mode', 'Image mode', select('image_mode', v.image_modes, 'keyframe'), 'keyframe: pinned to frames (1: first; 2: first and last; more: spread in order). reference: subjects or style only, named <Picture N>.');
+
+    f.heading('Sound');
+    const as = v.audio_seconds;
+    this.audios = new FilePicker('audios', 'audio', (l) => `Up to ${l.maxCount} clips of ${as.min} to ${as.max} s each.`, () => this.checkFiles());
+    const audiosRow = f.row('audios', 'Audio clips', this.audios.el, '', { wide: true });
+    audiosRow.hint.appendChild(this.audios.limitsEl);
+    this.audios.setLimits({ maxCount: v.max_audios, seconds: as });
+    f.row('audio_mode', 'Audio mode', select('audio_mode', v.audio_modes, 'voice'), 'voice: the voice of each clip speaks the prompt\'s dialogue (images then act as references). track: clip 1 is the soundtrack, lip-synced.');
+    f.row('tts_text', 'Speech text', h('textarea', { name: 'tts_text', rows: 2, placeholder: 'Optional: spoken in the voice of clip 1 and used as the soundtrack' }), 'Set: speech in the voice of Audio 1 becomes the soundtrack (like track mode).', { wide: true });
+    f.row('tts_ref_text', 'Clip 1 transcript', h('input', { name: 'tts_ref_text', type: 'text' }), 'Optional; improves the cloned voice.');
+    f.row('tts_language', 'Speech language', select('tts_language', v.tts_languages, 'Auto'));
+    f.group('tts_ref_text', 'tts_language');
+
+    const refresh = () => {
+      const p = profiles.find((x) => x.profile === profile.value);
+      describeProfile(profileRow.hint, p);
+      stepsRow.hint.textContent = `0 = profile default (${p?.default_steps ?? '?'}), at most ${cfg.limits.max_steps}.`;
+      const [w, hgt] = v.sizes[aspect.value]?.[res.value] ?? [0, 0];
+      resRow.hint.textContent = `${w}×${hgt} px`;
+      const opt = v.seconds.options.find((o) => String(o.seconds) === secondsSel.value);
+      const frames = opt?.frames;
+      secondsRow.hint.textContent = frames ? `${frames} frames (${(frames / v.fps).toFixed(2)} s at ${v.fps} fps)` : '';
+    };
+    f.form.addEventListener('change', refresh);
+    refresh();
+    f.form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      void this.send();
+    });
+  }
+
+  /** Settings of an earlier job (its input files are not kept, so they are not restored). */
+  fill(job: Job): void {
+    const form = this.view.form;
+    for (const [k, value] of Object.entries({ prompt: job.prompt, profile: job.profile, aspect: job.aspect, res: job.res, seconds: job.seconds, seed: job.seed, steps: job.steps })) setVal(form, k, value);
+    this.view.clearErrors();
+    this.view.setResult(loadedNote(job));
+  }
+
+  private checkFiles(): boolean {
+    const f = this.view;
+    for (const picker of [this.images, this.audios]) {
+      const row = f.form.querySelector(`[data-error-for="${picker.name}"]`) as HTMLElement;
+      const problems = picker.problems();
+      row.textContent = problems.join('; ');
+      row.hidden = problems.length === 0;
+      row.parentElement?.classList.toggle('invalid', problems.length > 0);
+    }
+    return this.images.problems().length === 0 && this.audios.problems().length === 0;
+  }
+
+  private async send(): Promise<void> {
+    const f = this.view;
+    f.clearErrors();
+    if (!this.checkFiles()) return;
+    const fd = new FormData();
+    appendFields(fd, f.form, TEXT_FIELDS, ['prompt']);
+    for (const file of this.images.files()) fd.append('images', file, file.name);
+    for (const file of this.audios.files()) fd.append('audios', file, file.name);
+    await f.busy('Sending…', async () => {
+      const job = await this.api.post<Job>('/api/jobs', fd);
+      f.setResult(queuedNote(job));
+      this.onCreated(job);
+    });
+  }
+}

@@ -1,0 +1,118 @@
+// The job list, newest first (the server's order), refreshed by polling: every second while a job is queued or
+// running, every 5 s otherwise.
+
+import type { Api } from '../api';
+import { h, replace } from '../dom';
+import type { Job } from '../types';
+import { CardActions, JobCard } from './card';
+
+const PAGE = 30;
+
+export class JobList {
+  readonly el: HTMLElement;
+  private readonly items = h('div', { class: 'job-items', 'aria-live': 'polite' });
+  private readonly footer = h('div', { class: 'job-footer' });
+  private readonly count = h('span', { class: 'muted' });
+  private readonly cards = new Map<string, JobCard>();
+  private limit = PAGE;
+  private timer: number | undefined;
+  private stopped = true;
+  private polling = false;
+  private again = false;
+  /** Which jobs were queued or running at the last poll, to tell the status line when that changes. */
+  private activeKey = '';
+
+  constructor(
+    private readonly api: Api,
+    private readonly act: Omit<CardActions, 'remove'>,
+    private readonly onError: (err: unknown) => void,
+    private readonly onActiveChange: () => void = () => {},
+  ) {
+    this.el = h('section', { id: 'jobs', 'aria-label': 'Jobs' }, h('div', { class: 'section-head' }, h('h2', null, 'Jobs'), this.count), this.items, this.footer);
+    window.setInterval(() => this.cards.forEach((c) => c.tick()), 1000);
+  }
+
+  start(): void {
+    this.stopped = false;
+    void this.poll();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    window.clearTimeout(this.timer);
+  }
+
+  /** A job just created: shown at once, then kept fresh by the poll. */
+  add(job: Job): void {
+    this.render([job, ...[...this.cards.values()].map((c) => c.job).filter((j) => j.id !== job.id)], null);
+    void this.poll();
+  }
+
+  /** Polls now (and schedules the next poll). */
+  async poll(): Promise<void> {
+    if (this.polling) {
+      this.again = true;
+      return;
+    }
+    this.polling = true;
+    this.again = false;
+    window.clearTimeout(this.timer);
+    let active = false;
+    try {
+      const { body, headers } = await this.api.getWithHeaders<Job[]>(`/api/jobs?limit=${this.limit}`);
+      const total = Number(headers.get('X-Total-Count') ?? body.length);
+      this.render(body, total);
+      const live = body.filter((j) => j.status === 'queued' || j.status === 'running');
+      active = live.length > 0;
+      const key = live.map((j) => `${j.id}:${j.status}`).join(',');
+      if (key !== this.activeKey) {
+        this.activeKey = key;
+        this.onActiveChange();
+      }
+    } catch (err) {
+      this.onError(err);
+    } finally {
+      this.polling = false;
+    }
+    if (!this.stopped) this.timer = window.setTimeout(() => void this.poll(), this.again ? 0 : active ? 1000 : 5000);
+  }
+
+  private render(jobs: Job[], total: number | null): void {
+    const seen = new Set<string>();
+    let prev: Element | null = null;
+    for (const job of jobs) {
+      seen.add(job.id);
+      let card = this.cards.get(job.id);
+      if (card) card.update(job);
+      else {
+        card = new JobCard(job, { ...this.act, remove: (j) => this.remove(j) });
+        this.cards.set(job.id, card);
+      }
+      // Keep DOM order = list order without moving nodes that are already in place (a playing video would stop).
+      const want: Element | null = prev ? prev.nextElementSibling : this.items.firstElementChild;
+      if (want !== card.el) (prev ? prev.after(card.el) : this.items.prepend(card.el));
+      prev = card.el;
+    }
+    for (const [id, card] of this.cards) {
+      if (!seen.has(id)) {
+        card.el.remove();
+        this.cards.delete(id);
+      }
+    }
+    if (jobs.length === 0) replace(this.items, h('p', { class: 'empty muted' }, 'No jobs yet. Make one with the form.'));
+    else this.items.querySelector('.empty')?.remove();
+    if (total !== null) {
+      this.count.textContent = total > jobs.length ? `newest ${jobs.length} of ${total}` : `${total}`;
+      replace(this.footer, total > jobs.length ? h('button', { type: 'button', onclick: () => ((this.limit += PAGE), void this.poll()) }, 'Show older jobs') : null);
+    }
+  }
+
+  private async remove(job: Job): Promise<void> {
+    const answer = await this.api.delete<{ action: string }>(`/api/jobs/${encodeURIComponent(job.id)}`);
+    if (answer.action === 'deleted') {
+      this.cards.get(job.id)?.el.remove();
+      this.cards.delete(job.id);
+    }
+    await this.poll();
+  }
+}
