@@ -1,0 +1,345 @@
+// The bundled web page, end to end: the real app (test harness, injected pipelines) serves the built client, and
+// headless Chromium (Debian's package, driven by playwright-core) uses it like a person would. Screenshots land in
+// build/e2e/ for a human to look at.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { Browser, chromium, Locator, Page } from 'playwright-core';
+import { startApp, TestApp, TOKEN, auth } from '../api/harness';
+import { makeGate } from '../api/test-pipelines';
+import { ensureClientBuilt, repoRoot, typecheckClient } from './client-build';
+import { gradientPng, REF_SIDE, refPixel, toneWav } from './fixtures';
+import { negativeOfReferencePipeline } from './reference-pipeline';
+
+const CHROMIUM = process.env.KILN_CHROMIUM ?? '/usr/bin/chromium';
+const SHOTS = join(repoRoot(), 'build', 'e2e');
+const DESKTOP = { width: 1280, height: 900 };
+const PHONE = { width: 390, height: 844 };
+const skip = !existsSync(CHROMIUM) && process.env.KILN_SKIP_CHROMIUM === '1' ? 'KILN_SKIP_CHROMIUM=1 and no Chromium' : false;
+
+interface Opened {
+  page: Page;
+  /** Requests that left the server's origin (must stay empty: everything is bundled). */
+  offsite: string[];
+  /** Uncaught page errors and console errors. */
+  errors: string[];
+  close(): Promise<void>;
+}
+
+async function open(browser: Browser, url: string, viewport = DESKTOP): Promise<Opened> {
+  const ctx = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+  const page = await ctx.newPage();
+  page.setDefaultTimeout(15_000);
+  const origin = new URL(url).origin;
+  const offsite: string[] = [];
+  const errors: string[] = [];
+  page.on('request', (r) => {
+    const u = new URL(r.url());
+    if ((u.protocol === 'http:' || u.protocol === 'https:' || u.protocol === 'ws:' || u.protocol === 'wss:') && u.origin !== origin) offsite.push(r.url());
+  });
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  // 4xx answers the test provokes on purpose are logged by Chromium as console errors; those are expected.
+  page.on('console', (m) => m.type() === 'error' && !/status of (400|401|404|422|503)/.test(m.text()) && errors.push(`console: ${m.text()}`));
+  await page.goto(url);
+  return { page, offsite, errors, close: () => ctx.close() };
+}
+
+async function enterToken(page: Page, token: string): Promise<void> {
+  await page.locator('#token').fill(token);
+  await page.locator('#token-form button[type=submit]').click();
+}
+
+async function text(l: Locator): Promise<string> {
+  return ((await l.textContent()) ?? '').trim();
+}
+
+/** Polls `probe` until it returns a value that is not undefined. */
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`e2e: timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A full-page screenshot from the top (a sticky header would otherwise be drawn where the page was scrolled to). */
+async function shot(page: Page, name: string): Promise<void> {
+  await page.evaluate('window.scrollTo(0, 0)');
+  await page.screenshot({ path: join(SHOTS, name), fullPage: true });
+}
+
+async function noHorizontalScroll(page: Page): Promise<void> {
+  const [scroll, client] = await page.evaluate('[document.documentElement.scrollWidth, document.documentElement.clientWidth]') as [number, number];
+  assert.ok(scroll <= client, `page is ${scroll}px wide in a ${client}px viewport`);
+}
+
+describe('web page (Chromium)', { skip }, () => {
+  let browser: Browser;
+
+  before(async () => {
+    ensureClientBuilt();
+    mkdirSync(SHOTS, { recursive: true });
+    browser = await chromium.launch({ executablePath: CHROMIUM });
+  });
+  after(async () => {
+    await browser?.close();
+  });
+
+  it('the client type-checks (vite build only strips types)', () => {
+    assert.equal(typecheckClient(), '');
+  });
+
+  it('token, image job from a reference file watched to done, result opened, settings reused, job deleted', { timeout: 90_000 }, async () => {
+    const gate = makeGate();
+    const t = await startApp({ pipelines: [negativeOfReferencePipeline('imgmain', { gate: gate.wait })] });
+    const o = await open(browser, t.url);
+    const { page } = o;
+    try {
+      // No token yet: the panel asks for one; a wrong one gets a clear 401 message.
+      await page.locator('#token-panel').waitFor();
+      await enterToken(page, 'wrong-token-1234');
+      assert.match(await text(page.locator('.token-message')), /refused this token \(401 bad token\)/);
+      assert.ok(await page.locator('#create').isHidden());
+      await enterToken(page, TOKEN);
+      await page.locator('#create').waitFor();
+      assert.equal(await page.evaluate("localStorage.getItem('kiln.token')"), TOKEN);
+
+      // Status line: online, the GPU section, the queue, per-profile weights.
+      const status = page.locator('#status');
+      await status.locator('[data-role=queue]').waitFor();
+      await until('the GPU part of the status line', async () => ((await status.textContent()) ?? '').includes('no GPU (test: no adapter probed)') || undefined);
+      assert.match(await text(status), /online/);
+      assert.match(await text(status.locator('.weights summary')), /1 demo, 10 missing/);
+
+      // Image form: choices from /api/config, the limits said before submit, the reference previewed.
+      await page.locator('#tab-image').click();
+      const form = page.locator('#image-form');
+      const profiles = await form.locator('select[name=profile] option').allTextContents();
+      assert.deepEqual(profiles.map((p) => p.split(' ')[0]), ['imgmain', 'imgmain_bf16', 'imgart_turbo', 'imgart_turbo_int8']);
+      assert.match(profiles[0], /demo weights/);
+      assert.match(profiles[1], /not built yet/);
+      assert.match(await text(form.locator('[data-field=profile] .hint')), /8-bit integer quantised/);
+      assert.match(await text(form.locator('[data-field=images] .hint')), /1 to 10: editing.*at most 25\.0 MB each/i);
+      await form.locator('[name=prompt]').fill('the negative of a gradient');
+      await form.locator('[name=steps]').fill('3');
+      const png = await gradientPng();
+      await form.locator('input[name=images-picker]').setInputFiles({ name: 'gradient.png', mimeType: 'image/png', buffer: png });
+      // The preview says the image's size once the browser has read it.
+      await form.locator('.previews li', { hasText: '64×64 · ' }).waitFor();
+      assert.match(await text(form.locator('.previews li')), /1\. gradient\.png/);
+      await form.locator('button[type=submit]').click();
+
+      // Live status: held at the first step by the gate, then one step further.
+      const first = page.locator('article.job').first();
+      await first.locator('.badge.running').waitFor();
+      const id = (await first.getAttribute('data-job-id'))!;
+      const card = page.locator(`article.job[data-job-id="${id}"]`);
+      assert.match(await text(form.locator('.form-result')), new RegExp(`Queued as ${id}`));
+      await until('the pipeline waiting at step 1', async () => gate.waiting > 0 || undefined);
+      gate.open();
+      await card.locator('[data-role=stage][data-stage="采样"]', { hasText: 'Step 1 of 3 · sampling' }).waitFor();
+      assert.equal(await card.locator('[role=progressbar]').getAttribute('aria-valuenow'), '1');
+      await status.locator('[data-role=current]', { hasText: `running ${id}` }).waitFor();
+
+      // A second job waits behind it (queue position), and is cancelled from the page.
+      await form.locator('button[type=submit]').click();
+      const second = page.locator('article.job').first().and(page.locator(`article.job:not([data-job-id="${id}"])`));
+      await second.locator('.job-live', { hasText: 'Position 1 in the queue' }).waitFor();
+      await status.locator('[data-role=queue]', { hasText: '1 queued' }).waitFor();
+      await shot(page, 'desktop-running.png');
+      await second.getByRole('button', { name: 'Cancel' }).click();
+      await second.getByRole('button', { name: 'Yes, cancel' }).click();
+      await second.locator('.badge.failed').waitFor();
+      assert.equal(await text(second.locator('.job-error')), 'Cancelled before it ran.');
+      const secondId = (await second.getAttribute('data-job-id'))!;
+      assert.equal((await t.http.get(`/api/jobs/${secondId}`).set(auth)).body.error, 'cancelled');
+      await second.getByRole('button', { name: 'Delete' }).click();
+      await second.getByRole('button', { name: 'Yes, delete' }).click();
+      await page.locator(`article.job[data-job-id="${secondId}"]`).waitFor({ state: 'detached' });
+      gate.openAll();
+
+      // Done: the result inline is the negative of the uploaded gradient, at the job's size.
+      await card.locator('.badge.done').waitFor();
+      await status.locator('[data-role=current]', { hasText: 'idle' }).waitFor();
+      const img = card.locator('.job-result img');
+      await until('the result image to load', () => img.evaluate((el: any) => (el.complete && el.naturalWidth > 0 ? true : undefined)));
+      const job = (await t.http.get(`/api/jobs/${id}`).set(auth)).body;
+      assert.equal(job.size, '1024x1024');
+      assert.equal(job.mode, 'edit');
+      const points = [[300, 200], [700, 810], [512, 512], [130, 900]];
+      const seen = await img.evaluate((el: any, pts: number[][]) => {
+        const c = el.ownerDocument.createElement('canvas');
+        c.width = el.naturalWidth;
+        c.height = el.naturalHeight;
+        const g = c.getContext('2d');
+        g.drawImage(el, 0, 0);
+        return { w: el.naturalWidth, h: el.naturalHeight, px: pts.map(([x, y]) => Array.from(g.getImageData(x, y, 1, 1).data as ArrayLike<number>).slice(0, 3)) };
+      }, points);
+      assert.deepEqual([seen.w, seen.h], [1024, 1024]);
+      points.forEach(([x, y], i) => {
+        // Output pixel (x, y) samples the reference at ((x + 0.5) / 16 - 0.5, ...): 1024 / 64 = 16.
+        const scale = 1024 / REF_SIDE;
+        const u = (x + 0.5) / scale - 0.5;
+        const v = (y + 0.5) / scale - 0.5;
+        const ref = [(255 * u) / (REF_SIDE - 1), (255 * v) / (REF_SIDE - 1), refPixel(0, 0)[2]];
+        const want = ref.map((c) => 255 - c);
+        seen.px[i].forEach((c, k) => assert.ok(Math.abs(c - want[k]) <= 4, `pixel (${x}, ${y}) channel ${k}: ${c}, expected ${want[k].toFixed(1)} (tolerance 4)`));
+      });
+      assert.equal(await card.locator('a.download').getAttribute('href'), `/out/${id}.png`);
+      assert.match(await text(card.locator('.job-live')), /Made in/);
+      await card.locator('.job-params summary').click();
+      const params = await text(card.locator('.params'));
+      assert.match(params, /modeedit/);
+      assert.match(params, new RegExp(`seed${job.seed}`));
+      await noHorizontalScroll(page);
+      await shot(page, 'desktop-done.png');
+
+      // Open the result full size.
+      await card.locator('.job-result .thumb').click();
+      const big = page.locator('#viewer[open] img');
+      await until('the full-size image', () => big.evaluate((el: any) => (el.complete && el.naturalWidth === 1024 ? true : undefined)));
+      await shot(page, 'desktop-viewer.png');
+      await page.keyboard.press('Escape');
+      await page.locator('#viewer[open]').waitFor({ state: 'detached' });
+
+      // Use these settings again: the form gets the job's prompt and the seed it used.
+      await form.locator('[name=prompt]').fill('something else');
+      await form.locator('[name=seed]').fill('-1');
+      await card.getByRole('button', { name: 'Use these settings again' }).click();
+      assert.equal(await form.locator('[name=prompt]').inputValue(), 'the negative of a gradient');
+      assert.equal(await form.locator('[name=seed]').inputValue(), String(job.seed));
+      assert.equal(await form.locator('[name=steps]').inputValue(), '3');
+      assert.match(await text(form.locator('.form-result')), /Its input image is not kept by the service/);
+
+      // Phone width: one column, nothing wider than the screen.
+      await page.setViewportSize(PHONE);
+      await noHorizontalScroll(page);
+      await shot(page, 'phone-done.png');
+      await page.setViewportSize(DESKTOP);
+
+      // The token is remembered: a reload goes straight to the page.
+      await page.reload();
+      await page.locator(`article.job[data-job-id="${id}"] .badge.done`).waitFor();
+      assert.ok(await page.locator('#token-panel').isHidden());
+
+      // Delete, with a confirmation; "Keep" backs out.
+      const again = page.locator(`article.job[data-job-id="${id}"]`);
+      await again.getByRole('button', { name: 'Delete' }).click();
+      await again.getByRole('button', { name: 'Keep' }).click();
+      assert.equal((await t.http.get(`/api/jobs/${id}`).set(auth)).status, 200);
+      await again.getByRole('button', { name: 'Delete' }).click();
+      assert.match(await text(again.locator('.confirm-text')), /Delete this job and its file\?/);
+      await again.getByRole('button', { name: 'Yes, delete' }).click();
+      await again.waitFor({ state: 'detached' });
+      assert.equal((await t.http.get(`/api/jobs/${id}`).set(auth)).status, 404);
+      assert.equal(existsSync(join(t.dataDir, 'out', `${id}.png`)), false);
+      assert.match(await text(page.locator('#jobs')), /No jobs yet/);
+
+      assert.deepEqual(o.offsite, []);
+      assert.deepEqual(o.errors, []);
+    } finally {
+      gate.openAll();
+      await o.close();
+      await t.close(true);
+    }
+  });
+
+  describe('without models', () => {
+    let t: TestApp;
+    let o: Opened;
+    before(async () => {
+      t = await startApp();
+      o = await open(browser, t.url, PHONE);
+      await enterToken(o.page, TOKEN);
+      await o.page.locator('#create').waitFor();
+    });
+    after(async () => {
+      await o?.close();
+      await t?.close(true);
+    });
+
+    it('an image job with no model built shows its failure reason', { timeout: 60_000 }, async () => {
+      const { page } = o;
+      await page.locator('#tab-image').click();
+      const form = page.locator('#image-form');
+      await form.locator('[name=prompt]').fill('a kiln at dusk');
+      await form.locator('input[name=images-picker]').setInputFiles({ name: 'gradient.png', mimeType: 'image/png', buffer: await gradientPng() });
+      await form.locator('button[type=submit]').click();
+      const card = page.locator('article.job').first();
+      await card.locator('.badge.failed').waitFor();
+      const id = (await card.getAttribute('data-job-id'))!;
+      const job = (await t.http.get(`/api/jobs/${id}`).set(auth)).body;
+      assert.match(job.error, /not built into this service yet/);
+      assert.equal(await text(card.locator('.job-error')), `Failed: ${job.error}`);
+      assert.equal(await card.locator('.job-result img').count(), 0);
+      assert.match(await text(page.locator('#status .weights summary')), /11 missing/);
+      await noHorizontalScroll(page);
+      await shot(page, 'phone-failed.png');
+      assert.deepEqual(o.offsite, []);
+      assert.deepEqual(o.errors, []);
+    });
+
+    it("bad fields: the server's 400 and 422 reasons beside the field they name", { timeout: 60_000 }, async () => {
+      const { page } = o;
+      await page.setViewportSize(DESKTOP);
+      await page.locator('#tab-image').click();
+      const form = page.locator('#image-form');
+      const reason = (field: string) => form.locator(`[data-error-for="${field}"]`);
+
+      // 400 naming a field: an explicit size off the 32 grid.
+      const server = (await t.http.post('/api/images').set(auth).field('prompt', 'x').field('size', '100x100')).body.detail;
+      assert.match(server, /^size: /);
+      await form.locator('[name=prompt]').fill('x');
+      await form.locator('[name=size]').fill('100x100');
+      await form.locator('button[type=submit]').click();
+      await reason('size').waitFor();
+      assert.equal(await text(reason('size')), server);
+      assert.ok(await form.locator('[data-field=size]').evaluate((el: any) => el.classList.contains('invalid')));
+      assert.ok(await reason('prompt').isHidden());
+
+      // 422: steps that are not a whole number (detail[].loc names steps).
+      await form.locator('[name=size]').fill('');
+      await form.locator('[name=steps]').fill('1.5');
+      await form.locator('button[type=submit]').click();
+      await reason('steps').waitFor();
+      assert.match(await text(reason('steps')), /valid integer/);
+      assert.ok(await reason('size').isHidden());
+
+      // 400 about the prompt.
+      await form.locator('[name=steps]').fill('0');
+      await form.locator('[name=prompt]').fill('   ');
+      await form.locator('button[type=submit]').click();
+      await reason('prompt').waitFor();
+      assert.match(await text(reason('prompt')), /prompt is empty/);
+      await shot(page, 'desktop-errors.png');
+
+      // Video: a clip too short for the limits is caught before anything is sent.
+      await page.locator('#tab-video').click();
+      const video = page.locator('#video-form');
+      assert.match(await text(video.locator('[data-field=audios] .hint')), /Up to 3 clips of 2 to 15 s each/);
+      await video.locator('[name=prompt]').fill('a tone');
+      await video.locator('input[name=audios-picker]').setInputFiles({ name: 'short.wav', mimeType: 'audio/wav', buffer: toneWav(1) });
+      await video.locator('[data-error-for=audios]', { hasText: 'clips must be 2 to 15 s' }).waitFor();
+      await video.locator('button[type=submit]').click();
+      assert.equal(Number((await t.http.get('/api/jobs?kind=video').set(auth)).headers['x-total-count']), 0);
+
+      // Speech without its model: the server's 503 reason at the form; the clip's length shown.
+      await page.locator('#tab-speech').click();
+      const speech = page.locator('#speech-form');
+      assert.match(await text(speech.locator('.notice')), /Speech requests answer 503 until the model is built/);
+      await speech.locator('[name=text]').fill('hello');
+      await speech.locator('input[name=ref_audio-picker]').setInputFiles({ name: 'voice.wav', mimeType: 'audio/wav', buffer: toneWav(4) });
+      await speech.locator('.previews li', { hasText: '4.0 s' }).waitFor();
+      await speech.locator('button[type=submit]').click();
+      await speech.locator('.form-error').waitFor();
+      assert.match(await text(speech.locator('.form-error')), /speech synthesis is not available yet.*HTTP 503/);
+      await shot(page, 'desktop-speech-503.png');
+
+      assert.deepEqual(o.offsite, []);
+      assert.deepEqual(o.errors, []);
+    });
+  });
+});
