@@ -1,0 +1,247 @@
+// What is on disk for a profile: every required file present with the right size ('real') or not ('missing'),
+// and the folders a pipeline loads from. Synchronous (PipelineEntry.weights() is), and cheap: a stat per file plus
+// one header read per .safetensors file whose size no manifest or pull record gives, cached by size and mtime.
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join, posix } from 'node:path';
+import { defaultCatalog, ManifestError, safeRelative, type ManifestComponent, type ManifestFile, type WeightsCatalog } from './manifest';
+
+export type FileState = 'ok' | 'missing' | 'partial' | 'wrong-size';
+
+export interface FileStatus {
+  /** Path inside the checkpoint folder. */
+  path: string;
+  abs: string;
+  state: FileState;
+  optional: boolean;
+  /** Bytes on disk (the .part file's for 'partial'). */
+  actual?: number;
+  /** Bytes expected, when known (manifest, pull record, or the safetensors header). */
+  expected?: number;
+}
+
+export interface ComponentStatus {
+  name: string;
+  checkpoint: string;
+  /** The checkpoint folder (absolute): the root its files' paths are relative to, like from_pretrained's path. */
+  root: string;
+  complete: boolean;
+  files: FileStatus[];
+  /** Human lines for what is missing or wrong. */
+  problems: string[];
+}
+
+export interface VariantStatus {
+  name: string;
+  complete: boolean;
+  components: Record<string, ComponentStatus>;
+  problems: string[];
+}
+
+export interface ProfileWeights {
+  profile: string;
+  state: 'real' | 'missing';
+  /** The first complete variant, else the preferred (first) one. */
+  variant: VariantStatus;
+  variants: VariantStatus[];
+  /** ensureDemoCheckpoint name of the profile's demo checkpoint. */
+  demo: string;
+}
+
+// ---- pull record: what `pull` fetched and verified, kept beside the files ----
+
+export const PULL_RECORD = '.kiln-pull.json';
+
+export interface PullRecordFile {
+  size: number;
+  sha256?: string;
+  /** Where the checked sha256 came from. */
+  sha256From?: 'manifest' | 'hub';
+  at: string;
+}
+
+export interface PullRecord {
+  repo: string;
+  revision: string;
+  /** The commit the hub named (X-Repo-Commit) when the revision is a branch. */
+  commit?: string;
+  files: Record<string, PullRecordFile>;
+}
+
+export function readPullRecord(checkpointDir: string): PullRecord | undefined {
+  try {
+    const r = JSON.parse(readFileSync(join(checkpointDir, PULL_RECORD), 'utf8')) as PullRecord;
+    return r && typeof r.files === 'object' ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Written through a temp file and a rename, so a crash never leaves half a record. */
+export function writePullRecord(checkpointDir: string, rec: PullRecord): void {
+  const tmp = join(checkpointDir, `${PULL_RECORD}.${process.pid}.tmp`);
+  writeFileSync(tmp, JSON.stringify(rec, null, 1));
+  renameSync(tmp, join(checkpointDir, PULL_RECORD));
+}
+
+// ---- files of a component ----
+
+/** Shard file names in an index's weight_map (same folder as the index). */
+export function indexShards(indexAbs: string): string[] {
+  let map: unknown;
+  try {
+    map = (JSON.parse(readFileSync(indexAbs, 'utf8')) as { weight_map?: unknown }).weight_map;
+  } catch (e) {
+    throw new ManifestError(`${indexAbs}: unreadable index (${(e as Error).message})`);
+  }
+  if (!map || typeof map !== 'object') throw new ManifestError(`${indexAbs}: no weight_map`);
+  const shards = [...new Set(Object.values(map as Record<string, unknown>))];
+  for (const s of shards) {
+    if (typeof s !== 'string' || !safeRelative(s) || s.includes('/')) throw new ManifestError(`${indexAbs}: weight_map names a bad shard ${JSON.stringify(s)}`);
+  }
+  return (shards as string[]).sort();
+}
+
+/** The component's files, shards of present indexes included (an explicit entry for a shard wins over the
+ * index's, so a manifest can mark a shard optional or give its size). */
+export function componentFiles(comp: ManifestComponent, root: string): ManifestFile[] {
+  const out = [...comp.files];
+  const listed = new Set(out.map((f) => f.path));
+  for (const f of comp.files) {
+    if (!f.shards) continue;
+    const abs = join(root, f.path);
+    if (!existsSync(abs)) continue;
+    const folder = posix.dirname(f.path);
+    for (const s of indexShards(abs)) {
+      const path = folder === '.' ? s : `${folder}/${s}`;
+      if (!listed.has(path)) {
+        listed.add(path);
+        out.push({ path, optional: f.optional });
+      }
+    }
+  }
+  return out;
+}
+
+// ---- checks ----
+
+const headerCache = new Map<string, { key: string; total: number | undefined }>();
+
+/** The size a .safetensors file must have by its own header (8 + header + largest data end), or undefined when
+ * the header is unreadable. Catches truncated shards whose size no manifest gives. */
+export function safetensorsDeclaredSize(abs: string, size: number, mtimeMs: number): number | undefined {
+  const key = `${size}:${mtimeMs}`;
+  const hit = headerCache.get(abs);
+  if (hit && hit.key === key) return hit.total;
+  let total: number | undefined;
+  let fd: number | undefined;
+  try {
+    fd = openSync(abs, 'r');
+    const lenBuf = Buffer.alloc(8);
+    if (readSync(fd, lenBuf, 0, 8, 0) === 8) {
+      const n = Number(lenBuf.readBigUInt64LE(0));
+      if (n <= 100 * 2 ** 20 && 8 + n <= size) {
+        const head = Buffer.alloc(n);
+        readSync(fd, head, 0, n, 8);
+        let end = 0;
+        for (const [k, v] of Object.entries(JSON.parse(head.toString('utf8')) as Record<string, { data_offsets?: number[] }>)) {
+          if (k !== '__metadata__' && Array.isArray(v?.data_offsets)) end = Math.max(end, Number(v.data_offsets[1]));
+        }
+        total = 8 + n + end;
+      } else {
+        total = 8 + n; // header alone does not fit: certainly truncated
+      }
+    }
+  } catch {
+    total = undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  headerCache.set(abs, { key, total });
+  return total;
+}
+
+function checkFile(root: string, f: ManifestFile, rec: PullRecord | undefined): FileStatus {
+  const abs = join(root, f.path);
+  const base = { path: f.path, abs, optional: f.optional === true };
+  let st;
+  try {
+    st = statSync(abs);
+  } catch {
+    try {
+      return { ...base, state: 'partial', actual: statSync(`${abs}.part`).size, expected: f.size ?? rec?.files[f.path]?.size };
+    } catch {
+      return { ...base, state: 'missing', expected: f.size ?? rec?.files[f.path]?.size };
+    }
+  }
+  if (!st.isFile()) return { ...base, state: 'missing' };
+  let expected = f.size ?? rec?.files[f.path]?.size;
+  if (expected === undefined && f.path.endsWith('.safetensors')) expected = safetensorsDeclaredSize(abs, st.size, st.mtimeMs);
+  const ok = expected === undefined ? st.size > 0 : st.size === expected;
+  return { ...base, state: ok ? 'ok' : 'wrong-size', actual: st.size, expected };
+}
+
+function fmtProblem(folder: string, s: FileStatus): string {
+  const p = `${folder}/${s.path}`;
+  if (s.state === 'missing') return `${p}: missing`;
+  if (s.state === 'partial') return `${p}: partly downloaded (${s.actual} bytes in .part${s.expected !== undefined ? ` of ${s.expected}` : ''})`;
+  return `${p}: ${s.actual} bytes, expected ${s.expected ?? 'a non-empty file'}`;
+}
+
+export function checkComponent(catalog: WeightsCatalog, checkpointId: string, name: string, weightsDir: string): ComponentStatus {
+  const ck = catalog.checkpoint(checkpointId);
+  const comp = ck.components[name]!;
+  const root = join(weightsDir, ck.folder);
+  const rec = readPullRecord(root);
+  const files = componentFiles(comp, root).map((f) => checkFile(root, f, rec));
+  const problems = files.filter((s) => !s.optional && s.state !== 'ok').map((s) => fmtProblem(ck.folder, s));
+  if (comp.byHand) {
+    const dir = join(root, comp.byHand.dir);
+    let found: string[] = [];
+    try {
+      found = readdirSync(dir).filter((n) => n.endsWith(comp.byHand!.suffix) && !n.startsWith('.'));
+    } catch {
+      /* folder absent */
+    }
+    const placed = found.map((n) => checkFile(root, { path: `${comp.byHand!.dir}/${n}` }, rec));
+    files.push(...placed);
+    if (placed.length === 0) problems.push(`${ck.folder}/${comp.byHand.dir}/: no *${comp.byHand.suffix} file (no known download: place it by hand${comp.note ? `; ${comp.note}` : ''})`);
+    for (const s of placed) if (s.state !== 'ok') problems.push(fmtProblem(ck.folder, s));
+  }
+  return { name, checkpoint: checkpointId, root, complete: problems.length === 0, files, problems };
+}
+
+/** Where a profile's weights stand under `weightsDir` (WEIGHTS_DIR). */
+export function checkProfile(profile: string, weightsDir: string, catalog: WeightsCatalog = defaultCatalog()): ProfileWeights {
+  const p = catalog.profile(profile);
+  const variants = p.variants.map((v): VariantStatus => {
+    const components: Record<string, ComponentStatus> = {};
+    for (const u of v.uses) for (const c of u.components) components[c] = checkComponent(catalog, u.checkpoint, c, weightsDir);
+    const problems = Object.values(components).flatMap((c) => c.problems);
+    return { name: v.name, complete: problems.length === 0, components, problems };
+  });
+  const done = variants.find((v) => v.complete);
+  return { profile, state: done ? 'real' : 'missing', variant: done ?? variants[0]!, variants, demo: p.demo };
+}
+
+/** The PipelineEntry.weights() answer: real weights, else the demo checkpoint when the pipeline has one. */
+export function weightsState(w: ProfileWeights, demoAvailable: boolean): 'real' | 'demo' | 'missing' {
+  return w.state === 'real' ? 'real' : demoAvailable ? 'demo' : 'missing';
+}
+
+/** One line for /api/config's note: the folders in use, or the first few things missing. */
+export function weightsNote(w: ProfileWeights, max = 3): string {
+  if (w.state === 'real') {
+    const roots = [...new Set(Object.values(w.variant.components).map((c) => c.root))];
+    return `${w.variant.name}: ${roots.join(', ')}`;
+  }
+  const pr = w.variant.problems;
+  const more = pr.length > max ? ` (+${pr.length - max} more)` : '';
+  return `${pr.slice(0, max).join('; ')}${more}; run: npm run weights -- pull ${w.profile}`;
+}
+
+/** The folder a component's files are relative to, e.g. componentRoot(w, 'transformer') + '/transformer'. */
+export function componentRoot(w: ProfileWeights, component: string): string {
+  const c = w.variant.components[component];
+  if (!c) throw new ManifestError(`profile ${w.profile} variant ${w.variant.name} has no component "${component}" (has ${Object.keys(w.variant.components).join(', ')})`);
+  return c.root;
+}
