@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 
 /** Every setting the service reads, parsed and validated once at boot. Nothing else reads process.env
  * (the engine's own KILN_* switches aside, which it reads for itself since it never imports Nest). */
@@ -13,6 +13,8 @@ export interface Settings {
   dataDir: string;
   /** Model checkpoints, one folder per profile (see weights/). Default ./weights. */
   weightsDir: string;
+  /** Tiny random checkpoints generated when real weights are absent (src/weights/demo.ts). Default DATA_DIR/demo-weights. */
+  demoWeightsDir: string;
   /** Let input URLs and callbacks reach loopback/private/link-local addresses. Default false. */
   allowPrivateUrls: boolean;
   /** pino level: fatal, error, warn, info, debug, trace, silent. Default info. */
@@ -60,12 +62,14 @@ export function loadSettings(env: Env = process.env): Settings {
   if (!LEVELS.includes(logLevel)) throw new SettingsError(`LOG_LEVEL=${JSON.stringify(env.LOG_LEVEL)}: expected one of ${LEVELS.join(', ')}`);
   const host = (env.HOST ?? '127.0.0.1').trim();
   if (host === '') throw new SettingsError('HOST: must not be empty');
+  const dataDir = resolve(env.DATA_DIR?.trim() || './data');
   return {
     port: int(env, 'PORT', 8000, 0, 65535),
     host,
     apiToken: token === '' ? undefined : token,
-    dataDir: resolve(env.DATA_DIR?.trim() || './data'),
+    dataDir,
     weightsDir: resolve(env.WEIGHTS_DIR?.trim() || './weights'),
+    demoWeightsDir: resolve(env.DEMO_WEIGHTS_DIR?.trim() || join(dataDir, 'demo-weights')),
     allowPrivateUrls: bool(env, 'ALLOW_PRIVATE_URLS', false),
     logLevel,
     maxQueue: int(env, 'MAX_QUEUE', 1000, 1, 1_000_000),
