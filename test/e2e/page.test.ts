@@ -341,5 +341,41 @@ describe('web page (Chromium)', { skip }, () => {
       assert.deepEqual(o.offsite, []);
       assert.deepEqual(o.errors, []);
     });
+
+    it('a video job with an image and a voice clip is accepted with every field, then fails with its reason', { timeout: 60_000 }, async () => {
+      const { page } = o;
+      await page.locator('#tab-video').click();
+      const video = page.locator('#video-form');
+      // The too-short clip of the previous case is still chosen: remove it.
+      await video.getByRole('button', { name: 'remove short.wav' }).click();
+      assert.ok(await video.locator('[data-error-for=audios]').isHidden());
+      await video.locator('[name=prompt]').fill('<Picture 1> hums along with <Audio 1>');
+      await video.locator('[name=profile]').selectOption('fastvid_4step_int8');
+      assert.match(await text(video.locator('[data-field=steps] .hint')), /profile default \(4\)/);
+      await video.locator('[name=aspect]').selectOption('9:16');
+      await video.locator('[name=res]').selectOption('352p');
+      assert.equal(await text(video.locator('[data-field=res] .hint')), '352×608 px');
+      await video.locator('[name=seconds]').selectOption('3');
+      assert.match(await text(video.locator('[data-field=seconds] .hint')), /^73 frames/);
+      await video.locator('[name=seed]').fill('42');
+      await video.locator('[name=image_mode]').selectOption('reference');
+      await video.locator('[name=audio_mode]').selectOption('track');
+      await video.locator('[name=tts_language]').selectOption('German');
+      await video.locator('input[name=images-picker]').setInputFiles({ name: 'gradient.png', mimeType: 'image/png', buffer: await gradientPng() });
+      await video.locator('input[name=audios-picker]').setInputFiles({ name: 'voice.wav', mimeType: 'audio/wav', buffer: toneWav(3) });
+      await video.locator('.previews.audio li', { hasText: '3.0 s' }).waitFor();
+      await video.locator('button[type=submit]').click();
+      const card = page.locator('article.job[data-status=failed]', { hasText: '<Picture 1> hums along' });
+      await card.waitFor();
+      const id = (await card.getAttribute('data-job-id'))!;
+      const job = (await t.http.get(`/api/jobs/${id}`).set(auth)).body;
+      assert.deepEqual([job.kind, job.profile, job.aspect, job.res, job.size, job.seconds, job.frames, job.seed, job.image_count, job.mode], ['video', 'fastvid_4step_int8', '9:16', '352p', '352x608', 3, 73, 42, 1, 'i2v']);
+      assert.equal(await text(card.locator('.job-error')), `Failed: ${job.error}`);
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await shot(page, 'desktop-dark-video.png');
+      await page.emulateMedia({ colorScheme: 'light' });
+      assert.deepEqual(o.offsite, []);
+      assert.deepEqual(o.errors, []);
+    });
   });
 });
