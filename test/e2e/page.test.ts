@@ -276,6 +276,15 @@ describe('web page (Chromium)', { skip }, () => {
       assert.equal(await text(card.locator('.job-error')), `Failed: ${job.error}`);
       assert.equal(await card.locator('.job-result img').count(), 0);
       assert.match(await text(page.locator('#status .weights summary')), /11 missing/);
+      // The per-profile weights list opens inside the phone's screen.
+      await page.locator('#status .weights summary').click();
+      const list = page.locator('#status .weights ul');
+      assert.equal(await list.locator('li').count(), 11);
+      assert.match(await text(list), /missing imgmain image/);
+      const box = (await list.boundingBox())!;
+      assert.ok(box.x >= 0 && box.x + box.width <= PHONE.width, `weights list at x ${box.x}..${box.x + box.width}`);
+      await page.screenshot({ path: join(SHOTS, 'phone-weights.png') });
+      await page.locator('#status .weights summary').click();
       await noHorizontalScroll(page);
       await shot(page, 'phone-failed.png');
       assert.deepEqual(o.offsite, []);
