@@ -37,6 +37,7 @@ for (const model of ['qwen3', 'qwen3_vl_text']) {
       const m = await loadCaseModel(e, c, v);
       const ids = (await c.ints('ids')).data;
       const prefill = (await c.ints('prefill_length')).data[0]!;
+      const mask = c.has('input', 'attention_mask') ? (await c.ints('attention_mask')).data : undefined;
       const cache = m.createCache({ capacity: ids.length + 3 });
       const got: number[] = [];
       try {
@@ -46,7 +47,7 @@ for (const model of ['qwen3', 'qwen3_vl_text']) {
           // step 0 is the prefill, step 1 warms the pool up; from step 2 on no GPU buffer may be created
           if (step === 2) e.pool.frozen = true;
           const created = e.pool.stats().buffersCreated;
-          const { final } = m.forward({ ids: ids.slice(a, b), cache, positions: await casePositions(c, a, b) });
+          const { final } = m.forward({ ids: ids.slice(a, b), cache, positions: await casePositions(c, a, b), padMask: mask?.slice(a, b) });
           got.push(...(await e.read(final!)));
           final!.free();
           if (step >= 2) assert.equal(e.pool.stats().buffersCreated, created, `decode step ${step} created GPU buffers`);

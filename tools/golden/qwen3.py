@@ -127,9 +127,9 @@ def decoder_case(out_dir, family, case, seed, cfg_kw, batch, length, *, position
                config=config_dict(cfg), upstream=transformers_upstream(), seed=seed)
 
 
-def decode_case(out_dir, family, case, seed, cfg_kw, length, prefill, *, positions=None):
+def decode_case(out_dir, family, case, seed, cfg_kw, length, prefill, *, positions=None, attention_mask=None):
     """Prefill `prefill` tokens into a DynamicCache, then one token per call; output.last_hidden_state is the
-    concatenation of every call's final-norm output."""
+    concatenation of every call's final-norm output. attention_mask (1, length) marks padding (0)."""
     cfg, model, gen = build(family, seed, **cfg_kw)
     ids = torch.randint(0, cfg.vocab_size, (1, length), generator=gen)
     cache = DynamicCache(config=cfg)
@@ -140,10 +140,14 @@ def decode_case(out_dir, family, case, seed, cfg_kw, length, prefill, *, positio
             kw = {"input_ids": ids[:, a:b], "past_key_values": cache, "use_cache": True}
             if positions is not None:
                 kw["position_ids"] = positions[..., a:b]
+            if attention_mask is not None:
+                kw["attention_mask"] = attention_mask[:, :b]  # past and new tokens
             pieces.append(model(**kw).last_hidden_state)
     inputs = {"ids": ids, "prefill_length": torch.tensor([prefill])}
     if positions is not None:
         inputs["position_ids"] = positions
+    if attention_mask is not None:
+        inputs["attention_mask"] = attention_mask
     write_case(out_dir, family, "decode", case, weights=weights_of(model, family), inputs=inputs,
                outputs={"last_hidden_state": torch.cat(pieces, dim=1)}, config=config_dict(cfg),
                upstream=transformers_upstream(), seed=seed)
@@ -191,6 +195,9 @@ def golden_models(out_dir):
     decoder_case(out_dir, "qwen3", "left_padded", 3, QWEN3_TINY, batch=1, length=pad + 7,
                  positions=torch.clamp(torch.cumsum(mask, -1) - 1, min=0), attention_mask=mask)
     decode_case(out_dir, "qwen3", "prefill5_steps4", 4, QWEN3_TINY, length=9, prefill=5)
+    mask = torch.tensor([[0, 0, 1, 1, 1, 1, 1, 1, 1]])
+    decode_case(out_dir, "qwen3", "left_padded_prefill5_steps4", 5, QWEN3_TINY, length=9, prefill=5,
+                positions=torch.clamp(torch.cumsum(mask, -1) - 1, min=0), attention_mask=mask)
 
     decoder_case(out_dir, "qwen3_vl_text", "text_positions", 11, VL_TINY, batch=1, length=9)
     pos = vision_positions(3, (1, 2, 3), 2)
