@@ -175,7 +175,7 @@ export async function downloadFile(o: DownloadOptions): Promise<DownloadResult> 
     } catch (e) {
       if (o.signal?.aborted) {
         const kept = await sizeOf(part);
-        throw new DownloadError('interrupted', `${o.label}: interrupted; ${fmtBytes(kept)} kept in ${part}, run the same command again to resume`);
+        throw new DownloadError('interrupted', `${o.label}: interrupted; ${kept > 0 ? `${fmtBytes(kept)} kept in ${part}, run the same command again to resume` : 'nothing of this file downloaded yet'}`);
       }
       if ((e as NodeJS.ErrnoException).code === 'ENOSPC') {
         throw new DownloadError('no-space', `${o.label}: no space left on device writing ${part} (${fmtBytes(await sizeOf(part))} written, kept for resuming)`);

@@ -85,10 +85,18 @@ export function writePullRecord(checkpointDir: string, rec: PullRecord): void {
 
 // ---- files of a component ----
 
-/** Shard file names in an index's weight_map (same folder as the index). */
+const shardCache = new Map<string, { key: string; shards: string[] }>();
+
+/** Shard file names in an index's weight_map (same folder as the index); parsed once per size and mtime, since
+ * /api/config asks for every profile's state and a text encoder's index is about 100 KB. */
 export function indexShards(indexAbs: string): string[] {
   let map: unknown;
+  let key = '';
   try {
+    const st = statSync(indexAbs);
+    key = `${st.size}:${st.mtimeMs}`;
+    const hit = shardCache.get(indexAbs);
+    if (hit && hit.key === key) return hit.shards;
     map = (JSON.parse(readFileSync(indexAbs, 'utf8')) as { weight_map?: unknown }).weight_map;
   } catch (e) {
     throw new ManifestError(`${indexAbs}: unreadable index (${(e as Error).message})`);
@@ -98,7 +106,9 @@ export function indexShards(indexAbs: string): string[] {
   for (const s of shards) {
     if (typeof s !== 'string' || !safeRelative(s) || s.includes('/')) throw new ManifestError(`${indexAbs}: weight_map names a bad shard ${JSON.stringify(s)}`);
   }
-  return (shards as string[]).sort();
+  const sorted = (shards as string[]).sort();
+  shardCache.set(indexAbs, { key, shards: sorted });
+  return sorted;
 }
 
 /** The component's files, shards of present indexes included (an explicit entry for a shard wins over the

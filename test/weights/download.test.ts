@@ -96,12 +96,14 @@ describe('downloadFile against a local hub', () => {
     const o = file('abort/c.bin', data);
     const ac = new AbortController();
     await assert.rejects(
-      downloadFile({ ...o, signal: ac.signal, onProgress: (done) => done > 0 && ac.abort() }),
-      (e: DownloadError) => e.kind === 'interrupted' && /interrupted; .* kept in .*c\.bin\.part/.test(e.message),
+      downloadFile({ ...o, signal: ac.signal, onProgress: (done) => done > 2_000_000 && ac.abort() }),
+      (e: DownloadError) => e.kind === 'interrupted' && /interrupted; .* kept in .*c\.bin\.part, run the same command again to resume/.test(e.message),
     );
-    assert.ok(existsSync(`${o.dest}.part`));
+    const kept = statSync(`${o.dest}.part`).size;
+    assert.ok(kept > 0 && kept < data.length, `kept ${kept}`);
     assert.equal(existsSync(o.dest), false);
-    await downloadFile(o);
+    const r = await downloadFile(o);
+    assert.equal(r.resumedFrom, kept);
     assert.deepEqual(readFileSync(o.dest), data);
   });
 
