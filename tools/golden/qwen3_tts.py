@@ -68,13 +68,13 @@ def tiny_tts_config():
         },
         "talker_config": {
             "code_predictor_config": {
-                "vocab_size": TINY_CODEBOOK, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+                "model_type": "qwen3_tts_talker_code_predictor", "vocab_size": TINY_CODEBOOK, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
                 "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "hidden_act": "silu",
                 "max_position_embeddings": 65536, "rms_norm_eps": 1e-6, "rope_theta": 1000000, "rope_scaling": None,
                 "attention_bias": False, "use_sliding_window": False, "sliding_window": None, "max_window_layers": 28,
                 "layer_types": ["full_attention", "full_attention"], "num_code_groups": 16, "tie_word_embeddings": False,
             },
-            "vocab_size": TINY_CODEBOOK + 1024, "hidden_size": 24, "intermediate_size": 48, "num_hidden_layers": 2,
+            "model_type": "qwen3_tts_talker", "vocab_size": TINY_CODEBOOK + 1024, "hidden_size": 24, "intermediate_size": 48, "num_hidden_layers": 2,
             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
             "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000,
             "rope_scaling": {"interleaved": True, "mrope_section": [4, 2, 2], "rope_type": "default", "type": "default"},
