@@ -1,0 +1,28 @@
+// CPU reference for shaders/unary.wgsl: float64, logical row-major host arrays.
+import type { UnaryOp } from '../../../src/engine/ops/unary';
+import type { HostTensor } from '../helpers';
+
+export function unaryFnRef(op: UnaryOp, v: number): number {
+  switch (op) {
+    case 'identity': return v;
+    case 'relu': return Math.max(v, 0);
+    case 'sigmoid': return 1 / (1 + Math.exp(-v));
+    case 'tanh': return Math.tanh(v);
+    case 'exp': return Math.exp(v);
+    case 'log': return Math.log(v);
+    case 'sqrt': return Math.sqrt(v);
+    case 'abs': return Math.abs(v);
+    case 'square': return v * v;
+  }
+}
+
+/** out = f(clamp(x + shift, min, max)); the clamp only on the sides given. */
+export function unaryRef(op: UnaryOp, x: HostTensor, o: { shift?: number; min?: number; max?: number } = {}): HostTensor {
+  const data = x.data.map((v) => {
+    let u = v + (o.shift ?? 0);
+    if (o.min !== undefined) u = Math.max(u, o.min);
+    if (o.max !== undefined) u = Math.min(u, o.max);
+    return unaryFnRef(op, u);
+  });
+  return { data, shape: [...x.shape] };
+}
