@@ -6,7 +6,8 @@
 // KV cache); out (B, Hq, Lq, D) contiguous. Grouped-query: query head h reads kv head h / (Hq / Hkv).
 // Masks (MASK): 0 none; 1 causal, query i sees keys j <= i + q_offset (q_offset = tokens already in the
 // KV cache when decoding); 2 block-causal, with blk[pos] a block id per position (f32): query i sees key j
-// when blk[j] <= blk[i + q_offset]. Every mask also hides keys j >= kv_len (a padded cache).
+// when blk[j] <= blk[i + q_offset]. Every mask also hides keys j >= kv_len (a padded cache), and with a sliding
+// window W > 0 (local attention) keys j <= i + q_offset - W (the query sees the last W positions up to its own).
 // A query that sees no key gets 0 (not NaN).
 //
 // Work split: a workgroup is BQ query rows of one (batch, head); each thread owns one query row (q and the
@@ -28,6 +29,7 @@ struct Params {
   Lq: u32, Lk: u32, Hq: u32, Hkv: u32,
   q_off: u32, k_off: u32, v_off: u32, kv_len: u32,
   q_offset: u32, blk_off: u32, blk_str: u32, scale: f32,
+  window: u32, _pad0: u32, _pad1: u32, _pad2: u32,   // window 0 = unlimited
   q_str: vec4<u32>,   // (batch, head, position, dim) strides in elements
   k_str: vec4<u32>,
   v_str: vec4<u32>,
@@ -45,6 +47,7 @@ var<workgroup> Vs: array<vec4<f32>, BKV * DV>;
 
 fn visible(qpos: u32, key: u32) -> bool {
   if (key >= p.Lk || key >= p.kv_len) { return false; }
+  if (p.window > 0u && key + p.window <= qpos) { return false; }
   if (MASK == 1u) { return key <= qpos; }
   if (MASK == 2u) { return blk[p.blk_off + key * p.blk_str] <= blk[p.blk_off + qpos * p.blk_str]; }
   return true;
@@ -78,10 +81,14 @@ fn attention(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id
   // Keys past this point are hidden from every row of the workgroup (uniform: depends on wid only).
   var kend = min(p.Lk, p.kv_len);
   if (MASK == 1u) { kend = min(kend, min(wid.x * BQ + BQ, p.Lq) + p.q_offset); }
+  // With a window, keys before the first query's window are hidden from every row too (uniform as well).
+  var kstart = 0u;
+  let qfirst = wid.x * BQ + p.q_offset;
+  if (p.window > 0u && qfirst + 1u > p.window) { kstart = qfirst + 1u - p.window; }
   let kb = p.k_off + bz * p.k_str.x + hk * p.k_str.y;
   let vb = p.v_off + bz * p.v_str.x + hk * p.v_str.y;
 
-  for (var key0 = 0u; key0 < kend; key0 += BKV) {
+  for (var key0 = kstart; key0 < kend; key0 += BKV) {
     for (var s = lid.x; s < BKV * DV; s += BQ) {
       let j = s / DV;
       let d4 = s % DV;

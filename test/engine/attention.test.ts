@@ -1,5 +1,6 @@
 // Flash attention vs the float64 reference: every mask, GQA, decode with a query offset, a key-length limit,
-// odd Lq/Lk (1, 7, 33, 130), head dims up to 128, K/V read through permuted (packed-layout) and sliced views.
+// sliding windows (alone, after a cache, across tile edges), odd Lq/Lk (1, 7, 33, 130), head dims up to 128,
+// K/V read through permuted (packed-layout) and sliced views.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Engine } from '../../src/engine/engine';
@@ -14,6 +15,7 @@ const TOL: Record<'f32' | 'f16', Tolerance> = { f32: { atol: 1e-4, rtol: 1e-4 },
 interface Case {
   B: number; Hq: number; Hkv: number; Lq: number; Lk: number; D: number;
   mask: AttentionMask; queryOffset?: number; kvLen?: number; block?: number; tile?: { bq: number; bkv: number };
+  window?: number;
 }
 const CASES: Case[] = [
   { B: 1, Hq: 4, Hkv: 2, Lq: 7, Lk: 7, D: 16, mask: 'none' },
@@ -23,6 +25,11 @@ const CASES: Case[] = [
   { B: 1, Hq: 4, Hkv: 1, Lq: 130, Lk: 130, D: 128, mask: 'block_causal', block: 13 },
   { B: 2, Hq: 2, Hkv: 2, Lq: 5, Lk: 33, D: 7, mask: 'none', kvLen: 20 }, // padded cache, odd head dim
   { B: 1, Hq: 2, Hkv: 1, Lq: 3, Lk: 7, D: 16, mask: 'causal', kvLen: 0 }, // nothing visible: zeros
+  { B: 1, Hq: 4, Hkv: 2, Lq: 33, Lk: 33, D: 16, mask: 'causal', window: 5, tile: { bq: 8, bkv: 4 } }, // window across tiles
+  { B: 1, Hq: 2, Hkv: 2, Lq: 130, Lk: 130, D: 64, mask: 'causal', window: 72 }, // the Qwen3-TTS codec's window
+  { B: 1, Hq: 2, Hkv: 1, Lq: 7, Lk: 130, D: 16, mask: 'causal', queryOffset: 123, window: 9 }, // chunk after a cache
+  { B: 1, Hq: 2, Hkv: 2, Lq: 7, Lk: 7, D: 8, mask: 'causal', window: 1 }, // each query sees itself only
+  { B: 1, Hq: 2, Hkv: 1, Lq: 33, Lk: 33, D: 16, mask: 'none', window: 4 }, // left-limited, sees the future
 ];
 
 /** Stores host (B, H, L, D) as (B, L, H, D) (a packed QKV layout) and returns the permuted view. */
@@ -49,7 +56,7 @@ for (const dtype of ['f32', 'f16'] as const) {
       const gv = uploadBLHD(e, v, dtype);
       const gids = ids && e.upload(ids, [P], 'f32');
       const out = poisoned(e, q.shape, dtype);
-      const opts = { mask: c.mask, queryOffset: c.queryOffset, kvLen: c.kvLen };
+      const opts = { mask: c.mask, queryOffset: c.queryOffset, kvLen: c.kvLen, window: c.window };
       attention(e, gq.view, gk.view, gv.view, { ...opts, blockIds: gids, out, tile: c.tile });
       const want = attentionRef(q, k, v, { ...opts, blockIds: ids });
       assertClose(await e.read(out), want, TOL[dtype], `attention ${dtype} ${JSON.stringify(c)}`);
@@ -80,4 +87,5 @@ test('attention: input checks name the op and the shapes', async () => {
   assert.throws(() => attention(e, e.empty([1, 2, 4, 8]), k, e.empty([1, 2, 5, 4])), /attention: .*: shapes do not match/);
   assert.throws(() => attention(e, e.empty([1, 2, 4, 130]), e.empty([1, 2, 5, 130]), e.empty([1, 2, 5, 130])), /head dim 130 not in 1..128/);
   assert.throws(() => attention(e, e.empty([1, 2, 4, 8]), k, k, { mask: 'block_causal' }), /block_causal needs blockIds f32\[>=5\]/);
+  assert.throws(() => attention(e, e.empty([1, 2, 4, 8]), k, k, { mask: 'causal', window: 0 }), /attention: window 0 must be an integer >= 1/);
 });

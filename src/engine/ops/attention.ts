@@ -1,5 +1,5 @@
 // Flash-style attention (online softmax in f32, no score matrix), grouped-query heads, causal / block-causal
-// masks with a query offset for KV-cache decoding, and a key-length limit.
+// masks with a query offset for KV-cache decoding, a sliding window (local attention), and a key-length limit.
 //   shader:    shaders/attention.wgsl (entry attention; overrides D, BQ, BKV, MASK)
 //   reference: test/engine/reference/attention.ts
 //   tests:     test/engine/attention.test.ts
@@ -21,6 +21,9 @@ export interface AttentionOptions {
   blockIds?: Tensor;
   /** Keys at positions >= kvLen are hidden (a padded KV cache). Default Lk. */
   kvLen?: number;
+  /** Sliding window W (local attention, with any mask): query at position p sees only keys j > p - W, i.e. the
+   * last W positions including its own under a causal mask (transformers' sliding_window). Default: none. */
+  window?: number;
   out?: Tensor;
   tile?: { bq?: number; bkv?: number };
 }
@@ -43,6 +46,10 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
   const kvLen = opts.kvLen ?? Lk;
   if (!Number.isInteger(qoff) || qoff < 0) throw new RangeError(`attention: queryOffset ${qoff} must be an integer >= 0`);
   if (!Number.isInteger(kvLen) || kvLen < 0) throw new RangeError(`attention: kvLen ${kvLen} must be an integer >= 0`);
+  const window = opts.window ?? 0;
+  if (opts.window !== undefined && (!Number.isInteger(window) || window < 1 || window >= 2 ** 31)) {
+    throw new RangeError(`attention: window ${opts.window} must be an integer >= 1`);
+  }
   const blk = opts.blockIds;
   if (mask === 'block_causal') {
     const need = Math.max(Lk, Lq + qoff);
@@ -66,6 +73,7 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
     .u32(Lq).u32(Lk).u32(Hq).u32(Hkv)
     .u32(q.offset).u32(k.offset).u32(v.offset).u32(kvLen)
     .u32(qoff).u32(mask === 'block_causal' ? blk!.offset : 0).u32(mask === 'block_causal' ? blk!.strides[0]! : 0).f32(opts.scale ?? 1 / Math.sqrt(D))
+    .u32(window).u32(0).u32(0).u32(0)
     .dims(q.strides, 4).dims(k.strides, 4).dims(v.strides, 4);
   // blk is statically used by the shader, so something is bound even when only block_causal reads it.
   e.recorder.dispatch({ kernel, bindings: [out, q, k, v, mask === 'block_causal' ? blk! : q], params, workgroups: [Math.ceil(Lq / bq), Hq, B] });

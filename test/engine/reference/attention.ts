@@ -1,5 +1,5 @@
 // CPU reference for shaders/attention.wgsl: float64 scores, a plain (two-pass) softmax per query row, the
-// same mask rules. A query that sees no key gets 0.
+// same mask rules (sliding window: query i sees keys j > i + queryOffset - window). A query that sees no key gets 0.
 import type { AttentionMask } from '../../../src/engine/ops/attention';
 import type { HostTensor } from '../helpers';
 
@@ -9,6 +9,7 @@ export interface AttentionRefOptions {
   queryOffset?: number;
   blockIds?: ArrayLike<number>;
   kvLen?: number;
+  window?: number;
 }
 
 /** q (B, Hq, Lq, D), k and v (B, Hkv, Lk, D) -> (B, Hq, Lq, D). */
@@ -23,6 +24,7 @@ export function attentionRef(q: HostTensor, k: HostTensor, v: HostTensor, o: Att
   const s = new Float64Array(Lk);
   const seen = (i: number, j: number): boolean => {
     if (j >= kvLen) return false;
+    if (o.window !== undefined && j <= i + qoff - o.window) return false;
     if (mask === 'causal') return j <= i + qoff;
     if (mask === 'block_causal') return o.blockIds![j]! <= o.blockIds![i + qoff]!;
     return true;
