@@ -1,0 +1,380 @@
+// The Qwen3-TTS speaker encoder (upstream Qwen3TTSSpeakerEncoder, ECAPA-TDNN; keys under "speaker_encoder."):
+// log mel [B, T, 128] -> x-vector [B, enc_dim]. Fields mirror the checkpoint:
+//   blocks.0.conv                          TDNN: conv k5 mel -> C0, ReLU
+//   blocks.{1..3}.tdnn1.conv               SE-Res2Net: conv k1, ReLU
+//   blocks.{i}.res2net_block.blocks.{0..6}.conv   dilated conv k3 per channel chunk (+ ReLU), chained
+//   blocks.{i}.tdnn2.conv                  conv k1, ReLU
+//   blocks.{i}.se_block.{conv1,conv2}      squeeze-excitation: time mean -> conv1, ReLU -> conv2, sigmoid -> scale
+//   mfa.conv                               conv k1 + ReLU on the concat of blocks 1..3
+//   asp.tdnn.conv, asp.conv                attentive statistics pooling
+//   fc                                     conv k1 -> enc_dim
+// Every conv is Conv1d(padding="same", padding_mode="reflect") with a bias. This ECAPA variant has no BatchNorm
+// (TimeDelayNetBlock is conv + ReLU; the checkpoint holds no norm keys), so there is nothing to fold.
+//
+// Layout: activations are channels-last [B, T, C] (the engine's conv layout; upstream works on (B, C, T), so the
+// golden intermediates are compared transposed). Reflect "same" padding is a pad() copy before the conv (the conv op
+// pads with zeros or edge values only); k = 1 convs need none. Weights are re-laid once at load
+// (prepareConvWeight). Dtype: f32 or f16 for weights and activations; the mel front end stays f32 and is cast.
+import type { Engine } from '../../engine/engine';
+import { loadTensor } from '../../engine/load';
+import { conv1d, prepareConvWeight, type PreparedConvWeight } from '../../engine/ops/conv';
+import { add, mul, sub } from '../../engine/ops/elementwise';
+import { cast, concat, pad } from '../../engine/ops/layout';
+import { mean, sum } from '../../engine/ops/reduce';
+import { softmax } from '../../engine/ops/softmax';
+import { relu, sigmoid, sqrt, square, tanh } from '../../engine/ops/unary';
+import type { Checkpoint } from '../../engine/safetensors';
+import type { Tensor } from '../../engine/tensor';
+import type { SpeakerEncoderConfig } from './config';
+
+export type SpeakerDType = 'f32' | 'f16';
+
+/** AttentiveStatisticsPooling's floor under the variance before the square root. */
+const STD_EPS = 1e-12;
+
+interface Loader {
+  e: Engine;
+  ckpt: Checkpoint;
+  dtype: SpeakerDType;
+  /** Everything loaded so far, freed if a later load fails. */
+  owned: { free(): void }[];
+}
+
+/** nn.Conv1d(padding="same", padding_mode="reflect") with bias: `weight` prepared for the engine's conv. */
+export class ReflectConv1d {
+  constructor(
+    readonly weight: PreparedConvWeight,
+    readonly bias: Tensor,
+    readonly kernelSize: number,
+    readonly dilation: number,
+  ) {}
+
+  static async load(l: Loader, key: string, cout: number, cin: number, k: number, dilation = 1): Promise<ReflectConv1d> {
+    const w = await loadTensor(l.e, l.ckpt, `${key}.weight`, { dtype: l.dtype, shape: [cout, cin, k] });
+    let weight: PreparedConvWeight;
+    try {
+      weight = prepareConvWeight(l.e, w);
+    } finally {
+      w.free();
+    }
+    l.owned.push(weight);
+    const bias = await loadTensor(l.e, l.ckpt, `${key}.bias`, { dtype: l.dtype, shape: [cout] });
+    l.owned.push(bias);
+    return new ReflectConv1d(weight, bias, k, dilation);
+  }
+
+  /** PyTorch's "same" split of dilation * (k - 1): the odd sample goes behind. */
+  get padding(): [number, number] {
+    const total = this.dilation * (this.kernelSize - 1);
+    return [Math.floor(total / 2), total - Math.floor(total / 2)];
+  }
+
+  /** x [B, T, Cin] (any view) -> [B, T, Cout]. */
+  forward(e: Engine, x: Tensor): Tensor {
+    const [front, back] = this.padding;
+    if (front + back === 0) return conv1d(e, x, this.weight, { bias: this.bias });
+    const T = x.shape[1]!;
+    if (Math.max(front, back) >= T) {
+      throw new RangeError(`speaker encoder: ${T} frames are too few for reflect padding ${front}+${back} (kernel ${this.kernelSize}, dilation ${this.dilation})`);
+    }
+    const xp = pad(e, x, [[front, back], [0, 0]], 'reflect');
+    const y = conv1d(e, xp, this.weight, { bias: this.bias, dilation: this.dilation });
+    xp.free();
+    return y;
+  }
+
+  free(): void {
+    this.weight.free();
+    this.bias.free();
+  }
+}
+
+/** TimeDelayNetBlock: ReLU(conv(x)). */
+export class TimeDelayNetBlock {
+  constructor(readonly conv: ReflectConv1d) {}
+
+  static async load(l: Loader, key: string, cout: number, cin: number, k: number, dilation = 1): Promise<TimeDelayNetBlock> {
+    return new TimeDelayNetBlock(await ReflectConv1d.load(l, `${key}.conv`, cout, cin, k, dilation));
+  }
+
+  forward(e: Engine, x: Tensor): Tensor {
+    const y = this.conv.forward(e, x);
+    const r = relu(e, y);
+    y.free();
+    return r;
+  }
+
+  free(): void {
+    this.conv.free();
+  }
+}
+
+/** Res2NetBlock: `scale` channel chunks; chunk 0 passes, chunk 1 -> block 0, chunk i -> block i-1(chunk i + out i-1). */
+export class Res2NetBlock {
+  constructor(readonly blocks: TimeDelayNetBlock[], readonly scale: number) {}
+
+  static async load(l: Loader, key: string, channels: number, scale: number, k: number, dilation: number): Promise<Res2NetBlock> {
+    if (channels % scale) throw new RangeError(`${key}: ${channels} channels do not split into ${scale} chunks`);
+    const w = channels / scale;
+    const blocks: TimeDelayNetBlock[] = [];
+    for (let i = 0; i < scale - 1; i++) blocks.push(await TimeDelayNetBlock.load(l, `${key}.blocks.${i}`, w, w, k, dilation));
+    return new Res2NetBlock(blocks, scale);
+  }
+
+  /** x [B, T, C] -> [B, T, C]. */
+  forward(e: Engine, x: Tensor): Tensor {
+    const w = x.shape[2]! / this.scale;
+    const chunk = (i: number) => x.slice(2, i * w, (i + 1) * w);
+    const outs: Tensor[] = [chunk(0)];
+    for (let i = 1; i < this.scale; i++) {
+      const input = i === 1 ? chunk(1) : add(e, chunk(i), outs[i - 1]!);
+      outs.push(this.blocks[i - 1]!.forward(e, input));
+      if (i > 1) input.free();
+    }
+    const y = concat(e, outs, 2);
+    for (const t of outs.slice(1)) t.free();
+    return y;
+  }
+
+  free(): void {
+    for (const b of this.blocks) b.free();
+  }
+}
+
+/** SqueezeExcitationBlock: x * sigmoid(conv2(ReLU(conv1(mean_t x)))). */
+export class SqueezeExcitationBlock {
+  constructor(readonly conv1: ReflectConv1d, readonly conv2: ReflectConv1d) {}
+
+  static async load(l: Loader, key: string, channels: number, se: number): Promise<SqueezeExcitationBlock> {
+    return new SqueezeExcitationBlock(await ReflectConv1d.load(l, `${key}.conv1`, se, channels, 1), await ReflectConv1d.load(l, `${key}.conv2`, channels, se, 1));
+  }
+
+  forward(e: Engine, x: Tensor): Tensor {
+    const [B, , C] = x.shape as [number, number, number];
+    const m = mean(e, x.transpose(1, 2)); // [B, C]
+    const h = this.conv1.forward(e, m.reshape([B, 1, C]));
+    m.free();
+    const hr = relu(e, h);
+    h.free();
+    const g = this.conv2.forward(e, hr);
+    hr.free();
+    const s = sigmoid(e, g); // [B, 1, C]
+    g.free();
+    const y = mul(e, x, s);
+    s.free();
+    return y;
+  }
+
+  free(): void {
+    this.conv1.free();
+    this.conv2.free();
+  }
+}
+
+/** SqueezeExcitationRes2NetBlock: tdnn1 -> res2net -> tdnn2 -> SE, plus the input. */
+export class SqueezeExcitationRes2NetBlock {
+  constructor(
+    readonly tdnn1: TimeDelayNetBlock,
+    readonly res2net_block: Res2NetBlock,
+    readonly tdnn2: TimeDelayNetBlock,
+    readonly se_block: SqueezeExcitationBlock,
+  ) {}
+
+  static async load(l: Loader, key: string, cin: number, cout: number, c: SpeakerEncoderConfig, i: number): Promise<SqueezeExcitationRes2NetBlock> {
+    if (cin !== cout) throw new RangeError(`${key}: the residual needs ${cin} in = ${cout} out channels`);
+    return new SqueezeExcitationRes2NetBlock(
+      await TimeDelayNetBlock.load(l, `${key}.tdnn1`, cout, cin, 1),
+      await Res2NetBlock.load(l, `${key}.res2net_block`, cout, c.res2netScale, c.kernelSizes[i]!, c.dilations[i]!),
+      await TimeDelayNetBlock.load(l, `${key}.tdnn2`, cout, cout, 1),
+      await SqueezeExcitationBlock.load(l, `${key}.se_block`, cout, c.seChannels),
+    );
+  }
+
+  forward(e: Engine, x: Tensor): Tensor {
+    const a = this.tdnn1.forward(e, x);
+    const b = this.res2net_block.forward(e, a);
+    a.free();
+    const c = this.tdnn2.forward(e, b);
+    b.free();
+    const d = this.se_block.forward(e, c);
+    c.free();
+    const y = add(e, d, x);
+    d.free();
+    return y;
+  }
+
+  free(): void {
+    this.tdnn1.free();
+    this.res2net_block.free();
+    this.tdnn2.free();
+    this.se_block.free();
+  }
+}
+
+/**
+ * AttentiveStatisticsPooling over all T frames (upstream's mask is all ones for one clip): per channel the mean and
+ * std over time as global context, attention logits conv(tanh(tdnn([x, mean, std]))), softmax over time, then the
+ * attention-weighted mean and std, concatenated: [B, T, C] -> [B, 2C].
+ */
+export class AttentiveStatisticsPooling {
+  constructor(readonly tdnn: TimeDelayNetBlock, readonly conv: ReflectConv1d) {}
+
+  static async load(l: Loader, key: string, channels: number, attention: number): Promise<AttentiveStatisticsPooling> {
+    return new AttentiveStatisticsPooling(
+      await TimeDelayNetBlock.load(l, `${key}.tdnn`, attention, 3 * channels, 1),
+      await ReflectConv1d.load(l, `${key}.conv`, channels, attention, 1),
+    );
+  }
+
+  forward(e: Engine, x: Tensor): Tensor {
+    const [B, T, C] = x.shape as [number, number, number];
+    const xt = x.transpose(1, 2); // [B, C, T] view
+    // Global context: uniform weights 1/T.
+    const m = mean(e, xt); // [B, C]
+    const s = stdAround(e, xt, m, null);
+    const ctx = concat(e, [x, m.reshape([B, 1, C]).expand([B, T, C]), s.reshape([B, 1, C]).expand([B, T, C])], 2);
+    m.free();
+    s.free();
+    const h = this.tdnn.forward(e, ctx);
+    ctx.free();
+    const ht = tanh(e, h);
+    h.free();
+    const logits = this.conv.forward(e, ht); // [B, T, C]
+    ht.free();
+    const w = softmax(e, logits.transpose(1, 2)); // [B, C, T], softmax over time
+    logits.free();
+    const wx = mul(e, w, xt);
+    const wm = sum(e, wx); // [B, C]
+    wx.free();
+    const ws = stdAround(e, xt, wm, w);
+    w.free();
+    const pooled = concat(e, [wm, ws], 1); // [B, 2C]
+    wm.free();
+    ws.free();
+    return pooled;
+  }
+
+  free(): void {
+    this.tdnn.free();
+    this.conv.free();
+  }
+}
+
+/** sqrt(max(sum_t w (x - m)^2, 1e-12)) for xt [B, C, T], m [B, C]; w [B, C, T] or null for 1/T. */
+function stdAround(e: Engine, xt: Tensor, m: Tensor, w: Tensor | null): Tensor {
+  const d = sub(e, xt, m.unsqueeze(2));
+  const d2 = square(e, d);
+  d.free();
+  let v: Tensor;
+  if (w) {
+    const wd2 = mul(e, w, d2);
+    v = sum(e, wd2);
+    wd2.free();
+  } else v = mean(e, d2);
+  d2.free();
+  const s = sqrt(e, v, { min: STD_EPS });
+  v.free();
+  return s;
+}
+
+/** Intermediate results upstream's golden vectors hold (channels-last; caller frees). */
+export interface SpeakerEncoderTrace {
+  blocks: Tensor[];
+  mfa: Tensor;
+  /** [B, 2C] pooled statistics. */
+  asp: Tensor;
+}
+
+export interface SpeakerEncoderLoadOptions {
+  /** Weights and activations (default f32). */
+  dtype?: SpeakerDType;
+  /** Prepended to every key ("weight." in golden fixtures). Default "". */
+  prefix?: string;
+}
+
+export class SpeakerEncoder {
+  private constructor(
+    readonly config: SpeakerEncoderConfig,
+    readonly dtype: SpeakerDType,
+    /** blocks.0 (TDNN) then the SE-Res2Net blocks. */
+    readonly blocks: readonly [TimeDelayNetBlock, ...SqueezeExcitationRes2NetBlock[]],
+    readonly mfa: TimeDelayNetBlock,
+    readonly asp: AttentiveStatisticsPooling,
+    readonly fc: ReflectConv1d,
+  ) {}
+
+  static async load(e: Engine, ckpt: Checkpoint, config: SpeakerEncoderConfig, o: SpeakerEncoderLoadOptions = {}): Promise<SpeakerEncoder> {
+    const c = config;
+    const n = c.channels.length;
+    if (n < 3 || c.kernelSizes.length !== n || c.dilations.length !== n) {
+      throw new RangeError(`speaker encoder: enc_channels ${JSON.stringify(c.channels)}, kernel sizes and dilations must have the same length >= 3`);
+    }
+    const mfaIn = c.channels.slice(1, -1).reduce((a, b) => a + b, 0);
+    if (mfaIn !== c.channels[n - 1]) {
+      throw new RangeError(`speaker encoder: mfa takes the concat of blocks 1..${n - 2} (${mfaIn} channels) but enc_channels[-1] is ${c.channels[n - 1]}`);
+    }
+    const l: Loader = { e, ckpt, dtype: o.dtype ?? 'f32', owned: [] };
+    const p = `${o.prefix ?? ''}speaker_encoder.`;
+    try {
+      const first = await TimeDelayNetBlock.load(l, `${p}blocks.0`, c.channels[0]!, c.melDim, c.kernelSizes[0]!, c.dilations[0]!);
+      const se: SqueezeExcitationRes2NetBlock[] = [];
+      for (let i = 1; i < n - 1; i++) se.push(await SqueezeExcitationRes2NetBlock.load(l, `${p}blocks.${i}`, c.channels[i - 1]!, c.channels[i]!, c, i));
+      const last = c.channels[n - 1]!;
+      const mfa = await TimeDelayNetBlock.load(l, `${p}mfa`, last, last, c.kernelSizes[n - 1]!, c.dilations[n - 1]!);
+      const asp = await AttentiveStatisticsPooling.load(l, `${p}asp`, last, c.attentionChannels);
+      const fc = await ReflectConv1d.load(l, `${p}fc`, c.encDim, 2 * last, 1);
+      return new SpeakerEncoder(c, l.dtype, [first, ...se], mfa, asp, fc);
+    } catch (err) {
+      for (const t of l.owned) t.free();
+      throw err;
+    }
+  }
+
+  /** Log mel [B, T, melDim] (f32 or this dtype, any view) -> embedding [B, encDim] in this dtype. */
+  forward(e: Engine, mel: Tensor): Tensor {
+    return this.run(e, mel, null);
+  }
+
+  /** forward() that also returns every block's output, mfa and the pooled statistics (for golden tests). */
+  trace(e: Engine, mel: Tensor): { embedding: Tensor } & SpeakerEncoderTrace {
+    const t: SpeakerEncoderTrace = { blocks: [], mfa: null as unknown as Tensor, asp: null as unknown as Tensor };
+    const embedding = this.run(e, mel, t);
+    return { embedding, ...t };
+  }
+
+  private run(e: Engine, mel: Tensor, trace: SpeakerEncoderTrace | null): Tensor {
+    const c = this.config;
+    if (mel.rank !== 3 || mel.shape[2] !== c.melDim) throw new RangeError(`speaker encoder: mel ${mel} must be [B, T, ${c.melDim}]`);
+    const x = mel.dtype === this.dtype ? mel : cast(e, mel, this.dtype);
+    const outs: Tensor[] = [];
+    let h = x;
+    for (const block of this.blocks) {
+      h = block.forward(e, h);
+      outs.push(h);
+    }
+    if (x !== mel) x.free();
+    const B = mel.shape[0]!;
+    const cat = concat(e, outs.slice(1), 2);
+    const m = this.mfa.forward(e, cat);
+    cat.free();
+    const pooled = this.asp.forward(e, m); // [B, 2C]
+    const y = this.fc.forward(e, pooled.reshape([B, 1, pooled.shape[1]!])); // [B, 1, encDim]
+    if (trace) {
+      trace.blocks = outs;
+      trace.mfa = m;
+      trace.asp = pooled;
+    } else {
+      for (const t of outs) t.free();
+      m.free();
+      pooled.free();
+    }
+    return y.reshape([B, c.encDim]);
+  }
+
+  free(): void {
+    for (const b of this.blocks) b.free();
+    this.mfa.free();
+    this.asp.free();
+    this.fc.free();
+  }
+}
