@@ -10,3 +10,4 @@ export { Checkpoint, CheckpointError, writeSafetensors, writeShardedSafetensors,
 export { loadTensor, loadTensors, type LoadOptions } from './load';
 export { quantizeInt8PerChannel, uploadInt8, type QuantizedInt8 } from './quantize';
 export { gridPositions, mrope, rope1d, ropeAxes, ropeInvFreq, uploadRope, type MropeMode, type RopeTable } from './rope-tables';
+export { besselI0, kaiserBeta, kaiserSincFilter1d, kaiserWindow } from './filters';
