@@ -1,6 +1,7 @@
 // Batched matmul with a fused epilogue (bias, activation, gate, residual) and int8 weight-only B.
 //   shader:    shaders/matmul.wgsl (entry matmul; overrides WGX, WGY, BK, BTYPE, STYPE, ACT, BIAS, GATE, RESID)
-//              shaders/matmul_subgroup.wgsl (tensor-core path, f16 only, where the adapter has subgroup matrix)
+//              shaders/matmul_subgroup.wgsl (tensor-core path, f16 only, where the adapter has subgroup matrix;
+//              opt-in with KILN_SUBGROUP_MATRIX=1 until it has run on real hardware)
 //   reference: test/engine/reference/matmul.ts
 //   tests:     test/engine/matmul.test.ts, test/engine/linear.test.ts, test/engine/int8.test.ts
 // A and B may be any strided views (a transposed operand is a transpose() view, no copy); batch dims (up to
@@ -30,7 +31,8 @@ export interface GemmOptions extends Epilogue {
   out?: Tensor;
   /** Tuning (tests use small tiles to cross tile edges on small sizes). */
   tile?: { wgx?: number; wgy?: number; bk?: number };
-  /** 'auto' picks the subgroup-matrix kernel when the adapter has it and the op fits; 'tiled' forces the fallback. */
+  /** 'auto' is the register-tiled kernel, or the subgroup-matrix kernel when KILN_SUBGROUP_MATRIX=1 is set and the
+   * adapter has it (opt-in: that path has never run on real hardware); 'tiled' / 'subgroup' force one. */
   path?: 'auto' | 'tiled' | 'subgroup';
 }
 
@@ -101,7 +103,7 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     .dims(bstr(r), 4).dims(mat(r), 4);
 
   const path = opts.path ?? 'auto';
-  if (path === 'subgroup' || (path === 'auto' && b.dtype === 'f16' && subgroupMatrixUsable(e))) {
+  if (path === 'subgroup' || (path === 'auto' && b.dtype === 'f16' && subgroupMatrixOptIn() && subgroupMatrixUsable(e))) {
     gemmSubgroup(e, op, { a, b, out, params, M, N, batches: nb, bias, gate: g, residual: r, act: opts.act ?? 'none' });
     return out;
   }
@@ -128,6 +130,11 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     workgroups: [Math.ceil(N / (4 * wgx)), Math.ceil(M / (4 * wgy)), nb],
   });
   return out;
+}
+
+/** KILN_SUBGROUP_MATRIX=1: let 'auto' use the subgroup-matrix GEMM (read per call, so tests and benches can flip it). */
+export function subgroupMatrixOptIn(): boolean {
+  return process.env.KILN_SUBGROUP_MATRIX === '1';
 }
 
 /** The last 3 values, padded at the front with `fill` (batch dims are matched from the right). */
