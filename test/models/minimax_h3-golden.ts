@@ -18,3 +18,15 @@ export function float64FromWords(words: ArrayLike<number>): Float64Array {
   const u16 = Uint16Array.from(words);
   return new Float64Array(u16.buffer);
 }
+
+/** How a case is run: compute dtype, int8 linears (tolerance key 'int8'). */
+export interface Variant {
+  name: string;
+  dtype: 'f32' | 'f16';
+  int8: boolean;
+}
+export const VARIANTS: readonly Variant[] = [
+  { name: 'f32', dtype: 'f32', int8: false },
+  { name: 'f16', dtype: 'f16', int8: false },
+  { name: 'int8', dtype: 'f32', int8: true },
+];

@@ -1,0 +1,78 @@
+// The dual-schedule sampling loop (diffusers modular_pipelines/minimax_h3 denoise.py): one transformer forward
+// per step serves every row; the generated video rows step down the video schedule, the generated audio rows
+// the audio one, and conditioning rows are never written (they stay at their anchor). No CFG: the released
+// checkpoints are guidance-distilled.
+//
+// Row timesteps per step (SetTimestepsStep.build_row_timesteps): text and generated video rows at the video t,
+// generated audio rows at the audio t, keyframe rows at max(video t, 0.999), audio reference rows at 1; the
+// transformer gets the sorted distinct values and each row's index into them.
+import type { Engine } from '../../engine/engine';
+import { copyInto } from '../../engine/ops/layout';
+import type { Tensor } from '../../engine/tensor';
+import { KEYFRAME_NOISE_AUG, type PackedLayout } from './layout';
+import { AUDIO_SHIFT, FlowSchedule, VIDEO_SHIFT } from './scheduler';
+import type { H3Sequence, MiniMaxH3Transformer } from './transformer';
+
+export interface RowTimestepPlan {
+  /** Distinct row timesteps, ascending (float32 values). */
+  timesteps: Float32Array;
+  /** Per sequence row: index into timesteps. */
+  indices: Int32Array;
+}
+
+export function rowTimestepPlan(layout: PackedLayout, videoT: number, audioT: number, conditionVideoT = Math.max(videoT, KEYFRAME_NOISE_AUG), conditionAudioT = 1): RowTimestepPlan {
+  const row = new Float32Array(layout.length).fill(videoT);
+  layout.videoIndices.subarray(0, layout.numConditionVideoRows).forEach((i) => (row[i] = conditionVideoT));
+  layout.audioIndices.subarray(layout.numConditionAudioRows).forEach((i) => (row[i] = audioT));
+  layout.audioIndices.subarray(0, layout.numConditionAudioRows).forEach((i) => (row[i] = conditionAudioT));
+  const timesteps = Float32Array.from(new Set(row)).sort();
+  const where = new Map(Array.from(timesteps, (t, i) => [t, i]));
+  return { timesteps, indices: Int32Array.from(row, (t) => where.get(t)!) };
+}
+
+export interface H3SampleOptions {
+  /** Sigma grid points per schedule, the terminal 0 included (upstream num_inference_steps): steps - 1 forwards. */
+  steps: number;
+  videoShift?: number;
+  audioShift?: number;
+  /** Called after each step's update is recorded (progress; throw to cancel). */
+  onStep?: (done: number, total: number) => void | Promise<void>;
+  /** Tests: each step's plan and velocities (freed after the call returns). */
+  capture?: (step: number, name: string, t: Tensor, plan: RowTimestepPlan) => void;
+}
+
+/**
+ * Denoises `video` [Nv, patch] and `audio` [Na, channels] (f32, layout row order, conditioning rows first) in
+ * place. `text` is model.encodeText's output, `sequence` model.prepare(layout)'s.
+ */
+export async function sampleH3(e: Engine, model: MiniMaxH3Transformer, sequence: H3Sequence, text: Tensor, video: Tensor, audio: Tensor, opts: H3SampleOptions): Promise<void> {
+  const vs = new FlowSchedule(opts.steps, opts.videoShift ?? VIDEO_SHIFT);
+  const as = new FlowSchedule(opts.steps, opts.audioShift ?? AUDIO_SHIFT);
+  if (vs.length !== as.length) throw new RangeError(`sampleH3: the video (${vs.length}) and audio (${as.length}) schedules have different lengths`);
+  const { layout } = sequence;
+  const nc = layout.numConditionVideoRows;
+  const nca = layout.numConditionAudioRows;
+  const nv = video.shape[0]!;
+  const na = audio.shape[0]!;
+  for (let i = 0; i < vs.length; i++) {
+    const plan = rowTimestepPlan(layout, vs.timesteps[i]!, as.timesteps[i]!);
+    const adaln = model.adaln(plan.timesteps);
+    const out = model.forward({ video, audio, text, sequence, adaln, timestepIndices: plan.indices });
+    adaln.free();
+    if (opts.capture) {
+      opts.capture(i, 'noise_pred', out.video, plan);
+      opts.capture(i, 'audio_noise_pred', out.audio, plan);
+    }
+    const update = (s: FlowSchedule, x: Tensor, v: Tensor, from: number, to: number) => {
+      if (from === to) return;
+      const next = s.step(e, i, x.slice(0, from, to), v.slice(0, from, to));
+      copyInto(e, next, x.slice(0, from, to));
+      next.free();
+    };
+    update(vs, video, out.video, nc, nv);
+    update(as, audio, out.audio, nca, na);
+    out.video.free();
+    out.audio.free();
+    await opts.onStep?.(i + 1, vs.length);
+  }
+}

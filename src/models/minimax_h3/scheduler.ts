@@ -1,0 +1,77 @@
+// MiniMax H3's rectified-flow Euler schedule (diffusers MiniMaxH3Scheduler), one per modality: video shift 12,
+// audio shift 3 (scheduler/ and audio_scheduler/ scheduler_config.json). Conventions that differ from the usual
+// flow-match scheduler, all from upstream:
+//   - `steps` counts sigma grid points, the terminal 0 included: linspace(1, 0, steps) pushed through the shift
+//     sigma' = s * sigma / (1 + (s - 1) * sigma), consecutive duplicates dropped; steps - 1 model evaluations;
+//   - the model sees t = 1 - sigma in [0, 1], t = 1 clean;
+//   - the velocity points towards the data: x0 = x_t + (1 - t) * v, then x_next = r * x_t + (1 - r) * x0 with
+//     r = sigma_next / sigma (Euler, no noise re-injected).
+// Everything is float32 in upstream's operation order. torch.linspace's vectorised CPU path can differ from its
+// scalar formula by an ulp depending on the CPU's vector width; we use the scalar formula (start + i * step for
+// the first half, end - (n - 1 - i) * step for the second), so sigmas agree with upstream to an ulp or so.
+import type { Engine } from '../../engine/engine';
+import { add, mul } from '../../engine/ops/elementwise';
+import type { Tensor } from '../../engine/tensor';
+
+const f = Math.fround;
+
+export const VIDEO_SHIFT = 12;
+export const AUDIO_SHIFT = 3;
+
+/** The shifted sigma grid: `steps` points from 1 to 0 (fewer if the shift collapses neighbours in float32). */
+export function flowSigmas(steps: number, shift: number): Float32Array {
+  if (!Number.isInteger(steps) || steps < 2) throw new RangeError(`flowSigmas: steps ${steps} must be an integer >= 2 (the grid includes the terminal 0)`);
+  if (!(shift > 0)) throw new RangeError(`flowSigmas: shift ${shift} must be positive`);
+  const step = f(-1 / (steps - 1));
+  const half = Math.floor(steps / 2);
+  const s = f(shift);
+  const s1 = f(shift - 1);
+  const out: number[] = [];
+  for (let i = 0; i < steps; i++) {
+    const b = i < half ? f(1 + f(step * i)) : f(0 - f(step * (steps - 1 - i)));
+    const sigma = f(f(s * b) / f(1 + f(s1 * b)));
+    if (out.length === 0 || out[out.length - 1] !== sigma) out.push(sigma);
+  }
+  return Float32Array.from(out);
+}
+
+export class FlowSchedule {
+  readonly sigmas: Float32Array;
+  /** t = 1 - sigma for every evaluated step (the terminal sigma has none). */
+  readonly timesteps: Float32Array;
+
+  constructor(
+    readonly steps: number,
+    readonly shift: number,
+  ) {
+    this.sigmas = flowSigmas(steps, shift);
+    this.timesteps = this.sigmas.subarray(0, -1).map((s) => f(1 - s));
+  }
+
+  /** Model evaluations. */
+  get length(): number {
+    return this.timesteps.length;
+  }
+
+  /** x_{i+1} from x_i and the velocity v at step i (new f32 tensor of x's shape; any views in). */
+  step(e: Engine, i: number, x: Tensor, v: Tensor): Tensor {
+    if (!(i >= 0 && i < this.length)) throw new RangeError(`FlowSchedule.step: step ${i} of ${this.length}`);
+    return eulerStep(e, x, v, this.timesteps[i]!, this.sigmas[i]!, this.sigmas[i + 1]!);
+  }
+}
+
+/** x0 = x + (1 - t) v; x_next = r x + (1 - r) x0 with r = sigmaNext / sigma; float32 ops in upstream's order. */
+export function eulerStep(e: Engine, x: Tensor, v: Tensor, t: number, sigma: number, sigmaNext: number): Tensor {
+  if (x.dtype !== 'f32' || v.dtype !== 'f32') throw new TypeError(`eulerStep: x ${x} and v ${v} must be f32`);
+  const sv = mul(e, v, f(1 - f(t)));
+  const x0 = add(e, x, sv);
+  sv.free();
+  const r = f(f(sigmaNext) / f(sigma));
+  const a = mul(e, x, r);
+  const b = mul(e, x0, f(1 - r));
+  x0.free();
+  const out = add(e, a, b);
+  a.free();
+  b.free();
+  return out;
+}

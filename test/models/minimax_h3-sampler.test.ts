@@ -1,0 +1,149 @@
+// MiniMax H3 dual-schedule flow-matching Euler sampler against diffusers (minimax_h3/{scheduler,trajectory}):
+// both schedules' sigmas and timesteps for 50/8/4/3/2 grid points, Euler chains on the GPU, and a 2-step
+// trajectory of the tiny transformer from fixed noise (t2va, and fl2va whose keyframe rows must stay put).
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { copy, copyInto } from '../../src/engine/ops/layout';
+import type { Tensor } from '../../src/engine/tensor';
+import { parseH3Config } from '../../src/models/minimax_h3/config';
+import { patchify, unpatchify } from '../../src/models/minimax_h3/patchify';
+import { rowTimestepPlan, sampleH3 } from '../../src/models/minimax_h3/sampler';
+import { AUDIO_SHIFT, FlowSchedule, flowSigmas, VIDEO_SHIFT } from '../../src/models/minimax_h3/scheduler';
+import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
+import { testEngine, type Tolerance } from '../engine/helpers';
+import { expectClose, goldenDir, goldenTests, WEIGHT_PREFIX } from './golden';
+import { caseLayout, VARIANTS } from './minimax_h3-golden';
+
+// Sigmas: float32 in upstream's order; torch.linspace's vectorised path may differ from the scalar formula by
+// an ulp (see scheduler.ts), which the shift can at most double: 2.5e-7 absolute covers it, an off-by-one grid
+// or a wrong shift is off by 1e-2.
+const SIGMA_TOL: Tolerance = { atol: 2.5e-7, rtol: 0 };
+
+goldenTests('minimax_h3', 'scheduler', async (c) => {
+  const e = await testEngine();
+  const steps = c.config.num_inference_steps as number;
+  const sample = await c.input('sample');
+  for (const name of ['video', 'audio'] as const) {
+    const shift = (c.config[name] as { shift: number }).shift;
+    assert.equal(shift, name === 'video' ? VIDEO_SHIFT : AUDIO_SHIFT, `${name} shift of the real config`);
+    const s = new FlowSchedule(steps, shift);
+    expectClose(s.sigmas, await c.output(`${name}.sigmas`), SIGMA_TOL, `${name}.sigmas`);
+    expectClose(s.timesteps, await c.output(`${name}.timesteps`), SIGMA_TOL, `${name}.timesteps`);
+    const vel = await c.input(`${name}.velocity`);
+    let x = e.upload(sample.data, sample.shape, 'f32');
+    const chain: number[] = [];
+    const n = sample.data.length;
+    for (let i = 0; i < s.length; i++) {
+      const v = e.upload(vel.data.subarray(i * n, (i + 1) * n), [n], 'f32');
+      const next = s.step(e, i, x, v);
+      v.free();
+      x.free();
+      x = next;
+      chain.push(...(await e.read(x)));
+    }
+    x.free();
+    expectClose(chain, await c.output(`${name}.samples`), c.tol('f32'), `${name}.samples`);
+  }
+});
+
+for (const v of VARIANTS) {
+  goldenTests('minimax_h3', 'trajectory', async (c) => {
+    const e = await testEngine();
+    const cfg = parseH3Config(c.config, `${c.path} config`);
+    const steps = (await c.ints('num_inference_steps')).data[0]!;
+    const model = await MiniMaxH3Transformer.load(e, c.ckpt, cfg, { dtype: v.dtype, int8: v.int8, prefix: WEIGHT_PREFIX });
+    const { geometry, layout } = await caseLayout(c);
+    const noise = await c.input('noise');
+    const noiseT = e.upload(noise.data, noise.shape, 'f32');
+    const rows = patchify(e, noiseT, cfg.patchSize);
+    expectClose(await e.read(rows), await c.output('video_rows'), { atol: 0, rtol: 0 }, 'patchify');
+    const back = unpatchify(e, rows, cfg.inChannels, [geometry.numLatentFrames, geometry.latentHeight, geometry.latentWidth], cfg.patchSize);
+    expectClose(await e.read(back), noise, { atol: 0, rtol: 0 }, 'unpatchify');
+    back.free();
+    noiseT.free();
+
+    // video rows: keyframe conditioning rows first, then the noise; audio rows: the noise (channel-major)
+    const cond = await c.input('condition_rows');
+    const nc = layout.numConditionVideoRows;
+    assert.equal(cond.shape[0], nc);
+    const video = e.empty([layout.videoIndices.length, rows.shape[1]!], 'f32');
+    if (nc) {
+      const condT = e.upload(cond.data, cond.shape, 'f32');
+      copyInto(e, condT, video.slice(0, 0, nc));
+      condT.free();
+    }
+    copyInto(e, rows, video.slice(0, nc, layout.videoIndices.length));
+    rows.free();
+    const an = await c.input('audio_noise');
+    const audio = e.upload(an.data, an.shape, 'f32');
+    const textIn = await c.input('encoder_hidden_states');
+    const text32 = e.upload(textIn.data, textIn.shape, 'f32');
+    const text = model.encodeText(text32);
+    const sequence = model.prepare(layout);
+    const tol = c.tol(v.int8 ? 'int8' : v.dtype);
+    const pending: Promise<void>[] = [];
+    const seen = new Map<string, Tensor>();
+    try {
+      let done = 0;
+      await sampleH3(e, model, sequence, text, video, audio, {
+        steps,
+        onStep: (k) => {
+          done = k;
+          seen.set(`step.${k - 1}.latents`, copy(e, video));
+          seen.set(`step.${k - 1}.audio_latents`, copy(e, audio));
+        },
+        capture: (i, name, t, plan) => {
+          seen.set(`step.${i}.${name}`, copy(e, t));
+          pending.push(
+            (async () => {
+              assert.deepEqual(Array.from(plan.timesteps), Array.from((await c.output(`step.${i}.timestep`)).data), `step ${i} timesteps`);
+              assert.deepEqual(Array.from(plan.indices), Array.from((await c.output(`step.${i}.timestep_indices`)).data), `step ${i} indices`);
+            })(),
+          );
+        },
+      });
+      await Promise.all(pending);
+      assert.equal(done, steps - 1);
+      for (let i = 0; i < steps - 1; i++) {
+        for (const name of ['noise_pred', 'audio_noise_pred', 'latents', 'audio_latents']) {
+          const key = `step.${i}.${name}`;
+          expectClose(await e.read(seen.get(key)!), await c.output(key), tol, `${key} (${v.name})`);
+        }
+      }
+      // the keyframe rows were never written
+      const final = await e.read(video);
+      for (let j = 0; j < nc * cond.shape[1]!; j++) assert.equal(final[j], Math.fround(cond.data[j]!), `condition value ${j}`);
+    } finally {
+      seen.forEach((t) => t.free());
+      for (const t of [video, audio, text32, text]) t.free();
+      sequence.free();
+      model.free();
+    }
+  }, v.name);
+}
+
+test('the real scheduler configs: video shift 12, audio shift 3; the grid ends at 0', () => {
+  const read = (f: string) => JSON.parse(readFileSync(join(goldenDir('minimax_h3', 'configs'), f), 'utf8')) as { shift: number };
+  assert.equal(read('scheduler.json').shift, VIDEO_SHIFT);
+  assert.equal(read('audio-scheduler.json').shift, AUDIO_SHIFT);
+  for (const n of [2, 4, 8, 50]) {
+    const s = flowSigmas(n, VIDEO_SHIFT);
+    assert.equal(s.length, n);
+    assert.equal(s[0], 1);
+    assert.equal(s[n - 1], 0);
+    for (let i = 1; i < n; i++) assert.ok(s[i]! < s[i - 1]!, 'strictly decreasing');
+  }
+  assert.throws(() => flowSigmas(1, 12), /steps 1/);
+});
+
+test('rowTimestepPlan: text and video at the video t, audio at its own, keyframes at max(t, 0.999)', () => {
+  const layout = { length: 6, positions: new Float64Array(18), tags: new Uint8Array(6), textIndices: Int32Array.from([0]), videoIndices: Int32Array.from([1, 4, 5]), audioIndices: Int32Array.from([2, 3]), numConditionVideoRows: 1, numConditionAudioRows: 0 };
+  const p = rowTimestepPlan(layout, 0.25, 0.5);
+  assert.deepEqual(Array.from(p.timesteps), [0.25, 0.5, Math.fround(0.999)]);
+  assert.deepEqual(Array.from(p.indices), [0, 2, 1, 1, 0, 0]);
+  const same = rowTimestepPlan({ ...layout, numConditionVideoRows: 0 }, 0, 0);
+  assert.deepEqual(Array.from(same.timesteps), [0]);
+  assert.deepEqual(Array.from(same.indices), [0, 0, 0, 0, 0, 0]);
+});
