@@ -26,6 +26,8 @@ import { relu, sigmoid, sqrt, square, tanh } from '../../engine/ops/unary';
 import type { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import type { SpeakerEncoderConfig } from './config';
+import { MelFrontEnd, melMinSamples, SPEAKER_MEL } from './mel';
+import { resampleAudio } from './speaker-resample';
 
 export type SpeakerDType = 'f32' | 'f16';
 
@@ -301,6 +303,8 @@ export class SpeakerEncoder {
     readonly mfa: TimeDelayNetBlock,
     readonly asp: AttentiveStatisticsPooling,
     readonly fc: ReflectConv1d,
+    /** The log-mel front end extract_speaker_embedding uses (f32 matrices on the GPU). */
+    readonly mel: MelFrontEnd,
   ) {}
 
   static async load(e: Engine, ckpt: Checkpoint, config: SpeakerEncoderConfig, o: SpeakerEncoderLoadOptions = {}): Promise<SpeakerEncoder> {
@@ -323,7 +327,7 @@ export class SpeakerEncoder {
       const mfa = await TimeDelayNetBlock.load(l, `${p}mfa`, last, last, c.kernelSizes[n - 1]!, c.dilations[n - 1]!);
       const asp = await AttentiveStatisticsPooling.load(l, `${p}asp`, last, c.attentionChannels);
       const fc = await ReflectConv1d.load(l, `${p}fc`, c.encDim, 2 * last, 1);
-      return new SpeakerEncoder(c, l.dtype, [first, ...se], mfa, asp, fc);
+      return new SpeakerEncoder(c, l.dtype, [first, ...se], mfa, asp, fc, MelFrontEnd.create(e));
     } catch (err) {
       for (const t of l.owned) t.free();
       throw err;
@@ -376,5 +380,55 @@ export class SpeakerEncoder {
     this.mfa.free();
     this.asp.free();
     this.fc.free();
+    this.mel.free();
   }
+
+  /** Fewest mel frames forward() takes: every reflect padding must be shorter than the sequence. */
+  get minFrames(): number {
+    const c = this.config;
+    const pads = c.kernelSizes.map((k, i) => Math.ceil(((k - 1) * c.dilations[i]!) / 2));
+    return Math.max(1, ...pads) + 1;
+  }
+}
+
+/** Fewest 24 kHz samples speakerEmbedding takes (reflect paddings of the mel and of the encoder's convs). */
+export function minSpeakerSamples(enc: SpeakerEncoder): number {
+  const s = SPEAKER_MEL;
+  const fromFrames = (enc.minFrames - 1) * s.hop + s.nFft - 2 * Math.floor((s.nFft - s.hop) / 2);
+  return Math.max(melMinSamples(), fromFrames);
+}
+
+export interface SpeakerEmbeddingOptions {
+  /** dtype of the returned vector (default: the encoder's). The talker takes it in its own compute dtype. */
+  dtype?: SpeakerDType;
+}
+
+/**
+ * The x-vector of a reference clip, as Qwen3TTSModel.create_voice_clone_prompt computes ref_spk_embedding: mono
+ * samples (the caller averages channels, as upstream does) at `sampleRate`, resampled to 24 kHz when needed
+ * (speaker-resample.ts; upstream uses librosa/soxr), no normalisation, then extract_speaker_embedding: log mel
+ * [1, frames, 128] -> encoder -> [encDim], the vector the talker prompt puts in its speaker row.
+ */
+export function speakerEmbedding(e: Engine, enc: SpeakerEncoder, wav: Float32Array, sampleRate: number, o: SpeakerEmbeddingOptions = {}): Tensor {
+  const rate = enc.config.sampleRate;
+  if (rate !== SPEAKER_MEL.sampleRate || enc.config.melDim !== SPEAKER_MEL.nMels) {
+    // extract_speaker_embedding hard-codes a 24 kHz, 128-band mel whatever the config says.
+    throw new RangeError(`speakerEmbedding: the encoder wants ${rate} Hz / ${enc.config.melDim} mel bands; upstream's front end is ${SPEAKER_MEL.sampleRate} Hz / ${SPEAKER_MEL.nMels}`);
+  }
+  for (let i = 0; i < wav.length; i++) {
+    if (!Number.isFinite(wav[i]!)) throw new RangeError(`speakerEmbedding: sample ${i} is ${wav[i]}`);
+  }
+  const y = sampleRate === rate ? wav : resampleAudio(wav, sampleRate, rate);
+  const need = minSpeakerSamples(enc);
+  if (y.length < need) {
+    throw new RangeError(`speakerEmbedding: ${(y.length / rate).toFixed(3)} s of audio is too short for the speaker encoder (at least ${need} samples at ${rate} Hz)`);
+  }
+  const mel = enc.mel.runHost(e, y); // [1, frames, 128] f32
+  const emb = enc.forward(e, mel); // [1, encDim]
+  mel.free();
+  const want = o.dtype ?? enc.dtype;
+  if (want === emb.dtype) return emb.reshape([enc.config.encDim]);
+  const out = cast(e, emb, want);
+  emb.free();
+  return out.reshape([enc.config.encDim]);
 }
