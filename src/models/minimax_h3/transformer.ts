@@ -15,7 +15,9 @@ import type { Engine } from '../../engine/engine';
 import { cast, copyInto, gather, uploadIds } from '../../engine/ops/layout';
 import { rmsNorm } from '../../engine/ops/norm';
 import { uploadRope } from '../../engine/rope-tables';
-import type { Checkpoint } from '../../engine/safetensors';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { loadPlain, type ComputeDType, type WeightLoader } from '../qwen3/weights';
 import { computeAdaLN, type AdaLNTables, type TimeEmbedder } from './adaln';
@@ -24,6 +26,15 @@ import { videoPatchDim, type H3Config } from './config';
 import { checkLayout, MODALITIES, type PackedLayout } from './layout';
 import { RowModulation } from './modulation';
 import { h3InvFreq, h3RopeTable } from './rope';
+
+/** The diffusers index name of transformer/ (Checkpoint.open(dir) looks for model.safetensors.index.json). */
+export const DIFFUSERS_INDEX = 'diffusion_pytorch_model.safetensors.index.json';
+
+/** Opens a diffusers transformer/ folder (sharded index or single file), or any path Checkpoint.open takes. */
+export function openH3Checkpoint(path: string): Promise<Checkpoint> {
+  for (const f of [DIFFUSERS_INDEX, 'diffusion_pytorch_model.safetensors']) if (existsSync(join(path, f))) return Checkpoint.open(join(path, f));
+  return Checkpoint.open(path);
+}
 
 export interface H3LoadOptions {
   /** Compute dtype of the block stack (default f32). */
