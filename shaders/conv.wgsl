@@ -23,6 +23,9 @@
 // f32 vec4s. Workgroups: x = group * col_tiles + column tile, row tile = y + z * num_workgroups.y (folded
 // past 65535); tiles past M return at once.
 //
+// Entry depthwise (groups = Cin = Cout, plain conv): one thread per output element (channel fastest, so reads of
+// x are coalesced along C), looping over the taps; same Params (w_str.x steps channels, w_str.w taps).
+//
 // Bindings: 0 params, 1 out, 2 x, 3 w, 4 bias (bound to x when absent).
 
 override WGX: u32 = 16u;        // threads along Cout_g (tile width 4*WGX)
@@ -30,6 +33,7 @@ override WGY: u32 = 16u;        // threads along output pixels (tile height 4*WG
 override BK: u32 = 16u;         // depth of a staged K slice
 override TRANSPOSED: bool = false;
 override BIAS: bool = false;
+override WG: u32 = 256u;        // depthwise: threads per workgroup
 
 struct Params {
   M: u32,           // output pixels N*To*Ho*Wo
@@ -188,4 +192,30 @@ fn conv(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       out[m * p.cout + oc] = T(acc[r][c] + b);
     }
   }
+}
+
+@compute @workgroup_size(WG)
+fn depthwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.M * p.cout) { return; }
+  let c = i % p.cout;
+  let m = i / p.cout;
+  let n = m / p.out_sp.w;
+  let q = m % p.out_sp.w;
+  let o = vec3<i32>(vec3<u32>(q / (p.out_sp.y * p.out_sp.z), (q / p.out_sp.z) % p.out_sp.y, q % p.out_sp.z));
+  let row = vec4<i32>(i32(p.x_off + n * p.x_nstr + c * p.x_str.w), o * vec3<i32>(p.stride.xyz) - vec3<i32>(p.pad.xyz));
+  let wb = p.w_off + c * p.w_str.x;
+  var acc = 0.0;
+  var tap = 0u;
+  for (var kt = 0u; kt < p.ks.x; kt++) {
+    for (var kh = 0u; kh < p.ks.y; kh++) {
+      for (var kw = 0u; kw < p.ks.z; kw++) {
+        let xi = x_index(row, vec3<i32>(vec3<u32>(kt, kh, kw) * p.dil.xyz));
+        if (xi >= 0) { acc += f32(x[u32(xi)]) * f32(w[wb + tap * p.w_str.w]); }
+        tap++;
+      }
+    }
+  }
+  if (BIAS) { acc += f32(bias[p.bias_off + c * p.bias_str]); }
+  out[i] = T(acc);
 }

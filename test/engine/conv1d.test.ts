@@ -81,12 +81,16 @@ for (const dtype of ['f32', 'f16'] as DType[]) {
     }
   }));
 
-  test(`conv1d ${dtype}: x as a transposed [N, C, L] view or a slice; strided weight`, seeded(async (rng) => {
+  test(`conv1d ${dtype}: x as a transposed [N, C, L] view or a slice; strided weight; dense and depthwise`, seeded(async (rng) => {
     const e = await testEngine();
-    for (const layout of ['transposed', 'sliced'] as Layout[]) {
-      const c: Case = { N: 2, L: rng.int(5, 40), cin: rng.int(1, 12), cout: rng.int(1, 20), k: 3, pad: 1, bias: true, stride: rng.int(1, 2) };
+    for (const [layout, depthwise] of [['transposed', false], ['sliced', false], ['transposed', true], ['sliced', true]] as [Layout, boolean][]) {
+      const cin = rng.int(1, 12);
+      const c: Case = {
+        N: 2, L: rng.int(5, 40), cin, cout: depthwise ? cin : rng.int(1, 20), k: 3, pad: 1, bias: true, stride: rng.int(1, 2),
+        groups: depthwise ? cin : 1,
+      };
       const x = randomHost(rng, [c.N, c.L, c.cin], dtype);
-      const w = randomHost(rng, [c.cout, c.cin, c.k], dtype);
+      const w = randomHost(rng, [c.cout, depthwise ? 1 : c.cin, c.k], dtype);
       const b = randomHost(rng, [c.cout], dtype);
       const gx = uploadAs(e, x, dtype, layout);
       const gw = uploadAs(e, w, dtype, 'sliced'); // every dim strided inside a bigger tensor

@@ -1,5 +1,6 @@
 // Convolutions as implicit GEMM over channels-last activations: conv1d/2d/3d and their transposed forms.
-//   shader:    shaders/conv.wgsl (entry conv; overrides WGX, WGY, BK, TRANSPOSED, BIAS)
+//   shader:    shaders/conv.wgsl (entries conv, the implicit GEMM, and depthwise; overrides WGX, WGY, BK, TRANSPOSED,
+//              BIAS, WG)
 //   reference: test/engine/reference/conv.ts
 //   tests:     test/engine/conv1d.test.ts, conv2d3d.test.ts, conv_transposed.test.ts
 //
@@ -10,6 +11,7 @@
 // made once at load) which the kernel reads coalesced. Both give the same numbers.
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
+import { grid1d } from '../recorder';
 import { fmtShape, type Tensor } from '../tensor';
 import { checkFloat, outputTensor } from './checks';
 import { copy } from './layout';
@@ -232,6 +234,14 @@ function dispatch(e: Engine, op: string, transposed: boolean, x: Tensor, wt: { t
   const K = ch.cinG * k[0]! * k[1]! * k[2]!;
   if (M >= 2 ** 31 || x.storage.byteLength / x.bytesPerElement >= 2 ** 31) throw new RangeError(`${op}: x ${x} or its output is too large (2^31 elements)`);
 
+  // Depthwise (one input and one output channel per group): a direct kernel, one thread per output element;
+  // the GEMM tiling would leave 3/4 of each tile idle. `tile` forces the GEMM path (tests cover both).
+  if (!transposed && ch.cinG === 1 && ch.coutG === 1 && !tile) {
+    const params = convParams(M, K, ch, 1, x, wt, bias, geo, inSp, outSp, k, xs);
+    const kernel = e.kernels.get({ shader: 'conv', entry: 'depthwise', dtype: x.dtype, constants: { WG: DW_WG, BIAS: !!bias } });
+    e.recorder.dispatch({ kernel, bindings: [out, x, wt.t, bias ?? x], params, workgroups: grid1d(out.numel, DW_WG) });
+    return out;
+  }
   const { wgx, wgy, bk } = pickTile(ch.coutG, K, tile);
   const colTiles = Math.ceil(ch.coutG / (4 * wgx));
   const rowTiles = Math.ceil(M / (4 * wgy));
@@ -240,7 +250,19 @@ function dispatch(e: Engine, op: string, transposed: boolean, x: Tensor, wt: { t
   const gy = Math.min(rowTiles, maxWg);
   const gz = Math.ceil(rowTiles / gy);
 
-  const params = new Params()
+  const params = convParams(M, K, ch, colTiles, x, wt, bias, geo, inSp, outSp, k, xs);
+  const kernel = e.kernels.get({ shader: 'conv', entry: 'conv', dtype: x.dtype, constants: { WGX: wgx, WGY: wgy, BK: bk, TRANSPOSED: transposed, BIAS: !!bias } });
+  e.recorder.dispatch({ kernel, bindings: [out, x, wt.t, bias ?? x], params, workgroups: [colTiles * ch.groups, gy, gz] });
+  return out;
+}
+
+const DW_WG = 256;
+
+/** The Params uniform of shaders/conv.wgsl (both entries), in struct order; spatial vectors already in (T, H, W). */
+function convParams(M: number, K: number, ch: Channels, colTiles: number, x: Tensor, wt: { t: Tensor; str: number[] }, bias: Tensor | undefined,
+  geo: Geometry, inSp: number[], outSp: number[], k: number[], xs: number[]): Params {
+  const to3 = (v: readonly number[], fill: number) => [...Array<number>(3 - geo.d).fill(fill), ...v];
+  return new Params()
     .u32(M).u32(K).u32(ch.cinG).u32(ch.coutG)
     .u32(ch.cout).u32(colTiles).u32(x.offset).u32(wt.t.offset)
     .u32(bias?.offset ?? 0).u32(bias?.strides[0] ?? 0).u32(geo.repl).u32(x.strides[0]!)
@@ -252,9 +274,6 @@ function dispatch(e: Engine, op: string, transposed: boolean, x: Tensor, wt: { t
     .dims(to3(geo.padFront, 0), 4)
     .dims([...xs, x.strides[geo.d + 1]!], 4)
     .dims(wt.str, 4);
-  const kernel = e.kernels.get({ shader: 'conv', entry: 'conv', dtype: x.dtype, constants: { WGX: wgx, WGY: wgy, BK: bk, TRANSPOSED: transposed, BIAS: !!bias } });
-  e.recorder.dispatch({ kernel, bindings: [out, x, wt.t, bias ?? x], params, workgroups: [colTiles * ch.groups, gy, gz] });
-  return out;
 }
 
 /** Tile shape for Cout_g channels and K = Cin_g*taps: narrow tiles for depthwise/few channels, shallow K slices for
