@@ -42,6 +42,11 @@ for (const dtype of ['f32', 'f16'] as SpeakerDType[]) {
     const again = enc.forward(e, mel);
     assert.deepEqual(await e.read(again), await e.read(r.embedding));
     for (const t of [mel, again, r.embedding, r.mfa, r.asp, ...r.blocks]) t.free();
+    // dilation 4 x (k 3 - 1) / 2 = 4 frames of reflect padding need 5 frames.
+    assert.equal(enc.minFrames, 5);
+    const short = e.upload(melH.data.subarray(0, 4 * 128), [1, 4, 128], 'f32');
+    assert.throws(() => enc.forward(e, short), /mel f32\[1,4,128\] has fewer than the 5 frames/);
+    short.free();
     enc.free();
   }, dtype);
 }

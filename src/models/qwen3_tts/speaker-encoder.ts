@@ -336,43 +336,31 @@ export class SpeakerEncoder {
 
   /** Log mel [B, T, melDim] (f32 or this dtype, any view) -> embedding [B, encDim] in this dtype. */
   forward(e: Engine, mel: Tensor): Tensor {
-    return this.run(e, mel, null);
+    const r = this.trace(e, mel);
+    for (const t of [...r.blocks, r.mfa, r.asp]) t.free();
+    return r.embedding;
   }
 
   /** forward() that also returns every block's output, mfa and the pooled statistics (for golden tests). */
   trace(e: Engine, mel: Tensor): { embedding: Tensor } & SpeakerEncoderTrace {
-    const t: SpeakerEncoderTrace = { blocks: [], mfa: null as unknown as Tensor, asp: null as unknown as Tensor };
-    const embedding = this.run(e, mel, t);
-    return { embedding, ...t };
-  }
-
-  private run(e: Engine, mel: Tensor, trace: SpeakerEncoderTrace | null): Tensor {
     const c = this.config;
     if (mel.rank !== 3 || mel.shape[2] !== c.melDim) throw new RangeError(`speaker encoder: mel ${mel} must be [B, T, ${c.melDim}]`);
+    if (mel.shape[1]! < this.minFrames) throw new RangeError(`speaker encoder: mel ${mel} has fewer than the ${this.minFrames} frames the reflect-padded convs need`);
     const x = mel.dtype === this.dtype ? mel : cast(e, mel, this.dtype);
-    const outs: Tensor[] = [];
+    const blocks: Tensor[] = [];
     let h = x;
     for (const block of this.blocks) {
       h = block.forward(e, h);
-      outs.push(h);
+      blocks.push(h);
     }
     if (x !== mel) x.free();
     const B = mel.shape[0]!;
-    const cat = concat(e, outs.slice(1), 2);
-    const m = this.mfa.forward(e, cat);
+    const cat = concat(e, blocks.slice(1), 2); // multi-layer feature aggregation: blocks 1..n-2
+    const mfa = this.mfa.forward(e, cat);
     cat.free();
-    const pooled = this.asp.forward(e, m); // [B, 2C]
-    const y = this.fc.forward(e, pooled.reshape([B, 1, pooled.shape[1]!])); // [B, 1, encDim]
-    if (trace) {
-      trace.blocks = outs;
-      trace.mfa = m;
-      trace.asp = pooled;
-    } else {
-      for (const t of outs) t.free();
-      m.free();
-      pooled.free();
-    }
-    return y.reshape([B, c.encDim]);
+    const asp = this.asp.forward(e, mfa); // [B, 2C]
+    const y = this.fc.forward(e, asp.reshape([B, 1, asp.shape[1]!])); // [B, 1, encDim]
+    return { embedding: y.reshape([B, c.encDim]), blocks, mfa, asp };
   }
 
   free(): void {
