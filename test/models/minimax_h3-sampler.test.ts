@@ -13,7 +13,7 @@ import { rowTimestepPlan, sampleH3 } from '../../src/models/minimax_h3/sampler';
 import { AUDIO_SHIFT, FlowSchedule, flowSigmas, VIDEO_SHIFT } from '../../src/models/minimax_h3/scheduler';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { testEngine, type Tolerance } from '../engine/helpers';
-import { expectClose, goldenDir, goldenTests, WEIGHT_PREFIX } from './golden';
+import { expectClose, goldenCaseFiles, goldenDir, GoldenCase, goldenTests, WEIGHT_PREFIX } from './golden';
 import { caseLayout, VARIANTS } from './minimax_h3-golden';
 
 // Sigmas: float32 in upstream's order; torch.linspace's vectorised path may differ from the scalar formula by
@@ -146,4 +146,36 @@ test('rowTimestepPlan: text and video at the video t, audio at its own, keyframe
   const same = rowTimestepPlan({ ...layout, numConditionVideoRows: 0 }, 0, 0);
   assert.deepEqual(Array.from(same.timesteps), [0]);
   assert.deepEqual(Array.from(same.indices), [0, 0, 0, 0, 0, 0]);
+});
+
+test('after two warm-up steps a sampling step creates no GPU buffer', async () => {
+  const e = await testEngine();
+  const c = await GoldenCase.open(goldenCaseFiles('minimax_h3', 'trajectory').find((f) => f.endsWith('t2va_2_steps.safetensors'))!);
+  const model = await MiniMaxH3Transformer.load(e, c.ckpt, parseH3Config(c.config), { prefix: WEIGHT_PREFIX });
+  const { layout } = await caseLayout(c);
+  const sequence = model.prepare(layout);
+  const textIn = await c.input('encoder_hidden_states');
+  const text32 = e.upload(textIn.data, textIn.shape, 'f32');
+  const text = model.encodeText(text32);
+  const video = e.upload((await c.output('video_rows')).data, [layout.videoIndices.length, 16], 'f32');
+  const an = await c.input('audio_noise');
+  const audio = e.upload(an.data, an.shape, 'f32');
+  const created: number[] = [];
+  try {
+    await sampleH3(e, model, sequence, text, video, audio, {
+      steps: 6,
+      onStep: (k) => {
+        created.push(e.pool.stats().buffersCreated);
+        if (k === 2) e.pool.frozen = true;
+      },
+    });
+    assert.equal(created.length, 5);
+    assert.equal(created[4], created[1], `buffers created per step: ${created.join(', ')}`);
+  } finally {
+    e.pool.frozen = false;
+    for (const t of [video, audio, text32, text]) t.free();
+    sequence.free();
+    model.free();
+    await c.close();
+  }
 });
