@@ -138,6 +138,16 @@ test('the real scheduler configs: video shift 12, audio shift 3; the grid ends a
   assert.throws(() => flowSigmas(1, 12), /steps 1/);
 });
 
+test('an explicit sigma grid (a distilled checkpoint\'s own positions) is used verbatim', () => {
+  const s = FlowSchedule.fromSigmas([1, 0.7, 0.4, 0.15, 0]);
+  assert.equal(s.length, 4);
+  assert.deepEqual(Array.from(s.sigmas), [1, 0.7, 0.4, 0.15, 0].map(Math.fround));
+  assert.deepEqual(Array.from(s.timesteps), [0, 0.3, 0.6, 0.85].map((t, i) => Math.fround(1 - Math.fround([1, 0.7, 0.4, 0.15][i]!))));
+  assert.throws(() => FlowSchedule.fromSigmas([1, 0.5]), /ending at 0/);
+  assert.throws(() => FlowSchedule.fromSigmas([1, 1, 0]), /strictly decreasing/);
+  assert.throws(() => FlowSchedule.fromSigmas([0]), /at least two/);
+});
+
 test('rowTimestepPlan: text and video at the video t, audio at its own, keyframes at max(t, 0.999)', () => {
   const layout = { length: 6, positions: new Float64Array(18), tags: new Uint8Array(6), textIndices: Int32Array.from([0]), videoIndices: Int32Array.from([1, 4, 5]), audioIndices: Int32Array.from([2, 3]), numConditionVideoRows: 1, numConditionAudioRows: 0 };
   const p = rowTimestepPlan(layout, 0.25, 0.5);

@@ -35,6 +35,8 @@ export interface H3SampleOptions {
   steps: number;
   videoShift?: number;
   audioShift?: number;
+  /** Explicit grids used verbatim instead of steps + shifts (a distilled checkpoint's published positions). */
+  sigmas?: { video: ArrayLike<number>; audio: ArrayLike<number> };
   /** Called after each step's update is recorded (progress; throw to cancel). */
   onStep?: (done: number, total: number) => void | Promise<void>;
   /** Tests: each step's plan and velocities (freed after the call returns). */
@@ -46,8 +48,8 @@ export interface H3SampleOptions {
  * place. `text` is model.encodeText's output, `sequence` model.prepare(layout)'s.
  */
 export async function sampleH3(e: Engine, model: MiniMaxH3Transformer, sequence: H3Sequence, text: Tensor, video: Tensor, audio: Tensor, opts: H3SampleOptions): Promise<void> {
-  const vs = new FlowSchedule(opts.steps, opts.videoShift ?? VIDEO_SHIFT);
-  const as = new FlowSchedule(opts.steps, opts.audioShift ?? AUDIO_SHIFT);
+  const vs = opts.sigmas ? FlowSchedule.fromSigmas(opts.sigmas.video) : new FlowSchedule(opts.steps, opts.videoShift ?? VIDEO_SHIFT);
+  const as = opts.sigmas ? FlowSchedule.fromSigmas(opts.sigmas.audio) : new FlowSchedule(opts.steps, opts.audioShift ?? AUDIO_SHIFT);
   if (vs.length !== as.length) throw new RangeError(`sampleH3: the video (${vs.length}) and audio (${as.length}) schedules have different lengths`);
   const { layout } = sequence;
   const nc = layout.numConditionVideoRows;

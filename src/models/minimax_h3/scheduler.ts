@@ -35,17 +35,33 @@ export function flowSigmas(steps: number, shift: number): Float32Array {
   return Float32Array.from(out);
 }
 
+/** Upstream's checks on an explicit grid: >= 2 values, strictly decreasing, ending at exactly 0. */
+function explicitSigmas(values: ArrayLike<number>): Float32Array {
+  const s = Float32Array.from(values);
+  if (s.length < 2 || s.some((v, i) => !Number.isFinite(v) || (i > 0 && !(v < s[i - 1]!))) || s[s.length - 1] !== 0) {
+    throw new RangeError(`FlowSchedule: sigmas [${Array.from(values).join(', ')}] must hold at least two strictly decreasing values ending at 0`);
+  }
+  return s;
+}
+
 export class FlowSchedule {
   readonly sigmas: Float32Array;
   /** t = 1 - sigma for every evaluated step (the terminal sigma has none). */
   readonly timesteps: Float32Array;
 
+  /** `sigmas`: an explicit grid used verbatim (no shift), e.g. a distilled checkpoint's own positions. */
   constructor(
     readonly steps: number,
     readonly shift: number,
+    sigmas?: ArrayLike<number>,
   ) {
-    this.sigmas = flowSigmas(steps, shift);
+    this.sigmas = sigmas ? explicitSigmas(sigmas) : flowSigmas(steps, shift);
     this.timesteps = this.sigmas.subarray(0, -1).map((s) => f(1 - s));
+  }
+
+  /** A schedule from a fully formed sigma list (upstream set_timesteps(sigmas=...)): float32, verbatim. */
+  static fromSigmas(sigmas: ArrayLike<number>): FlowSchedule {
+    return new FlowSchedule(sigmas.length, 1, sigmas);
   }
 
   /** Model evaluations. */
