@@ -1,0 +1,166 @@
+// One single-stream block of Qwen-Image-2.1 (diffusers QwenImage21TransformerBlock). No per-block modulation
+// weights, no biases, no norm affine:
+//   x += tanh(gate1) * to_out.0(attention(LN(x) * (1 + scale1)))     QK RMSNorm (norm_q/norm_k) + 3-axis RoPE
+//   x += tanh(gate2) * img_mlp.out(silu(img_mlp.gate_layer(h)) * img_mlp.proj(h)),  h = LN(x) * (1 + scale2)
+// Field names are the checkpoint's key paths under transformer_blocks.N.
+//
+// The block runs on one part of the joint sequence at a time, because the two parts differ in everything but the
+// weights: the prefix (text + references) reads the t = 0 modulation row and attends block-causally to itself;
+// the target image reads the sampled-t row and attends to everything (prefix + itself). Each part writes its
+// keys and values into its slots of the layer's KV store (B, H, Lp + Lt, Dh), so the target pass finds the prefix's
+// there, whether written in this forward or cached from an earlier step.
+import type { Engine } from '../../engine/engine';
+import { attention } from '../../engine/ops/attention';
+import { contiguous } from '../../engine/ops/elementwise';
+import { copyInto } from '../../engine/ops/layout';
+import { linear } from '../../engine/ops/linear';
+import { headRmsNorm, layerNorm } from '../../engine/ops/norm';
+import { rope } from '../../engine/ops/rope';
+import type { Tensor } from '../../engine/tensor';
+import { freeLinear, loadLinear, loadPlain, type LinearWeight, type WeightLoader } from '../qwen3/weights';
+import type { QwenImage21Config } from './config';
+import type { ModRow } from './modulation';
+
+/** Keys and values of one layer: (B, H, capacity, Dh) each. */
+export interface LayerKv {
+  k: Tensor;
+  v: Tensor;
+}
+
+/** Which part of the joint sequence a block call processes. */
+export interface BlockPart {
+  /** Modulation row of this part (t = 0 for the prefix under causal_condition). */
+  mod: ModRow;
+  /** RoPE tables f32 (L, headDim / 2) of this part's rows. */
+  cos: Tensor;
+  sin: Tensor;
+  /** First slot of this part in the KV store (0 for the prefix, prefix length for the target). */
+  start: number;
+  /** Prefix: block ids f32 (L) for the block-causal mask. Target: omitted (it sees every key before and in it). */
+  blockIds?: Tensor;
+}
+
+export class QwenImage21Attention {
+  constructor(
+    readonly to_q: LinearWeight,
+    readonly to_k: LinearWeight,
+    readonly to_v: LinearWeight,
+    /** to_out.0 (to_out.1 is a dropout). */
+    readonly to_out: readonly [LinearWeight],
+    readonly norm_q: Tensor,
+    readonly norm_k: Tensor,
+  ) {}
+
+  static async load(w: WeightLoader, cfg: QwenImage21Config, p: string): Promise<QwenImage21Attention> {
+    const { dim, headDim } = cfg;
+    return new QwenImage21Attention(
+      await loadLinear(w, `${p}to_q.weight`, [dim, dim]),
+      await loadLinear(w, `${p}to_k.weight`, [dim, dim]),
+      await loadLinear(w, `${p}to_v.weight`, [dim, dim]),
+      [await loadLinear(w, `${p}to_out.0.weight`, [dim, dim])],
+      await loadPlain(w, `${p}norm_q.weight`, [headDim]),
+      await loadPlain(w, `${p}norm_k.weight`, [headDim]),
+    );
+  }
+
+  /** h (B, L, D) modulated input -> residual + gate * to_out(attention), (B, L, D). */
+  forward(e: Engine, cfg: QwenImage21Config, h: Tensor, residual: Tensor, part: BlockPart, kv: LayerKv): Tensor {
+    const [B, L] = h.shape as [number, number, number];
+    const { numHeads: H, headDim: Dh, eps } = cfg;
+    const project = (wt: LinearWeight, norm: Tensor | null): Tensor => {
+      const y = linear(e, h, wt).reshape([B, L, H, Dh]);
+      if (!norm) return y;
+      const n = headRmsNorm(e, y, norm, eps);
+      y.free();
+      const r = rope(e, n, part.cos, part.sin, { style: 'interleaved' }); // complex pairs (2j, 2j+1)
+      n.free();
+      return r;
+    };
+    const q = project(this.to_q, this.norm_q);
+    const k = project(this.to_k, this.norm_k);
+    const v = project(this.to_v, null);
+    const end = part.start + L;
+    copyInto(e, k.permute([0, 2, 1, 3]), kv.k.slice(2, part.start, end));
+    copyInto(e, v.permute([0, 2, 1, 3]), kv.v.slice(2, part.start, end));
+    k.free();
+    v.free();
+    const keys = kv.k.slice(2, 0, end);
+    const values = kv.v.slice(2, 0, end);
+    const att = part.blockIds
+      ? attention(e, q.permute([0, 2, 1, 3]), keys, values, { mask: 'block_causal', blockIds: part.blockIds, queryOffset: part.start })
+      : attention(e, q.permute([0, 2, 1, 3]), keys, values);
+    q.free();
+    const merged = contiguous(e, att.permute([0, 2, 1, 3])); // (B, L, H, Dh)
+    att.free();
+    const out = linear(e, merged.reshape([B, L, H * Dh]), this.to_out[0], null, { gate: part.mod.gate1, residual });
+    merged.free();
+    return out;
+  }
+
+  free(): void {
+    for (const w of [this.to_q, this.to_k, this.to_v, this.to_out[0]]) freeLinear(w);
+    this.norm_q.free();
+    this.norm_k.free();
+  }
+}
+
+export class QwenImage21SwiGLU {
+  constructor(
+    readonly proj: LinearWeight,
+    readonly gate_layer: LinearWeight,
+    readonly out: LinearWeight,
+  ) {}
+
+  static async load(w: WeightLoader, cfg: QwenImage21Config, p: string): Promise<QwenImage21SwiGLU> {
+    const { dim } = cfg;
+    const hidden = dim * cfg.mlpRatio;
+    return new QwenImage21SwiGLU(
+      await loadLinear(w, `${p}proj.weight`, [hidden, dim]),
+      await loadLinear(w, `${p}gate_layer.weight`, [hidden, dim]),
+      await loadLinear(w, `${p}out.weight`, [dim, hidden]),
+    );
+  }
+
+  /** residual + gate * out(silu(gate_layer(h)) * proj(h)); SiLU, product, gate and residual ride in GEMM epilogues. */
+  forward(e: Engine, h: Tensor, residual: Tensor, gate: Tensor): Tensor {
+    const g = linear(e, h, this.gate_layer, null, { act: 'silu' });
+    const m = linear(e, h, this.proj, null, { gate: g });
+    g.free();
+    const y = linear(e, m, this.out, null, { gate, residual });
+    m.free();
+    return y;
+  }
+
+  free(): void {
+    for (const w of [this.proj, this.gate_layer, this.out]) freeLinear(w);
+  }
+}
+
+export class QwenImage21Block {
+  constructor(
+    readonly attn: QwenImage21Attention,
+    readonly img_mlp: QwenImage21SwiGLU,
+  ) {}
+
+  /** `p`: the block's key prefix, e.g. "transformer_blocks.7.". */
+  static async load(w: WeightLoader, cfg: QwenImage21Config, p: string): Promise<QwenImage21Block> {
+    return new QwenImage21Block(await QwenImage21Attention.load(w, cfg, `${p}attn.`), await QwenImage21SwiGLU.load(w, cfg, `${p}img_mlp.`));
+  }
+
+  /** x (B, L, D) of one part -> new (B, L, D); x is left to the caller. */
+  forward(e: Engine, cfg: QwenImage21Config, x: Tensor, part: BlockPart, kv: LayerKv): Tensor {
+    const h1 = layerNorm(e, x, { eps: cfg.eps, scale: part.mod.scale1 }); // img_norm1 (no affine) * (1 + scale1)
+    const x1 = this.attn.forward(e, cfg, h1, x, part, kv);
+    h1.free();
+    const h2 = layerNorm(e, x1, { eps: cfg.eps, scale: part.mod.scale2 }); // img_norm2
+    const x2 = this.img_mlp.forward(e, h2, x1, part.mod.gate2);
+    h2.free();
+    x1.free();
+    return x2;
+  }
+
+  free(): void {
+    this.attn.free();
+    this.img_mlp.free();
+  }
+}
