@@ -1,7 +1,8 @@
 // The tensor-core GEMM path: shaders/matmul_subgroup.wgsl (f16 x f16 -> f32 through
-// chromium-experimental-subgroup-matrix). matmul()/linear() pick it for f16 weights when the adapter has the
-// feature, an f16/f32 subgroup-matrix config whose M and N divide 32 and K divides 32, and one fixed
-// subgroup size; everything else (lavapipe, f32, int8) takes the register-tiled kernel.
+// chromium-experimental-subgroup-matrix). matmul()/linear() use it only when asked (path 'subgroup', or 'auto' with
+// KILN_SUBGROUP_MATRIX=1) for f16 weights, and only where the adapter has the feature, an f16/f32 subgroup-matrix
+// config whose M and N divide 32 and K divides 32, and one fixed subgroup size; everything else (lavapipe, f32,
+// int8, and the default) takes the register-tiled kernel.
 // UNTESTED ON HARDWARE: written in a session without a GPU; test/engine/matmul_subgroup.test.ts runs it against
 // the CPU reference where the feature exists and skips (with the reason) elsewhere.
 import type { Engine } from '../engine';
