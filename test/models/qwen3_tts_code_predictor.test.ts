@@ -1,0 +1,77 @@
+// The Qwen3-TTS code predictor against upstream golden vectors (test/fixtures/golden/qwen3_tts/code_predictor/):
+// one frame from the talker's hidden state and codebook 0, greedy, each step's raw logits (lm_head[j]) and the 15
+// codes, in f32 and f16. A repeated frame reuses its KV cache and creates no GPU buffer.
+import assert from 'node:assert/strict';
+import { loadTensor } from '../../src/engine/load';
+import { concat, gather } from '../../src/engine/ops/layout';
+import type { Tensor } from '../../src/engine/tensor';
+import { Qwen3TtsCodePredictor } from '../../src/models/qwen3_tts/code-predictor';
+import { parseQwen3TtsConfig } from '../../src/models/qwen3_tts/config';
+import { CodeSampler } from '../../src/models/qwen3_tts/sampling';
+import { testEngine } from '../engine/helpers';
+import { expectClose, goldenTests, WEIGHT_PREFIX } from './golden';
+
+for (const dtype of ['f32', 'f16'] as const) {
+  goldenTests('qwen3_tts', 'code_predictor', async (c) => {
+    const e = await testEngine();
+    const config = parseQwen3TtsConfig(c.config, c.path);
+    const H = config.talker.hiddenSize;
+    const tol = c.tol(dtype);
+    const cp = await Qwen3TtsCodePredictor.load(e, c.ckpt, config, { dtype, prefix: WEIGHT_PREFIX });
+    const table = await loadTensor(e, c.ckpt, `${WEIGHT_PREFIX}talker.model.codec_embedding.weight`, { dtype, shape: [config.talker.vocabSize, H] });
+    const past = await c.input('past_hidden');
+    const code0 = (await c.ints('code0')).data[0]!;
+    const pastHidden = e.upload(past.data, past.shape, dtype);
+    const code0Embed = gather(e, table, [code0]).reshape([1, 1, H]);
+    const cache = cp.createCache();
+    const sampler = new CodeSampler(e, config.codebookSize, { doSample: false, temperature: 1, topK: 1, seed: 0, groups: config.talker.numCodeGroups });
+    try {
+      // the two-row prefill upstream hands its generate()
+      const first = concat(e, [pastHidden, code0Embed], 1);
+      expectClose(await e.read(first), await c.output('inputs_embeds'), tol, `inputs_embeds (${dtype})`);
+      first.free();
+
+      const runFrame = async (record: boolean) => {
+        const logits: number[] = [];
+        const pick = async (l: Tensor, group: number) => {
+          assert.deepEqual(l.shape, [1, config.codebookSize]);
+          if (record) logits.push(...(await e.read(l)));
+          return sampler.pick(l, 0, group);
+        };
+        const sum = e.upload(new Float32Array(H), [1, 1, H], dtype);
+        const r = await cp.predict(pastHidden, code0Embed, cache, pick, sum);
+        sum.free();
+        return { ...r, logits };
+      };
+      const a = await runFrame(true);
+      expectClose(a.logits, await c.output('logits'), tol, `logits (${dtype})`);
+      assert.deepEqual(a.codes, Array.from((await c.output('codes')).data), `codes (${dtype})`);
+
+      // the returned sum is the 15 codes' embeddings (codec_embedding[g-1][code_g]), what the talker's next input adds
+      const want = new Float64Array(H);
+      for (let g = 1; g < config.talker.numCodeGroups; g++) {
+        const row = (await c.weight(`talker.code_predictor.model.codec_embedding.${g - 1}.weight`)).data.subarray(a.codes[g - 1]! * H, (a.codes[g - 1]! + 1) * H);
+        for (let i = 0; i < H; i++) want[i] += row[i]!;
+      }
+      expectClose(await e.read(a.sum!), { data: want, shape: [1, 1, H] }, tol, `embedding sum (${dtype})`);
+      a.sum!.free();
+
+      // frame 2 warms the pool up after the first frame's allocations; frame 3 must create no buffer
+      (await runFrame(false)).sum!.free();
+      e.pool.frozen = true;
+      const created = e.pool.stats().buffersCreated;
+      const b = await runFrame(false);
+      b.sum!.free();
+      assert.equal(e.pool.stats().buffersCreated, created, 'a code-predictor frame created GPU buffers');
+      assert.deepEqual(b.codes, a.codes, 'the same frame twice gives the same codes (the cache is reset per frame)');
+    } finally {
+      e.pool.frozen = false;
+      sampler.free();
+      cache.free();
+      pastHidden.free();
+      code0Embed.free();
+      table.free();
+      cp.free();
+    }
+  }, dtype);
+}
