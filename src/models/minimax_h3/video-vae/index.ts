@@ -1,0 +1,11 @@
+// MiniMax H3 video VAE, decoder side (docs/models/minimax-h3.md "Video VAE decoder"): ViT3D decode of normalised
+// latents into RGB frames, chunked in time and tiled in space as upstream.
+export {
+  decodePlan, parseVideoVaeConfig, RELEASED_TILING, splitTiles, temporalGeometry, vaeDim, VideoVaeConfigError,
+  type DecodePlan, type TemporalGeometry, type TilingOptions, type VideoVaeConfig,
+} from './config';
+export { tileRope, VaeViTDecoder, type Capture, type TileRope } from './vit';
+export {
+  openVideoVaeCheckpoint, PIXEL_MEAN, PIXEL_STD, stitchTiles, toRgb, unpatchify, VideoVaeDecoder, VIDEO_VAE_INDEX,
+  type DecodedVideo, type VideoLatents, type VideoVaeDecodeOptions, type VideoVaeLoadOptions,
+} from './decoder';
