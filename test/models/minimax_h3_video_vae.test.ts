@@ -4,16 +4,18 @@
 // tiles blended with tiling forced at tiny tile sizes) and the pipeline's RGB post-processing. Also the
 // geometry (chunk plan, tile split) against upstream's numbers and the real config.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import type { Engine } from '../../src/engine/engine';
 import { copy } from '../../src/engine/ops/layout';
+import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import type { Tensor } from '../../src/engine/tensor';
 import { decodePlan, parseVideoVaeConfig, splitTiles, temporalGeometry, VideoVaeConfigError } from '../../src/models/minimax_h3/video-vae/config';
-import { VideoVaeDecoder, type VideoVaeDecodeOptions } from '../../src/models/minimax_h3/video-vae/decoder';
+import { openVideoVaeCheckpoint, VIDEO_VAE_INDEX, VideoVaeDecoder, type VideoVaeDecodeOptions } from '../../src/models/minimax_h3/video-vae/decoder';
 import { testEngine, type HostTensor } from '../engine/helpers';
-import { expectClose, goldenDir, goldenTests, WEIGHT_PREFIX, type GoldenCase } from './golden';
+import { expectClose, goldenCaseFiles, goldenDir, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
 
 /** [1, C, T, h, w] (upstream) -> [T*h*w, C] tokens, the decoder's own layout. */
 function toTokens(x: HostTensor): HostTensor {
@@ -108,4 +110,32 @@ test('video VAE: tile split as upstream (_split_tiles, ratio 16)', () => {
   assert.equal(w.starts.at(-1)! + 256, 1344);
   assert.ok(w.overlaps.every((o) => o >= 64 && o % 16 === 0));
   assert.deepEqual(splitTiles(240, 256, 64, 16), { starts: [0], sizes: [240], overlaps: [] });
+});
+
+test('video VAE: loads the released layout (fp16 shards behind diffusion_pytorch_model.safetensors.index.json)', async () => {
+  const file = goldenCaseFiles('minimax_h3', 'video_vae').find((f) => f.endsWith('one_clip.safetensors'));
+  assert.ok(file, 'one_clip case');
+  const c = await GoldenCase.open(file);
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-h3-vae-'));
+  const e = await testEngine();
+  try {
+    // the fixture's weights under their checkpoint keys, stored F16 as released, spread over several shards
+    const tensors: Record<string, WriteTensor> = {};
+    for (const k of c.names('weight')) tensors[k] = { dtype: 'F16', shape: c.shape('weight', k), data: (await c.weight(k)).data };
+    const index = await writeShardedSafetensors(dir, tensors, 64 * 1024);
+    renameSync(index, join(dirname(index), VIDEO_VAE_INDEX));
+    const ckpt = await openVideoVaeCheckpoint(dir);
+    const vae = await VideoVaeDecoder.load(e, ckpt, c.config, { dtype: 'f16' });
+    try {
+      const z = await c.input('latents');
+      const got = await vae.decode({ data: Float32Array.from(z.data), shape: z.shape.slice(1) as [number, number, number, number] }, { tiling: false, output: 'raw' });
+      expectClose(got.data, channelsLast(await c.output('decoded')), c.tol('f16'), 'decoded from fp16 shards');
+    } finally {
+      vae.free();
+      await ckpt.close();
+    }
+  } finally {
+    await c.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
