@@ -130,6 +130,14 @@ test('video VAE: loads the released layout (fp16 shards behind diffusion_pytorch
       const z = await c.input('latents');
       const got = await vae.decode({ data: Float32Array.from(z.data), shape: z.shape.slice(1) as [number, number, number, number] }, { tiling: false, output: 'raw' });
       expectClose(got.data, channelsLast(await c.output('decoded')), c.tol('f16'), 'decoded from fp16 shards');
+      // latents still on the GPU ([1, C, T, h, w], as the sampler leaves them) decode the same
+      const zt = e.upload(Float32Array.from(z.data), z.shape, 'f32');
+      try {
+        const fromTensor = await vae.decode(zt, { tiling: false, output: 'raw' });
+        assert.deepEqual(fromTensor.data, got.data);
+      } finally {
+        zt.free();
+      }
     } finally {
       vae.free();
       await ckpt.close();
