@@ -5,7 +5,11 @@
 // computed context equal to one pass (and visibly different without context); weight-norm folding and the config
 // parser's refusals.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { Checkpoint, writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import {
   AudioVaeDecoder, foldWeightNorm, interleave, parseAudioVaeConfig, receptiveFieldFrames, type AudioVaeTrace,
 } from '../../src/models/minimax_h3/audio-vae';
@@ -138,6 +142,61 @@ test('audio VAE: receptive field of the real decoder is about a second of latent
   const frames = receptiveFieldFrames(cfg);
   // conv_pre 3 + x5 stage (AMP k 11 reaches 102 samples = 20.4 frames) + x25 stage 4.1 + the rest ~ 6
   assert.ok(frames >= 33 && frames <= 45, `receptive field ${frames} frames`);
+});
+
+test('audio VAE: a checkpoint with plain folded weights decodes the same; a wrong filter or a missing conv is refused', async () => {
+  const files = goldenCaseFiles('minimax_h3', 'audio_vae');
+  const c = await GoldenCase.open(files[0]!);
+  const e = await testEngine();
+  const cfg = parseAudioVaeConfig(c.config, `${c.path} config`);
+  const dir = await mkdtemp(join(tmpdir(), 'kiln-audio-vae-'));
+  // the fixture's weights under their real checkpoint keys (no prefix), edited by `edit`
+  const write = async (name: string, edit: (t: Record<string, WriteTensor>) => void) => {
+    const t: Record<string, WriteTensor> = {};
+    for (const k of c.names('weight')) {
+      const h = await c.weight(k);
+      t[k] = { dtype: 'F32', shape: h.shape, data: h.data };
+    }
+    edit(t);
+    const path = join(dir, `${name}.safetensors`);
+    await writeSafetensors(path, t);
+    return Checkpoint.open(path);
+  };
+  try {
+    const latents = await c.input('latents');
+    const want = await c.output('waveform');
+    const folded = await write('folded', (t) => {
+      for (const k of Object.keys(t).filter((k) => k.endsWith('.weight_g'))) {
+        const p = k.slice(0, -'weight_g'.length);
+        const v = t[`${p}weight_v`]!;
+        t[`${p}weight`] = { dtype: 'F32', shape: v.shape, data: foldWeightNorm(t[k]!.data as ArrayLike<number>, v.data as ArrayLike<number>, v.shape[0]!) };
+        delete t[k];
+        delete t[`${p}weight_v`];
+      }
+    });
+    const dec = await AudioVaeDecoder.load(e, folded, cfg);
+    try {
+      const out = await dec.decode(e, latents.data, latents.shape as [number, number, number]);
+      expectClose(Float64Array.from(out.channels.flatMap((ch) => [...ch])), want, c.tol('f32'), 'folded checkpoint');
+    } finally {
+      dec.free();
+      await folded.close();
+    }
+    const badFilter = await write('bad-filter', (t) => {
+      const f = t['decoder.resblocks.1.activations.3.upsample.filter']!;
+      const taps = Float64Array.from(f.data as ArrayLike<number>);
+      taps[5]! += 1e-3;
+      f.data = taps;
+    });
+    await assert.rejects(AudioVaeDecoder.load(e, badFilter, cfg), /resblocks\.1\.activations\.3\.upsample\.filter\[5\] = .* Kaiser-sinc upsampler/);
+    await badFilter.close();
+    const missing = await write('missing', (t) => delete t['decoder.conv_post.weight_v']);
+    await assert.rejects(AudioVaeDecoder.load(e, missing, cfg), /no decoder\.conv_post\.weight nor a weight-norm pair/);
+    await missing.close();
+  } finally {
+    await c.close();
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 test('audio VAE: weight norm folds as g * v / |v| over every dim but 0', () => {
