@@ -2,7 +2,7 @@
 // (test/fixtures/golden/qwen3_tts/codec_decoder): every stage output the fixture holds (rvq, pre_conv, transformer,
 // upsample.i, decoder.i) and the clamped waveform, in f32 and f16 (tolerances: see compareStage); decode() through
 // the public API (frames as flat codes and as one array per frame, padded frames cut); and chunked decoding with
-// enough left context equal to one full forward.
+// enough left context equal to one full forward, leaving no tensor behind and creating no buffer once warm.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CodecDecoder, type CodecDecoderTrace } from '../../src/models/qwen3_tts/codec';
@@ -117,6 +117,18 @@ test('codec decoder: chunks with enough left context equal one forward; the rece
     const joined = new Float32Array(T * 1920);
     pieces.reduce((at, p) => (joined.set(p, at), at + p.length), 0);
     assertClose(joined, want, { atol: 1e-4, rtol: 1e-4 }, `chunked decode (seed ${seed})`);
+    // nothing leaks, and once warm a decode of the same shape creates no GPU buffer
+    const inUse = e.pool.stats().inUseBytes;
+    const created = e.pool.stats().buffersCreated;
+    e.pool.frozen = true;
+    try {
+      const again = await dec.decode(codes, T, { chunkSize: 7, leftContext: 18 });
+      assert.deepEqual(again, joined);
+    } finally {
+      e.pool.frozen = false;
+    }
+    assert.equal(e.pool.stats().buffersCreated, created);
+    assert.equal(e.pool.stats().inUseBytes, inUse);
     // ... and with too little context the chunk boundaries show (so the comparison above can fail)
     const short = await dec.decode(codes, T, { chunkSize: 7, leftContext: 0 });
     const worst = short.reduce((m, v, i) => Math.max(m, Math.abs(v - want.data[i]!)), 0);

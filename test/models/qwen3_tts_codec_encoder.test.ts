@@ -52,7 +52,9 @@ goldenTests('qwen3_tts', 'codec_encoder', async (c) => {
   const kept = await CodecEncoder.load(e, c.ckpt, cfg, { prefix: WEIGHT_PREFIX });
   try {
     assert.equal(kept.numQuantizers, cfg.encoderValidNumQuantizers);
+    const inUse = e.pool.stats().inUseBytes;
     const { codes, frames } = await kept.encode(Float32Array.from(wav.data));
+    assert.equal(e.pool.stats().inUseBytes, inUse, 'encode() leaves no tensor behind');
     const want = await c.output('codes'); // (frames, 16)
     assert.deepEqual([frames, cfg.encoderValidNumQuantizers], want.shape);
     assert.deepEqual(Array.from(codes), Array.from(want.data), 'codes (frames, 16)');
