@@ -1,0 +1,376 @@
+// The demo Qwen3-TTS checkpoint: what the service runs when WEIGHTS_DIR has no real one. A tiny random model in the
+// published folder layout (docs/models/qwen3-tts.md), run through the same code as the real weights; its speech is
+// noise, and /api/config says "demo".
+//   config.json, generation_config.json, preprocessor_config.json   the real files' structure at tiny sizes: codec
+//       ids moved down into a 32-code band as in tools/golden/qwen3_tts.py, text ids from the demo tokenizer
+//   vocab.json, merges.txt, tokenizer_config.json                   writeDemoTokenizer (+ "assistant" as one token)
+//   model.safetensors (BF16, as released)                           talker.*, speaker_encoder.*
+//   speech_tokenizer/{config.json, preprocessor_config.json, model.safetensors (F32)}   decoder.*, encoder.*
+// Which tensors exist is not written down here: loadQwen3TtsParts (pipeline.ts) is run against a SyntheticCheckpoint
+// that records every key and shape the loaders ask for, and exactly those are written. The version stamp hashes that
+// list, so a loader that starts reading another key regenerates the demo instead of failing on it.
+// SyntheticCheckpoint also serves the benchmark: random weights at the real sizes straight from memory.
+import { createHash } from 'node:crypto';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Engine } from '../../engine/engine';
+import { f32ToF16Bits } from '../../engine/dtype';
+import { Checkpoint, CheckpointError, decodeSafe, encodeSafe, SAFE_DTYPE_BYTES, writeSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
+import { numelOf } from '../../engine/tensor';
+import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
+import { parseGenerationConfig, parseQwen3TtsConfig, parseSpeechTokenizerConfig } from './config';
+import { loadQwen3TtsParts, type Qwen3TtsConfigs } from './pipeline';
+
+/** Folder name under DEMO_WEIGHTS_DIR (the manifest's profile "demo" field says the same). */
+export const DEMO_TTS_NAME = 'qwen3-tts';
+/** Bump when the generator's values change (the key list is hashed into the version by itself). */
+const DEMO_FORMAT = 1;
+const DEMO_SEED = 20260317;
+
+// ---- a checkpoint whose tensors exist when asked for ----
+
+export interface SyntheticCheckpointOptions {
+  /** Shown in error messages, like a file path. */
+  label: string;
+  /** Stored dtype of every tensor (what loadTensor converts from). */
+  dtype: SafeDType;
+  /** Writes values for elements [first, first + n) of `entry` into `out` (n = out.byteLength / element size). */
+  fill(entry: TensorEntry, out: Uint8Array, first: number): void;
+  /** Whether an optional tensor exists (a loader asking has()). Default: everything exists. */
+  has?(name: string): boolean;
+  /** Shape of a tensor a loader asks for without giving one. */
+  shapeOf?(name: string): number[] | undefined;
+}
+
+/**
+ * Stands in for a Checkpoint (has, entry, readChunks, readFloat32): every tensor a loader asks for is created with
+ * the shape it expects, and its bytes come from `fill`. `entries` then lists exactly what the loaders read.
+ */
+export class SyntheticCheckpoint {
+  readonly entries = new Map<string, TensorEntry>();
+  readonly metadata: Record<string, string> = {};
+
+  constructor(private readonly o: SyntheticCheckpointOptions) {}
+
+  get path(): string {
+    return this.o.label;
+  }
+
+  /** This object where a loader takes a Checkpoint (it has every member the loaders use). */
+  get checkpoint(): Checkpoint {
+    return this as unknown as Checkpoint;
+  }
+
+  has(name: string): boolean {
+    return this.entries.has(name) || (this.o.has?.(name) ?? true);
+  }
+
+  keys(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  entry(name: string, shape?: readonly number[]): TensorEntry {
+    const known = this.entries.get(name);
+    if (known) {
+      if (shape && (shape.length !== known.shape.length || shape.some((n, i) => n !== known.shape[i]))) {
+        throw new CheckpointError(`${this.path}: tensor "${name}" asked for as [${shape}] after [${known.shape}]`);
+      }
+      return known;
+    }
+    if (!this.has(name)) throw new CheckpointError(`${this.path}: no tensor "${name}"`);
+    const s = shape ? [...shape] : this.o.shapeOf?.(name);
+    if (!s) throw new CheckpointError(`${this.path}: tensor "${name}" asked for without a shape, and shapeOf does not know it`);
+    const e: TensorEntry = { name, dtype: this.o.dtype, shape: s, file: this.path, start: 0, byteLength: numelOf(s) * SAFE_DTYPE_BYTES[this.o.dtype] };
+    this.entries.set(name, e);
+    return e;
+  }
+
+  async readChunks(name: string, chunkBytes: number, onChunk: (bytes: Uint8Array, byteOffset: number) => void | Promise<void>): Promise<void> {
+    const e = this.entry(name);
+    const elem = SAFE_DTYPE_BYTES[e.dtype];
+    const step = Math.max(elem, Math.floor(chunkBytes / elem) * elem);
+    const buf = new Uint8Array(Math.min(step, Math.max(elem, e.byteLength)));
+    for (let off = 0; off < e.byteLength; off += step) {
+      const chunk = buf.subarray(0, Math.min(step, e.byteLength - off));
+      this.o.fill(e, chunk, off / elem);
+      await onChunk(chunk, off);
+    }
+  }
+
+  async readFloat32(name: string): Promise<Float32Array> {
+    const e = this.entry(name);
+    const out = new Float32Array(numelOf(e.shape));
+    const elem = SAFE_DTYPE_BYTES[e.dtype];
+    await this.readChunks(name, 1 << 20, (bytes, off) => out.set(decodeSafe(bytes, e.dtype), off / elem));
+    return out;
+  }
+
+  async close(): Promise<void> {}
+}
+
+// ---- random values with the scales upstream's layers expect ----
+
+type Rule = { kind: 'normal' | 'uniform'; lo: number; scale: number };
+
+/**
+ * The distribution of a tensor, by its key and shape (the rules tools/golden/qwen3_tts.py uses, so activations stay
+ * O(1) through every block): codebook usage counts positive, Snake alphas/betas small (log scale), layer scales and
+ * ConvNeXt gammas in [0.5, 1], norms around 1, biases small, embeddings and codebooks N(0, 1), matrices and conv
+ * kernels N(0, 1 / fan_in).
+ */
+export function weightRule(name: string, shape: readonly number[]): Rule {
+  const leaf = name.slice(name.lastIndexOf('.') + 1);
+  if (leaf === 'cluster_usage') return { kind: 'uniform', lo: 0.5, scale: 1.5 };
+  if (leaf === 'embedding_sum' || leaf === 'embed_sum') return { kind: 'normal', lo: 0, scale: 1 };
+  if (leaf === 'alpha' || leaf === 'beta') return { kind: 'normal', lo: 0, scale: 0.3 };
+  if (leaf === 'scale' || leaf === 'gamma') return { kind: 'uniform', lo: 0.5, scale: 0.5 };
+  if (shape.length === 1 && leaf === 'weight') return { kind: 'normal', lo: 1, scale: 0.2 };
+  if (leaf === 'bias') return { kind: 'normal', lo: 0, scale: 0.1 };
+  if (shape.length === 2 && name.includes('embed')) return { kind: 'normal', lo: 0, scale: 1 };
+  if (shape.length >= 2) return { kind: 'normal', lo: 0, scale: 1 / Math.sqrt(shape.slice(1).reduce((a, b) => a * b, 1)) };
+  return { kind: 'normal', lo: 0, scale: 1 };
+}
+
+/** A prime, so a pool replayed along a matrix never lines rows up with each other. */
+const POOL = 1_000_003;
+
+/**
+ * Seeded random weights, fast at any size: one pool of POOL standard draws (normal and uniform), each tensor a window
+ * of it at an offset hashed from its name, scaled by its rule. F16 pools are kept as bits, so filling gigabytes of
+ * f16 weights is a copy. Deterministic: the same seed gives the same bytes for the same key whatever the order.
+ */
+export class WeightSynth {
+  private readonly normal: Float32Array;
+  private readonly uniform: Float32Array;
+  private readonly f16 = new Map<string, Uint16Array>();
+
+  constructor(seed = DEMO_SEED) {
+    let s = seed >>> 0 || 1;
+    const next = () => {
+      // xorshift32: plenty for weights nobody is meant to learn anything from
+      s ^= s << 13;
+      s >>>= 0;
+      s ^= s >>> 17;
+      s ^= s << 5;
+      s >>>= 0;
+      return (s + 0.5) / 2 ** 32;
+    };
+    this.uniform = new Float32Array(POOL);
+    this.normal = new Float32Array(POOL);
+    for (let i = 0; i < POOL; i++) {
+      this.uniform[i] = next();
+      this.normal[i] = Math.sqrt(-2 * Math.log(next())) * Math.cos(2 * Math.PI * next());
+    }
+  }
+
+  /** Where tensor `name` starts in the pool. */
+  private offset(name: string): number {
+    return createHash('sha256').update(name).digest().readUInt32LE(0) % POOL;
+  }
+
+  /** Values of elements [first, first + n) of `name`. */
+  values(name: string, shape: readonly number[], first = 0, n = numelOf(shape) - first): Float32Array {
+    const r = weightRule(name, shape);
+    const src = r.kind === 'normal' ? this.normal : this.uniform;
+    const out = new Float32Array(n);
+    let p = (this.offset(name) + first) % POOL;
+    for (let i = 0; i < n; i++) {
+      out[i] = r.lo + r.scale * src[p]!;
+      if (++p === POOL) p = 0;
+    }
+    return out;
+  }
+
+  /** SyntheticCheckpointOptions.fill for any stored dtype (F16 by copying cached bits). */
+  readonly fill = (entry: TensorEntry, out: Uint8Array, first: number): void => {
+    const n = out.byteLength / SAFE_DTYPE_BYTES[entry.dtype];
+    if (entry.dtype !== 'F16') {
+      out.set(encodeSafe(this.values(entry.name, entry.shape, first, n), entry.dtype));
+      return;
+    }
+    const r = weightRule(entry.name, entry.shape);
+    const key = `${r.kind}:${r.lo}:${r.scale}`;
+    let bits = this.f16.get(key);
+    if (!bits) {
+      const src = r.kind === 'normal' ? this.normal : this.uniform;
+      bits = new Uint16Array(POOL);
+      for (let i = 0; i < POOL; i++) bits[i] = f32ToF16Bits(r.lo + r.scale * src[i]!);
+      this.f16.set(key, bits);
+    }
+    const dst = new Uint16Array(out.buffer, out.byteOffset, n);
+    let p = (this.offset(entry.name) + first) % POOL;
+    for (let i = 0; i < n; ) {
+      const take = Math.min(n - i, POOL - p);
+      dst.set(bits.subarray(p, p + take), i);
+      i += take;
+      p = 0;
+    }
+  };
+}
+
+/** How Qwen3-TTS checkpoints answer the two questions a loader may ask without a shape. */
+export function qwen3TtsCheckpointHints(cfg: Qwen3TtsConfigs): { model: Pick<SyntheticCheckpointOptions, 'has'>; speech: Pick<SyntheticCheckpointOptions, 'shapeOf'> } {
+  const enc = cfg.speechTokenizer.encoder;
+  return {
+    // The released 0.6B has no small_to_mtp_projection (talker and predictor both 1024 wide); the 1.7B has one.
+    model: { has: (name) => !name.endsWith('small_to_mtp_projection.weight') || cfg.model.codePredictor.hiddenSize !== cfg.model.talker.hiddenSize },
+    // Mimi's input_proj: Conv1d(hidden, vector_quantization_hidden_dimension = codebook_dim, 1).
+    speech: { shapeOf: (name) => (name.endsWith('input_proj.weight') ? [enc.codebookDim, enc.hiddenSize, 1] : undefined) },
+  };
+}
+
+/** Every key and shape loadQwen3TtsParts reads, per weight file, found by running it on `e` against synthetic
+ * checkpoints (zeros; at the demo's size this takes a moment). */
+export async function recordQwen3TtsKeys(e: Engine, cfg: Qwen3TtsConfigs): Promise<{ model: Map<string, number[]>; speech: Map<string, number[]> }> {
+  const hints = qwen3TtsCheckpointHints(cfg);
+  const zeros = (_: TensorEntry, out: Uint8Array) => out.fill(0);
+  const model = new SyntheticCheckpoint({ label: 'model.safetensors', dtype: 'F32', fill: zeros, ...hints.model });
+  const speech = new SyntheticCheckpoint({ label: 'speech_tokenizer/model.safetensors', dtype: 'F32', fill: zeros, ...hints.speech });
+  const parts = await loadQwen3TtsParts(e, model.checkpoint, speech.checkpoint, cfg, { dtype: 'f32' });
+  parts.free();
+  const shapes = (c: SyntheticCheckpoint) => new Map([...c.entries].map(([k, v]) => [k, v.shape]));
+  return { model: shapes(model), speech: shapes(speech) };
+}
+
+// ---- the demo's configs ----
+
+/** Codec ids of the real checkpoints move down by this much, so codes are [0, 32) and the specials keep their
+ * offsets in the 1024-wide band above (tools/golden/qwen3_tts.py does the same). */
+const CODEBOOK = 32;
+const SHIFT = 2048 - CODEBOOK;
+const REAL_LANGUAGE_IDS: Record<string, number> = {
+  chinese: 2055, english: 2050, german: 2053, italian: 2070, portuguese: 2071,
+  spanish: 2054, japanese: 2058, korean: 2064, french: 2061, russian: 2069,
+};
+
+/** The tokenizer's special tokens plus "assistant" (one token in the real vocabulary, id 77091; the prompt
+ * template needs it whole). */
+const DEMO_TOKENS = [...DEMO_SPECIAL_TOKENS, 'assistant'];
+
+export function demoConfigJson(tok: DemoTokenizerInfo): Record<string, unknown> {
+  const id = (t: string) => {
+    const v = tok.specialTokens[t];
+    if (v === undefined) throw new Error(`demo tokenizer has no ${t}`);
+    return v;
+  };
+  const decoder = (o: Record<string, unknown>) => ({
+    hidden_act: 'silu', max_position_embeddings: 32768, rms_norm_eps: 1e-6, rope_theta: 1000000, attention_bias: false,
+    attention_dropout: 0, use_sliding_window: false, sliding_window: null, num_code_groups: 16, ...o,
+  });
+  return {
+    architectures: ['Qwen3TTSForConditionalGeneration'],
+    assistant_token_id: id('assistant'),
+    im_end_token_id: id('<|im_end|>'),
+    im_start_token_id: id('<|im_start|>'),
+    tts_bos_token_id: id('<tts_text_bos>'),
+    tts_eos_token_id: id('<tts_text_eod>'),
+    tts_pad_token_id: id('<tts_pad>'),
+    model_type: 'qwen3_tts',
+    tokenizer_type: 'qwen3_tts_tokenizer_12hz',
+    tts_model_size: 'demo',
+    tts_model_type: 'base',
+    speaker_encoder_config: {
+      mel_dim: 128, enc_dim: 32, enc_channels: [32, 32, 32, 32, 96], enc_kernel_sizes: [5, 3, 3, 3, 1], enc_dilations: [1, 2, 3, 4, 1],
+      enc_attention_channels: 16, enc_res2net_scale: 8, enc_se_channels: 16, sample_rate: 24000,
+    },
+    talker_config: decoder({
+      code_predictor_config: decoder({
+        model_type: 'qwen3_tts_talker_code_predictor', vocab_size: CODEBOOK, hidden_size: 16, intermediate_size: 32, num_hidden_layers: 2,
+        num_attention_heads: 2, num_key_value_heads: 1, head_dim: 16, max_position_embeddings: 65536, rope_scaling: null,
+        layer_types: ['full_attention', 'full_attention'], tie_word_embeddings: false,
+      }),
+      model_type: 'qwen3_tts_talker', vocab_size: CODEBOOK + 1024, hidden_size: 32, intermediate_size: 64, num_hidden_layers: 2,
+      num_attention_heads: 4, num_key_value_heads: 2, head_dim: 16,
+      rope_scaling: { interleaved: true, mrope_section: [4, 2, 2], rope_type: 'default', type: 'default' },
+      text_hidden_size: 32, text_vocab_size: tok.size, position_id_per_seconds: 13,
+      codec_pad_id: 2148 - SHIFT, codec_bos_id: 2149 - SHIFT, codec_eos_token_id: 2150 - SHIFT,
+      codec_think_id: 2154 - SHIFT, codec_nothink_id: 2155 - SHIFT, codec_think_bos_id: 2156 - SHIFT, codec_think_eos_id: 2157 - SHIFT,
+      codec_language_id: Object.fromEntries(Object.entries(REAL_LANGUAGE_IDS).map(([k, v]) => [k, v - SHIFT])),
+      spk_id: {}, spk_is_dialect: {},
+    }),
+  };
+}
+
+export const DEMO_SPEECH_TOKENIZER_CONFIG = {
+  architectures: ['Qwen3TTSTokenizerV2Model'],
+  model_type: 'qwen3_tts_tokenizer_12hz',
+  encoder_valid_num_quantizers: 16,
+  input_sample_rate: 24000, output_sample_rate: 24000, decode_upsample_rate: 1920, encode_downsample_rate: 1920,
+  decoder_config: {
+    attention_bias: false, attention_dropout: 0.0, latent_dim: 24, codebook_dim: 16, codebook_size: CODEBOOK, decoder_dim: 32,
+    hidden_act: 'silu', hidden_size: 32, intermediate_size: 64, layer_scale_initial_scale: 0.01, max_position_embeddings: 8000,
+    head_dim: 8, num_attention_heads: 4, num_hidden_layers: 2, num_key_value_heads: 4, num_quantizers: 16, num_semantic_quantizers: 1,
+    rms_norm_eps: 1e-5, rope_theta: 10000, semantic_codebook_size: 64, sliding_window: 8, upsample_rates: [8, 5, 4, 3],
+    upsampling_ratios: [2, 2], vector_quantization_hidden_dimension: 8,
+  },
+  encoder_config: {
+    _frame_rate: 12.5, attention_bias: false, attention_dropout: 0.0, audio_channels: 1, codebook_dim: 16, codebook_size: CODEBOOK,
+    compress: 2, dilation_growth_rate: 2, head_dim: 8, hidden_act: 'gelu', hidden_size: 32, intermediate_size: 64, kernel_size: 7,
+    last_kernel_size: 3, layer_scale_initial_scale: 0.01, max_position_embeddings: 8000, norm_eps: 1e-5, normalize: false,
+    num_attention_heads: 4, num_filters: 4, num_hidden_layers: 2, num_key_value_heads: 4, num_quantizers: 20, num_residual_layers: 1,
+    num_semantic_quantizers: 1, pad_mode: 'constant', residual_kernel_size: 3, rope_theta: 10000.0, sampling_rate: 24000,
+    sliding_window: 16, trim_right_ratio: 1.0, upsample_groups: 32, upsampling_ratios: [8, 6, 5, 4], use_cache: false,
+    use_causal_conv: true, use_conv_shortcut: false, use_streaming: false, vector_quantization_hidden_dimension: 16,
+  },
+};
+
+/** The released generation_config.json. */
+export const DEMO_GENERATION_CONFIG = {
+  do_sample: true, repetition_penalty: 1.05, temperature: 0.9, top_p: 1.0, top_k: 50,
+  subtalker_dosample: true, subtalker_temperature: 0.9, subtalker_top_p: 1.0, subtalker_top_k: 50, max_new_tokens: 8192,
+};
+
+const PREPROCESSOR = { padding_side: 'left', padding_value: 0.0, processor_class: 'Qwen3TTSProcessor', return_attention_mask: true };
+const SPEECH_PREPROCESSOR = {
+  chunk_length_s: null, feature_extractor_type: 'EncodecFeatureExtractor', feature_size: 1, overlap: null,
+  padding_side: 'right', padding_value: 0.0, return_attention_mask: true, sampling_rate: 24000,
+};
+
+export interface DemoPlan {
+  /** For ensureDemoCheckpoint: changes with the generator format, the configs and the loaders' key list. */
+  version: string;
+  configs: Qwen3TtsConfigs;
+  keys: { model: Map<string, number[]>; speech: Map<string, number[]> };
+  /** Writes the whole checkpoint folder into `dir`. */
+  write(dir: string): Promise<void>;
+}
+
+/** Works out the demo checkpoint (tokenizer ids, configs, the loaders' key list) without writing it. */
+export async function planDemoQwen3Tts(e: Engine): Promise<DemoPlan> {
+  const scratch = await mkdtemp(join(tmpdir(), 'kiln-tts-demo-'));
+  let tok: DemoTokenizerInfo;
+  try {
+    tok = await writeDemoTokenizer(scratch, { specialTokens: DEMO_TOKENS });
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  const configJson = demoConfigJson(tok);
+  const configs: Qwen3TtsConfigs = {
+    model: parseQwen3TtsConfig(configJson, 'demo config.json'),
+    generation: parseGenerationConfig(DEMO_GENERATION_CONFIG, 'demo generation_config.json'),
+    speechTokenizer: parseSpeechTokenizerConfig(DEMO_SPEECH_TOKENIZER_CONFIG, 'demo speech_tokenizer/config.json'),
+  };
+  const keys = await recordQwen3TtsKeys(e, configs);
+  const digest = createHash('sha256')
+    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, configJson, DEMO_SPEECH_TOKENIZER_CONFIG, [...keys.model], [...keys.speech]]))
+    .digest('hex')
+    .slice(0, 16);
+  const write = async (dir: string) => {
+    await writeDemoTokenizer(dir, { specialTokens: DEMO_TOKENS });
+    const json = (name: string, v: unknown) => writeFile(join(dir, name), `${JSON.stringify(v, null, 2)}\n`);
+    await json('config.json', configJson);
+    await json('generation_config.json', DEMO_GENERATION_CONFIG);
+    await json('preprocessor_config.json', PREPROCESSOR);
+    await mkdir(join(dir, 'speech_tokenizer'), { recursive: true });
+    await json('speech_tokenizer/config.json', DEMO_SPEECH_TOKENIZER_CONFIG);
+    await json('speech_tokenizer/preprocessor_config.json', SPEECH_PREPROCESSOR);
+    const synth = new WeightSynth(DEMO_SEED);
+    const tensors = (shapes: Map<string, number[]>, dtype: SafeDType): Record<string, WriteTensor> =>
+      Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype, shape, data: synth.values(k, shape) }]));
+    const meta = { format: 'pt', kiln_demo: `random Qwen3-TTS weights (${DEMO_TTS_NAME} ${digest}); the speech is noise` };
+    await writeSafetensors(join(dir, 'model.safetensors'), tensors(keys.model, 'BF16'), meta);
+    await writeSafetensors(join(dir, 'speech_tokenizer', 'model.safetensors'), tensors(keys.speech, 'F32'), meta);
+  };
+  return { version: `${DEMO_FORMAT}-${digest}`, configs, keys, write };
+}
