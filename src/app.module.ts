@@ -25,6 +25,7 @@ import { RootController } from './root.controller';
 import { PipelineRegistry } from './scheduler/pipeline';
 import { Scheduler } from './scheduler/scheduler';
 import { TtsController } from './tts/tts.controller';
+import { ttsPipelineProvider } from './tts/tts.pipeline';
 import { TtsService } from './tts/tts.service';
 import { VideoController } from './video/video.controller';
 import { VideoService } from './video/video.service';
@@ -79,6 +80,7 @@ export class AppModule {
       VideoService,
       ImageService,
       TtsService,
+      ttsPipelineProvider,
       HealthService,
       { provide: APP_GUARD, useClass: TokenGuard },
       { provide: APP_PIPE, useClass: ApiValidationPipe },

@@ -19,6 +19,9 @@ export interface TtsTaskPayload {
   refAudioPath: string;
   /** /out/tts_<id>.wav: 16-bit mono at 24 kHz, written to a temp name then renamed. */
   outputPath: string;
+  /** Sampling seed. The speech endpoints have no seed field, so they leave it out and every request draws a fresh
+   * one (upstream samples unseeded too); callers with a seed of their own (a video job's tts_text) pass it. */
+  seed?: number;
 }
 
 /** Speech is synchronous for the client but runs through the same single-GPU queue as every job. */
