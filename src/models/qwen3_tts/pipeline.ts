@@ -73,6 +73,8 @@ export async function readQwen3TtsConfigs(dir: string): Promise<Qwen3TtsConfigs>
 export interface PartsOptions {
   /** Talker and code predictor compute dtype (the speaker vector is cast to it). */
   dtype: ComputeDType;
+  /** Talker and code predictor linears as weight-only int8 (per-channel scales). Default false. */
+  int8?: boolean;
   /** Codec decoder dtype (default f32: the waveform path is cheap next to the talker). */
   codecDtype?: ComputeDType;
   /** Load the codec encoder (only ICL requests use it). Default true. */
@@ -101,7 +103,7 @@ export async function loadQwen3TtsParts(e: Engine, model: Checkpoint, speech: Ch
     return part;
   };
   try {
-    const talker = step(await Qwen3TtsTalker.load(e, model, cfg.model, { dtype: o.dtype }));
+    const talker = step(await Qwen3TtsTalker.load(e, model, cfg.model, { dtype: o.dtype, int8: o.int8 }));
     const speaker = step(await SpeakerEncoder.load(e, model, cfg.model.speakerEncoder, { dtype: 'f32' }));
     const decoder = step(await CodecDecoder.load(e, speech, cfg.speechTokenizer, { dtype: o.codecDtype ?? 'f32' }));
     const encoder = (o.encoder ?? true) ? step(await CodecEncoder.load(e, speech, cfg.speechTokenizer)) : null;
