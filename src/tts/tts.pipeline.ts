@@ -4,12 +4,12 @@
 import type { FactoryProvider } from '@nestjs/common';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { LOGGER } from '../common/tokens';
 import type { Logger } from 'pino';
+import { LOGGER } from '../common/tokens';
 import { SETTINGS, Settings } from '../config/settings';
 import { EngineHolder } from '../engine/engine';
 import { TTS_PROFILE } from '../jobs/catalog';
-import { DEMO_TTS_NAME, planDemoQwen3Tts } from '../models/qwen3_tts/demo';
+import { planDemoQwen3Tts } from '../models/qwen3_tts/demo';
 import { Qwen3TtsPipeline } from '../models/qwen3_tts/pipeline';
 import { PipelineEntry, PipelineRegistry } from '../scheduler/pipeline';
 import { checkProfile, componentRoot, demoCheckpointVersion, ensureDemoCheckpoint, weightsNote, weightsState } from '../weights';
@@ -30,8 +30,8 @@ export function ttsPipelineEntry(settings: Pick<Settings, 'weightsDir' | 'demoWe
     note: () => {
       const w = profile();
       if (w.state === 'real') return `Qwen3-TTS-12Hz ${weightsNote(w)}`;
-      const demo = join(settings.demoWeightsDir, DEMO_TTS_NAME);
-      const made = demoCheckpointVersion(settings.demoWeightsDir, DEMO_TTS_NAME) ? 'generated' : 'generated at the first speech request';
+      const demo = join(settings.demoWeightsDir, w.demo);
+      const made = demoCheckpointVersion(settings.demoWeightsDir, w.demo) ? 'generated' : 'generated at the first speech request';
       return `demo: a tiny random Qwen3-TTS checkpoint (${made}, ${demo}); the speech is noise in the reference voice's place. Real weights: ${weightsNote(w)}`;
     },
     // Before a first load: the weight files' sizes (bf16 on disk loads as f16; the codec stays f32) plus a working set.
@@ -43,7 +43,7 @@ export function ttsPipelineEntry(settings: Pick<Settings, 'weightsDir' | 'demoWe
           const w = profile();
           if (w.state === 'real') return componentRoot(w, 'model');
           const plan = await planDemoQwen3Tts(e);
-          return ensureDemoCheckpoint({ name: DEMO_TTS_NAME, version: plan.version, root: settings.demoWeightsDir, generate: plan.write });
+          return ensureDemoCheckpoint({ name: w.demo, version: plan.version, root: settings.demoWeightsDir, generate: plan.write });
         },
         onLoaded: (bytes, dir) => {
           measured = bytes + WORKING_BYTES;

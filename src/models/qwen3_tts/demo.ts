@@ -22,8 +22,8 @@ import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from 
 import { parseGenerationConfig, parseQwen3TtsConfig, parseSpeechTokenizerConfig } from './config';
 import { loadQwen3TtsParts, type Qwen3TtsConfigs } from './pipeline';
 
-/** Folder name under DEMO_WEIGHTS_DIR (the manifest's profile "demo" field says the same). */
-export const DEMO_TTS_NAME = 'qwen3-tts';
+/** Named in the safetensors metadata; the folder under DEMO_WEIGHTS_DIR is the manifest's profile "demo" field. */
+const DEMO_TTS_NAME = 'qwen3-tts';
 /** Bump when the generator's values change (the key list is hashed into the version by itself). */
 const DEMO_FORMAT = 1;
 const DEMO_SEED = 20260317;

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { BadInputError, throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import { Checkpoint } from '../../engine/safetensors';
+import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../jobs/catalog';
 import { CLIP_LIMITS, decodeAudio, probeAudio } from '../../media/audio-input';
 import { SPEECH_SAMPLE_RATE, writeWav } from '../../media/wav';
@@ -203,7 +204,7 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
 
     ctx.stage(STAGE.encode);
     const clip = await readReferenceClip(task.refAudioPath, ctx.signal);
-    let spk;
+    let spk: Tensor;
     try {
       spk = speakerEmbedding(e, speaker, clip, SPEECH_SAMPLE_RATE, { dtype: talker.dtype });
     } catch (err) {
