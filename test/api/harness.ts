@@ -17,6 +17,7 @@ import { JobsService } from '../../src/jobs/jobs.service';
 import { OutboundClient, OutboundOptions } from '../../src/net/outbound';
 import { PipelineEntry, PipelineRegistry } from '../../src/scheduler/pipeline';
 import { Scheduler } from '../../src/scheduler/scheduler';
+import { TTS_PIPELINE } from '../../src/tts/tts.pipeline';
 
 export const TOKEN = 'test-token-0123456789';
 
@@ -40,6 +41,9 @@ export interface TestAppOptions {
   outbound?: Partial<OutboundOptions>;
   probe?: InputProbe;
   gpu?: GpuProbe | 'real';
+  /** false: leave out the models the service registers itself (today the Qwen3-TTS speech pipeline), to test
+   * the answers of a service without them. */
+  builtinPipelines?: boolean;
 }
 
 /** A GPU section that needs no device (most API tests must not depend on a WebGPU adapter). */
@@ -58,6 +62,7 @@ export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
     .useValue(new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000, callbackRetryDelaysMs: [50, 100], ...opts.outbound }));
   if (opts.gpu !== 'real') builder = builder.overrideProvider(GpuProbe).useValue(opts.gpu ?? new StaticGpuProbe());
   if (opts.probe) builder = builder.overrideProvider(InputProbe).useValue(opts.probe);
+  if (opts.builtinPipelines === false) builder = builder.overrideProvider(TTS_PIPELINE).useValue(null);
   const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false });
   configureApp(app, settings);

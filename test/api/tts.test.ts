@@ -26,7 +26,7 @@ const silentTts: PipelineEntry = {
 
 describe('speech endpoints', () => {
   test('without a speech pipeline: 503 naming what is missing (after the 400/422 checks)', async () => {
-    const t = await startApp();
+    const t = await startApp({ builtinPipelines: false });
     try {
       let res = await t.http.post('/api/v1/tts').set(auth).send({ text: 'hello', ref_audio: dataUri('audio/wav', wavBytes(4)) });
       assert.equal(res.status, 503);
