@@ -8,6 +8,7 @@ export { Recorder, grid1d, type Binding, type Dispatch } from './recorder';
 export { DTYPE_BYTES, type DType } from './dtype';
 export { Checkpoint, CheckpointError, writeSafetensors, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from './safetensors';
 export { loadTensor, loadTensors, type LoadOptions } from './load';
+export { RowTable, type RowTableOptions, type RowTablePlacement } from './row-table';
 export { quantizeInt8PerChannel, uploadInt8, type QuantizedInt8 } from './quantize';
 export { gridPositions, mrope, rope1d, ropeAxes, ropeInvFreq, uploadRope, type MropeMode, type RopeTable } from './rope-tables';
 export { besselI0, kaiserBeta, kaiserSincFilter1d, kaiserWindow } from './filters';

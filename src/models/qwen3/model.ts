@@ -7,9 +7,10 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
 import { add } from '../../engine/ops/elementwise';
-import { copy, copyInto, gather, uploadIds } from '../../engine/ops/layout';
+import { copy, copyInto } from '../../engine/ops/layout';
 import { rmsNorm } from '../../engine/ops/norm';
 import { mrope, rope1d, uploadRope } from '../../engine/rope-tables';
+import { RowTable, type RowTablePlacement } from '../../engine/row-table';
 import { Checkpoint } from '../../engine/safetensors';
 import { fmtShape, type Tensor } from '../../engine/tensor';
 import { PAD_BLOCK, Qwen3KvCache, type KvCacheOptions } from './cache';
@@ -30,6 +31,8 @@ export interface Qwen3LoadOptions {
   norm?: boolean;
   /** Load embed_tokens (default: when the checkpoint has it; the TTS talker has none and takes embeddings). */
   embedTokens?: boolean;
+  /** Where embed_tokens lives (RowTable): default 'auto', the host when it exceeds one GPU binding. */
+  embedPlacement?: RowTablePlacement;
 }
 
 /** Positions of the L new tokens, shared by the batch: one row (1D RoPE, or text under MRoPE: t = h = w), or
@@ -69,7 +72,8 @@ export class Qwen3Model {
     private readonly e: Engine,
     readonly config: Qwen3Config,
     readonly dtype: ComputeDType,
-    readonly embed_tokens: Tensor | null,
+    /** [vocab, hidden] on the GPU, or read from the checkpoint file row by row when too big for one binding. */
+    readonly embed_tokens: RowTable | null,
     readonly layers: Qwen3DecoderLayer[],
     readonly norm: Tensor | null,
   ) {}
@@ -80,15 +84,17 @@ export class Qwen3Model {
     const n = o.layers ?? config.numLayers;
     if (!Number.isInteger(n) || n < 0 || n > config.numLayers) throw new RangeError(`Qwen3Model.load: layers ${n} not in 0..${config.numLayers}`);
     const w: WeightLoader = { e, ckpt, dtype, int8: !!o.int8, loaded: [] };
+    let embed: RowTable | null = null;
     try {
-      const embed = (o.embedTokens ?? ckpt.has(`${p}embed_tokens.weight`))
-        ? await loadPlain(w, `${p}embed_tokens.weight`, [config.vocabSize, config.hiddenSize])
-        : null;
+      if (o.embedTokens ?? ckpt.has(`${p}embed_tokens.weight`)) {
+        embed = await RowTable.load(e, ckpt, `${p}embed_tokens.weight`, { dtype, shape: [config.vocabSize, config.hiddenSize], placement: o.embedPlacement });
+      }
       const layers: Qwen3DecoderLayer[] = [];
       for (let i = 0; i < n; i++) layers.push(await Qwen3DecoderLayer.load(w, config, `${p}layers.${i}.`));
       const norm = (o.norm ?? n === config.numLayers) ? await loadPlain(w, `${p}norm.weight`, [config.hiddenSize]) : null;
       return new Qwen3Model(e, config, dtype, embed, layers, norm);
     } catch (err) {
+      embed?.free();
       for (const t of w.loaded) t.free();
       throw err;
     }
@@ -120,10 +126,7 @@ export class Qwen3Model {
       const id = ids[i]!;
       if (!Number.isInteger(id) || id < 0 || id >= this.config.vocabSize) throw new RangeError(`Qwen3Model: token id ${id} at ${i} outside 0..${this.config.vocabSize - 1}`);
     }
-    const t = uploadIds(this.e, ids, [batch, L]);
-    const x = gather(this.e, this.embed_tokens, t);
-    t.free();
-    return x;
+    return this.embed_tokens.lookup(ids, [batch, L]);
   }
 
   /** Records the forward pass (nothing waits); see Qwen3ForwardInput. */

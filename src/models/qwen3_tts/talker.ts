@@ -10,6 +10,7 @@
 import type { Engine } from '../../engine/engine';
 import { gather } from '../../engine/ops/layout';
 import { linear } from '../../engine/ops/linear';
+import { RowTable, type RowTablePlacement } from '../../engine/row-table';
 import type { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { Qwen3KvCache, Qwen3Model, type Qwen3Positions } from '../qwen3';
@@ -31,6 +32,9 @@ export interface TalkerLoadOptions {
   codecEmbedding?: boolean;
   text?: boolean;
   codePredictor?: boolean;
+  /** Where text_embedding lives (RowTable): default 'auto', the host when it exceeds one GPU binding (its
+   * 151936 x 2048 rows are 593 MiB in f16, over lavapipe's 128 MiB). */
+  textEmbeddingPlacement?: RowTablePlacement;
 }
 
 /** talker.text_projection (Qwen3TTSTalkerResizeMLP): linear_fc2(silu(linear_fc1(x))), both with bias. */
@@ -70,8 +74,8 @@ export class TalkerModel {
     readonly decoder: Qwen3Model,
     /** codec_embedding.weight [vocab, hidden], or null when not loaded. */
     readonly codec_embedding: Tensor | null,
-    /** text_embedding.weight [text_vocab, text_hidden], or null when not loaded. */
-    readonly text_embedding: Tensor | null,
+    /** text_embedding.weight [text_vocab, text_hidden] (GPU or file-backed, see RowTable), or null when not loaded. */
+    readonly text_embedding: RowTable | null,
   ) {}
 
   get layers() {
@@ -131,18 +135,22 @@ export class Qwen3TtsTalker {
     const p = `${root}talker.`;
     const w: WeightLoader = { e, ckpt, dtype, int8: !!o.int8, loaded: [] };
     const owned: { free(): void }[] = [];
+    let textEmbedding: RowTable | null = null;
     try {
       const H = t.hiddenSize;
       const decoder = await Qwen3Model.load(e, ckpt, t, { dtype, int8: o.int8, prefix: `${root}${t.keyPrefix}`, embedTokens: false });
       owned.push(decoder);
       const codecEmbedding = (o.codecEmbedding ?? true) ? await loadPlain(w, `${p}model.codec_embedding.weight`, [t.vocabSize, H]) : null;
       const text = o.text ?? true;
-      const textEmbedding = text ? await loadPlain(w, `${p}model.text_embedding.weight`, [t.textVocabSize, t.textHiddenSize]) : null;
+      if (text) {
+        textEmbedding = await RowTable.load(e, ckpt, `${p}model.text_embedding.weight`, { dtype, shape: [t.textVocabSize, t.textHiddenSize], placement: o.textEmbeddingPlacement });
+      }
       const projection = text ? await TextProjection.load(w, `${p}text_projection.`, t.textHiddenSize, H) : null;
       const head = await loadLinear(w, `${p}codec_head.weight`, [t.vocabSize, H]);
       const predictor = (o.codePredictor ?? true) ? await Qwen3TtsCodePredictor.load(e, ckpt, config, { dtype, int8: o.int8, prefix: root }) : null;
       return new Qwen3TtsTalker(e, config, dtype, new TalkerModel(decoder, codecEmbedding, textEmbedding), projection, head, predictor);
     } catch (err) {
+      textEmbedding?.free();
       for (const t of w.loaded) t.free();
       for (const m of owned) m.free();
       throw err;
@@ -178,7 +186,7 @@ export class Qwen3TtsTalker {
   embedText(ids: ArrayLike<number>): Tensor {
     if (!this.model.text_embedding || !this.text_projection) throw new Error('Qwen3TtsTalker: the text embedding was not loaded');
     checkIds('text id', ids, this.config.talker.textVocabSize);
-    const x = gather(this.engine, this.model.text_embedding, ids);
+    const x = this.model.text_embedding.lookup(ids);
     const y = this.text_projection.forward(this.engine, x);
     x.free();
     return y;
