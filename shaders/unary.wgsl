@@ -5,7 +5,7 @@
 // Bindings: 0 params, 1 out (contiguous), 2 x (any strided view). One thread per output element;
 // index = gid.x + gid.y * (num_workgroups.x * WG) (see grid1d()).
 
-override OP: u32 = 0u;         // 0 identity, 1 relu, 2 sigmoid, 3 tanh, 4 exp, 5 log, 6 sqrt, 7 abs, 8 square
+override OP: u32 = 0u;         // 0 identity, 1 relu, 2 sigmoid, 3 tanh, 4 exp, 5 log, 6 sqrt, 7 abs, 8 square, 9 elu
 override CONTIG: bool = false; // x contiguous with out's shape: skip the index math
 override CLAMP: bool = false;  // apply clamp(., lo, hi) (off: inf and NaN pass through untouched)
 override WG: u32 = 256u;
@@ -18,7 +18,7 @@ struct Params {
   shift: f32,      // added before the clamp
   lo: f32,         // clamp bounds (only with CLAMP; an open side is +-3.4e38)
   hi: f32,
-  _pad1: u32,
+  alpha: f32,      // ELU's alpha (OP 9 only)
   shape: array<vec4<u32>, 2>,   // outermost first
   x_str: array<vec4<u32>, 2>,
 }
@@ -26,6 +26,23 @@ struct Params {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> out: array<T>;
 @group(0) @binding(2) var<storage, read> x: array<T>;
+
+// exp(v) - 1 without the cancellation near 0: for |v| < 0.5 a Taylor polynomial to v^9 in Horner form (truncation
+// below 0.5^10 / 10! = 3e-10, far under f32's half ulp of |v| / 2), else exp(v) - 1 directly.
+fn expm1(v: f32) -> f32 {
+  if (abs(v) < 0.5) {
+    var s = 1.0 + v / 9.0;
+    s = 1.0 + v / 8.0 * s;
+    s = 1.0 + v / 7.0 * s;
+    s = 1.0 + v / 6.0 * s;
+    s = 1.0 + v / 5.0 * s;
+    s = 1.0 + v / 4.0 * s;
+    s = 1.0 + v / 3.0 * s;
+    s = 1.0 + v / 2.0 * s;
+    return v * s;
+  }
+  return exp(v) - 1.0;
+}
 
 fn apply(v: f32) -> f32 {
   switch OP {
@@ -39,7 +56,10 @@ fn apply(v: f32) -> f32 {
     case 5u: { return log(v); }
     case 6u: { return sqrt(v); }
     case 7u: { return abs(v); }
-    default: { return v * v; }
+    // ELU: v for v > 0, alpha * (e^v - 1) otherwise (exp underflows to 0 for v < -88: -alpha; NaN stays NaN).
+    case 9u: { return select(p.alpha * expm1(v), v, v > 0.0); }
+    case 8u: { return v * v; }
+    default: { return v; }
   }
 }
 

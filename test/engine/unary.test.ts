@@ -1,13 +1,13 @@
-// Unary math (relu, sigmoid, tanh, exp, log, sqrt, abs, square, shift/clamp) vs the float64 CPU reference on fresh
+// Unary math (relu, sigmoid, tanh, exp, log, sqrt, abs, square, elu, shift/clamp) vs the float64 CPU reference on fresh
 // random inputs: odd sizes, contiguous/transposed/sliced views, poisoned outputs, large arguments, input checks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DType } from '../../src/engine/dtype';
-import { clamp, unary, type UnaryOp, type UnaryOptions } from '../../src/engine/ops/unary';
+import { clamp, elu, unary, type UnaryOp, type UnaryOptions } from '../../src/engine/ops/unary';
 import { unaryRef } from './reference/unary';
 import { ODD_SIZES, assertClose, poisoned, randomHost, seeded, testEngine, uploadAs, type Layout } from './helpers';
 
-const OPS: UnaryOp[] = ['identity', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt', 'abs', 'square'];
+const OPS: UnaryOp[] = ['identity', 'relu', 'sigmoid', 'tanh', 'exp', 'log', 'sqrt', 'abs', 'square', 'elu'];
 const LAYOUTS: Layout[] = ['contiguous', 'transposed', 'sliced'];
 
 /** Input range per op: log and sqrt need positive arguments unless a clamp makes them so. */
@@ -56,7 +56,43 @@ for (const dtype of ['f32', 'f16'] as DType[]) {
     gx.free();
     out.free();
   }));
+
+  test(`unary ${dtype}: elu with alpha != 1 on odd sizes and all layouts, and through shift/clamp`, seeded(async (rng) => {
+    const e = await testEngine();
+    for (const layout of LAYOUTS) {
+      const alpha = Math.fround(0.1 + 2.4 * rng.uniform(1, 0, 1)[0]!);
+      const shape = [ODD_SIZES[rng.int(1, 6)]!, ODD_SIZES[rng.int(0, ODD_SIZES.length - 1)]!];
+      const x = randomHost(rng, shape, dtype, -6, 3);
+      const gx = uploadAs(e, x, dtype, layout);
+      const out = poisoned(e, shape, dtype);
+      assert.equal(elu(e, gx.view, alpha, { out }), out);
+      assertClose(await e.read(out), unaryRef('elu', x, { alpha }), dtype, `elu alpha ${alpha} ${dtype} [${shape}] ${layout}`);
+      const shifted = elu(e, gx.view, alpha, { shift: -0.5, min: -4 });
+      assertClose(await e.read(shifted), unaryRef('elu', x, { alpha, shift: -0.5, min: -4 }), dtype, `elu shifted ${dtype} ${layout}`);
+      gx.base.free();
+      out.free();
+      shifted.free();
+    }
+  }));
 }
+
+test('unary f32: elu is expm1-accurate near 0 (relative) and saturates to -alpha', seeded(async (rng) => {
+  const e = await testEngine();
+  // tiny negative arguments, where exp(x) - 1 in f32 loses most digits (-1e-7 would come out -1.19e-7 or 0), the
+  // polynomial/exp seam at -0.5, saturation, 0 and a positive value; 1e-6 relative is a few f32 roundings
+  const x = randomHost(rng, [129], 'f32', -1e-3, 0);
+  x.data.set([-1e-7, -0.4999999, -0.5, -0.5000001, -100, -1e-30, 0, 2].map(Math.fround));
+  const gx = e.upload(x.data, x.shape, 'f32');
+  const out = elu(e, gx, 1.5);
+  const got = await e.read(out);
+  const want = unaryRef('elu', x, { alpha: 1.5 });
+  for (let i = 0; i < x.data.length; i++) {
+    const w = want.data[i]!;
+    assert.ok(Math.abs(got[i]! - w) <= 1e-6 * Math.abs(w), `elu(${x.data[i]}) = ${got[i]}, want ${w}`);
+  }
+  gx.free();
+  out.free();
+}));
 
 test('unary f32: sigmoid and tanh saturate without NaN for large arguments; log(0) is -inf', seeded(async (rng) => {
   const e = await testEngine();
@@ -85,6 +121,8 @@ test('unary: input checks name the op and the tensor', async () => {
   assert.throws(() => unary(e, 'sqrt', x, { min: 1, max: 0 }), /sqrt: min 1 > max 0/);
   assert.throws(() => unary(e, 'exp', x, { shift: NaN }), /exp: shift NaN must be a finite number/);
   assert.throws(() => unary(e, 'nope' as UnaryOp, x), /unknown op "nope"/);
+  assert.throws(() => elu(e, x, Infinity), /elu: alpha Infinity must be a finite number/);
+  assert.throws(() => unary(e, 'relu', x, { alpha: 2 }), /relu: alpha is an elu option/);
   x.free();
   wrong.free();
 });

@@ -1,6 +1,6 @@
 // Unary math over any strided view: out = f(clamp(x + shift, min, max)), f one of relu, sigmoid, tanh, exp, log,
-// sqrt, abs, square or identity (then it is a shift/clamp). The optional shift and clamp cover the guarded forms
-// models use: log(max(x, 1e-5)), sqrt(max(var, 1e-12)), sqrt(x + 1e-9).
+// sqrt, abs, square, elu (torch.nn.ELU with its alpha) or identity (then it is a shift/clamp). The optional shift
+// and clamp cover the guarded forms models use: log(max(x, 1e-5)), sqrt(max(var, 1e-12)), sqrt(x + 1e-9).
 //   shader:    shaders/unary.wgsl (entry unary; overrides OP, CONTIG, CLAMP, WG)
 //   reference: test/engine/reference/unary.ts
 //   tests:     test/engine/unary.test.ts
@@ -11,8 +11,8 @@ import { grid1d } from '../recorder';
 import { fmtShape, type Tensor } from '../tensor';
 import { checkFloat, outputTensor } from './checks';
 
-export type UnaryOp = 'identity' | 'relu' | 'sigmoid' | 'tanh' | 'exp' | 'log' | 'sqrt' | 'abs' | 'square';
-const OP_CODE: Record<UnaryOp, number> = { identity: 0, relu: 1, sigmoid: 2, tanh: 3, exp: 4, log: 5, sqrt: 6, abs: 7, square: 8 };
+export type UnaryOp = 'identity' | 'relu' | 'sigmoid' | 'tanh' | 'exp' | 'log' | 'sqrt' | 'abs' | 'square' | 'elu';
+const OP_CODE: Record<UnaryOp, number> = { identity: 0, relu: 1, sigmoid: 2, tanh: 3, exp: 4, log: 5, sqrt: 6, abs: 7, square: 8, elu: 9 };
 const MAX_RANK = 8;
 const WG = 256;
 const F32_MAX = 3.4028234663852886e38;
@@ -23,6 +23,8 @@ export interface UnaryOptions {
   /** Clamp bounds applied after the shift, before f (either side may be left open). */
   min?: number;
   max?: number;
+  /** ELU's alpha (elu only; default 1 as torch.nn.ELU): x for x > 0, alpha * (exp(x) - 1) otherwise. */
+  alpha?: number;
   out?: Tensor;
 }
 
@@ -34,6 +36,8 @@ export const log = (e: Engine, x: Tensor, o?: UnaryOptions) => unary(e, 'log', x
 export const sqrt = (e: Engine, x: Tensor, o?: UnaryOptions) => unary(e, 'sqrt', x, o);
 export const abs = (e: Engine, x: Tensor, o?: UnaryOptions) => unary(e, 'abs', x, o);
 export const square = (e: Engine, x: Tensor, o?: UnaryOptions) => unary(e, 'square', x, o);
+/** torch.nn.ELU(alpha): x for x > 0, alpha * (exp(x) - 1) otherwise (expm1-accurate near 0), in f32. */
+export const elu = (e: Engine, x: Tensor, alpha = 1, o?: Omit<UnaryOptions, 'alpha'>) => unary(e, 'elu', x, { ...o, alpha });
 /** clamp(x, min, max); either bound may be undefined. */
 export const clamp = (e: Engine, x: Tensor, min?: number, max?: number, out?: Tensor) => unary(e, 'identity', x, { min, max, out });
 
@@ -41,8 +45,9 @@ export function unary(e: Engine, op: UnaryOp, x: Tensor, o: UnaryOptions = {}): 
   checkFloat(op, x);
   if (!(op in OP_CODE)) throw new RangeError(`unary: unknown op ${JSON.stringify(op)}`);
   if (x.rank > MAX_RANK) throw new RangeError(`${op}: rank ${x.rank} ${fmtShape(x.shape)} > ${MAX_RANK}`);
-  const { shift = 0, min, max } = o;
-  for (const [name, v] of [['shift', shift], ['min', min], ['max', max]] as const) {
+  const { shift = 0, min, max, alpha } = o;
+  if (alpha !== undefined && op !== 'elu') throw new RangeError(`${op}: alpha is an elu option`);
+  for (const [name, v] of [['shift', shift], ['min', min], ['max', max], ['alpha', alpha]] as const) {
     if (v !== undefined && !Number.isFinite(v)) throw new RangeError(`${op}: ${name} ${v} must be a finite number`);
   }
   if (min !== undefined && max !== undefined && min > max) throw new RangeError(`${op}: min ${min} > max ${max}`);
@@ -52,7 +57,7 @@ export function unary(e: Engine, op: UnaryOp, x: Tensor, o: UnaryOptions = {}): 
   const kernel = e.kernels.get({ shader: 'unary', entry: 'unary', dtype: x.dtype, constants: { OP: OP_CODE[op], CONTIG: x.isContiguous, CLAMP: doClamp, WG } });
   const params = new Params()
     .u32(x.numel).u32(x.rank).u32(x.offset).u32(0)
-    .f32(shift).f32(min ?? -F32_MAX).f32(max ?? F32_MAX).u32(0)
+    .f32(shift).f32(min ?? -F32_MAX).f32(max ?? F32_MAX).f32(alpha ?? 1)
     .dims(x.shape, MAX_RANK)
     .dims(x.strides, MAX_RANK);
   e.recorder.dispatch({ kernel, bindings: [out, x], params, workgroups: grid1d(x.numel, WG) });
