@@ -1,4 +1,4 @@
-// npm run bench:engine [-- --sizes large] [--iters N] [--only matmul,attention,conv,interp,...]
+// npm run bench:engine [-- --sizes large] [--iters N] [--only matmul,attention,conv,interp,linear-decode,...]
 // Per op and size: mean time per call (N calls recorded back to back, one sync), GFLOP/s or GB/s, and the
 // fraction of the adapter's roofline (ROOFLINES; unknown adapters print n/a). Wall-clock timing around a sync:
 // on lavapipe it includes the ~46 us per-dispatch cost, which is the real cost there.
@@ -14,6 +14,7 @@ import { sample } from '../../src/engine/ops/sampling';
 import { softmax } from '../../src/engine/ops/softmax';
 import { quantizeInt8PerChannel, uploadInt8 } from '../../src/engine/quantize';
 import { convResampleCases } from './conv_resample';
+import { decodeCases } from './decode';
 
 interface Roofline { match: RegExp; label: string; f16Tflops: number; f32Tflops: number; bwGBs: number }
 // Datasheet peaks (shared/spec/engine.md). f16 = dense tensor-core peak; f32 = without tensor cores.
@@ -84,6 +85,7 @@ function cases(): Case[] {
     return { run: () => { y?.free(); y = sample(e, x, { topK: 50, temperature: 0.8, seed: 1, step: step++ }); }, free: () => { x.free(); y?.free(); } };
   } });
   out.push(...convResampleCases(large, up));
+  out.push(...decodeCases(rand, up));
   return out.filter((c) => !only || only.some((o) => c.op.startsWith(o)));
 }
 

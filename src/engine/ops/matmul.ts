@@ -1,5 +1,6 @@
 // Batched matmul with a fused epilogue (bias, activation, gate, residual) and int8 weight-only B.
 //   shader:    shaders/matmul.wgsl (entry matmul; overrides WGX, WGY, BK, BTYPE, STYPE, ACT, BIAS, GATE, RESID)
+//              shaders/gemv.wgsl (ops/gemv.ts: 1 row, or up to 8 when asked, against a linear weight W (N, K): decode)
 //              shaders/matmul_subgroup.wgsl (tensor-core path, f16 only, where the adapter has subgroup matrix;
 //              opt-in with KILN_SUBGROUP_MATRIX=1 until it has run on real hardware)
 //   reference: test/engine/reference/matmul.ts
@@ -10,6 +11,7 @@ import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { broadcastShapes, fmtShape, type Tensor } from '../tensor';
 import { gemmSubgroup, subgroupMatrixUsable } from './matmul_subgroup';
+import { gemv, gemvRefusal } from './gemv';
 
 export type Activation = 'none' | 'gelu_tanh' | 'gelu_erf' | 'silu';
 export const ACT_CODE: Record<Activation, number> = { none: 0, gelu_tanh: 1, gelu_erf: 2, silu: 3 };
@@ -29,11 +31,12 @@ export interface GemmOptions extends Epilogue {
   /** Per-output-channel scales [N] (f32 or f16), required when B is i8. */
   scales?: Tensor;
   out?: Tensor;
-  /** Tuning (tests use small tiles to cross tile edges on small sizes). */
+  /** Tuning of the tiled kernel (tests use small tiles to cross tile edges on small sizes); setting it also skips the GEMV. */
   tile?: { wgx?: number; wgy?: number; bk?: number };
   /** 'auto' is the register-tiled kernel, or the subgroup-matrix kernel when KILN_SUBGROUP_MATRIX=1 is set and the
-   * adapter has it (opt-in: that path has never run on real hardware); 'tiled' / 'subgroup' force one. */
-  path?: 'auto' | 'tiled' | 'subgroup';
+   * adapter has it (opt-in: that path has never run on real hardware), or the GEMV for 1 row against a linear weight;
+   * 'tiled' / 'subgroup' / 'gemv' force one ('gemv': up to 8 rows, B a linear weight's transpose view). */
+  path?: 'auto' | 'tiled' | 'subgroup' | 'gemv';
 }
 
 const MAX_BATCH = 3;
@@ -103,6 +106,14 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     .dims(bstr(r), 4).dims(mat(r), 4);
 
   const path = opts.path ?? 'auto';
+  // One row against a linear weight (decode): the GEMV reads W once instead of computing a 64-row tile. 'auto' takes
+  // it for 1 row only (see ops/gemv.ts: the sum order differs from the tiled kernel's); 'gemv' forces it (<= 8 rows).
+  const refusal = path === 'gemv' || (path === 'auto' && !opts.tile && nb * M === 1) ? gemvRefusal(nb * M, be) : 'not asked';
+  if (path === 'gemv' && refusal) throw new RangeError(`${op}: path 'gemv': ${refusal}`);
+  if (!refusal) {
+    gemv(e, { a: ae, b: be, out, M, N, K, batch, bias, gate: g, residual: r, scales, act: opts.act ?? 'none' });
+    return out;
+  }
   if (path === 'subgroup' || (path === 'auto' && b.dtype === 'f16' && subgroupMatrixOptIn() && subgroupMatrixUsable(e))) {
     gemmSubgroup(e, op, { a, b, out, params, M, N, batches: nb, bias, gate: g, residual: r, act: opts.act ?? 'none' });
     return out;
