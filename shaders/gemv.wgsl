@@ -7,15 +7,16 @@
 // Why not the tiled kernel: it computes a 64-row tile for the one row decode uses. Here each workgroup owns
 // WG / TPC output columns; the TPC threads of a column split K and walk W's row n together, so consecutive threads
 // read consecutive u32 words of the weight (coalesced). With ALIGNED (every row starts on a word) a word is
-// decoded whole: 1 f32, 2 f16 or 4 int8 weights per load; otherwise weights are read one by one. Each thread keeps
+// decoded whole: 1 f32, 2 f16 or 4 int8 weights; with VEC4 too (every row starts on a 16-byte boundary) words are
+// loaded 4 at a time as a vec4<u32> (the row's last < 4 words one by one); otherwise weights are read one by one. Each thread keeps
 // ROWS f32 partial sums (one per input row), reduced across the column's TPC threads in workgroup memory.
 //
 // Rows: the R = batches * M rows of x (x is any strided view, (batch..., M, K)); row r is (batch r / M, m = r % M)
 // and writes out[r, n] of the contiguous (batch..., M, N) output. The weight is shared by every batch.
 //
 // Epilogue (same as matmul.wgsl): y = act(acc * scale[n] + bias[n]); if GATE y *= g[r,n]; if RESID y += res[r,n].
-// Bindings: 0 params, 1 out, 2 x, 3 W (u32 words), 4 bias, 5 gate, 6 resid, 7 scales (u32 words); unused inputs
-// are bound to x by the wrapper.
+// Bindings: 0 params, 1 out, 2 x, 3 W (u32 words), 4 bias, 5 gate, 6 resid, 7 scales (u32 words), 8 W again as
+// vec4<u32>; unused inputs are bound to x by the wrapper.
 
 const ROWS = 8u;              // most rows per dispatch (GEMV_MAX_ROWS in the wrapper)
 override WG: u32 = 256u;      // threads per workgroup
@@ -24,6 +25,7 @@ override BTYPE: u32 = 0u;     // W element type: 0 f32, 1 f16, 2 int8 (4 per u32
 override STYPE: u32 = 0u;     // int8 scale type: 0 f32, 1 f16
 override ACT: u32 = 0u;       // 0 none, 1 gelu_tanh, 2 gelu_erf, 3 silu
 override ALIGNED: bool = false;
+override VEC4: bool = false;    // needs ALIGNED
 override BIAS: bool = false;
 override GATE: bool = false;
 override RESID: bool = false;
@@ -47,6 +49,7 @@ struct Params {
 @group(0) @binding(5) var<storage, read> gate: array<T>;
 @group(0) @binding(6) var<storage, read> resid: array<T>;
 @group(0) @binding(7) var<storage, read> scales: array<u32>;
+@group(0) @binding(8) var<storage, read> b4: array<vec4<u32>>;
 
 // red[r * WG + t]: thread t's partial sum for row r
 var<workgroup> red: array<f32, ROWS * WG>;
@@ -111,6 +114,14 @@ fn fma_rows(acc: ptr<function, array<f32, ROWS>>, xbase: ptr<function, array<u32
   }
 }
 
+/** The weights of word c of a row (k = c*per ..), per = weights per word; a last word's tail past K is the next row. */
+fn fma_word(acc: ptr<function, array<f32, ROWS>>, xbase: ptr<function, array<u32, ROWS>>, w: u32, c: u32, per: u32) {
+  for (var j = 0u; j < per; j++) {
+    let k = c * per + j;
+    if (k < p.K) { fma_rows(acc, xbase, k, unpack_word(w, j)); }
+  }
+}
+
 @compute @workgroup_size(WG)
 fn gemv(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let col = lid.x / TPC;
@@ -129,13 +140,15 @@ fn gemv(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       let per = select(select(1u, 2u, BTYPE == 1u), 4u, BTYPE == 2u);   // weights per u32 word
       let word0 = row / per;
       let nwords = (p.K + per - 1u) / per;
-      for (var c = lane; c < nwords; c += TPC) {
-        let w = b[word0 + c];
-        for (var j = 0u; j < per; j++) {
-          let k = c * per + j;
-          if (k < p.K) { fma_rows(&acc, &xbase, k, unpack_word(w, j)); }   // a last word's tail is the next row
+      var c = lane;
+      if (VEC4) {
+        for (var q = lane; q < nwords / 4u; q += TPC) {
+          let v = b4[word0 / 4u + q];
+          for (var i = 0u; i < 4u; i++) { fma_word(&acc, &xbase, v[i], 4u * q + i, per); }
         }
+        c = (nwords & ~3u) + lane;
       }
+      for (; c < nwords; c += TPC) { fma_word(&acc, &xbase, b[word0 + c], c, per); }
     } else {
       for (var k = lane; k < p.K; k += TPC) { fma_rows(&acc, &xbase, k, load_b(row + k)); }
     }

@@ -1,6 +1,7 @@
 // The few-row GEMV path of linear() (shaders/gemv.wgsl) vs the float64 reference on fresh random inputs: rows
 // 1..GEMV_MAX_ROWS (batched x included), odd K and N, x as contiguous / sliced / transposed views, weights whose rows
-// start on a u32 word (whole-word loads) and ones that do not (element loads), every epilogue, f32/f16/int8 weights,
+// start on 16 bytes (vec4 loads, with and without a tail of single words), on a u32 word only (word loads) and on
+// neither (element loads), every epilogue, f32/f16/int8 weights,
 // poisoned outputs. 'auto' takes the GEMV for 1 row only, so 2..8 rows ask for it with path 'gemv'. Then which kernel
 // linear() and matmul() pick, read from the recorder's batch of kernel names.
 import { test } from 'node:test';
@@ -11,6 +12,8 @@ import { GEMV_MAX_ROWS } from '../../src/engine/ops/gemv';
 import { quantizeInt8PerChannel, uploadInt8 } from '../../src/engine/quantize';
 import { roundToDType } from '../../src/engine/dtype';
 import type { Engine } from '../../src/engine/engine';
+import type { Tensor } from '../../src/engine/tensor';
+import type { Int8Weight } from '../../src/engine/ops/linear';
 import { linearRef } from './reference/matmul';
 import { assertClose, poisoned, randomHost, seeded, testEngine, uploadAs, type HostTensor, type Layout, type Rng, type Tolerance } from './helpers';
 
@@ -20,22 +23,33 @@ const ACTS: Activation[] = ['none', 'gelu_tanh', 'gelu_erf', 'silu'];
 const LAYOUTS: Layout[] = ['contiguous', 'sliced', 'transposed'];
 type WKind = 'f32' | 'f16' | 'int8';
 
-/** A random weight (N, K) of the kind, uploaded as a contiguous or sliced view; want = the values the GPU sees. */
-function weight(e: Engine, rng: Rng, kind: WKind, N: number, K: number, sliced: boolean, scaleDtype: 'f32' | 'f16' = 'f32') {
+/** contiguous; sliced: rows 1..N+1 and columns 1..K+1 of a bigger weight (rows start mid-word for odd K); padded:
+ * columns 0..K of a weight whose rows are a multiple of 16 elements (16-byte aligned rows, a partial last vec4). */
+type WLayout = 'contiguous' | 'sliced' | 'padded';
+
+/** A random weight (N, K) of the kind as a view in the layout; want = the values the GPU sees. */
+function weight(e: Engine, rng: Rng, kind: WKind, N: number, K: number, layout: WLayout, scaleDtype: 'f32' | 'f16' = 'f32') {
+  const [rows, cols, r0, c0] = layout === 'sliced' ? [N + 2, K + 2, 1, 1] : layout === 'padded' ? [N, 16 * Math.ceil((K + 1) / 16), 0, 0] : [N, K, 0, 0];
+  let full: Float64Array;
+  let arg: Tensor | Int8Weight;
+  let free: () => void;
   if (kind !== 'int8') {
-    const w = randomHost(rng, [N, K], kind);
-    const g = uploadAs(e, w, kind, sliced ? 'sliced' : 'contiguous');
-    return { want: w, arg: g.view, free: () => g.base.free() };
+    full = randomHost(rng, [rows, cols], kind).data;
+    const g = e.upload(full, [rows, cols], kind);
+    arg = g;
+    free = () => g.free();
+  } else {
+    const wq = quantizeInt8PerChannel(Float32Array.from(rng.normal(rows * cols, 0.2)), rows, cols);
+    const s = roundToDType(wq.scales, scaleDtype);
+    full = Float64Array.from(wq.q, (v, i) => v * s[Math.floor(i / cols)]!);
+    const g = uploadInt8(e, wq, scaleDtype);
+    arg = g;
+    free = () => { g.q.free(); g.scales.free(); };
   }
-  // int8: quantise N + 2 rows and take rows 1..N+1 when sliced (the view starts mid-word for K % 4 != 0)
-  const rows = sliced ? N + 2 : N;
-  const wq = quantizeInt8PerChannel(Float32Array.from(rng.normal(rows * K, 0.2)), rows, K);
-  const s = roundToDType(wq.scales, scaleDtype);
-  const r0 = sliced ? 1 : 0;
-  const want: HostTensor = { data: Float64Array.from({ length: N * K }, (_, i) => wq.q[r0 * K + i]! * s[r0 + Math.floor(i / K)]!), shape: [N, K] };
-  const g = uploadInt8(e, wq, scaleDtype);
-  const arg = sliced ? { q: g.q.slice(0, 1, N + 1), scales: g.scales.slice(0, 1, N + 1) } : g;
-  return { want, arg, free: () => { g.q.free(); g.scales.free(); } };
+  const want: HostTensor = { data: Float64Array.from({ length: N * K }, (_, i) => full[(r0 + Math.floor(i / K)) * cols + c0 + (i % K)]!), shape: [N, K] };
+  const view = (t: Tensor) => t.slice(0, r0, r0 + N).slice(1, c0, c0 + K);
+  const a = 'q' in arg ? { q: view(arg.q), scales: arg.scales.slice(0, r0, r0 + N) } : view(arg);
+  return { want, arg: a, free };
 }
 
 for (const kind of ['f32', 'f16', 'int8'] as const) {
@@ -45,20 +59,21 @@ for (const kind of ['f32', 'f16', 'int8'] as const) {
       for (let rows = 1; rows <= GEMV_MAX_ROWS; rows++) {
         const act = ACTS[rows % ACTS.length]!;
         const layout = LAYOUTS[rows % LAYOUTS.length]!;
-        // even rows: K a multiple of 4 (whole-word weight loads when contiguous); odd rows: odd K (element loads)
-        const K = rows % 2 === 0 ? 4 * rng.int(1, 80) : 2 * rng.int(0, 160) + 1;
+        // rows 2, 6: K a multiple of 16, contiguous (vec4 loads for every kind); rows 4, 8: K = 4 * odd (vec4 for f32,
+        // word loads for f16 and int8); rows 1, 5: odd K in padded rows (vec4 plus single words); rows 3, 7: sliced
+        const K = rows % 4 === 2 ? 16 * rng.int(1, 20) : rows % 4 === 0 ? 4 * (2 * rng.int(0, 40) + 1) : 2 * rng.int(0, 160) + 1;
         const N = rng.int(1, 70);
-        const slicedW = rows % 4 === 3;
+        const wl: WLayout = rows % 4 === 3 ? 'sliced' : rows % 4 === 1 ? 'padded' : 'contiguous';
         // 1-row cases as a vector (K) or (1, K); 4 and 6 rows as a batched (2, rows/2, K)
         const xshape = rows === 1 ? (act === 'none' ? [K] : [1, K]) : rows === 4 || rows === 6 ? [2, rows / 2, K] : [rows, K];
         const x = randomHost(rng, xshape, dtype, -2, 2);
         const gx = uploadAs(e, x, dtype, layout);
-        const w = weight(e, rng, kind, N, K, slicedW, rows % 2 ? 'f32' : 'f16');
+        const w = weight(e, rng, kind, N, K, wl, rows % 2 ? 'f32' : 'f16');
         const bias = randomHost(rng, [N], dtype);
         const gb = e.upload(bias.data, bias.shape, dtype);
         const out = poisoned(e, [...xshape.slice(0, -1), N], dtype);
         linear(e, gx.view, w.arg, gb, { act, out, path: rows > 1 ? 'gemv' : 'auto' });
-        const label = `gemv ${kind}/${dtype} x${JSON.stringify(xshape)} ${layout} W[${N},${K}]${slicedW ? ' sliced' : ''} ${act}`;
+        const label = `gemv ${kind}/${dtype} x${JSON.stringify(xshape)} ${layout} W[${N},${K}] ${wl} ${act}`;
         assertClose(await e.read(out), linearRef(x, w.want, { bias, act }), TOL[dtype], label);
         for (const t of [gx.base, gb, out]) t.free();
         w.free();
@@ -70,7 +85,7 @@ for (const kind of ['f32', 'f16', 'int8'] as const) {
       const [B, L, K, N] = [2, 3, 2 * rng.int(1, 100) + 1, 2 * rng.int(4, 40) + 1];
       const x = randomHost(rng, [B, L, K], dtype);
       const gx = uploadAs(e, x, dtype, 'sliced');
-      const w = weight(e, rng, kind, N, K, false);
+      const w = weight(e, rng, kind, N, K, 'contiguous');
       const bias = randomHost(rng, [N], dtype);
       const gb = e.upload(bias.data, bias.shape, dtype);
       // SwiGLU-style act(xW + b) * g, g (B, L, N) a transposed view

@@ -40,6 +40,8 @@ export function gemv(e: Engine, g: Gemv): void {
   const rowStride = b.strides[b.rank - 1]!;
   // Whole-word loads need every row W[n, 0] to start a word (N = 1 has a single row).
   const aligned = b.offset % per === 0 && (N === 1 || rowStride % per === 0);
+  // vec4<u32> loads need every row to start on 16 bytes (4 words).
+  const vec4 = aligned && b.offset % (4 * per) === 0 && (N === 1 || rowStride % (4 * per) === 0);
   const bstr = (t: Tensor | undefined) => pad3(t ? t.strides.slice(0, -2) : []);
   const mat = (t: Tensor | undefined) => (t ? [t.strides[t.rank - 2]!, t.strides[t.rank - 1]!] : [0, 0]);
   const blocks = Math.ceil(N / COLS);
@@ -63,12 +65,12 @@ export function gemv(e: Engine, g: Gemv): void {
       BTYPE: b.dtype === 'f32' ? 0 : b.dtype === 'f16' ? 1 : 2,
       STYPE: scales?.dtype === 'f16' ? 1 : 0,
       ACT: ACT_CODE[g.act],
-      ALIGNED: aligned, BIAS: !!bias, GATE: !!gate, RESID: !!residual,
+      ALIGNED: aligned, VEC4: vec4, BIAS: !!bias, GATE: !!gate, RESID: !!residual,
     },
   });
   e.recorder.dispatch({
     kernel,
-    bindings: [out, a, b, bias ?? a, gate ?? a, residual ?? a, scales ?? a],
+    bindings: [out, a, b, bias ?? a, gate ?? a, residual ?? a, scales ?? a, b],
     params,
     workgroups: [gx, Math.ceil(blocks / gx)],
   });
