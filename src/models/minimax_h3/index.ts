@@ -14,3 +14,4 @@ export { MiniMaxH3Transformer, openH3Checkpoint, DIFFUSERS_INDEX, type H3Forward
 export { patchify, unpatchify } from './patchify';
 export { eulerStep, flowSigmas, FlowSchedule, AUDIO_SHIFT, VIDEO_SHIFT } from './scheduler';
 export { rowTimestepPlan, sampleH3, type H3SampleOptions, type RowTimestepPlan } from './sampler';
+export * from './text-encoder';
