@@ -1,0 +1,133 @@
+"""Golden vectors for src/models/qwen_image21/text-encoder.ts: the prompt encoding of diffusers' QwenImage21Pipeline
+(`_get_qwen_prompt_embeds`, text-to-image path, pipeline_qwenimage21.py at c245e42d) on a tiny Qwen3-VL.
+
+Run in the reference lab from the checkout:
+  bash ../shared/tools/reflab/run.sh -u diffusers=/opt/upstream/diffusers-qi21/src -- \
+    python3 /project/tools/golden/qwen_image21_text.py --out /project/test/fixtures/golden
+Writes qwen_image21/text_encoder/<case>.safetensors with
+  weight.model.language_model.*   the decoder, under Qwen3VLForConditionalGeneration's own key prefix
+  input.ids (B, L), input.attention_mask (B, L)   the processor's output: right-padded ids (padding_side is unset
+                                  in Qwen3-VL's tokenizer_config, so right)
+  input.drop_idx (1)              leading system-turn tokens the pipeline drops
+  input.prompt_codepoints, input.template_codepoints   a prompt and the t2i template string built from it
+  output.prompt_embeds (B, Lout, H)  the pipeline's conditioning, zero-padded to the longest prompt
+  output.encoder_attention_mask (B, Lout)
+The pipeline file is not in the lab's diffusers tree, so its few steps are redone here (read, not imported): the
+template is formatted, the text encoder runs on (input_ids, attention_mask) with output_hidden_states, the masked
+rows of each prompt are kept and their first drop_idx rows dropped. The hidden state is the last decoder layer's
+output *before* the final norm: what `hidden_states[-1]` was in transformers 4.57, which the checkpoint is tuned to
+(docs/models/qwen-image-2.1.md); the lab's transformers 5.x returns the normed state there, so the layer output is
+taken with a hook, and the script checks that the two differ exactly by the final norm.
+Token ids come from a fixed list (no tokenizer at the tiny vocabulary): the ids stand in for the template's pieces
+with the real tokenizer's piece count for the system turn (14: Qwen3-VL's tokenizer, checked in the lab on the
+Krea 2 copy of it, gives [151644, 8948, 198, 1092, 30782, 408, 323, 23643, 279, 3897, 9934, 13, 151645, 198],
+the same ids for the raw string and for apply_chat_template on the system message).
+"""
+import argparse
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import seed_everything, transformers_upstream, write_case  # noqa: E402
+
+from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration  # noqa: E402
+
+SYS_PROMPT = "Comprehend and analyze the provided prompt."
+TEMPLATE_T2I = (f"<|im_start|>system\n{SYS_PROMPT}<|im_end|>\n"
+                "<|im_start|>user\n{}<|im_end|>\n"
+                "<|im_start|>assistant\n")
+PIPELINE = "huggingface/diffusers pipeline_qwenimage21.py @ c245e42d101bf27bb8ba5f6c313b43a329c74aae (t2i prompt encoding)"
+
+# Stand-in ids for the template's pieces (vocab 97): the system turn has the real tokenizer's 14 pieces
+# (<|im_start|> system \n Comp re hend ' and' ' analyze' ' the' ' provided' ' prompt' . <|im_end|> \n).
+IM_START, IM_END, NL, PAD = 90, 91, 7, 0
+SYSTEM_IDS = [IM_START, 11, NL, 40, 41, 42, 43, 44, 45, 46, 47, 48, IM_END, NL]
+USER_IDS = [IM_START, 12, NL]
+ASSISTANT_IDS = [IM_END, NL, IM_START, 13, NL]
+
+VL_TEXT_TINY = dict(vocab_size=97, hidden_size=64, intermediate_size=80, num_hidden_layers=3, num_attention_heads=4,
+                    num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, max_position_embeddings=256,
+                    rope_parameters={"rope_type": "default", "rope_theta": 5000000.0, "mrope_section": [4, 2, 2],
+                                     "mrope_interleaved": True})
+VISION_TINY = dict(depth=1, hidden_size=32, intermediate_size=32, num_heads=2, out_hidden_size=64, patch_size=16,
+                   spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=16, deepstack_visual_indexes=[])
+
+
+def randomize(model, gen):
+    """As tools/golden/qwen3.py: linears ~ N(0, 1/fan_in), embeddings N(0, 1), norms U(0.5, 1.5) (QK-norm to 2.5)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                hi = 2.5 if ("q_norm" in name or "k_norm" in name) else 1.5
+                p.copy_(0.5 + (hi - 0.5) * torch.rand(p.shape, generator=gen))
+            elif "embed_tokens" in name:
+                p.copy_(torch.randn(p.shape, generator=gen))
+            elif p.dim() == 2:
+                p.copy_(torch.randn(p.shape, generator=gen) / p.shape[1] ** 0.5)
+
+
+def build(seed):
+    gen = seed_everything(seed)
+    cfg = Qwen3VLConfig(text_config=VL_TEXT_TINY, vision_config=VISION_TINY, image_token_id=92, video_token_id=93,
+                        vision_start_token_id=94, vision_end_token_id=95, tie_word_embeddings=False)
+    cfg._attn_implementation = "eager"
+    model = Qwen3VLForConditionalGeneration(cfg).eval()
+    randomize(model, gen)
+    return cfg, model, gen
+
+
+def encode(model, ids, mask, drop_idx):
+    """The pipeline's steps after the processor: forward, masked rows per prompt, drop the system turn, zero-pad."""
+    lm = model.model.language_model
+    captured = {}
+    hook = lm.layers[-1].register_forward_hook(lambda _m, _i, out: captured.__setitem__("h", out[0] if isinstance(out, tuple) else out))
+    try:
+        with torch.no_grad():
+            out = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+    finally:
+        hook.remove()
+    pre_norm = captured["h"]
+    with torch.no_grad():
+        normed = lm.norm(pre_norm)
+    last = out.hidden_states[-1]
+    which = "pre-norm" if torch.equal(last, pre_norm) else "normed" if torch.allclose(last, normed) else "neither"
+    print(f"lab transformers hidden_states[-1] is the {which} last layer output; using the pre-norm one")
+    assert which != "neither"
+    rows = [h[m.bool()][drop_idx:] for h, m in zip(pre_norm, mask)]
+    n = max(r.shape[0] for r in rows)
+    embeds = torch.stack([torch.cat([r, r.new_zeros(n - r.shape[0], r.shape[1])]) for r in rows])
+    out_mask = torch.stack([torch.cat([torch.ones(r.shape[0]), torch.zeros(n - r.shape[0])]) for r in rows])
+    return embeds, out_mask
+
+
+def codepoints(s):
+    return torch.tensor([ord(ch) for ch in s], dtype=torch.float32)
+
+
+def case(out_dir, name, seed, prompts_ids, prompt_text):
+    cfg, model, _ = build(seed)
+    seqs = [SYSTEM_IDS + USER_IDS + p + ASSISTANT_IDS for p in prompts_ids]
+    width = max(len(s) for s in seqs)
+    ids = torch.tensor([s + [PAD] * (width - len(s)) for s in seqs])
+    mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in seqs])
+    drop_idx = len(SYSTEM_IDS)
+    embeds, out_mask = encode(model, ids, mask, drop_idx)
+    config = cfg.to_dict()
+    config.pop("_name_or_path", None)
+    write_case(out_dir, "qwen_image21", "text_encoder", name,
+               weights={"model.language_model." + k: v for k, v in model.model.language_model.state_dict().items()},
+               inputs={"ids": ids, "attention_mask": mask, "drop_idx": torch.tensor([drop_idx]),
+                       "prompt_codepoints": codepoints(prompt_text),
+                       "template_codepoints": codepoints(TEMPLATE_T2I.format(prompt_text))},
+               outputs={"prompt_embeds": embeds, "encoder_attention_mask": out_mask},
+               config=config, upstream=f"{PIPELINE}; {transformers_upstream()}", seed=seed)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True, help="fixture root (test/fixtures/golden)")
+    a = ap.parse_args()
+    case(a.out, "t2i", 21, [[60, 61, 62, 63, 64, 65, 66, 67, 68]], "A red fox in the snow, 雪の中の狐")
+    case(a.out, "batch2_right_padded", 22, [[70, 71, 72, 73, 74, 75, 76], [80, 81]], "two prompts\nof different lengths")
