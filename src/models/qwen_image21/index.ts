@@ -25,3 +25,4 @@ export {
   type Schedule,
 } from './scheduler';
 export { eulerStep } from './sampler';
+export * from './text-encoder';
