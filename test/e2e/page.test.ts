@@ -65,6 +65,18 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
   }
 }
 
+/** Asserts that the locator's text matches, waiting for it first: the page fills most texts after a request
+ * answers, so reading at once races the server (seen on CI: the 401 message read while still empty). */
+async function expectText(l: Locator, re: RegExp, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  let got = await text(l);
+  while (!re.test(got) && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 50));
+    got = await text(l);
+  }
+  assert.match(got, re);
+}
+
 /** A full-page screenshot from the top (a sticky header would otherwise be drawn where the page was scrolled to). */
 async function shot(page: Page, name: string): Promise<void> {
   await page.evaluate('window.scrollTo(0, 0)');
@@ -101,7 +113,7 @@ describe('web page (Chromium)', { skip }, () => {
       // No token yet: the panel asks for one; a wrong one gets a clear 401 message.
       await page.locator('#token-panel').waitFor();
       await enterToken(page, 'wrong-token-1234');
-      assert.match(await text(page.locator('.token-message')), /refused this token \(401 bad token\)/);
+      await expectText(page.locator('.token-message'), /refused this token \(401 bad token\)/);
       assert.ok(await page.locator('#create').isHidden());
       await enterToken(page, TOKEN);
       await page.locator('#create').waitFor();
@@ -111,9 +123,9 @@ describe('web page (Chromium)', { skip }, () => {
       const status = page.locator('#status');
       await status.locator('[data-role=queue]').waitFor();
       await until('the GPU part of the status line', async () => ((await status.textContent()) ?? '').includes('no GPU (test: no adapter probed)') || undefined);
-      assert.match(await text(status), /online/);
+      await expectText(status, /online/);
       // The test image pipeline and the built-in speech model (on its generated demo checkpoint) are demo.
-      assert.match(await text(status.locator('.weights summary')), /2 demo, 9 missing/);
+      await expectText(status.locator('.weights summary'), /2 demo, 9 missing/);
 
       // Image form: choices from /api/config, the limits said before submit, the reference previewed.
       await page.locator('#tab-image').click();
@@ -122,15 +134,15 @@ describe('web page (Chromium)', { skip }, () => {
       assert.deepEqual(profiles.map((p) => p.split(' ')[0]), ['imgmain', 'imgmain_bf16', 'imgart_turbo', 'imgart_turbo_int8']);
       assert.match(profiles[0], /demo weights/);
       assert.match(profiles[1], /not built yet/);
-      assert.match(await text(form.locator('[data-field=profile] .hint')), /8-bit integer quantised/);
-      assert.match(await text(form.locator('[data-field=images] .hint')), /1 to 10: editing.*at most 25\.0 MB each/i);
+      await expectText(form.locator('[data-field=profile] .hint'), /8-bit integer quantised/);
+      await expectText(form.locator('[data-field=images] .hint'), /1 to 10: editing.*at most 25\.0 MB each/i);
       await form.locator('[name=prompt]').fill('the negative of a gradient');
       await form.locator('[name=steps]').fill('3');
       const png = await gradientPng();
       await form.locator('input[name=images-picker]').setInputFiles({ name: 'gradient.png', mimeType: 'image/png', buffer: png });
       // The preview says the image's size once the browser has read it.
       await form.locator('.previews li', { hasText: '64×64 · ' }).waitFor();
-      assert.match(await text(form.locator('.previews li')), /1\. gradient\.png/);
+      await expectText(form.locator('.previews li'), /1\. gradient\.png/);
       await form.locator('button[type=submit]').click();
 
       // Live status: held at the first step by the gate, then one step further.
@@ -138,7 +150,7 @@ describe('web page (Chromium)', { skip }, () => {
       await first.locator('.badge.running').waitFor();
       const id = (await first.getAttribute('data-job-id'))!;
       const card = page.locator(`article.job[data-job-id="${id}"]`);
-      assert.match(await text(form.locator('.form-result')), new RegExp(`Queued as ${id}`));
+      await expectText(form.locator('.form-result'), new RegExp(`Queued as ${id}`));
       await until('the pipeline waiting at step 1', async () => gate.waiting > 0 || undefined);
       gate.open();
       await card.locator('[data-role=stage][data-stage="采样"]', { hasText: 'Step 1 of 3 · sampling' }).waitFor();
@@ -190,7 +202,7 @@ describe('web page (Chromium)', { skip }, () => {
         seen.px[i].forEach((c, k) => assert.ok(Math.abs(c - want[k]) <= 4, `pixel (${x}, ${y}) channel ${k}: ${c}, expected ${want[k].toFixed(1)} (tolerance 4)`));
       });
       assert.equal(await card.locator('a.download').getAttribute('href'), `/out/${id}.png`);
-      assert.match(await text(card.locator('.job-live')), /Made in/);
+      await expectText(card.locator('.job-live'), /Made in/);
       await card.locator('.job-params summary').click();
       const params = await text(card.locator('.params'));
       assert.match(params, /modeedit/);
@@ -213,7 +225,7 @@ describe('web page (Chromium)', { skip }, () => {
       assert.equal(await form.locator('[name=prompt]').inputValue(), 'the negative of a gradient');
       assert.equal(await form.locator('[name=seed]').inputValue(), String(job.seed));
       assert.equal(await form.locator('[name=steps]').inputValue(), '3');
-      assert.match(await text(form.locator('.form-result')), /Its input image is not kept by the service/);
+      await expectText(form.locator('.form-result'), /Its input image is not kept by the service/);
 
       // Phone width: one column, nothing wider than the screen.
       await page.setViewportSize(PHONE);
@@ -232,12 +244,12 @@ describe('web page (Chromium)', { skip }, () => {
       await again.getByRole('button', { name: 'Keep' }).click();
       assert.equal((await t.http.get(`/api/jobs/${id}`).set(auth)).status, 200);
       await again.getByRole('button', { name: 'Delete' }).click();
-      assert.match(await text(again.locator('.confirm-text')), /Delete this job and its file\?/);
+      await expectText(again.locator('.confirm-text'), /Delete this job and its file\?/);
       await again.getByRole('button', { name: 'Yes, delete' }).click();
       await again.waitFor({ state: 'detached' });
       assert.equal((await t.http.get(`/api/jobs/${id}`).set(auth)).status, 404);
       assert.equal(existsSync(join(t.dataDir, 'out', `${id}.png`)), false);
-      assert.match(await text(page.locator('#jobs')), /No jobs yet/);
+      await expectText(page.locator('#jobs'), /No jobs yet/);
 
       assert.deepEqual(o.offsite, []);
       assert.deepEqual(o.errors, []);
@@ -276,12 +288,12 @@ describe('web page (Chromium)', { skip }, () => {
       assert.match(job.error, /not built into this service yet/);
       assert.equal(await text(card.locator('.job-error')), `Failed: ${job.error}`);
       assert.equal(await card.locator('.job-result img').count(), 0);
-      assert.match(await text(page.locator('#status .weights summary')), /11 missing/);
+      await expectText(page.locator('#status .weights summary'), /11 missing/);
       // The per-profile weights list opens inside the phone's screen.
       await page.locator('#status .weights summary').click();
       const list = page.locator('#status .weights ul');
       assert.equal(await list.locator('li').count(), 11);
-      assert.match(await text(list), /missing imgmain image/);
+      await expectText(list, /missing imgmain image/);
       const box = (await list.boundingBox())!;
       assert.ok(box.x >= 0 && box.x + box.width <= PHONE.width, `weights list at x ${box.x}..${box.x + box.width}`);
       await page.screenshot({ path: join(SHOTS, 'phone-weights.png') });
@@ -315,7 +327,7 @@ describe('web page (Chromium)', { skip }, () => {
       await form.locator('[name=steps]').fill('1.5');
       await form.locator('button[type=submit]').click();
       await reason('steps').waitFor();
-      assert.match(await text(reason('steps')), /valid integer/);
+      await expectText(reason('steps'), /valid integer/);
       assert.ok(await reason('size').isHidden());
 
       // 400 about the prompt.
@@ -323,13 +335,13 @@ describe('web page (Chromium)', { skip }, () => {
       await form.locator('[name=prompt]').fill('   ');
       await form.locator('button[type=submit]').click();
       await reason('prompt').waitFor();
-      assert.match(await text(reason('prompt')), /prompt is empty/);
+      await expectText(reason('prompt'), /prompt is empty/);
       await shot(page, 'desktop-errors.png');
 
       // Video: a clip too short for the limits is caught before anything is sent.
       await page.locator('#tab-video').click();
       const video = page.locator('#video-form');
-      assert.match(await text(video.locator('[data-field=audios] .hint')), /Up to 3 clips of 2 to 15 s each/);
+      await expectText(video.locator('[data-field=audios] .hint'), /Up to 3 clips of 2 to 15 s each/);
       await video.locator('[name=prompt]').fill('a tone');
       await video.locator('input[name=audios-picker]').setInputFiles({ name: 'short.wav', mimeType: 'audio/wav', buffer: toneWav(1) });
       await video.locator('[data-error-for=audios]', { hasText: 'clips must be 2 to 15 s' }).waitFor();
@@ -339,13 +351,13 @@ describe('web page (Chromium)', { skip }, () => {
       // Speech without its model: the server's 503 reason at the form; the clip's length shown.
       await page.locator('#tab-speech').click();
       const speech = page.locator('#speech-form');
-      assert.match(await text(speech.locator('.notice')), /Speech requests answer 503 until the model is built/);
+      await expectText(speech.locator('.notice'), /Speech requests answer 503 until the model is built/);
       await speech.locator('[name=text]').fill('hello');
       await speech.locator('input[name=ref_audio-picker]').setInputFiles({ name: 'voice.wav', mimeType: 'audio/wav', buffer: toneWav(4) });
       await speech.locator('.previews li', { hasText: '4.0 s' }).waitFor();
       await speech.locator('button[type=submit]').click();
       await speech.locator('.form-error').waitFor();
-      assert.match(await text(speech.locator('.form-error')), /speech synthesis is not available yet.*HTTP 503/);
+      await expectText(speech.locator('.form-error'), /speech synthesis is not available yet.*HTTP 503/);
       await shot(page, 'desktop-speech-503.png');
 
       assert.deepEqual(o.offsite, []);
@@ -361,12 +373,12 @@ describe('web page (Chromium)', { skip }, () => {
       assert.ok(await video.locator('[data-error-for=audios]').isHidden());
       await video.locator('[name=prompt]').fill('<Picture 1> hums along with <Audio 1>');
       await video.locator('[name=profile]').selectOption('fastvid_4step_int8');
-      assert.match(await text(video.locator('[data-field=steps] .hint')), /profile default \(4\)/);
+      await expectText(video.locator('[data-field=steps] .hint'), /profile default \(4\)/);
       await video.locator('[name=aspect]').selectOption('9:16');
       await video.locator('[name=res]').selectOption('352p');
       assert.equal(await text(video.locator('[data-field=res] .hint')), '352×608 px');
       await video.locator('[name=seconds]').selectOption('3');
-      assert.match(await text(video.locator('[data-field=seconds] .hint')), /^73 frames/);
+      await expectText(video.locator('[data-field=seconds] .hint'), /^73 frames/);
       await video.locator('[name=seed]').fill('42');
       await video.locator('[name=image_mode]').selectOption('reference');
       await video.locator('[name=audio_mode]').selectOption('track');
