@@ -1,4 +1,5 @@
 // npm run bench:engine [-- --sizes large] [--iters N] [--only matmul,attention,conv,interp,linear-decode,...]
+//                      [--torch cuda|cpu|off]  (the same shapes through PyTorch, side by side; see torch.ts)
 // Per op and size: mean time per call (N calls recorded back to back, one sync), GFLOP/s or GB/s, and the
 // fraction of the adapter's roofline (ROOFLINES; unknown adapters print n/a). Wall-clock timing around a sync:
 // on lavapipe it includes the ~46 us per-dispatch cost, which is the real cost there.
@@ -15,6 +16,7 @@ import { softmax } from '../../src/engine/ops/softmax';
 import { quantizeInt8PerChannel, uploadInt8 } from '../../src/engine/quantize';
 import { convResampleCases } from './conv_resample';
 import { decodeCases } from './decode';
+import { torchBaseline, type TorchCase } from './torch';
 
 interface Roofline { match: RegExp; label: string; f16Tflops: number; f32Tflops: number; bwGBs: number }
 // Datasheet peaks (shared/spec/engine.md). f16 = dense tensor-core peak; f32 = without tensor cores.
@@ -22,7 +24,7 @@ const ROOFLINES: Roofline[] = [
   { match: /H200/i, label: 'H200 (datasheet)', f16Tflops: 989, f32Tflops: 67, bwGBs: 4800 },
 ];
 
-interface Case { op: string; size: string; flops?: number; bytes?: number; setup: (e: Engine) => { run: () => void; free: () => void } }
+interface Case { op: string; size: string; flops?: number; bytes?: number; torch?: TorchCase; setup: (e: Engine) => { run: () => void; free: () => void } }
 
 const args = process.argv.slice(2);
 const arg = (name: string) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
@@ -46,7 +48,7 @@ function cases(): Case[] {
   const gemm = large ? [[4096, 4096, 4096], [8192, 8192, 8192]] : [[256, 256, 256], [512, 512, 512]];
   for (const dtype of ['f32', 'f16'] as const) {
     for (const [M, K, N] of gemm) {
-      out.push({ op: `matmul ${dtype}`, size: `${M}x${K}x${N}`, flops: 2 * M! * K! * N!, setup: (e) => {
+      out.push({ op: `matmul ${dtype}`, size: `${M}x${K}x${N}`, flops: 2 * M! * K! * N!, torch: { fn: 'matmul', dtype, M: M!, K: K!, N: N! }, setup: (e) => {
         const a = up(e, [M!, K!], dtype); const b = up(e, [K!, N!], dtype);
         let c: Tensor | null = null;
         return { run: () => { c?.free(); c = matmul(e, a, b); }, free: () => { a.free(); b.free(); c?.free(); } };
@@ -54,7 +56,8 @@ function cases(): Case[] {
     }
   }
   const [tok, K, N] = large ? [4096, 4096, 4096] : [64, 512, 512];
-  out.push({ op: 'linear int8 (f16 x)', size: `${tok}x${K}x${N}`, flops: 2 * tok * K * N, setup: (e) => {
+  // PyTorch has no int8 weight-only GEMM of its own: its column is the f16 nn.Linear at the same shape.
+  out.push({ op: 'linear int8 (f16 x)', size: `${tok}x${K}x${N}`, flops: 2 * tok * K * N, torch: { fn: 'linear', dtype: 'f16', M: tok, K, N }, setup: (e) => {
     const x = up(e, [tok, K], 'f16');
     const w = uploadInt8(e, quantizeInt8PerChannel(rand(N * K), N, K), 'f16');
     let y: Tensor | null = null;
@@ -63,7 +66,7 @@ function cases(): Case[] {
   const att = large ? [[1, 24, 4096, 128], [1, 24, 16384, 128]] : [[1, 4, 256, 64]];
   for (const dtype of ['f32', 'f16'] as const) {
     for (const [B, H, L, D] of att) {
-      out.push({ op: `attention ${dtype}`, size: `B${B} H${H} L${L} D${D}`, flops: 4 * B! * H! * L! * L! * D!, setup: (e) => {
+      out.push({ op: `attention ${dtype}`, size: `B${B} H${H} L${L} D${D}`, flops: 4 * B! * H! * L! * L! * D!, torch: { fn: 'attention', dtype, B: B!, H: H!, L: L!, D: D! }, setup: (e) => {
         const q = up(e, [B!, H!, L!, D!], dtype); const k = up(e, [B!, H!, L!, D!], dtype); const v = up(e, [B!, H!, L!, D!], dtype);
         let o: Tensor | null = null;
         return { run: () => { o?.free(); o = attention(e, q, k, v); }, free: () => { q.free(); k.free(); v.free(); o?.free(); } };
@@ -71,11 +74,11 @@ function cases(): Case[] {
     }
   }
   const [R, C] = large ? [16384, 8192] : [256, 4096];
-  out.push({ op: 'softmax f32', size: `${R}x${C}`, bytes: 2 * R * C * 4, setup: (e) => {
+  out.push({ op: 'softmax f32', size: `${R}x${C}`, bytes: 2 * R * C * 4, torch: { fn: 'softmax', dtype: 'f32', R, C }, setup: (e) => {
     const x = up(e, [R, C], 'f32'); let y: Tensor | null = null;
     return { run: () => { y?.free(); y = softmax(e, x); }, free: () => { x.free(); y?.free(); } };
   } });
-  out.push({ op: 'sum f32', size: `${R}x${C}`, bytes: R * C * 4, setup: (e) => {
+  out.push({ op: 'sum f32', size: `${R}x${C}`, bytes: R * C * 4, torch: { fn: 'sum', dtype: 'f32', R, C }, setup: (e) => {
     const x = up(e, [R, C], 'f32'); let y: Tensor | null = null;
     return { run: () => { y?.free(); y = sum(e, x); }, free: () => { x.free(); y?.free(); } };
   } });
@@ -97,6 +100,7 @@ async function main(): Promise<void> {
   console.log(`roofline: ${roof ? `${roof.label}: f16 ${roof.f16Tflops} TFLOP/s, f32 ${roof.f32Tflops} TFLOP/s, ${roof.bwGBs} GB/s` : 'unknown for this adapter (a CPU rasteriser: no stated peak), fractions n/a'}`);
   console.log(`date: ${new Date().toISOString()}  sizes: ${large ? 'large' : 'default'}`);
   console.log(['op'.padEnd(22), 'size'.padEnd(22), 'ms/call'.padStart(10), 'rate'.padStart(16), 'roofline'.padStart(9)].join(' '));
+  const measured: { c: Case; ms: number }[] = [];
   for (const c of cases()) {
     const s = c.setup(e);
     s.run(); // compile + warm up
@@ -126,8 +130,26 @@ async function main(): Promise<void> {
     }
     console.log([c.op.padEnd(22), c.size.padEnd(22), ms.toFixed(3).padStart(10), rate.padStart(16), frac.padStart(9)].join(' ') + `  (${iters} calls)`);
     s.free();
+    measured.push({ c, ms });
   }
   e.destroy();
+  printTorchColumn(measured);
+}
+
+/** The same shapes through PyTorch, in this call; ratio = PyTorch time / ours (above 1: we are faster). */
+function printTorchColumn(measured: { c: Case; ms: number }[]): void {
+  const withTorch = measured.filter((m) => m.c.torch).map((m, i) => ({ ...m, id: String(i) }));
+  const t = torchBaseline(withTorch.map((m) => ({ id: m.id, spec: m.c.torch! })), arg('--torch') ?? 'cuda', itersArg);
+  if ('skipped' in t) {
+    console.log(`\nPyTorch side by side: skipped (${t.skipped})`);
+    return;
+  }
+  console.log(`\nPyTorch ${t.torch} on ${t.device}, same shapes (its nn.Linear f16 for the int8 row):`);
+  console.log(['op'.padEnd(22), 'size'.padEnd(22), 'ours ms'.padStart(10), 'torch ms'.padStart(10), 'torch/ours'.padStart(11)].join(' '));
+  for (const m of withTorch) {
+    const tm = t.ms[m.id];
+    console.log([m.c.op.padEnd(22), m.c.size.padEnd(22), m.ms.toFixed(3).padStart(10), tm.toFixed(3).padStart(10), (tm / m.ms).toFixed(2).padStart(11)].join(' '));
+  }
 }
 
 main().catch((err) => {
