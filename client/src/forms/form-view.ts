@@ -80,6 +80,16 @@ export class FormView {
     row?.el.classList.add('invalid');
   }
 
+  /** Shows a file picker's problems beside its row (clearing them when none); true when there are none. */
+  showFileProblems(picker: { name: string; problems(): string[] }): boolean {
+    const row = this.rows.get(picker.name)!;
+    const problems = picker.problems();
+    row.error.textContent = problems.join('; ');
+    row.error.hidden = problems.length === 0;
+    row.el.classList.toggle('invalid', problems.length > 0);
+    return problems.length === 0;
+  }
+
   /** A failed request: 400/422 reasons beside their fields, anything else at the form. */
   showError(err: unknown): void {
     if (err instanceof ApiError && (err.status === 400 || err.status === 422)) {

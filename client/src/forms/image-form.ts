@@ -90,12 +90,7 @@ export class ImageForm {
   }
 
   private checkFiles(): boolean {
-    const el = this.view.form.querySelector('[data-error-for="images"]') as HTMLElement;
-    const problems = this.images.problems();
-    el.textContent = problems.join('; ');
-    el.hidden = problems.length === 0;
-    el.parentElement?.classList.toggle('invalid', problems.length > 0);
-    return problems.length === 0;
+    return this.view.showFileProblems(this.images);
   }
 
   private async send(): Promise<void> {

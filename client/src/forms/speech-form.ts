@@ -31,12 +31,7 @@ export class SpeechForm {
   }
 
   private checkFile(): boolean {
-    const el = this.view.form.querySelector('[data-error-for="ref_audio"]') as HTMLElement;
-    const problems = this.ref.problems();
-    el.textContent = problems.join('; ');
-    el.hidden = problems.length === 0;
-    el.parentElement?.classList.toggle('invalid', problems.length > 0);
-    return problems.length === 0;
+    return this.view.showFileProblems(this.ref);
   }
 
   private async send(): Promise<void> {

@@ -78,16 +78,9 @@ export class VideoForm {
     this.view.setResult(loadedNote(job));
   }
 
+  /** Both pickers are checked (and their rows updated) even when the first has problems. */
   private checkFiles(): boolean {
-    const f = this.view;
-    for (const picker of [this.images, this.audios]) {
-      const row = f.form.querySelector(`[data-error-for="${picker.name}"]`) as HTMLElement;
-      const problems = picker.problems();
-      row.textContent = problems.join('; ');
-      row.hidden = problems.length === 0;
-      row.parentElement?.classList.toggle('invalid', problems.length > 0);
-    }
-    return this.images.problems().length === 0 && this.audios.problems().length === 0;
+    return [this.images, this.audios].map((picker) => this.view.showFileProblems(picker)).every(Boolean);
   }
 
   private async send(): Promise<void> {
