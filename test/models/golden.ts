@@ -165,6 +165,23 @@ export function expectClose(got: ArrayLike<number>, want: HostTensor, tol: Toler
   assertClose(got, want, tol, label);
 }
 
+/** Relative RMS error sqrt(sum (got - want)^2 / sum want^2). */
+export function relRms(got: ArrayLike<number>, want: HostTensor): number {
+  let se = 0;
+  let sw = 0;
+  for (let i = 0; i < got.length; i++) {
+    se += (got[i]! - want.data[i]!) ** 2;
+    sw += want.data[i]! ** 2;
+  }
+  return Math.sqrt(se / sw);
+}
+
+/** expectClose with atol scaled by the stage's peak |want| (at least 1): for deep conv stacks whose error grows with the values. */
+export function expectCloseToPeak(got: ArrayLike<number>, want: HostTensor, tol: Tolerance, label: string): void {
+  const peak = want.data.reduce((m, v) => Math.max(m, Math.abs(v)), 1);
+  expectClose(got, want, { atol: tol.atol * peak, rtol: tol.rtol }, `${label}, atol x peak ${peak.toFixed(1)}`);
+}
+
 /**
  * Keeps the rows (positions along dim `dim` of a [B, L, ...] tensor, flattened over B) where keep[b*L + l] is
  * nonzero: compares only the real tokens of a padded batch.

@@ -14,7 +14,7 @@ import {
   AudioVaeDecoder, foldWeightNorm, interleave, parseAudioVaeConfig, receptiveFieldFrames, type AudioVaeTrace,
 } from '../../src/models/minimax_h3/audio-vae';
 import { assertClose, makeRng, testEngine, testSeed, type HostTensor, type Tolerance } from '../engine/helpers';
-import { expectClose, goldenCaseFiles, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
+import { expectClose, expectCloseToPeak, goldenCaseFiles, goldenTests, GoldenCase, relRms, WEIGHT_PREFIX } from './golden';
 
 /** A channels-last [N, L, C] result as the fixture's [N, C, L]. */
 function channelsFirst(data: Float32Array, N: number, L: number, C: number): Float32Array {
@@ -31,16 +31,6 @@ function channelsLast(h: HostTensor): Float64Array {
   return out;
 }
 
-function relRms(got: ArrayLike<number>, want: HostTensor): number {
-  let se = 0;
-  let sw = 0;
-  for (let i = 0; i < got.length; i++) {
-    se += (got[i]! - want.data[i]!) ** 2;
-    sw += want.data[i]! ** 2;
-  }
-  return Math.sqrt(se / sw);
-}
-
 // f32: the fixture's tolerance (1e-4) elementwise, as is (measured worst 8e-5 at |value| 26, relative RMS <= 2e-6).
 // f16: every intermediate is rounded to f16, whose step is 1/64 at the stage peaks (|value| up to 26 after the
 // AMP sums), and errors near zero come from those large neighbours through the convs: measured relative RMS
@@ -51,8 +41,7 @@ function compare(name: string, got: ArrayLike<number>, want: HostTensor, tol: To
   if (dtype === 'f32') return expectClose(got, want, tol, label);
   const rms = relRms(got, want);
   assert.ok(rms <= tol.rtol, `${label}: relative RMS error ${rms.toExponential(2)} > ${tol.rtol}`);
-  const peak = want.data.reduce((m, v) => Math.max(m, Math.abs(v)), 1);
-  expectClose(got, want, { atol: tol.atol * peak, rtol: tol.rtol }, `${label}, atol x peak ${peak.toFixed(1)}`);
+  expectCloseToPeak(got, want, tol, label);
 }
 
 for (const dtype of ['f32', 'f16'] as const) {

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { CodecDecoder, type CodecDecoderTrace } from '../../src/models/qwen3_tts/codec';
 import { parseSpeechTokenizerConfig } from '../../src/models/qwen3_tts/config';
 import { assertClose, makeRng, testEngine, testSeed, type HostTensor, type Tolerance } from '../engine/helpers';
-import { expectClose, goldenCaseFiles, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
+import { expectClose, expectCloseToPeak, goldenCaseFiles, goldenTests, GoldenCase, relRms, WEIGHT_PREFIX } from './golden';
 
 /** A channels-last (1, L, C) result as the fixture's (1, C, L). */
 function channelsFirst(data: Float32Array, L: number, C: number): Float32Array {
@@ -29,26 +29,13 @@ function channelsFirst(data: Float32Array, L: number, C: number): Float32Array {
 const RMS_BOUND = { f32: 1e-4, f16: 5e-2, f16BeforeStack: 1e-2 } as const;
 const BEFORE_STACK = new Set(['rvq', 'pre_conv', 'transformer', 'upsample.0', 'upsample.1', 'decoder.0']);
 
-function relRms(got: ArrayLike<number>, want: HostTensor): number {
-  let se = 0;
-  let sw = 0;
-  for (let i = 0; i < got.length; i++) {
-    se += (got[i]! - want.data[i]!) ** 2;
-    sw += want.data[i]! ** 2;
-  }
-  return Math.sqrt(se / sw);
-}
-
 function compareStage(name: string, got: ArrayLike<number>, want: HostTensor, tol: Tolerance, dtype: 'f32' | 'f16'): void {
   const label = `${name} (${dtype})`;
   const rms = relRms(got, want);
   const bound = dtype === 'f16' && BEFORE_STACK.has(name) ? RMS_BOUND.f16BeforeStack : RMS_BOUND[dtype];
   assert.ok(rms <= bound, `${label}: relative RMS error ${rms.toExponential(2)} > ${bound}`);
   if (BEFORE_STACK.has(name) || (dtype === 'f32' && name === 'audio_values')) expectClose(got, want, tol, label);
-  else if (dtype === 'f32') {
-    const peak = want.data.reduce((m, v) => Math.max(m, Math.abs(v)), 1);
-    expectClose(got, want, { atol: tol.atol * peak, rtol: tol.rtol }, `${label}, atol x peak ${peak.toFixed(1)}`);
-  }
+  else if (dtype === 'f32') expectCloseToPeak(got, want, tol, label);
 }
 
 for (const dtype of ['f32', 'f16'] as const) {

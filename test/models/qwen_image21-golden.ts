@@ -1,20 +1,23 @@
 // Shared by the Qwen-Image-2.1 golden tests: fixture inputs -> layout, model and tensors, and host-side row helpers.
 import type { Engine } from '../../src/engine/engine';
+import type { Tensor } from '../../src/engine/tensor';
 import { jointLayout, parseQwenImage21Config, QwenImage21Transformer, type ImageShape, type JointLayout, type QwenImage21Config } from '../../src/models/qwen_image21';
 import type { ComputeDType } from '../../src/models/qwen3/weights';
 import type { HostTensor, Tolerance } from '../engine/helpers';
 import { WEIGHT_PREFIX, type GoldenCase } from './golden';
+import type { Variant } from './qwen3-golden';
 
-export interface Variant {
-  name: string;
-  dtype: ComputeDType;
-  int8: boolean;
+// The same run variants (f32, f16, int8 linears) as the Qwen3 golden tests.
+export { VARIANTS, type Variant } from './qwen3-golden';
+
+/** Uploads host tensors at `dtype`, recording each in `temps` for the caller to free. */
+export function uploader(e: Engine, dtype: ComputeDType, temps: Tensor[]): (h: HostTensor) => Tensor {
+  return (h) => {
+    const t = e.upload(h.data, h.shape, dtype);
+    temps.push(t);
+    return t;
+  };
 }
-export const VARIANTS: readonly Variant[] = [
-  { name: 'f32', dtype: 'f32', int8: false },
-  { name: 'f16', dtype: 'f16', int8: false },
-  { name: 'int8', dtype: 'f32', int8: true },
-];
 
 export function tolOf(c: GoldenCase, v: Variant): Tolerance {
   return c.tol(v.int8 ? 'int8' : v.dtype);

@@ -19,7 +19,7 @@ import {
 } from '../../src/models/qwen_image21';
 import { assertClose, poisoned, randomHost, seeded, testEngine, type HostTensor } from '../engine/helpers';
 import { goldenCaseFiles, GoldenCase, WEIGHT_PREFIX } from './golden';
-import { caseLayout, loadCaseModel, rows, VARIANTS } from './qwen_image21-golden';
+import { caseLayout, loadCaseModel, rows, uploader, VARIANTS } from './qwen_image21-golden';
 
 test('config: both reported transformer/config.json variants give the real model', () => {
   const minimal = {
@@ -148,11 +148,7 @@ test('loading: a sharded bf16 diffusers folder loads through fromDir and matches
     const exact = await loadCaseModel(e, c, VARIANTS[0]!);
     const layout = await caseLayout(c);
     const x = await c.input('hidden_states');
-    const up = (h: HostTensor) => {
-      const t = e.upload(h.data, h.shape, 'f32');
-      temps.push(t);
-      return t;
-    };
+    const up = uploader(e, 'f32', temps);
     const input = {
       layout,
       encoderHiddenStates: up(await c.input('encoder_hidden_states')),

@@ -6,9 +6,9 @@ import type { Engine } from '../../src/engine/engine';
 import type { WeightLoader } from '../../src/models/qwen3/weights';
 import { eulerDt, eulerStep, flowMatchSchedule, modelTimestep, modRow, parseFlowMatchConfig, QwenImage21Block, ropeRows, tanhGates } from '../../src/models/qwen_image21';
 import type { Tensor } from '../../src/engine/tensor';
-import { testEngine, type HostTensor } from '../engine/helpers';
+import { testEngine } from '../engine/helpers';
 import { expectClose, goldenTests, WEIGHT_PREFIX, type GoldenCase } from './golden';
-import { caseConfig, caseLayout, concatRows, loadCaseModel, pickRows, rows, tolOf, VARIANTS, type Variant } from './qwen_image21-golden';
+import { caseConfig, caseLayout, concatRows, loadCaseModel, pickRows, rows, tolOf, uploader, VARIANTS, type Variant } from './qwen_image21-golden';
 
 const MODEL = 'qwen_image21';
 
@@ -90,11 +90,7 @@ for (const v of VARIANTS) {
     const m = await loadCaseModel(e, c, v);
     const tol = tolOf(c, v);
     const temps: Tensor[] = [];
-    const up = (h: HostTensor) => {
-      const t = e.upload(h.data, h.shape, v.dtype);
-      temps.push(t);
-      return t;
-    };
+    const up = uploader(e, v.dtype, temps);
     try {
       const x = await c.input('hidden_states');
       const B = x.shape[0]!;
@@ -142,11 +138,7 @@ for (const v of VARIANTS) {
     const s = flowMatchSchedule(sched, steps, layout.targetLength);
     expectClose(s.sigmas, await c.output('sigmas'), { atol: 1e-6, rtol: 1e-6 }, 'sigmas');
     const temps: Tensor[] = [];
-    const up = (h: HostTensor) => {
-      const t = e.upload(h.data, h.shape, v.dtype);
-      temps.push(t);
-      return t;
-    };
+    const up = uploader(e, v.dtype, temps);
     const cache = m.createCache(layout);
     try {
       const enc = up(await c.input('encoder_hidden_states'));
@@ -178,11 +170,7 @@ goldenTests(MODEL, 'trajectory', async (c) => {
   const v = VARIANTS[0]!;
   const m = await loadCaseModel(e, c, v);
   const temps: Tensor[] = [];
-  const up = (h: HostTensor) => {
-    const t = e.upload(h.data, h.shape, v.dtype);
-    temps.push(t);
-    return t;
-  };
+  const up = uploader(e, v.dtype, temps);
   const cache = m.createCache(layout);
   try {
     const enc = up(await c.input('encoder_hidden_states'));
