@@ -6,8 +6,8 @@
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { grid1d } from '../recorder';
-import { fmtShape, type Tensor } from '../tensor';
-import { checkFloat, outputTensor, sameShape } from './checks';
+import type { Tensor } from '../tensor';
+import { checkFloatRank, outputTensor, sameShape } from './checks';
 
 export type Act = 'gelu' | 'gelu_tanh' | 'silu';
 const ACT_CODE: Record<Act, number> = { gelu: 0, gelu_tanh: 1, silu: 2 };
@@ -20,7 +20,7 @@ export const silu = (e: Engine, x: Tensor, out?: Tensor) => activation(e, 'silu'
 
 /** out = act(x), any shape (rank <= 8). */
 export function activation(e: Engine, act: Act, x: Tensor, out?: Tensor): Tensor {
-  check(act, x);
+  checkFloatRank(act, x, MAX_RANK);
   const o = outputTensor(e, act, x.shape, x.dtype, out, [x]);
   const kernel = e.kernels.get({ shader: 'activation', entry: 'unary', dtype: x.dtype, constants: { ACT: ACT_CODE[act], WG } });
   e.recorder.dispatch({ kernel, bindings: [o, x], params: params(o.numel, x, x, 0), workgroups: grid1d(o.numel, WG) });
@@ -34,7 +34,7 @@ export function activation(e: Engine, act: Act, x: Tensor, out?: Tensor): Tensor
  */
 export function glu(e: Engine, act: Act, gate: Tensor, up?: Tensor, opts: { gateFirst?: boolean; out?: Tensor } = {}): Tensor {
   const op = act === 'silu' ? 'swiglu' : 'geglu';
-  check(op, gate);
+  checkFloatRank(op, gate, MAX_RANK);
   let g = gate;
   let u: Tensor;
   if (up) {
@@ -70,7 +70,7 @@ export interface SnakeOptions {
 /** Snake activation x + 1/(beta + 1e-9) * sin^2(alpha x), alpha/beta per channel [C] (BigVGAN's formula). */
 export function snake(e: Engine, x: Tensor, alpha: Tensor, o: SnakeOptions = {}): Tensor {
   const op = o.beta ? 'snakeBeta' : 'snake';
-  check(op, x);
+  checkFloatRank(op, x, MAX_RANK);
   const cd = (o.channelDim ?? -1) < 0 ? x.rank + (o.channelDim ?? -1) : o.channelDim!;
   if (cd < 0 || cd >= x.rank) throw new RangeError(`${op}: channel dim ${o.channelDim} out of range for x ${x}`);
   const c = x.shape[cd]!;
@@ -111,10 +111,5 @@ function params(n: number, a: Tensor, b: Tensor, cdim: number): Params {
     .dims(a.shape, MAX_RANK)
     .dims(a.strides, MAX_RANK)
     .dims(b.strides, MAX_RANK);
-}
-
-function check(op: string, t: Tensor): void {
-  checkFloat(op, t);
-  if (t.rank > MAX_RANK) throw new RangeError(`${op}: rank ${t.rank} ${fmtShape(t.shape)} > ${MAX_RANK}`);
 }
 

@@ -7,6 +7,12 @@ export function checkFloat(op: string, t: Tensor): void {
   if (t.dtype !== 'f32' && t.dtype !== 'f16') throw new TypeError(`${op}: ${t}: only f32 and f16 tensors`);
 }
 
+/** checkFloat plus a rank limit (the shader's shape/stride slots). */
+export function checkFloatRank(op: string, t: Tensor, maxRank: number): void {
+  checkFloat(op, t);
+  if (t.rank > maxRank) throw new RangeError(`${op}: rank ${t.rank} ${fmtShape(t.shape)} > ${maxRank}`);
+}
+
 export function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((n, i) => n === b[i]);
 }

@@ -8,14 +8,14 @@ import type { DType } from '../dtype';
 import { Params } from '../kernels';
 import { grid1d } from '../recorder';
 import { Tensor, fmtShape, numelOf } from '../tensor';
-import { checkFloat, outputTensor, sameShape } from './checks';
+import { checkFloatRank, outputTensor, sameShape } from './checks';
 
 const MAX_RANK = 8;
 const WG = 256;
 
 /** A contiguous copy of any view (permute/slice/expand materialised). */
 export function copy(e: Engine, src: Tensor, out?: Tensor): Tensor {
-  check('copy', src);
+  checkFloatRank('copy', src, MAX_RANK);
   const o = outputTensor(e, 'copy', src.shape, src.dtype, out, [src]);
   copyInto(e, src, o);
   return o;
@@ -23,7 +23,7 @@ export function copy(e: Engine, src: Tensor, out?: Tensor): Tensor {
 
 /** dst = src element by element, where dst is any view of src's shape (e.g. a slice of a bigger tensor). */
 export function copyInto(e: Engine, src: Tensor, dst: Tensor): void {
-  check('copyInto', src);
+  checkFloatRank('copyInto', src, MAX_RANK);
   if (dst.dtype !== src.dtype || !sameShape(dst.shape, src.shape)) throw new RangeError(`copyInto: dst ${dst} vs src ${src}: shapes or dtypes differ`);
   if (dst.storage === src.storage) throw new RangeError(`copyInto: dst ${dst} and src ${src} share storage`);
   if (dst.strides.some((s, d) => s === 0 && dst.shape[d]! > 1)) throw new RangeError(`copyInto: dst ${dst} is a broadcast view`);
@@ -40,7 +40,7 @@ export function concat(e: Engine, tensors: readonly Tensor[], dim: number, out?:
   const d = dim < 0 ? dim + first.rank : dim;
   if (d < 0 || d >= first.rank) throw new RangeError(`concat: dim ${dim} out of range for ${first}`);
   for (const t of tensors) {
-    check('concat', t);
+    checkFloatRank('concat', t, MAX_RANK);
     if (t.dtype !== first.dtype || t.rank !== first.rank || t.shape.some((n, i) => i !== d && n !== first.shape[i])) {
       throw new RangeError(`concat: ${tensors.join(', ')} differ outside dim ${d}`);
     }
@@ -64,7 +64,7 @@ const PAD_MODE: Record<PadMode, number> = { constant: 0, replicate: 1, reflect: 
  * torch's F.pad with two values). reflect needs before/after < that dim (no edge repeat, as torch).
  */
 export function pad(e: Engine, x: Tensor, pads: readonly (readonly [number, number])[], mode: PadMode = 'constant', value = 0, out?: Tensor): Tensor {
-  check('pad', x);
+  checkFloatRank('pad', x, MAX_RANK);
   if (pads.length > x.rank) throw new RangeError(`pad: ${pads.length} pad pairs for x ${x}`);
   const lead = x.rank - pads.length;
   const before = x.shape.map((_, d) => (d < lead ? 0 : pads[d - lead]![0]));
@@ -97,7 +97,7 @@ export function uploadIds(e: Engine, ids: ArrayLike<number>, shape: readonly num
 
 /** Embedding lookup: out [...ids.shape, D] = table[ids, :] for table [V, D] (any view); ids from uploadIds. */
 export function gather(e: Engine, table: Tensor, ids: Tensor | ArrayLike<number>, out?: Tensor): Tensor {
-  check('gather', table);
+  checkFloatRank('gather', table, MAX_RANK);
   if (table.rank !== 2) throw new RangeError(`gather: table ${table} must be [V, D]`);
   const own = !(ids instanceof Tensor);
   const idt = ids instanceof Tensor ? ids : uploadIds(e, ids);
@@ -118,7 +118,7 @@ export function gather(e: Engine, table: Tensor, ids: Tensor | ArrayLike<number>
  * neighbour); values outside f16's finite range are undefined in WGSL: keep them in range.
  */
 export function cast(e: Engine, x: Tensor, dtype: DType, out?: Tensor): Tensor {
-  check('cast', x);
+  checkFloatRank('cast', x, MAX_RANK);
   if (dtype !== 'f32' && dtype !== 'f16') throw new TypeError(`cast: ${x} to ${dtype}: only f32 and f16`);
   if (dtype === x.dtype) return copy(e, x, out);
   const o = outputTensor(e, 'cast', x.shape, dtype, out, [x]);
@@ -134,10 +134,5 @@ export function cast(e: Engine, x: Tensor, dtype: DType, out?: Tensor): Tensor {
 // Every entry binds the whole 160-byte Params struct: fill unused arrays with zeros.
 function base(n: number, rank: number, srcOff: number, dstOff: number, value = 0): Params {
   return new Params().u32(n).u32(rank).u32(srcOff).u32(dstOff).f32(value).u32(0).u32(0).u32(0);
-}
-
-function check(op: string, t: Tensor): void {
-  checkFloat(op, t);
-  if (t.rank > MAX_RANK) throw new RangeError(`${op}: rank ${t.rank} ${fmtShape(t.shape)} > ${MAX_RANK}`);
 }
 
