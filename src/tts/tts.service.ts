@@ -8,21 +8,13 @@ import { newJobId } from '../jobs/job-id';
 import { checkLanguage, checkPrompt } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
 import { JobsService } from '../jobs/jobs.service';
+import type { SpeechTask } from '../models/qwen3_tts/pipeline';
 import { PipelineRegistry } from '../scheduler/pipeline';
 import { Scheduler } from '../scheduler/scheduler';
 
-/** What the speech pipeline receives. */
-export interface TtsTaskPayload {
-  text: string;
-  language: string;
-  refText: string;
-  refAudioPath: string;
-  /** /out/tts_<id>.wav: 16-bit mono at 24 kHz, written to a temp name then renamed. */
-  outputPath: string;
-  /** Sampling seed. The speech endpoints have no seed field, so they leave it out and every request draws a fresh
-   * one (upstream samples unseeded too); callers with a seed of their own (a video job's tts_text) pass it. */
-  seed?: number;
-}
+/** What the speech pipeline receives: the pipeline's own SpeechTask. The speech endpoints have no seed field, so they
+ * leave it out and every request draws a fresh one; callers with a seed of their own (a video job's tts_text) pass it. */
+export type TtsTaskPayload = SpeechTask;
 
 /** Speech is synchronous for the client but runs through the same single-GPU queue as every job. */
 @Injectable()

@@ -33,7 +33,7 @@ import { resampleAudio } from './speaker-resample';
 import { Qwen3TtsTalker } from './talker';
 import { DEFAULT_CHUNK_UNITS, splitForSpeech, textUnits } from './text-split';
 
-/** What one speech request asks for (the service's TtsTaskPayload has this shape). */
+/** What one speech request asks for (the service's TtsTaskPayload is this type). */
 export interface SpeechTask {
   text: string;
   /** A service language name (Auto, English, ...). */
