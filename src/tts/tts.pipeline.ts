@@ -12,7 +12,7 @@ import { TTS_PROFILE } from '../jobs/catalog';
 import { planDemoQwen3Tts } from '../models/qwen3_tts/demo';
 import { Qwen3TtsPipeline } from '../models/qwen3_tts/pipeline';
 import { PipelineEntry, PipelineRegistry } from '../scheduler/pipeline';
-import { checkProfile, componentRoot, demoCheckpointVersion, ensureDemoCheckpoint, weightsNote, weightsState } from '../weights';
+import { checkProfile, componentRoot, demoCheckpointVersion, ensureDemoCheckpoint, weightsNote, weightsState, type ProfileWeights } from '../weights';
 
 export const TTS_PIPELINE = Symbol('TTS_PIPELINE');
 
@@ -20,7 +20,14 @@ export const TTS_PIPELINE = Symbol('TTS_PIPELINE');
 const WORKING_BYTES = 256 * 2 ** 20;
 
 export function ttsPipelineEntry(settings: Pick<Settings, 'weightsDir' | 'demoWeightsDir'>, holder: EngineHolder, log?: Pick<Logger, 'info'>): PipelineEntry {
-  const profile = () => checkProfile(TTS_PROFILE, settings.weightsDir);
+  // /api/config and /api/health ask weights() and note() on every request: one folder check serves both
+  // answers for a second (a finished pull shows within that); a load always checks afresh.
+  let checked: { at: number; w: ProfileWeights } | undefined;
+  const profile = () => {
+    const now = Date.now();
+    if (!checked || now - checked.at > 1000) checked = { at: now, w: checkProfile(TTS_PROFILE, settings.weightsDir) };
+    return checked.w;
+  };
   let measured: number | undefined;
   return {
     kind: 'tts',
@@ -40,7 +47,7 @@ export function ttsPipelineEntry(settings: Pick<Settings, 'weightsDir' | 'demoWe
       new Qwen3TtsPipeline({
         engine: () => holder.get(),
         checkpoint: async (e) => {
-          const w = profile();
+          const w = checkProfile(TTS_PROFILE, settings.weightsDir);
           if (w.state === 'real') return componentRoot(w, 'model');
           const plan = await planDemoQwen3Tts(e);
           return ensureDemoCheckpoint({ name: w.demo, version: plan.version, root: settings.demoWeightsDir, generate: plan.write });

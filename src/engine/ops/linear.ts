@@ -1,6 +1,6 @@
 // linear(x, W, bias?, epilogue): x (..., K) · W^T with W (N, K) as stored by PyTorch -> (..., N), the weight
 // read through a transpose view (no copy). W may be an int8 weight with per-output-channel scales
-// (see src/engine/quantize.ts), dequantised inside the GEMM. Up to 4 dims in x: the last is K, the one before
+// (see src/engine/quantize.ts), dequantised inside the GEMM. Up to 5 dims in x: the last is K, the one before
 // is the GEMM's M, the rest are batch dims. One row in all (decode) runs the GEMV (ops/gemv.ts) instead of the
 // tiled GEMM; `path: 'gemv'` asks for it with up to 8 rows.
 import type { Engine } from '../engine';
