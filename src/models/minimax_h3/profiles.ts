@@ -1,0 +1,133 @@
+// The six MiniMax H3 video profiles, model side: which transformer weights each one loads (manifest checkpoint /
+// variant in weights/minimax-h3.json), its default steps (src/jobs/catalog.ts is the one source), whether its
+// linears are int8, which turbo adapter is merged in, and whether the sampler caches steps. The pipeline reads the
+// table and calls loadH3Transformer(); everything else (text encoder, VAEs) is the same for all six.
+//
+// Steps mean what upstream's `num_inference_steps` means: sigma grid points, the terminal 0 included, so a profile
+// with S steps runs S - 1 transformer forwards (h3Forwards). See docs/models/minimax-h3.md "Profiles".
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Engine } from '../../engine/engine';
+import { VIDEO_PROFILES } from '../../jobs/catalog';
+import type { ProfileWeights } from '../../weights/state';
+import type { ComputeDType } from '../qwen3/weights';
+import { parseH3Config, type H3Config } from './config';
+import { MiniMaxH3Transformer, openH3Checkpoint, type H3LoadOptions } from './transformer';
+import { SOL_STEP_CACHE, type StepCachePolicy } from './step-cache';
+
+export const H3_PROFILE_NAMES = ['basevid50', 'basevid50_sol', 'fastvid', 'turbo_int8', 'fastvid_4step_int8', 'fastvid_fast'] as const;
+export type H3ProfileName = (typeof H3_PROFILE_NAMES)[number];
+
+/** The turbo adapters of weights/minimax-h3.json (checkpoint minimax-h3-turbo), by manifest component. */
+export type H3AdapterComponent = 'adapter_8step' | 'adapter_4step';
+
+export interface H3Profile {
+  name: H3ProfileName;
+  /** Default sigma grid points (catalog.ts default_steps); forwards = steps - 1. */
+  steps: number;
+  /** Manifest checkpoint of the DiT in the preferred variant ('minimax-h3' = the official 50-step release). */
+  transformerCheckpoint: 'minimax-h3' | 'minimax-h3-8step';
+  /** Linear weights of the block stack, refiner, AdaLN and context embedder: int8 per output channel, or 16-bit. */
+  weights: 'int8' | '16-bit';
+  /** Turbo adapter merged into the weights at load (before int8 quantisation), or none. */
+  adapter: H3AdapterComponent | null;
+  /** Step caching in the sampler (basevid50_sol), or none: pass to sampleH3 as `stepCache`. */
+  stepCache: StepCachePolicy | null;
+  note: string;
+}
+
+function catalogSteps(name: H3ProfileName): number {
+  const p = VIDEO_PROFILES.find((v) => v.profile === name);
+  if (!p) throw new Error(`catalog.ts has no video profile ${name}`);
+  return p.default_steps;
+}
+
+const row = (name: H3ProfileName, r: Omit<H3Profile, 'name' | 'steps'>): H3Profile => ({ name, steps: catalogSteps(name), ...r });
+
+export const H3_PROFILES: Readonly<Record<H3ProfileName, H3Profile>> = {
+  basevid50: row('basevid50', { transformerCheckpoint: 'minimax-h3', weights: '16-bit', adapter: null, stepCache: null, note: 'the official 50-step release, unchanged' }),
+  basevid50_sol: row('basevid50_sol', {
+    transformerCheckpoint: 'minimax-h3',
+    weights: '16-bit',
+    adapter: null,
+    stepCache: SOL_STEP_CACHE,
+    note: 'basevid50 with velocity reuse between adjacent steps where the velocity barely changes (step-cache.ts)',
+  }),
+  fastvid: row('fastvid', { transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, note: '8-step distilled DiT (spec default)' }),
+  turbo_int8: row('turbo_int8', { transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_8step', stepCache: null, note: 'base DiT + the 8-step turbo adapter merged at load, then int8' }),
+  fastvid_4step_int8: row('fastvid_4step_int8', { transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_4step', stepCache: null, note: 'base DiT + the 4-step turbo adapter merged at load, then int8' }),
+  fastvid_fast: row('fastvid_fast', { transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, note: "fastvid's distilled weights sampled on a 6-point grid (5 forwards instead of 7)" }),
+};
+
+export function h3Profile(name: string): H3Profile {
+  if (!(H3_PROFILE_NAMES as readonly string[]).includes(name)) throw new RangeError(`unknown MiniMax H3 profile ${JSON.stringify(name)} (have ${H3_PROFILE_NAMES.join(', ')})`);
+  return H3_PROFILES[name as H3ProfileName];
+}
+
+/** Transformer forwards for a number of steps (grid points); the shift can merge grid points, never add any. */
+export function h3Forwards(steps: number): number {
+  return steps - 1;
+}
+
+/** Where a profile's transformer comes from, as paths (tests, demo checkpoints, or resolved from ProfileWeights). */
+export interface H3TransformerFiles {
+  /** A diffusers transformer/ folder (config.json + index or single file), a native folder, or one .safetensors file. */
+  transformer: string;
+  /** The turbo adapter's .safetensors file (required by profiles with an adapter). */
+  adapter?: string;
+}
+
+export interface LoadH3Options {
+  /** Compute dtype (default f16; f32 for CPU-like debugging). */
+  dtype?: ComputeDType;
+  /** Hyper-parameters when the weights carry no config.json (the int8 single-file builds): default the released ones. */
+  config?: H3Config;
+  /** Overrides the profile's int8 choice (tests). */
+  int8?: boolean;
+  /** Key prefix of the transformer tensors (fixtures: "weight."). */
+  prefix?: string;
+}
+
+/** The transformer and adapter paths of the variant ProfileWeights chose (checkProfile). */
+export function h3TransformerFiles(profile: H3Profile, w: ProfileWeights): H3TransformerFiles {
+  const comp = w.variant.components.transformer;
+  if (!comp) throw new RangeError(`profile ${w.profile} variant ${w.variant.name} has no transformer component`);
+  // by-hand single files (the int8 builds) are listed among the component's files; the diffusers folder is transformer/
+  const single = comp.files.find((f) => f.path.startsWith('transformer/') && f.path.endsWith('.safetensors') && !f.path.includes('diffusion_pytorch_model'));
+  const transformer = single && comp.checkpoint === 'minimax-h3-int8' ? single.abs : join(comp.root, 'transformer');
+  if (!profile.adapter) return { transformer };
+  const a = w.variant.components[profile.adapter];
+  const file = a?.files.find((f) => f.path.endsWith('.safetensors') && f.state === 'ok');
+  if (!file) throw new RangeError(`profile ${w.profile}: no ${profile.adapter} .safetensors file in variant ${w.variant.name}`);
+  return { transformer, adapter: file.abs };
+}
+
+/** config.json beside the weights, else opts.config, else null (the caller falls back to the released config). */
+function readConfig(path: string): H3Config | null {
+  const dir = existsSync(path) && statSync(path).isDirectory() ? path : null;
+  const file = dir ? join(dir, 'config.json') : null;
+  if (!file || !existsSync(file)) return null;
+  return parseH3Config(JSON.parse(readFileSync(file, 'utf8')), file);
+}
+
+/**
+ * Loads the transformer of `profile`: the diffusers or native layout (native-layout.ts), the profile's adapter merged
+ * into the weights (adapter.ts), then int8 per output channel if the profile is int8. `weights` is checkProfile()'s
+ * answer for real weights, or explicit paths (demo checkpoints, tests).
+ */
+export async function loadH3Transformer(e: Engine, profile: H3Profile | H3ProfileName, weights: ProfileWeights | H3TransformerFiles, opts: LoadH3Options = {}): Promise<MiniMaxH3Transformer> {
+  const p = typeof profile === 'string' ? h3Profile(profile) : profile;
+  const files = 'variant' in weights ? h3TransformerFiles(p, weights) : weights;
+  if (p.adapter && !files.adapter) throw new RangeError(`profile ${p.name} merges ${p.adapter}: no adapter file given`);
+  if (p.adapter) throw new RangeError(`profile ${p.name}: merging ${p.adapter} is not built yet (adapter.ts)`);
+  const config = readConfig(files.transformer) ?? opts.config;
+  if (!config) throw new RangeError(`${files.transformer}: no config.json and no config given`);
+  if (config.layout !== 'diffusers') throw new RangeError(`${files.transformer}: the native layout is not loadable yet (native-layout.ts)`);
+  const ckpt = await openH3Checkpoint(files.transformer);
+  try {
+    const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8: opts.int8 ?? p.weights === 'int8', prefix: opts.prefix };
+    return await MiniMaxH3Transformer.load(e, ckpt, config, load);
+  } finally {
+    await ckpt.close();
+  }
+}
