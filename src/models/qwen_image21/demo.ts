@@ -1,0 +1,195 @@
+// The demo Qwen-Image-2.1 checkpoint: what imgmain / imgmain_bf16 run when WEIGHTS_DIR has no real one. A tiny
+// random model in the published diffusers layout (docs/models/qwen-image-2.1.md "Pipeline"), run through the same
+// code as the real weights; its pictures are noise, and /api/config says "demo".
+//   model_index.json                              QwenImage21Pipeline and its five components, as reported
+//   transformer/config.json + diffusion_pytorch_model-0000{1,2}-of-00002.safetensors + .index.json (BF16)
+//   text_encoder/config.json (qwen3_vl, tiny text_config) + model-0000{1,2}-of-00002.safetensors + .index.json
+//   processor/ vocab.json, merges.txt, tokenizer_config.json (writeDemoTokenizer), preprocessor_config.json
+//   vae/ (the VAE module's own demo writer)       scheduler/scheduler_config.json (the reported real one)
+// Which transformer and text-encoder tensors exist is not written down here: loadQwenImage21Parts (pipeline.ts) runs
+// against SyntheticCheckpoints that record every key and shape the loaders ask for, and exactly those are written.
+// The version stamp hashes that list, so a loader that starts reading another key regenerates the demo.
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Engine } from '../../engine/engine';
+import { writeSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
+import { numelOf } from '../../engine/tensor';
+import { parseQwen3Config } from '../qwen3/config';
+import { SyntheticCheckpoint, WeightSynth } from '../qwen3_tts/demo';
+import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
+import { parseQwenImage21Config } from './config';
+import { loadQwenImage21Parts, QWEN_IMAGE21_COMPONENTS, type QwenImage21Configs } from './pipeline';
+import { parseFlowMatchConfig, QWEN_IMAGE21_SCHEDULER } from './scheduler';
+// The VAE's demo files come from the VAE module once it lands; until then vae/ stays empty.
+const DEMO_VAE_CONFIG = {};
+const writeDemoVae = async (_dir: string): Promise<void> => {};
+
+/** The folder under DEMO_WEIGHTS_DIR (the manifest's profile "demo" field). */
+export const DEMO_QWEN_IMAGE21_NAME = 'qwen-image-2.1';
+/** Bump when the generator's values change (the key lists are hashed into the version by themselves). */
+const DEMO_FORMAT = 1;
+const DEMO_SEED = 20261121;
+
+/** Special tokens of Qwen3-VL the prompt templates use (ids follow the learned vocabulary, in this order). */
+export const DEMO_QWEN_IMAGE21_TOKENS = [
+  ...DEMO_SPECIAL_TOKENS.filter((t) => !t.startsWith('<tts') && !t.includes('audio')),
+  '<|vision_start|>', '<|vision_end|>', '<|image_pad|>', '<|video_pad|>',
+];
+
+/** Latent channels of the demo (the real model's 64: the transformer and VAE keep the real interface). */
+const Z = (DEMO_VAE_CONFIG as { z_dim?: number }).z_dim ?? 64;
+
+export const DEMO_TRANSFORMER_CONFIG = {
+  _class_name: 'QwenImage21Transformer2DModel',
+  _diffusers_version: '0.37.0.dev0',
+  attention_head_dim: 32,
+  axes_dims_rope: [8, 12, 12],
+  in_channels: Z,
+  out_channels: Z,
+  num_attention_heads: 2,
+  num_layers: 2,
+  patch_size: 1,
+  context_in_dim: 64,
+  mlp_ratio: 3,
+  eps: 1e-6,
+  causal_condition: true,
+};
+
+/** A Qwen3-VL config of the real file's shape (Qwen3VLForConditionalGeneration) with a tiny text decoder. */
+export function demoTextEncoderConfig(tok: DemoTokenizerInfo): Record<string, unknown> {
+  const id = (t: string) => {
+    const v = tok.specialTokens[t];
+    if (v === undefined) throw new Error(`demo tokenizer has no ${t}`);
+    return v;
+  };
+  return {
+    architectures: ['Qwen3VLForConditionalGeneration'],
+    image_token_id: id('<|image_pad|>'),
+    model_type: 'qwen3_vl',
+    text_config: {
+      attention_bias: false, attention_dropout: 0.0, bos_token_id: id('<|endoftext|>'), dtype: 'bfloat16', eos_token_id: id('<|im_end|>'),
+      head_dim: 16, hidden_act: 'silu', hidden_size: DEMO_TRANSFORMER_CONFIG.context_in_dim, initializer_range: 0.02, intermediate_size: 128,
+      max_position_embeddings: 262144, model_type: 'qwen3_vl_text', num_attention_heads: 4, num_hidden_layers: 2, num_key_value_heads: 2,
+      rms_norm_eps: 1e-6, rope_scaling: { mrope_interleaved: true, mrope_section: [4, 2, 2], rope_type: 'default' }, rope_theta: 5000000,
+      tie_word_embeddings: false, use_cache: true, vocab_size: tok.size,
+    },
+    tie_word_embeddings: false,
+    transformers_version: '4.57.0.dev0',
+    video_token_id: id('<|video_pad|>'),
+    vision_config: {
+      deepstack_visual_indexes: [0], depth: 2, hidden_act: 'gelu_pytorch_tanh', hidden_size: 32, in_channels: 3, initializer_range: 0.02,
+      intermediate_size: 64, model_type: 'qwen3_vl', num_heads: 2, num_position_embeddings: 64, out_hidden_size: DEMO_TRANSFORMER_CONFIG.context_in_dim,
+      patch_size: 16, spatial_merge_size: 2, temporal_patch_size: 2,
+    },
+    vision_end_token_id: id('<|vision_end|>'),
+    vision_start_token_id: id('<|vision_start|>'),
+  };
+}
+
+const MODEL_INDEX = {
+  _class_name: 'QwenImage21Pipeline',
+  _diffusers_version: '0.37.0.dev0',
+  processor: ['transformers', QWEN_IMAGE21_COMPONENTS.processor],
+  scheduler: ['diffusers', QWEN_IMAGE21_COMPONENTS.scheduler],
+  text_encoder: ['transformers', QWEN_IMAGE21_COMPONENTS.text_encoder],
+  transformer: ['diffusers', QWEN_IMAGE21_COMPONENTS.transformer],
+  vae: ['diffusers', QWEN_IMAGE21_COMPONENTS.vae],
+};
+
+/** Qwen3-VL's image processor settings (the stock preprocessor_config.json). */
+const PREPROCESSOR = {
+  size: { longest_edge: 16777216, shortest_edge: 65536 }, patch_size: 16, temporal_patch_size: 2, merge_size: 2,
+  image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5], processor_class: 'Qwen3VLProcessor', image_processor_type: 'Qwen2VLImageProcessorFast',
+};
+
+/** Every key and shape loadQwenImage21Parts reads, per component, found by running it against synthetic checkpoints. */
+export async function recordQwenImage21Keys(e: Engine, cfg: QwenImage21Configs): Promise<{ transformer: Map<string, number[]>; textEncoder: Map<string, number[]> }> {
+  const zeros = (_: TensorEntry, out: Uint8Array) => out.fill(0);
+  const transformer = new SyntheticCheckpoint({ label: 'transformer', dtype: 'F32', fill: zeros });
+  const textEncoder = new SyntheticCheckpoint({ label: 'text_encoder', dtype: 'F32', fill: zeros });
+  const parts = await loadQwenImage21Parts(e, { transformer: transformer.checkpoint, textEncoder: textEncoder.checkpoint }, cfg, { dtype: 'f32', int8: false }, null);
+  parts.free();
+  const shapes = (c: SyntheticCheckpoint) => new Map([...c.entries].map(([k, v]) => [k, v.shape]));
+  return { transformer: shapes(transformer), textEncoder: shapes(textEncoder) };
+}
+
+/**
+ * Writes `tensors` as Hugging Face shards `<base>-0000i-of-0000n.safetensors` plus `<base>.safetensors.index.json`
+ * (metadata.total_size, weight_map), split in key order into `shards` files of about equal bytes.
+ */
+export async function writeShardedSafetensors(dir: string, base: string, tensors: [string, WriteTensor][], shards: number, meta?: Record<string, string>): Promise<string[]> {
+  const bytesOf = (t: WriteTensor) => numelOf(t.shape) * ({ F32: 4, BF16: 2, F16: 2 } as Record<string, number>)[t.dtype]!;
+  const total = tensors.reduce((a, [, t]) => a + bytesOf(t), 0);
+  const n = Math.max(1, Math.min(shards, tensors.length));
+  const name = (i: number) => `${base}-${String(i + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`;
+  const groups: [string, WriteTensor][][] = Array.from({ length: n }, () => []);
+  let acc = 0;
+  for (const [k, t] of tensors) {
+    const g = Math.min(n - 1, Math.floor((acc / total) * n));
+    groups[g]!.push([k, t]);
+    acc += bytesOf(t);
+  }
+  const weightMap: Record<string, string> = {};
+  const files: string[] = [];
+  for (const [i, g] of groups.entries()) {
+    if (g.length === 0) continue;
+    await writeSafetensors(join(dir, name(i)), Object.fromEntries(g), meta);
+    for (const [k] of g) weightMap[k] = name(i);
+    files.push(name(i));
+  }
+  await writeFile(join(dir, `${base}.safetensors.index.json`), `${JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2)}\n`);
+  return files;
+}
+
+export interface QwenImage21DemoPlan {
+  /** For ensureDemoCheckpoint: changes with the generator format, the configs and the loaders' key lists. */
+  version: string;
+  configs: QwenImage21Configs;
+  keys: { transformer: Map<string, number[]>; textEncoder: Map<string, number[]> };
+  /** Writes the whole checkpoint folder into `dir`. */
+  write(dir: string): Promise<void>;
+}
+
+/** Works out the demo checkpoint (tokenizer ids, configs, the loaders' key lists) without writing it. */
+export async function planDemoQwenImage21(e: Engine): Promise<QwenImage21DemoPlan> {
+  const scratch = await mkdtemp(join(tmpdir(), 'kiln-qi21-demo-'));
+  let tok: DemoTokenizerInfo;
+  try {
+    tok = await writeDemoTokenizer(scratch, { specialTokens: DEMO_QWEN_IMAGE21_TOKENS });
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  const textJson = demoTextEncoderConfig(tok);
+  const configs: QwenImage21Configs = {
+    transformer: parseQwenImage21Config(DEMO_TRANSFORMER_CONFIG, 'demo transformer/config.json'),
+    textEncoder: parseQwen3Config(textJson, 'text', 'demo text_encoder/config.json'),
+    scheduler: parseFlowMatchConfig(QWEN_IMAGE21_SCHEDULER, 'demo scheduler/scheduler_config.json'),
+  };
+  const keys = await recordQwenImage21Keys(e, configs);
+  const digest = createHash('sha256')
+    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_TRANSFORMER_CONFIG, textJson, DEMO_VAE_CONFIG, [...keys.transformer], [...keys.textEncoder]]))
+    .digest('hex')
+    .slice(0, 16);
+  const write = async (dir: string) => {
+    const json = async (name: string, v: unknown) => {
+      await mkdir(join(dir, name, '..'), { recursive: true });
+      await writeFile(join(dir, name), `${JSON.stringify(v, null, 2)}\n`);
+    };
+    await json('model_index.json', MODEL_INDEX);
+    await json('transformer/config.json', DEMO_TRANSFORMER_CONFIG);
+    await json('text_encoder/config.json', textJson);
+    await json('scheduler/scheduler_config.json', QWEN_IMAGE21_SCHEDULER);
+    await writeDemoTokenizer(join(dir, 'processor'), { specialTokens: DEMO_QWEN_IMAGE21_TOKENS });
+    await json('processor/preprocessor_config.json', PREPROCESSOR);
+    const synth = new WeightSynth(DEMO_SEED);
+    const tensors = (shapes: Map<string, number[]>, dtype: SafeDType): [string, WriteTensor][] => [...shapes].map(([k, shape]) => [k, { dtype, shape, data: synth.values(k, shape) }]);
+    const meta = { format: 'pt', kiln_demo: `random Qwen-Image-2.1 weights (${DEMO_QWEN_IMAGE21_NAME} ${digest}); the pictures are noise` };
+    await writeShardedSafetensors(join(dir, 'transformer'), 'diffusion_pytorch_model', tensors(keys.transformer, 'BF16'), 2, meta);
+    await writeShardedSafetensors(join(dir, 'text_encoder'), 'model', tensors(keys.textEncoder, 'BF16'), 2, meta);
+    await mkdir(join(dir, 'vae'), { recursive: true });
+    await writeDemoVae(join(dir, 'vae'));
+  };
+  return { version: `${DEMO_FORMAT}-${digest}`, configs, keys, write };
+}

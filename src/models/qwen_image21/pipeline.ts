@@ -1,0 +1,413 @@
+// Qwen-Image-2.1 as a service pipeline (profiles imgmain: int8 linears, imgmain_bf16: 16-bit), diffusers'
+// QwenImage21Pipeline.__call__ (pipeline_qwenimage21.py at c245e42d; docs/models/qwen-image-2.1.md "Pipeline").
+// One job:
+//   prompt -> template -> Qwen3-VL text decoder -> conditioning (L, 4096)            (text-encoder.ts)
+//   (cfg > 1: the negative prompt the same way; true CFG: v = v_neg + cfg (v_cond - v_neg), no rescale upstream)
+//   noise (1, H/16 * W/16, 64) from the seed (seededNoise, channel-major like upstream's randn then packed)
+//   schedule (scheduler.ts) -> steps x [transformer with the prefix K/V cache -> Euler]     progress per step
+//   latents -> VAE decode (it un-normalises with latents_mean/std) -> RGBA -> RGB over white -> png (media)
+// Loading reads a checkpoint folder in the published diffusers layout (real weights or the demo, demo.ts).
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { throwIfCancelled } from '../../common/errors';
+import type { Engine } from '../../engine/engine';
+import { add, mul, sub } from '../../engine/ops/elementwise';
+import { Checkpoint } from '../../engine/safetensors';
+import type { Tensor } from '../../engine/tensor';
+import { STAGE } from '../../jobs/catalog';
+import { writePng, type PngParameters } from '../../media';
+import type { Pipeline, RunContext } from '../../scheduler/pipeline';
+import { parseQwen3Config, type Qwen3Config } from '../qwen3/config';
+import type { ComputeDType } from '../qwen3/weights';
+import { TextTokenizer } from '../tokenizer';
+import { parseQwenImage21Config, type QwenImage21Config } from './config';
+import { imageMaskWithTarget, jointLayout, type JointLayout } from './layout';
+import { eulerStep } from './sampler';
+import { eulerDt, flowMatchSchedule, modelTimestep, parseFlowMatchConfig, type FlowMatchConfig } from './scheduler';
+import { QwenImage21TextEncoder } from './text-encoder';
+import { diffusersWeights, QwenImage21Transformer, type QwenImage21PrefixCache } from './transformer';
+// Until the VAE module (./vae) lands, loading stops here with a message naming what is missing.
+interface QwenImage21Vae {
+  config: { zDim: number };
+  decode(latents: Tensor): Promise<Tensor>;
+  free(): void;
+}
+const QwenImage21Vae = {
+  load: async (_e: Engine, dir: string, _o: { dtype: ComputeDType }): Promise<QwenImage21Vae> => {
+    throw new Error(`Qwen-Image-2.1: the VAE (${dir}) is not built into this service yet, so no image can be decoded`);
+  },
+};
+
+/** What one image job asks for (src/image/image.pipeline.ts builds it from the job record). */
+export interface ImageTask {
+  prompt: string;
+  /** Used only when cfg > 1 (then also when empty, as upstream runs CFG with any given negative prompt). */
+  negative: string;
+  /** True CFG scale; <= 1 means one transformer pass per step. */
+  cfg: number;
+  /** u32; the noise is a function of it (seededNoise), so the same task gives the same image. */
+  seed: number;
+  steps: number;
+  /** Output size in pixels, multiples of 32 (the service resolved tier, aspect, explicit size, size_from_ref). */
+  width: number;
+  height: number;
+  /** Reference image files (editing), in "Picture 1..N" order. */
+  references: string[];
+  /** png, written through a temp name. */
+  outputPath: string;
+  /** Recorded in the png's text chunks. */
+  png: PngParameters;
+}
+
+/** The checkpoint's config files, parsed. */
+export interface QwenImage21Configs {
+  transformer: QwenImage21Config;
+  textEncoder: Qwen3Config;
+  scheduler: FlowMatchConfig;
+}
+
+/** The diffusers folders of the checkpoint (model_index.json names the classes). */
+export const QWEN_IMAGE21_COMPONENTS = {
+  transformer: 'QwenImage21Transformer2DModel',
+  text_encoder: 'Qwen3VLForConditionalGeneration',
+  processor: 'Qwen3VLProcessor',
+  vae: 'AutoencoderKLQwenImage21',
+  scheduler: 'FlowMatchEulerDiscreteScheduler',
+} as const;
+
+async function readJson(dir: string, name: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(join(dir, name), 'utf8'));
+  } catch (e) {
+    throw new Error(`Qwen-Image-2.1 checkpoint ${dir}: cannot read ${name} (${(e as Error).message})`);
+  }
+}
+
+/** Reads and checks model_index.json and the three config files the pipeline needs (the VAE reads its own). */
+export async function readQwenImage21Configs(dir: string): Promise<QwenImage21Configs> {
+  const index = (await readJson(dir, 'model_index.json')) as Record<string, unknown>;
+  if (index._class_name !== 'QwenImage21Pipeline') {
+    throw new Error(`${join(dir, 'model_index.json')}: _class_name ${JSON.stringify(index._class_name)} is not QwenImage21Pipeline`);
+  }
+  for (const [folder, cls] of Object.entries(QWEN_IMAGE21_COMPONENTS)) {
+    const entry = index[folder];
+    if (!Array.isArray(entry) || entry[1] !== cls) throw new Error(`${join(dir, 'model_index.json')}: ${folder} is ${JSON.stringify(entry)}, expected [..., "${cls}"]`);
+  }
+  return {
+    transformer: parseQwenImage21Config(await readJson(dir, 'transformer/config.json'), join(dir, 'transformer/config.json')),
+    textEncoder: parseQwen3Config(await readJson(dir, 'text_encoder/config.json'), 'text', join(dir, 'text_encoder/config.json')),
+    scheduler: parseFlowMatchConfig(await readJson(dir, 'scheduler/scheduler_config.json'), join(dir, 'scheduler/scheduler_config.json')),
+  };
+}
+
+export interface PartsOptions {
+  /** Compute dtype of every part. */
+  dtype: ComputeDType;
+  /** Transformer linears as weight-only int8 (imgmain). The text encoder stays 16-bit: it runs once per job, so
+   * int8 there would save memory only, and its states condition every step. */
+  int8: boolean;
+  /** Transformer blocks to load (benchmarks at reduced depth); default all. */
+  layers?: number;
+}
+
+/** The weight sources of the two big parts: real files (Checkpoint.open) or SyntheticCheckpoints (demo, bench). */
+export interface PartSources {
+  transformer: Checkpoint;
+  textEncoder: Checkpoint;
+}
+
+export interface QwenImage21Parts {
+  transformer: QwenImage21Transformer;
+  textEncoder: QwenImage21TextEncoder;
+  free(): void;
+}
+
+/** Loads the transformer and the text encoder (the key list the demo writes is recorded by running exactly this). */
+export async function loadQwenImage21Parts(
+  e: Engine, src: PartSources, cfg: QwenImage21Configs, o: PartsOptions, tokenizer: TextTokenizer | null, signal?: AbortSignal, onTextEncoder?: () => void,
+): Promise<QwenImage21Parts> {
+  const owned: { free(): void }[] = [];
+  try {
+    const transformer = await QwenImage21Transformer.load(e, src.transformer, cfg.transformer, { dtype: o.dtype, int8: o.int8, layers: o.layers });
+    owned.push(transformer);
+    throwIfCancelled(signal);
+    onTextEncoder?.();
+    const textEncoder = await QwenImage21TextEncoder.load(e, src.textEncoder, cfg.textEncoder, { dtype: o.dtype, tokenizer: tokenizer ?? undefined });
+    owned.push(textEncoder);
+    throwIfCancelled(signal);
+    if (textEncoder.hiddenSize !== cfg.transformer.contextInDim) {
+      throw new Error(`Qwen-Image-2.1: the text encoder's hidden size ${textEncoder.hiddenSize} is not the transformer's context_in_dim ${cfg.transformer.contextInDim}`);
+    }
+    return { transformer, textEncoder, free: () => owned.reverse().forEach((p) => p.free()) };
+  } catch (err) {
+    for (const p of owned.reverse()) p.free();
+    throw err;
+  }
+}
+
+// ---- seeded noise ----
+
+/** splitmix32-style finaliser of a 32-bit counter: a different, well-mixed word per (seed, index). */
+function mix32(x: number): number {
+  x = Math.imul(x ^ (x >>> 16), 0x21f0aaad);
+  x = Math.imul(x ^ (x >>> 15), 0x735a2d97);
+  return (x ^ (x >>> 15)) >>> 0;
+}
+
+/**
+ * Standard normal noise for the target latents, packed (tokens, channels) = (h * w, C) as upstream packs its
+ * randn (1, C, 1, h, w): value (c, y, x) is draw number c * h * w + y * w + x of the seed's stream. Counter-based
+ * (Box-Muller on two hashed uniforms per draw), so it depends on nothing but (seed, C, h, w).
+ */
+export function seededNoise(seed: number, channels: number, h: number, w: number): Float32Array {
+  const n = h * w;
+  const out = new Float32Array(n * channels);
+  const key = mix32((seed >>> 0) ^ 0x9e3779b9);
+  for (let c = 0; c < channels; c++) {
+    for (let t = 0; t < n; t++) {
+      const i = c * n + t;
+      const u1 = (mix32(key ^ mix32(2 * i)) + 0.5) / 2 ** 32;
+      const u2 = (mix32(key ^ mix32(2 * i + 1)) + 0.5) / 2 ** 32;
+      out[t * channels + c] = Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
+    }
+  }
+  return out;
+}
+
+// ---- sampling ----
+
+export interface SampleRequest {
+  /** Conditioning (1, L, hidden) in the transformer's dtype, and the negative one when cfg > 1. */
+  cond: Tensor;
+  negative?: Tensor;
+  cfg: number;
+  seed: number;
+  steps: number;
+  width: number;
+  height: number;
+  signal?: AbortSignal;
+  /** After each step (the step's GPU work has finished): progress and the scheduler's safe point. */
+  onStep?(done: number, total: number): Promise<void> | void;
+}
+
+/** The text-only joint layout of a conditioning of `rows` tokens and a target of h x w latent tokens. */
+export function textLayout(rows: number, h: number, w: number): JointLayout {
+  return jointLayout(imageMaskWithTarget(new Array<boolean>(rows).fill(false), { height: h, width: w }), [[1, h, w]]);
+}
+
+/** Latent grid of a pixel size: 16x smaller per side, rounded down to a multiple of 2 (the pipeline's // 32 * 2). */
+export function latentGrid(width: number, height: number): { h: number; w: number } {
+  const h = 2 * Math.floor(height / 32);
+  const w = 2 * Math.floor(width / 32);
+  if (h < 2 || w < 2) throw new RangeError(`Qwen-Image-2.1: ${width}x${height} is smaller than 32x32`);
+  return { h, w };
+}
+
+/**
+ * The denoising loop: seeded noise, the flow-match schedule for this target size, `steps` transformer passes (two
+ * per step with CFG, each prompt with its own prefix cache) and Euler updates. Returns the final latents
+ * (1, h * w, C) in the transformer's dtype; the caller frees them.
+ */
+export async function sampleLatents(e: Engine, transformer: QwenImage21Transformer, sched: FlowMatchConfig, r: SampleRequest): Promise<Tensor> {
+  const cfg = transformer.config;
+  const { h, w } = latentGrid(r.width, r.height);
+  const useCfg = r.cfg > 1 && r.negative !== undefined;
+  const condLayout = textLayout(r.cond.shape[1]!, h, w);
+  const negLayout = useCfg ? textLayout(r.negative!.shape[1]!, h, w) : null;
+  const schedule = flowMatchSchedule(sched, r.steps, condLayout.targetLength);
+  const caches: QwenImage21PrefixCache[] = [];
+  let x = e.upload(seededNoise(r.seed, cfg.inChannels, h, w), [1, h * w, cfg.inChannels], transformer.dtype, 'qi21 noise');
+  try {
+    const condCache = transformer.createCache(condLayout);
+    caches.push(condCache);
+    const negCache = negLayout ? transformer.createCache(negLayout) : null;
+    if (negCache) caches.push(negCache);
+    for (let i = 0; i < r.steps; i++) {
+      throwIfCancelled(r.signal);
+      const timestep = modelTimestep(schedule, i);
+      let v = transformer.forward({ layout: condLayout, encoderHiddenStates: r.cond, latents: x, timestep, cache: condCache }).sample;
+      if (negCache) {
+        const vn = transformer.forward({ layout: negLayout!, encoderHiddenStates: r.negative, latents: x, timestep, cache: negCache }).sample;
+        const d = sub(e, v, vn);
+        v.free();
+        const sd = mul(e, d, r.cfg);
+        d.free();
+        v = add(e, vn, sd);
+        vn.free();
+        sd.free();
+      }
+      const next = eulerStep(e, x, v, eulerDt(schedule, i));
+      v.free();
+      x.free();
+      x = next;
+      await e.sync();
+      await r.onStep?.(i + 1, r.steps);
+    }
+    const out = x;
+    x = null as unknown as Tensor;
+    return out;
+  } finally {
+    x?.free();
+    for (const c of caches) c.free();
+  }
+}
+
+// ---- pixels ----
+
+/**
+ * The VAE's output (C, H, W) in [-1, 1] as the png's RGB in [-1, 1]: RGB as is for 3 channels; for the RGBA model
+ * (4 channels) composited over white with alpha = (a + 1) / 2 clamped to [0, 1], which is what a light page
+ * shows, since the png writer has no alpha channel.
+ */
+export function rgbOverWhite(data: Float32Array, channels: number, height: number, width: number): Float32Array {
+  const n = height * width;
+  if (data.length !== channels * n) throw new RangeError(`rgbOverWhite: ${data.length} values for ${channels}x${height}x${width}`);
+  if (channels === 3) return data;
+  if (channels !== 4) throw new RangeError(`rgbOverWhite: ${channels} channels (3 or 4 expected)`);
+  const out = new Float32Array(3 * n);
+  for (let i = 0; i < n; i++) {
+    const a = Math.min(1, Math.max(0, (data[3 * n + i]! + 1) / 2));
+    for (let c = 0; c < 3; c++) out[c * n + i] = a * data[c * n + i]! + (1 - a);
+  }
+  return out;
+}
+
+// ---- the service pipeline ----
+
+interface Loaded {
+  e: Engine;
+  dir: string;
+  configs: QwenImage21Configs;
+  parts: QwenImage21Parts;
+  vae: QwenImage21Vae;
+  bytes: number;
+}
+
+export interface QwenImage21PipelineOptions {
+  engine(): Promise<Engine>;
+  /** The checkpoint folder: real weights, or the demo checkpoint (generated on first use). */
+  checkpoint(e: Engine, signal: AbortSignal): Promise<string>;
+  /** imgmain: true. */
+  int8: boolean;
+  /** Told the GPU bytes held once loaded. */
+  onLoaded?(bytes: number, dir: string): void;
+}
+
+/** The 'image' pipeline of imgmain / imgmain_bf16 (src/image/image.pipeline.ts registers it). */
+export class QwenImage21Pipeline implements Pipeline<ImageTask> {
+  private m: Loaded | null = null;
+
+  constructor(private readonly o: QwenImage21PipelineOptions) {}
+
+  get residentBytes(): number {
+    return this.m?.bytes ?? 0;
+  }
+
+  async load(ctx: RunContext): Promise<void> {
+    if (this.m && !this.m.e.lost) return;
+    this.m = null;
+    const e = await this.o.engine();
+    const dir = await this.o.checkpoint(e, ctx.signal);
+    throwIfCancelled(ctx.signal);
+    const configs = await readQwenImage21Configs(dir);
+    const tokenizer = await TextTokenizer.fromDir(join(dir, 'processor'));
+    const dtype: ComputeDType = e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32';
+    const before = e.pool.stats().inUseBytes;
+    const vae = await QwenImage21Vae.load(e, join(dir, 'vae'), { dtype });
+    try {
+      if (vae.config.zDim !== configs.transformer.inChannels) {
+        throw new Error(`Qwen-Image-2.1: the VAE's z_dim ${vae.config.zDim} is not the transformer's in_channels ${configs.transformer.inChannels}`);
+      }
+      throwIfCancelled(ctx.signal);
+      // 加载模型 covers the VAE and the transformer (the scheduler set it); the text encoder has its own stage.
+      const parts = await openAndLoadParts(e, dir, configs, { dtype, int8: this.o.int8 }, tokenizer, ctx.signal, () => ctx.stage(STAGE.loadTextEncoder));
+      const bytes = e.pool.stats().inUseBytes - before;
+      this.m = { e, dir, configs, parts, vae, bytes };
+      this.o.onLoaded?.(bytes, dir);
+    } catch (err) {
+      vae.free();
+      throw err;
+    }
+  }
+  async run(task: ImageTask, ctx: RunContext): Promise<void> {
+    if (!this.m || this.m.e.lost) await this.load(ctx);
+    const m = this.m!;
+    const e = m.e;
+    const { transformer, textEncoder } = m.parts;
+    if (task.references.length > 0) {
+      throw new Error(`Qwen-Image-2.1: editing with reference images is not built yet (the text encoder's vision tower for the ${task.references.length} image(s) is missing); send the prompt without images for text-to-image`);
+    }
+
+    ctx.stage(STAGE.encode);
+    const held: Tensor[] = [];
+    const condition = (prompt: string): Tensor => {
+      const c = textEncoder.encode(prompt);
+      held.push(c);
+      return c.reshape([1, c.shape[0]!, c.shape[1]!]);
+    };
+    let latents: Tensor | null = null;
+    try {
+      const cond = condition(task.prompt);
+      const negative = task.cfg > 1 ? condition(task.negative) : undefined;
+      await e.sync();
+      throwIfCancelled(ctx.signal);
+
+      ctx.stage(STAGE.sample);
+      ctx.progress(0, task.steps);
+      latents = await sampleLatents(e, transformer, m.configs.scheduler, {
+        cond, negative, cfg: task.cfg, seed: task.seed, steps: task.steps, width: task.width, height: task.height, signal: ctx.signal,
+        onStep: async (done, total) => {
+          ctx.progress(done, total);
+          await ctx.safePoint();
+        },
+      });
+      for (const t of held.splice(0)) t.free();
+      throwIfCancelled(ctx.signal);
+
+      ctx.stage(STAGE.save);
+      const { h, w } = latentGrid(task.width, task.height);
+      const pixels = await m.vae.decode(latents.reshape([1, h, w, transformer.config.inChannels]));
+      let data: Float32Array;
+      let channels: number;
+      try {
+        channels = pixels.shape[1]!;
+        data = await e.read(pixels);
+      } finally {
+        pixels.free();
+      }
+      const H = h * 16;
+      const W = w * 16;
+      const rgb = rgbOverWhite(data, channels, H, W);
+      await writePng(task.outputPath, { data: rgb, shape: [3, H, W] }, task.png, { signal: ctx.signal });
+    } finally {
+      latents?.free();
+      for (const t of held) t.free();
+    }
+  }
+
+  async unload(): Promise<void> {
+    const m = this.m;
+    this.m = null;
+    if (m && !m.e.lost) {
+      m.vae.free();
+      m.parts.free();
+    }
+  }
+}
+
+/** Opens the transformer/ and text_encoder/ weights of a checkpoint folder and loads both parts. */
+export async function openAndLoadParts(
+  e: Engine, dir: string, cfg: QwenImage21Configs, o: PartsOptions, tokenizer: TextTokenizer | null, signal?: AbortSignal, onTextEncoder?: () => void,
+): Promise<QwenImage21Parts> {
+  const transformer = await Checkpoint.open(diffusersWeights(join(dir, 'transformer')));
+  try {
+    const textEncoder = await Checkpoint.open(join(dir, 'text_encoder'));
+    try {
+      return await loadQwenImage21Parts(e, { transformer, textEncoder }, cfg, o, tokenizer, signal, onTextEncoder);
+    } finally {
+      await textEncoder.close();
+    }
+  } finally {
+    await transformer.close();
+  }
+}

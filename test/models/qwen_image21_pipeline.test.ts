@@ -1,0 +1,138 @@
+// The Qwen-Image-2.1 pipeline on the demo checkpoint (the components are golden-tested in the other qwen_image21*
+// files): seeded noise, the denoising loop (same seed -> same latents, another seed -> others, CFG changes the
+// result and runs the negative prompt through its own cache, cancel stops between steps, progress per step), and
+// the service pipeline end to end (a png of the asked size, stages in the spec's order, same seed -> same bytes).
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { CancelledError } from '../../src/common/errors';
+import type { Engine } from '../../src/engine/engine';
+import { planDemoQwenImage21, type QwenImage21DemoPlan } from '../../src/models/qwen_image21/demo';
+import {
+  latentGrid, openAndLoadParts, readQwenImage21Configs, rgbOverWhite, sampleLatents, seededNoise, textLayout,
+  type QwenImage21Configs, type QwenImage21Parts,
+} from '../../src/models/qwen_image21/pipeline';
+import { TextTokenizer } from '../../src/models/tokenizer';
+import { testEngine } from '../engine/helpers';
+
+describe('seededNoise', () => {
+  test('standard normal, a function of (seed, shape) only, packed (tokens, channels) from channel-major draws', () => {
+    const a = seededNoise(7, 16, 8, 6);
+    assert.equal(a.length, 16 * 48);
+    let m = 0;
+    let v = 0;
+    for (const x of a) m += x / a.length;
+    for (const x of a) v += (x - m) ** 2 / a.length;
+    assert.ok(Math.abs(m) < 0.1 && Math.abs(v - 1) < 0.15, `mean ${m}, var ${v}`);
+    assert.deepEqual(seededNoise(7, 16, 8, 6), a, 'same seed, same noise');
+    const b = seededNoise(8, 16, 8, 6);
+    assert.ok(a.some((x, i) => x !== b[i]), 'another seed, other noise');
+    // channel-major draws: a wider grid keeps channel 0's first 48 draws as its first 48 tokens
+    const wide = seededNoise(7, 16, 8, 12);
+    const c0 = (t: Float32Array, n: number) => Array.from({ length: n }, (_, i) => t[i * 16]);
+    assert.deepEqual(c0(wide, 48), c0(a, 48));
+    assert.notDeepEqual(Array.from(wide.subarray(48 * 16, 48 * 16 + 16)), Array.from(a.subarray(0, 16)));
+  });
+
+  test('latentGrid and textLayout: 16 px per token, rounded down to whole 2x2 slots', () => {
+    assert.deepEqual(latentGrid(1024, 1024), { h: 64, w: 64 });
+    assert.deepEqual(latentGrid(1344, 768), { h: 48, w: 84 });
+    assert.deepEqual(latentGrid(300, 260), { h: 16, w: 18 });
+    assert.throws(() => latentGrid(16, 512), /smaller than 32x32/);
+    const l = textLayout(5, 4, 6);
+    assert.deepEqual([l.prefixLength, l.targetLength, l.encoderLength, l.referenceTokens], [5, 24, 5, 0]);
+  });
+
+  test('rgbOverWhite: RGB as is; RGBA composited over white by alpha', () => {
+    const rgb = Float32Array.from([0.5, -1, 0]);
+    assert.equal(rgbOverWhite(rgb, 3, 1, 1), rgb);
+    // one pixel RGBA: colour (-1, 0, 1), alpha -1 (transparent) / 1 (opaque) / 0 (half)
+    assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, -1]), 4, 1, 1)), [1, 1, 1]);
+    assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, 1]), 4, 1, 1)), [-1, 0, 1]);
+    assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, 0]), 4, 1, 1)), [0, 0.5, 1]);
+    assert.throws(() => rgbOverWhite(new Float32Array(8), 2, 2, 2), /2 channels/);
+  });
+});
+
+describe('Qwen-Image-2.1 denoising loop on the demo checkpoint', () => {
+  let e: Engine;
+  let scratch: string;
+  let plan: QwenImage21DemoPlan;
+  let cfg: QwenImage21Configs;
+  let parts: QwenImage21Parts;
+  before(async () => {
+    e = await testEngine();
+    scratch = mkdtempSync(join(tmpdir(), 'kiln-qi21-pipe-'));
+    plan = await planDemoQwenImage21(e);
+    await plan.write(join(scratch, 'demo'));
+    cfg = await readQwenImage21Configs(join(scratch, 'demo'));
+    const tok = await TextTokenizer.fromDir(join(scratch, 'demo', 'processor'));
+    parts = await openAndLoadParts(e, join(scratch, 'demo'), cfg, { dtype: 'f32', int8: false }, tok);
+  });
+  after(() => {
+    parts?.free();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  const encode = (prompt: string) => {
+    const c = parts.textEncoder.encode(prompt);
+    return c.reshape([1, c.shape[0]!, c.shape[1]!]);
+  };
+  const run = async (o: { seed: number; cfg?: number; negative?: string; steps?: number; signal?: AbortSignal; onStep?: (d: number, t: number) => void }) => {
+    const cond = encode('a red kiln at dusk');
+    const negative = o.negative !== undefined ? encode(o.negative) : undefined;
+    try {
+      const x = await sampleLatents(e, parts.transformer, cfg.scheduler, {
+        cond, negative, cfg: o.cfg ?? 1, seed: o.seed, steps: o.steps ?? 2, width: 256, height: 192, signal: o.signal, onStep: o.onStep,
+      });
+      assert.deepEqual(x.shape, [1, 12 * 16, cfg.transformer.inChannels]);
+      const v = await e.read(x);
+      x.free();
+      return v;
+    } finally {
+      cond.free();
+      negative?.free();
+    }
+  };
+
+  test('the demo configs are what the folder says; the key lists are the loaders\'', () => {
+    assert.deepEqual(cfg.transformer, plan.configs.transformer);
+    assert.deepEqual(cfg.textEncoder, plan.configs.textEncoder);
+    assert.ok(plan.keys.transformer.has('transformer_blocks.1.img_mlp.out.weight'));
+    assert.ok(plan.keys.textEncoder.has('model.language_model.layers.1.mlp.down_proj.weight'));
+  });
+
+  test('same seed -> same latents, another seed -> others; progress after every step', async () => {
+    const seen: [number, number][] = [];
+    const a = await run({ seed: 11, onStep: (d, t) => void seen.push([d, t]) });
+    assert.deepEqual(seen, [[1, 2], [2, 2]]);
+    assert.ok(a.every(Number.isFinite));
+    const b = await run({ seed: 11 });
+    assert.deepEqual(b, a);
+    const c = await run({ seed: 12 });
+    assert.ok(c.some((x, i) => x !== a[i]));
+    // the loop moved away from the noise: x_N = noise + sum dt * v
+    const noise = seededNoise(11, cfg.transformer.inChannels, 12, 16);
+    assert.ok(a.some((x, i) => Math.abs(x - noise[i]!) > 1e-3));
+  });
+
+  test('true CFG (cfg > 1 with a negative prompt) changes the latents; cfg 1 ignores the negative prompt', async () => {
+    const plain = await run({ seed: 5 });
+    assert.deepEqual(await run({ seed: 5, cfg: 1, negative: 'blurry' }), plain);
+    const guided = await run({ seed: 5, cfg: 4, negative: 'blurry' });
+    assert.ok(guided.some((x, i) => Math.abs(x - plain[i]!) > 1e-4));
+    assert.deepEqual(await run({ seed: 5, cfg: 4, negative: 'blurry' }), guided, 'deterministic with CFG too');
+  });
+
+  test('cancel between steps: CancelledError, no further step', async () => {
+    const abort = new AbortController();
+    const seen: number[] = [];
+    await assert.rejects(
+      run({ seed: 1, steps: 4, signal: abort.signal, onStep: (d) => (seen.push(d), abort.abort('interrupted')) }),
+      (err: unknown) => err instanceof CancelledError && /interrupted/.test((err as Error).message),
+    );
+    assert.deepEqual(seen, [1]);
+  });
+});
