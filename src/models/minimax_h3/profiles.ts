@@ -5,14 +5,14 @@
 //
 // Steps mean what upstream's `num_inference_steps` means: sigma grid points, the terminal 0 included, so a profile
 // with S steps runs S - 1 transformer forwards (h3Forwards). See docs/models/minimax-h3.md "Profiles".
-import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
 import { VIDEO_PROFILES } from '../../jobs/catalog';
 import type { ProfileWeights } from '../../weights/state';
 import type { ComputeDType } from '../qwen3/weights';
-import { parseH3Config, type H3Config } from './config';
-import { MiniMaxH3Transformer, openH3Checkpoint, type H3LoadOptions } from './transformer';
+import type { H3Config } from './config';
+import { MiniMaxH3Transformer, type H3LoadOptions } from './transformer';
+import { openH3Weights, RELEASED_H3_CONFIG } from './native-layout';
 import { SOL_STEP_CACHE, type StepCachePolicy } from './step-cache';
 
 export const H3_PROFILE_NAMES = ['basevid50', 'basevid50_sol', 'fastvid', 'turbo_int8', 'fastvid_4step_int8', 'fastvid_fast'] as const;
@@ -80,7 +80,7 @@ export interface H3TransformerFiles {
 export interface LoadH3Options {
   /** Compute dtype (default f16; f32 for CPU-like debugging). */
   dtype?: ComputeDType;
-  /** Hyper-parameters when the weights carry no config.json (the int8 single-file builds): default the released ones. */
+  /** Hyper-parameters when the weights carry no config.json (the int8 single-file builds): default RELEASED_H3_CONFIG. */
   config?: H3Config;
   /** Overrides the profile's int8 choice (tests). */
   int8?: boolean;
@@ -102,14 +102,6 @@ export function h3TransformerFiles(profile: H3Profile, w: ProfileWeights): H3Tra
   return { transformer, adapter: file.abs };
 }
 
-/** config.json beside the weights, else opts.config, else null (the caller falls back to the released config). */
-function readConfig(path: string): H3Config | null {
-  const dir = existsSync(path) && statSync(path).isDirectory() ? path : null;
-  const file = dir ? join(dir, 'config.json') : null;
-  if (!file || !existsSync(file)) return null;
-  return parseH3Config(JSON.parse(readFileSync(file, 'utf8')), file);
-}
-
 /**
  * Loads the transformer of `profile`: the diffusers or native layout (native-layout.ts), the profile's adapter merged
  * into the weights (adapter.ts), then int8 per output channel if the profile is int8. `weights` is checkProfile()'s
@@ -120,14 +112,13 @@ export async function loadH3Transformer(e: Engine, profile: H3Profile | H3Profil
   const files = 'variant' in weights ? h3TransformerFiles(p, weights) : weights;
   if (p.adapter && !files.adapter) throw new RangeError(`profile ${p.name} merges ${p.adapter}: no adapter file given`);
   if (p.adapter) throw new RangeError(`profile ${p.name}: merging ${p.adapter} is not built yet (adapter.ts)`);
-  const config = readConfig(files.transformer) ?? opts.config;
-  if (!config) throw new RangeError(`${files.transformer}: no config.json and no config given`);
-  if (config.layout !== 'diffusers') throw new RangeError(`${files.transformer}: the native layout is not loadable yet (native-layout.ts)`);
-  const ckpt = await openH3Checkpoint(files.transformer);
+  const source = await openH3Weights(files.transformer, { prefix: opts.prefix, config: opts.config ?? RELEASED_H3_CONFIG });
   try {
-    const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8: opts.int8 ?? p.weights === 'int8', prefix: opts.prefix };
-    return await MiniMaxH3Transformer.load(e, ckpt, config, load);
+    const config = source.config ?? opts.config ?? RELEASED_H3_CONFIG;
+    const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8: opts.int8 ?? p.weights === 'int8', prefix: source.prefix };
+    // the source presents diffusers key names whatever the stored layout
+    return await MiniMaxH3Transformer.load(e, source.checkpoint(), { ...config, layout: 'diffusers' }, load);
   } finally {
-    await ckpt.close();
+    await source.close();
   }
 }
