@@ -1,0 +1,80 @@
+// Qwen3VlVisionModel and the image preprocessing against transformers' Qwen3VLVisionModel + Qwen2VLImageProcessor
+// (tools/golden/qwen3_vl_vision.py): patch rows, merged tokens and deepstack features, f32 and f16; one image and
+// two images of different shapes in one call. Also smart_resize's rounding and the refusal to resample.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { imagePatches, parseQwen3VlVisionConfig, Qwen3VlVisionModel, QWEN3_VL_IMAGE_PROCESSOR, smartResize } from '../../src/models/qwen3_vl_vision';
+import type { ComputeDType } from '../../src/models/qwen3/weights';
+import { testEngine } from '../engine/helpers';
+import { expectClose, goldenTests, WEIGHT_PREFIX } from './golden';
+import { goldenImages, goldenProcessor } from './qwen3_vl_vision-golden';
+
+for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
+  goldenTests(
+    'qwen3_vl_vision',
+    'tower',
+    async (c) => {
+      const e = await testEngine();
+      const cfg = parseQwen3VlVisionConfig(c.config, `${c.path} config`);
+      const proc = await goldenProcessor(c);
+      const inputs = (await goldenImages(c)).map((im, i) => imagePatches(im, cfg, proc, `image ${i}`));
+      const grids = await c.ints('grid_thw');
+      assert.deepEqual(inputs.flatMap((x) => x.grid), grids.data, 'grid_thw');
+      const pixels = await c.output('pixel_values');
+      const rows = inputs.reduce((n, x) => n + x.patches.length, 0);
+      assert.equal(rows, pixels.data.length);
+      const flat = new Float32Array(rows);
+      let at = 0;
+      for (const x of inputs) {
+        flat.set(x.patches, at);
+        at += x.patches.length;
+      }
+      expectClose(flat, pixels, { atol: 1e-6, rtol: 0 }, 'pixel_values');
+
+      const model = await Qwen3VlVisionModel.load(e, c.ckpt, cfg, { dtype, prefix: WEIGHT_PREFIX + cfg.keyPrefix });
+      try {
+        const out = model.forward(inputs);
+        try {
+          assert.deepEqual(out.tokens, inputs.map((x) => (x.grid[1] * x.grid[2]) / 4));
+          expectClose(await e.read(out.embeds), await c.output('embeds'), c.tol(dtype), `${dtype} embeds`);
+          assert.equal(out.deepstack.length, cfg.deepstackVisualIndexes.length);
+          for (const [k, d] of out.deepstack.entries()) expectClose(await e.read(d), await c.output(`deepstack_${k}`), c.tol(dtype), `${dtype} deepstack ${k}`);
+        } finally {
+          out.embeds.free();
+          for (const d of out.deepstack) d.free();
+        }
+      } finally {
+        model.free();
+      }
+    },
+    dtype,
+  );
+}
+
+test('smartResize: Python rounding (halves to even), the min/max pixel bounds', () => {
+  assert.deepEqual(smartResize(1024, 1024, 32, 65536, 16777216), [1024, 1024]);
+  assert.deepEqual(smartResize(48, 48, 32, 1, 1e9), [64, 64], 'round(1.5) = 2');
+  assert.deepEqual(smartResize(80, 80, 32, 1, 1e9), [64, 64], 'round(2.5) = 2');
+  assert.deepEqual(smartResize(100, 100, 32, 65536, 16777216), [256, 256], 'too small: scaled up to >= min pixels');
+  assert.deepEqual(smartResize(8192, 4096, 32, 65536, 4096 * 4096), [5792, 2880], 'too large: scaled down');
+});
+
+test('imagePatches refuses an image the processor would resample, and reads merge-block order', () => {
+  const cfg = parseQwen3VlVisionConfig({
+    model_type: 'qwen3_vl',
+    vision_config: { depth: 1, hidden_size: 8, intermediate_size: 8, num_heads: 2, out_hidden_size: 8, patch_size: 2, num_position_embeddings: 4 },
+  });
+  const proc = { ...QWEN3_VL_IMAGE_PROCESSOR, minPixels: 1 };
+  assert.throws(() => imagePatches({ data: new Float32Array(3 * 6 * 8), shape: [3, 6, 8] }, cfg, proc), /resized to 8x8/);
+  // 4 x 8 image, patch 2, merge 2: 2 x 4 patches, blocks of 2 x 2; value = x + 10 y on every channel
+  const data = new Float32Array(3 * 4 * 8);
+  for (let c = 0; c < 3; c++) for (let y = 0; y < 4; y++) for (let x = 0; x < 8; x++) data[c * 32 + y * 8 + x] = x + 10 * y;
+  const { patches, grid } = imagePatches({ data, shape: [3, 4, 8] }, cfg, proc);
+  assert.deepEqual(grid, [1, 2, 4]);
+  const row = 3 * 2 * 2 * 2; // C * T * p * p
+  const firstPixel = (i: number) => patches[i * row]!;
+  // block (0,0): patches (0,0) (0,1) (1,0) (1,1), then block (0,1): (0,2) (0,3) (1,2) (1,3)
+  assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 7].map(firstPixel), [0, 2, 20, 22, 4, 6, 24, 26]);
+  // one patch row: [c][t][y][x], the frame repeated over t
+  assert.deepEqual(Array.from(patches.subarray(0, 8)), [0, 1, 10, 11, 0, 1, 10, 11]);
+});
