@@ -1,0 +1,223 @@
+// The demo MiniMax H3 checkpoint: what the video profiles run when WEIGHTS_DIR has no real one. A tiny random model
+// of every part in the published diffusers layout (weights/minimax-h3.json), run through the same code as the real
+// weights; its video and sound are noise, and /api/config says "demo".
+//   model_index.json, scheduler/ + audio_scheduler/scheduler_config.json   the released files (shifts 12 / 3)
+//   transformer/config.json + diffusion_pytorch_model-0000i-of-0000n.safetensors + .index.json   BF16, with
+//       proj_in / audio_proj_in / time_embedder / proj_out / audio_proj_out F32 as released; sharded
+//   text_encoder/config.json (qwen3_vl, 51 text layers so hidden_states[50] exists) + model-*.safetensors + index
+//   tokenizer/{vocab.json, merges.txt, tokenizer_config.json}              writeDemoTokenizer
+//   vae/config.json + diffusion_pytorch_model-*.safetensors + index        F16; the real compression (16 x 16 x 4)
+//       and latent statistics, a 2-layer 32-wide decoder
+//   audio_vae/config.json + diffusion_pytorch_model.safetensors            F32 weight-norm pairs; the real rates
+//       (hop 800 at 32 kHz), 128 wide
+// The real compression ratios keep every geometry rule (frames 17k + 5, latents 5k + 2, audio round(frames / 24 x 40),
+// pixels / 16) identical to the released model, so a job's sizes and lengths are the real ones.
+// Which tensors exist is not written down here: each part's loader runs against a SyntheticCheckpoint that records
+// every key and shape it asks for (as qwen3_tts/demo.ts does), and exactly those are written; the version stamp hashes
+// that list, so a loader that starts reading another key regenerates the demo. The text encoder holds only what H3
+// reads (embed_tokens, layers 0..49), the video VAE only the decoder side, the audio VAE no resampling filters (the
+// loader checks them only when present).
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Engine } from '../../engine/engine';
+import { numelOf } from '../../engine/tensor';
+import { SAFE_DTYPE_BYTES, writeSafetensors, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
+import { parseQwen3Config } from '../qwen3';
+import { SyntheticCheckpoint, WeightSynth } from '../qwen3_tts/demo';
+import { writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
+import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
+import { parseH3Config } from './config';
+import { H3TextEncoder, H3_TEXT_ENCODER_LAYER } from './text-encoder';
+import { DIFFUSERS_INDEX, MiniMaxH3Transformer } from './transformer';
+import { VideoVaeDecoder } from './video-vae';
+
+/** Bump when the generator's values change (configs and key lists are hashed into the version by themselves). */
+const DEMO_FORMAT = 1;
+const DEMO_SEED = 20261121;
+/** Shard size of the sharded parts: small enough that the demo transformer, VAE and text encoder have several. */
+const DEMO_SHARD_BYTES = 256 * 1024;
+
+/** Tensors of the transformer stored as F32 in the release (the rest is BF16). */
+const F32_PREFIXES = ['proj_in.', 'audio_proj_in.', 'time_embedder.', 'proj_out.', 'audio_proj_out.'];
+
+export const DEMO_TRANSFORMER_CONFIG = {
+  _class_name: 'MiniMaxH3Transformer3DModel',
+  _diffusers_version: '0.36.0.dev0',
+  // the released structure at a tiny size: heads x head_dim (64) > hidden (48), 12 of 16 head dims rotated
+  num_attention_heads: 4, attention_head_dim: 16, hidden_size: 48, num_layers: 2, num_refiner_layers: 2, ffn_dim: 96,
+  in_channels: 24, audio_in_channels: 32, patch_size: [1, 2, 2], text_dim: 32, freq_dim: 32, time_embed_hidden_dim: 48,
+  time_embed_dim: 24, rope_freq_dim: 2, rope_theta: 10000.0, norm_eps: 1e-5, qk_norm_eps: 1e-5, final_norm_eps: 1e-5,
+};
+
+export function demoTextEncoderConfig(vocab: number): Record<string, unknown> {
+  return {
+    architectures: ['Qwen3VLForConditionalGeneration'],
+    model_type: 'qwen3_vl',
+    tie_word_embeddings: false,
+    text_config: {
+      model_type: 'qwen3_vl_text', vocab_size: vocab, hidden_size: 32, intermediate_size: 64,
+      num_hidden_layers: H3_TEXT_ENCODER_LAYER + 1, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 8,
+      hidden_act: 'silu', rms_norm_eps: 1e-6, rope_theta: 5000000, max_position_embeddings: 4096, attention_bias: false,
+      rope_scaling: { rope_type: 'default', mrope_section: [2, 1, 1], mrope_interleaved: true },
+    },
+  };
+}
+
+/** The released vae/config.json (compression, chunking, latent statistics) with a tiny decoder. */
+export const DEMO_VAE_CONFIG = {
+  _class_name: 'AutoencoderKLMiniMaxH3',
+  _diffusers_version: '0.36.0.dev0',
+  in_channels: 3, out_channels: 3, latent_channels: 24, block_out_channels: [8, 8, 8, 8, 8, 8], layers_per_block: 1,
+  spatial_downsample_factors: [2, 2, 2, 2, 1, 1], temporal_downsample_factors: [1, 2, 2, 1, 1, 1], norm_num_groups: 4,
+  norm_eps: 1e-6, spatial_padding_mode: 'reflect', decoder_num_layers: 2, decoder_num_attention_heads: 2,
+  decoder_attention_head_dim: 16, decoder_num_register_tokens: 4, decoder_ffn_mult: 4, decoder_rope_theta: 100.0,
+  decoder_rope_dim_ratio: 0.75, decoder_norm_eps: 1e-5, clip_length: 17, token_drop: 3,
+  latents_mean: [
+    0.858090341091156, -0.9606591463088989, 1.0661640167236328, -0.5090325474739075, -0.2727581858634949, -1.3675414323806763,
+    -0.2553254961967468, -0.26907554268836975, -0.5376840829849243, -0.0464097298681736, 0.6657370328903198, 0.19690127670764923,
+    -0.5460608005523682, -0.4035342037677765, -0.23683024942874908, 0.25928452610969543, -0.30133944749832153, 0.211341992020607,
+    -1.1206848621368408, 0.3581933379173279, -0.04225143790245056, 0.2604829967021942, 0.22864092886447906, 0.7056031823158264,
+  ],
+  latents_std: [
+    1.2223774194717407, 1.2767263650894165, 1.6831774711608887, 1.7549455165863037, 1.5636216402053833, 2.194143533706665,
+    0.9653137922286987, 1.0569885969161987, 0.841948926448822, 0.7729952931404114, 1.8955937623977661, 0.946841835975647,
+    0.7996809482574463, 0.44988900423049927, 0.7197399735450745, 0.6936293244361877, 2.961095094680786, 2.7694199085235596,
+    3.0496184825897217, 2.1088054180145264, 3.276226282119751, 3.1627357006073, 2.2816812992095947, 2.6127843856811523,
+  ],
+};
+
+/** The released audio_vae/config.json (rates, kernels, 32 kHz) at decoder width 128 (one channel after 7 halvings). */
+export const DEMO_AUDIO_VAE_CONFIG = {
+  _class_name: 'AutoencoderKLMiniMaxH3Audio',
+  _diffusers_version: '0.36.0.dev0',
+  encoder_dim: 8, encoder_rates: [2, 4, 4, 5, 5], latent_dim: 64, latent_channels: 32, decoder_dim: 128,
+  decoder_rates: [5, 5, 2, 2, 2, 2, 2], decoder_kernel_sizes: [9, 9, 4, 4, 4, 4, 4], num_attention_heads: 2,
+  resblock_kernel_sizes: [3, 7, 11], resblock_dilation_sizes: [[1, 3, 5], [1, 3, 5], [1, 3, 5]], sampling_rate: 32000,
+  latents_mean: Array.from({ length: 32 }, (_, i) => Math.round(100 * Math.sin(i + 1)) / 400),
+  latents_std: Array.from({ length: 32 }, (_, i) => 1.5 + ((i * 7) % 10) / 10),
+};
+
+const SCHEDULER = (shift: number) => ({ _class_name: 'MiniMaxH3Scheduler', _diffusers_version: '0.36.0.dev0', shift });
+
+const MODEL_INDEX = {
+  _class_name: 'MiniMaxH3ModularPipeline',
+  _diffusers_version: '0.36.0.dev0',
+  text_encoder: ['transformers', 'Qwen3VLForConditionalGeneration'],
+  tokenizer: ['transformers', 'Qwen2TokenizerFast'],
+  vae: ['diffusers', 'AutoencoderKLMiniMaxH3'],
+  audio_vae: ['diffusers', 'AutoencoderKLMiniMaxH3Audio'],
+  transformer: ['diffusers', 'MiniMaxH3Transformer3DModel'],
+  scheduler: ['diffusers', 'MiniMaxH3Scheduler'],
+  audio_scheduler: ['diffusers', 'MiniMaxH3Scheduler'],
+};
+
+type Keys = Map<string, number[]>;
+
+export interface H3DemoKeys {
+  transformer: Keys;
+  textEncoder: Keys;
+  vae: Keys;
+  audioVae: Keys;
+}
+
+/** Runs each part's loader on `e` against a recording synthetic checkpoint (zeros) and returns what it read. */
+export async function recordH3Keys(e: Engine, textEncoderConfig: Record<string, unknown>): Promise<H3DemoKeys> {
+  const zeros = (_: TensorEntry, out: Uint8Array) => out.fill(0);
+  const synth = (label: string, has?: (n: string) => boolean) => new SyntheticCheckpoint({ label, dtype: 'F32', fill: zeros, has });
+  const shapes = (c: SyntheticCheckpoint): Keys => new Map([...c.entries].map(([k, v]) => [k, v.shape]));
+
+  const tr = synth('transformer');
+  (await MiniMaxH3Transformer.load(e, tr.checkpoint, parseH3Config(DEMO_TRANSFORMER_CONFIG, 'demo transformer config'), { dtype: 'f32' })).free();
+  const te = synth('text_encoder');
+  (await H3TextEncoder.load(e, te.checkpoint, parseQwen3Config(textEncoderConfig, 'text', 'demo text_encoder config'), { dtype: 'f32' })).free();
+  const vae = synth('vae');
+  (await VideoVaeDecoder.load(e, vae.checkpoint, DEMO_VAE_CONFIG as unknown as Record<string, unknown>, { dtype: 'f32' })).free();
+  // as released: weight-norm pairs except dec_in_proj's plain weight; no resampling filters (checked only when present)
+  const audio = synth('audio_vae', (n) => !n.endsWith('.filter') && !n.startsWith('dec_in_proj.weight_') && !(n.endsWith('.weight') && !n.startsWith('dec_in_proj.')));
+  (await AudioVaeDecoder.load(e, audio.checkpoint, parseAudioVaeConfig(DEMO_AUDIO_VAE_CONFIG, 'demo audio_vae config'), { dtype: 'f32' })).free();
+  return { transformer: shapes(tr), textEncoder: shapes(te), vae: shapes(vae), audioVae: shapes(audio) };
+}
+
+export interface H3DemoPlan {
+  /** For ensureDemoCheckpoint: changes with the generator format, the configs and the loaders' key lists. */
+  version: string;
+  keys: H3DemoKeys;
+  /** Writes the whole checkpoint folder into `dir`. */
+  write(dir: string): Promise<void>;
+}
+
+/** Works out the demo checkpoint (tokenizer, configs, the loaders' key lists) without writing it. */
+export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
+  const scratch = await mkdtemp(join(tmpdir(), 'kiln-h3-demo-'));
+  let tok: DemoTokenizerInfo;
+  try {
+    tok = await writeDemoTokenizer(scratch);
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+  const textConfig = demoTextEncoderConfig(tok.size);
+  const keys = await recordH3Keys(e, textConfig);
+  const digest = createHash('sha256')
+    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_TRANSFORMER_CONFIG, textConfig, DEMO_VAE_CONFIG, DEMO_AUDIO_VAE_CONFIG, ...Object.values(keys).map((k) => [...k])]))
+    .digest('hex')
+    .slice(0, 16);
+  const write = async (dir: string) => {
+    const json = async (path: string, v: unknown) => {
+      await mkdir(join(dir, path, '..'), { recursive: true });
+      await writeFile(join(dir, path), `${JSON.stringify(v, null, 2)}\n`);
+    };
+    const meta = { format: 'pt', kiln_demo: `random MiniMax H3 weights (${digest}); the video and sound are noise` };
+    const synth = new WeightSynth(DEMO_SEED);
+    const tensors = (shapes: Keys, dtype: (k: string) => SafeDType): Record<string, WriteTensor> =>
+      Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype: dtype(k), shape, data: synth.values(k, shape) }]));
+
+    await json('model_index.json', MODEL_INDEX);
+    await json('scheduler/scheduler_config.json', SCHEDULER(12));
+    await json('audio_scheduler/scheduler_config.json', SCHEDULER(3));
+    await mkdir(join(dir, 'tokenizer'), { recursive: true });
+    await writeDemoTokenizer(join(dir, 'tokenizer'));
+
+    await json('transformer/config.json', DEMO_TRANSFORMER_CONFIG);
+    const trDtype = (k: string): SafeDType => (F32_PREFIXES.some((p) => k.startsWith(p)) ? 'F32' : 'BF16');
+    await writeDiffusersShards(join(dir, 'transformer'), tensors(keys.transformer, trDtype), meta);
+
+    await json('text_encoder/config.json', textConfig);
+    await writeShardedSafetensors(join(dir, 'text_encoder'), tensors(keys.textEncoder, () => 'BF16'), DEMO_SHARD_BYTES, meta);
+
+    await json('vae/config.json', DEMO_VAE_CONFIG);
+    await writeDiffusersShards(join(dir, 'vae'), tensors(keys.vae, () => 'F16'), meta);
+
+    await json('audio_vae/config.json', DEMO_AUDIO_VAE_CONFIG);
+    await writeSafetensors(join(dir, 'audio_vae', 'diffusion_pytorch_model.safetensors'), tensors(keys.audioVae, () => 'F32'), meta);
+  };
+  return { version: `${DEMO_FORMAT}-${digest}`, keys, write };
+}
+
+/** diffusers' sharded layout: diffusion_pytorch_model-0000i-of-0000n.safetensors behind DIFFUSERS_INDEX. */
+export async function writeDiffusersShards(dir: string, tensors: Record<string, WriteTensor>, meta: Record<string, string>, maxShardBytes = DEMO_SHARD_BYTES): Promise<string> {
+  const shards: Record<string, WriteTensor>[] = [{}];
+  let size = 0;
+  let total = 0;
+  for (const [name, t] of Object.entries(tensors)) {
+    const bytes = numelOf(t.shape) * SAFE_DTYPE_BYTES[t.dtype];
+    if (size > 0 && size + bytes > maxShardBytes) {
+      shards.push({});
+      size = 0;
+    }
+    shards[shards.length - 1]![name] = t;
+    size += bytes;
+    total += bytes;
+  }
+  const n = String(shards.length).padStart(5, '0');
+  const weightMap: Record<string, string> = {};
+  for (const [i, shard] of shards.entries()) {
+    const file = `diffusion_pytorch_model-${String(i + 1).padStart(5, '0')}-of-${n}.safetensors`;
+    await writeSafetensors(join(dir, file), shard, meta);
+    for (const k of Object.keys(shard)) weightMap[k] = file;
+  }
+  const index = join(dir, DIFFUSERS_INDEX);
+  await writeFile(index, `${JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2)}\n`);
+  return index;
+}

@@ -1,0 +1,358 @@
+// MiniMax H3 text-to-video-with-sound as a service pipeline (diffusers modular_pipelines/minimax_h3, T2VA path;
+// docs/models/minimax-h3.md "Pipeline"). One job:
+//   load (once per profile)   transformer (the profile's loader: adapter merge, int8), video VAE, audio VAE, tokenizer
+//   加载文本编码器             the Qwen3-VL text encoder (layers < 50), loaded per job
+//   编码提示词/图片            prompt verbatim -> hidden_states[50] -> the encoder is FREED -> context_embedder + refiner
+//   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
+//                              (rows channel-major); packed layout [text | audio | video]; dual-schedule Euler
+//                              (video shift 12, audio shift 3); progress, cancel and the scheduler's safe point per step
+//   视频解码                   unpatchify -> VideoVaeDecoder.frames() (tiled, chunked) streamed into the H.264 encoder
+//   音频解码                   audio rows -> [2, 32, Na] -> AudioVaeDecoder (32 kHz, one batch item per stereo channel)
+//   封装                       the writer finishes x264 and muxes AAC into a hidden temp sibling of the output
+//   保存                       fsync + rename onto the job's output path
+// Frames follow the model grid 17k + 5 (latent frames 5k + 2), audio latents round(frames / 24 * 40) per channel
+// (layout.ts resolveGeometry). Steps are sigma grid points as upstream counts them (profiles.ts h3Forwards): S
+// steps run S - 1 forwards; a 1-step request runs one forward (the smallest grid, [1, 0]).
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { BadInputError, throwIfCancelled } from '../../common/errors';
+import type { Engine } from '../../engine/engine';
+import type { Tensor } from '../../engine/tensor';
+import { STAGE } from '../../jobs/catalog';
+import type { JobTaskPayload } from '../../jobs/jobs.service';
+import { commitFile, removeQuietly, tempSibling } from '../../media/files';
+import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
+import type { Pipeline, RunContext } from '../../scheduler/pipeline';
+import type { ComputeDType } from '../qwen3/weights';
+import { TextTokenizer } from '../tokenizer';
+import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
+import { buildPackedLayout, resolveGeometry, TEXT_TAG, type Geometry } from './layout';
+import { patchify, unpatchify } from './patchify';
+import { sampleH3, type H3SampleOptions } from './sampler';
+import { H3TextEncoder } from './text-encoder';
+import type { MiniMaxH3Transformer } from './transformer';
+import { openVideoVaeCheckpoint, parseVideoVaeConfig, VideoVaeDecoder, type VideoLatents, type VideoVaeDecodeOptions } from './video-vae';
+import { Checkpoint } from '../../engine/safetensors';
+
+/** The folders of one checkpoint's parts, each as in the published repo (transformer/, text_encoder/, ...). */
+export interface H3Dirs {
+  transformer: string;
+  textEncoder: string;
+  tokenizer: string;
+  vae: string;
+  audioVae: string;
+}
+
+/** The parts' folders of a checkpoint in the published diffusers layout under one root (MiniMax-H3/, the demo). */
+export function h3DirsFromRoot(root: string, transformerRoot = root): H3Dirs {
+  return {
+    transformer: join(transformerRoot, 'transformer'),
+    textEncoder: join(root, 'text_encoder'),
+    tokenizer: join(root, 'tokenizer'),
+    vae: join(root, 'vae'),
+    audioVae: join(root, 'audio_vae'),
+  };
+}
+
+/** Loads the profile's transformer (profiles.ts loadH3Transformer: layout, adapter merge, int8). */
+export type H3TransformerLoader = (e: Engine, dirs: H3Dirs, o: { dtype: ComputeDType }) => Promise<MiniMaxH3Transformer>;
+
+/** Observations for tests and the benchmark: each stage, each step, and GPU bytes in use at each. */
+export interface H3PipelineTrace {
+  (event: string, info: { inUseBytes: number }): void;
+}
+
+export interface H3PipelineOptions {
+  engine(): Promise<Engine>;
+  /** The folders to load: real weights, or the demo checkpoint (generated on first use). */
+  dirs(e: Engine, signal: AbortSignal): Promise<H3Dirs>;
+  loadTransformer: H3TransformerLoader;
+  /** Text encoder linears as int8 (the int8 profiles). */
+  textEncoderInt8?: boolean;
+  /** Explicit sigma grids per step count (a distilled checkpoint's published positions), else steps + shifts. */
+  sigmas?(steps: number): H3SampleOptions['sigmas'];
+  /** Extra sampler options of the profile (step caching). */
+  sampler?: Partial<H3SampleOptions>;
+  /** Video VAE spatial tiling (default the released 256 / 64 px tiles). */
+  tiling?: VideoVaeDecodeOptions['tiling'];
+  /** Told the GPU bytes held once loaded (PipelineEntry.residentBytes). */
+  onLoaded?(bytes: number, dirs: H3Dirs): void;
+  trace?: H3PipelineTrace;
+}
+
+interface Loaded {
+  e: Engine;
+  dirs: H3Dirs;
+  dtype: ComputeDType;
+  tokenizer: TextTokenizer;
+  transformer: MiniMaxH3Transformer;
+  videoVae: VideoVaeDecoder;
+  audioVae: AudioVaeDecoder;
+  bytes: number;
+}
+
+/** The 'video' pipeline of one profile (src/video/video.pipeline.ts registers the six). */
+export class MiniMaxH3Pipeline implements Pipeline<JobTaskPayload> {
+  private m: Loaded | null = null;
+
+  constructor(private readonly o: H3PipelineOptions) {}
+
+  get residentBytes(): number {
+    return this.m?.bytes ?? 0;
+  }
+
+  private trace(event: string): void {
+    if (this.o.trace && this.m) this.o.trace(event, { inUseBytes: this.m.e.pool.stats().inUseBytes });
+  }
+
+  async load(ctx: RunContext): Promise<void> {
+    if (this.m && !this.m.e.lost) return;
+    this.m = null;
+    ctx.stage(STAGE.loadModel);
+    const e = await this.o.engine();
+    const dirs = await this.o.dirs(e, ctx.signal);
+    throwIfCancelled(ctx.signal);
+    const dtype: ComputeDType = e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32';
+    const before = e.pool.stats().inUseBytes;
+    const tokenizer = await TextTokenizer.fromDir(dirs.tokenizer);
+    const owned: { free(): void }[] = [];
+    try {
+      const transformer = await this.o.loadTransformer(e, dirs, { dtype });
+      owned.push(transformer);
+      throwIfCancelled(ctx.signal);
+      const videoVae = await loadVideoVae(e, dirs.vae, dtype);
+      owned.push(videoVae);
+      throwIfCancelled(ctx.signal);
+      const audioVae = await loadAudioVae(e, dirs.audioVae);
+      owned.push(audioVae);
+      throwIfCancelled(ctx.signal);
+      const bytes = e.pool.stats().inUseBytes - before;
+      this.m = { e, dirs, dtype, tokenizer, transformer, videoVae, audioVae, bytes };
+      this.o.onLoaded?.(bytes, dirs);
+      this.trace('loaded');
+    } catch (err) {
+      for (const p of owned.reverse()) p.free();
+      throw err;
+    }
+  }
+
+  async run(task: JobTaskPayload, ctx: RunContext): Promise<void> {
+    if (!this.m || this.m.e.lost) await this.load(ctx);
+    const m = this.m!;
+    const { e, transformer } = m;
+    const job = task.job;
+    if (task.images.length || task.audios.length) throw new BadInputError('MiniMax H3: keyframes, reference images and audio inputs are not built yet (text to video only)');
+    const { width, height } = job.params;
+    const geo = jobGeometry(job.frames, height, width, transformer.config.patchSize);
+    const patch = transformer.config.patchSize;
+
+    // text: load the encoder, encode, free it before anything of the sampling is allocated
+    ctx.stage(STAGE.loadTextEncoder);
+    const ids = H3TextEncoder.promptIds(m.tokenizer, job.prompt);
+    let encoder: H3TextEncoder | null = await H3TextEncoder.fromDir(e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
+    let text: Tensor;
+    try {
+      this.trace('text encoder loaded');
+      throwIfCancelled(ctx.signal);
+      ctx.stage(STAGE.encode);
+      const embeds = encoder.encode(ids);
+      encoder.free();
+      encoder = null;
+      this.trace('text encoder freed');
+      try {
+        text = transformer.encodeText(embeds);
+      } finally {
+        embeds.free();
+      }
+    } finally {
+      encoder?.free();
+    }
+
+    const tmp = tempSibling(task.outputPath);
+    let writer: VideoWriter | null = null;
+    const live: Tensor[] = [text];
+    const drop = (t: Tensor) => {
+      live.splice(live.indexOf(t), 1);
+      t.free();
+    };
+    try {
+      throwIfCancelled(ctx.signal);
+      ctx.stage(STAGE.sample);
+      const layout = buildPackedLayout({
+        textTags: new Uint8Array(ids.length).fill(TEXT_TAG),
+        numLatentFrames: geo.numLatentFrames,
+        latentHeight: geo.latentHeight,
+        latentWidth: geo.latentWidth,
+        numAudioLatents: geo.numAudioLatents,
+        patchSize: patch,
+        audioChannels: 2,
+      });
+      const seq = transformer.prepare(layout);
+      const C = transformer.config.inChannels;
+      const A = transformer.config.audioInChannels;
+      const noise = h3Noise(job.seed, geo, C, A);
+      const lat = e.upload(noise.video, [1, C, geo.numLatentFrames, geo.latentHeight, geo.latentWidth], 'f32', 'h3 video noise');
+      const video = patchify(e, lat, patch);
+      lat.free();
+      live.push(video);
+      const audio = e.upload(audioRows(noise.audio, 2, A, geo.numAudioLatents), [2 * geo.numAudioLatents, A], 'f32', 'h3 audio noise');
+      live.push(audio);
+      const grid = Math.max(2, job.steps);
+      ctx.progress(0, grid - 1);
+      this.trace('sampling');
+      try {
+        await sampleH3(e, transformer, seq, text, video, audio, {
+          ...this.o.sampler,
+          steps: grid,
+          sigmas: this.o.sigmas?.(grid),
+          onStep: async (done, total) => {
+            ctx.progress(done, total);
+            this.trace(`step ${done}/${total}`);
+            throwIfCancelled(ctx.signal);
+            await ctx.safePoint();
+            throwIfCancelled(ctx.signal);
+          },
+        });
+      } finally {
+        seq.free();
+      }
+      drop(text);
+      const audioHost = channelsFromRows(await e.read(audio), 2, A, geo.numAudioLatents);
+      drop(audio);
+      const latents = unpatchify(e, video, C, [geo.numLatentFrames, geo.latentHeight, geo.latentWidth], patch);
+      drop(video);
+      const videoHost: VideoLatents = { data: await e.read(latents), shape: [C, geo.numLatentFrames, geo.latentHeight, geo.latentWidth] };
+      latents.free();
+      throwIfCancelled(ctx.signal);
+
+      ctx.stage(STAGE.videoDecode);
+      this.trace('video decoding');
+      const out = m.videoVae.outputShape(videoHost.shape);
+      if (out.frames !== job.frames || out.width !== width || out.height !== height) {
+        throw new Error(`MiniMax H3: the video VAE decodes ${out.frames} frames of ${out.width}x${out.height}, the job wants ${job.frames} of ${width}x${height}`);
+      }
+      writer = await openVideoWriter({ path: tmp, width, height, frames: job.frames, floatRange: 'unit', signal: ctx.signal });
+      let n = 0;
+      ctx.progress(0, job.frames);
+      for await (const frame of m.videoVae.frames(videoHost, { tiling: this.o.tiling })) {
+        await writer.writeFrame(frame);
+        ctx.progress(++n, job.frames);
+        throwIfCancelled(ctx.signal);
+      }
+
+      ctx.stage(STAGE.audioDecode);
+      this.trace('audio decoding');
+      const sound = await m.audioVae.decode(e, audioHost, [2, A, geo.numAudioLatents]);
+      throwIfCancelled(ctx.signal);
+      const planar = new Float32Array(sound.samples * 2);
+      sound.channels.forEach((c, i) => planar.set(c, i * sound.samples));
+
+      ctx.stage(STAGE.package);
+      await writer.close({ data: planar, sampleRate: sound.sampleRate, channels: 2, layout: 'planar' });
+      writer = null;
+      throwIfCancelled(ctx.signal);
+      ctx.stage(STAGE.save);
+      await commitFile(tmp, task.outputPath);
+      this.trace('saved');
+    } finally {
+      for (const t of live) t.free();
+      if (writer) await writer.abort();
+      await removeQuietly(tmp);
+    }
+  }
+
+  async unload(): Promise<void> {
+    const m = this.m;
+    this.m = null;
+    if (m && !m.e.lost) {
+      m.audioVae.free();
+      m.videoVae.free();
+      m.transformer.free();
+    }
+  }
+}
+
+/** The job's latent geometry; its frame count must already be on the 17k + 5 grid (the service snaps it). */
+export function jobGeometry(frames: number | undefined, height: number, width: number, patch: readonly [number, number, number]): Geometry {
+  if (frames === undefined) throw new Error('MiniMax H3: the job has no frame count');
+  const geo = resolveGeometry(frames, height, width, patch);
+  if (geo.numFrames !== frames) throw new RangeError(`MiniMax H3: ${frames} frames is not on the model's 17k + 5 grid (next: ${geo.numFrames})`);
+  return geo;
+}
+
+async function loadVideoVae(e: Engine, dir: string, dtype: ComputeDType): Promise<VideoVaeDecoder> {
+  const cfg = parseVideoVaeConfig(JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>, join(dir, 'config.json'));
+  const ckpt = await openVideoVaeCheckpoint(dir);
+  try {
+    return await VideoVaeDecoder.load(e, ckpt, cfg, { dtype });
+  } finally {
+    await ckpt.close();
+  }
+}
+
+async function loadAudioVae(e: Engine, dir: string): Promise<AudioVaeDecoder> {
+  const cfg = parseAudioVaeConfig(JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')), join(dir, 'config.json'));
+  const ckpt = await Checkpoint.open(join(dir, 'diffusion_pytorch_model.safetensors'));
+  try {
+    // f32 as upstream (bf16 decodes are audibly worse); the audio VAE is small
+    return await AudioVaeDecoder.load(e, ckpt, cfg, { dtype: 'f32' });
+  } finally {
+    await ckpt.close();
+  }
+}
+
+// ---- seeded noise ----
+
+/**
+ * Standard normal values, a pure function of (seed, stream, index): a 32-bit integer hash of the three (murmur3's
+ * finaliser over a splitmix-style counter) gives two uniforms per pair of values, Box-Muller gives the normals.
+ * The same seed reproduces the clip on any machine; torch's Philox stream is not reproduced (upstream's noise for
+ * a seed is not ours).
+ */
+export function gaussianNoise(seed: number, stream: number, n: number): Float32Array {
+  const out = new Float32Array(n);
+  const s = seed >>> 0;
+  const base = mix32((s ^ Math.imul(stream + 1, 0x9e3779b9)) >>> 0);
+  for (let i = 0; i < n; i += 2) {
+    const a = mix32((base + Math.imul(i, 0x85ebca6b)) >>> 0);
+    const b = mix32((a ^ 0x27d4eb2f) + i + 1);
+    const u1 = (a + 1) / 4294967297; // (0, 1): log is finite
+    const u2 = b / 4294967296;
+    const r = Math.sqrt(-2 * Math.log(u1));
+    out[i] = r * Math.cos(2 * Math.PI * u2);
+    if (i + 1 < n) out[i + 1] = r * Math.sin(2 * Math.PI * u2);
+  }
+  return out;
+}
+
+function mix32(x: number): number {
+  let h = x >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** The initial latents of a job: video [C, F, h, w] (stream 0) and audio [2, A, Na] (stream 1), both N(0, 1). */
+export function h3Noise(seed: number, geo: Geometry, videoChannels: number, audioChannels: number): { video: Float32Array; audio: Float32Array } {
+  return {
+    video: gaussianNoise(seed, 0, videoChannels * geo.numLatentFrames * geo.latentHeight * geo.latentWidth),
+    audio: gaussianNoise(seed, 1, 2 * audioChannels * geo.numAudioLatents),
+  };
+}
+
+/** Audio latents [N, A, T] -> transformer rows [N * T, A] (channel-major: row c * T + t). */
+export function audioRows(x: Float32Array, N: number, A: number, T: number): Float32Array {
+  const out = new Float32Array(N * T * A);
+  for (let c = 0; c < N; c++) for (let k = 0; k < A; k++) for (let t = 0; t < T; t++) out[(c * T + t) * A + k] = x[(c * A + k) * T + t]!;
+  return out;
+}
+
+/** The inverse of audioRows: rows [N * T, A] -> latents [N, A, T] (the audio VAE's layout). */
+export function channelsFromRows(rows: Float32Array, N: number, A: number, T: number): Float32Array {
+  const out = new Float32Array(N * A * T);
+  for (let c = 0; c < N; c++) for (let t = 0; t < T; t++) for (let k = 0; k < A; k++) out[(c * A + k) * T + t] = rows[(c * T + t) * A + k]!;
+  return out;
+}

@@ -1,0 +1,175 @@
+// The MiniMax H3 pipeline (src/models/minimax_h3/pipeline.ts) end to end on the demo checkpoint (demo.ts), through the
+// same loaders as real weights: a small job gives an H.264 mp4 of the job's size and frame count at 24 fps with a
+// stereo 32 kHz AAC track; the stages come in the spec's order with progress per step; the text encoder is off the GPU
+// before sampling; the same seed gives the same file and another seed another; cancel between steps leaves nothing.
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { CancelledError } from '../../src/common/errors';
+import type { Engine } from '../../src/engine/engine';
+import { numelOf } from '../../src/engine/tensor';
+import { STAGE } from '../../src/jobs/catalog';
+import type { JobRecord } from '../../src/jobs/job.model';
+import type { JobTaskPayload } from '../../src/jobs/jobs.service';
+import { planDemoH3, type H3DemoPlan } from '../../src/models/minimax_h3/demo';
+import { DIFFUSERS_INDEX } from '../../src/models/minimax_h3/transformer';
+import { audioRows, channelsFromRows, gaussianNoise, h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions } from '../../src/models/minimax_h3/pipeline';
+import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import type { RunContext } from '../../src/scheduler/pipeline';
+import { ensureDemoCheckpoint } from '../../src/weights';
+import { testEngine } from '../engine/helpers';
+import { countVideoFrames, decodeAudioTrack, probe, rms } from '../media/helpers';
+
+interface Recorded {
+  events: string[];
+  progress: [number, number][];
+  safePoints: number;
+}
+
+function context(signal: AbortSignal = new AbortController().signal): { ctx: RunContext; rec: Recorded } {
+  const rec: Recorded = { events: [], progress: [], safePoints: 0 };
+  const ctx: RunContext = {
+    signal,
+    stage: (s) => {
+      if (rec.events[rec.events.length - 1] !== s) rec.events.push(s);
+    },
+    progress: (v, m) => rec.progress.push([v, m]),
+    safePoint: async () => {
+      rec.safePoints++;
+    },
+  };
+  return { ctx, rec };
+}
+
+function task(out: string, over: Partial<JobRecord> = {}): JobTaskPayload {
+  const job = {
+    id: 'test', kind: 'video', status: 'running', prompt: 'a cat sings "hello" in the rain', profile: 'fastvid', mode: 't2v',
+    aspect: '3:2', res: 'custom', size: '96x64', seconds: 1, frames: 22, seed: 7, steps: 3, image_count: 0, created: 0,
+    params: { width: 96, height: 64, images: [], audios: [] },
+    ...over,
+  } as JobRecord;
+  return { job, outputPath: join(out, `${job.id}.mp4`), images: [], audios: [] };
+}
+
+const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
+
+const dir = mkdtempSync(join(tmpdir(), 'kiln-h3-pipeline-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('MiniMax H3 pipeline on the demo checkpoint', () => {
+  let e: Engine;
+  let plan: H3DemoPlan;
+  let root: string;
+  let out: string;
+  const traces: { event: string; bytes: number }[] = [];
+  const options = (): H3PipelineOptions => ({
+    engine: async () => e,
+    dirs: async () => h3DirsFromRoot(root),
+    loadTransformer: (eng, dirs, o) => loadH3Transformer(eng, 'fastvid', { transformer: dirs.transformer }, { dtype: o.dtype }),
+    trace: (event, info) => traces.push({ event, bytes: info.inUseBytes }),
+  });
+  let pipeline: MiniMaxH3Pipeline;
+
+  before(async () => {
+    e = await testEngine();
+    plan = await planDemoH3(e);
+    out = join(dir, 'out');
+    mkdirSync(out);
+    root = await ensureDemoCheckpoint({ name: 'minimax-h3', version: plan.version, root: join(dir, 'demo'), generate: plan.write });
+    pipeline = new MiniMaxH3Pipeline(options());
+  });
+
+  test('the demo checkpoint is in the published layout (sharded diffusers transformer and VAE, transformers text encoder)', () => {
+    for (const f of ['model_index.json', 'scheduler/scheduler_config.json', 'audio_scheduler/scheduler_config.json', 'tokenizer/vocab.json', 'tokenizer/merges.txt',
+      'transformer/config.json', 'text_encoder/config.json', 'text_encoder/model.safetensors.index.json', 'vae/config.json', 'audio_vae/config.json',
+      'audio_vae/diffusion_pytorch_model.safetensors']) {
+      assert.ok(existsSync(join(root, f)), f);
+    }
+    for (const part of ['transformer', 'vae']) {
+      const index = JSON.parse(readFileSync(join(root, part, DIFFUSERS_INDEX), 'utf8')) as { weight_map: Record<string, string> };
+      const shards = new Set(Object.values(index.weight_map));
+      assert.ok(shards.size >= 2, `${part}: ${shards.size} shards`);
+      for (const s of shards) assert.match(s, /^diffusion_pytorch_model-\d{5}-of-\d{5}\.safetensors$/);
+      assert.deepEqual(new Set(Object.keys(index.weight_map)), new Set(plan.keys[part as 'transformer' | 'vae'].keys()));
+    }
+    // the text encoder holds what H3 reads: embed_tokens and layers 0..49 of 51
+    const te = [...plan.keys.textEncoder.keys()];
+    assert.ok(te.includes('model.language_model.layers.49.mlp.down_proj.weight'));
+    assert.ok(!te.some((k) => k.includes('layers.50.') || k.endsWith('language_model.norm.weight')));
+  });
+
+  test('a job: stages in order, progress per step, mp4 with H.264 at the job size and frames and stereo 32 kHz AAC; the text encoder freed before sampling', async () => {
+    const { ctx, rec } = context();
+    traces.length = 0;
+    await pipeline.load(ctx);
+    const t = task(out);
+    await pipeline.run(t, ctx);
+    assert.deepEqual(rec.events, [STAGE.loadModel, STAGE.loadTextEncoder, STAGE.encode, STAGE.sample, STAGE.videoDecode, STAGE.audioDecode, STAGE.package, STAGE.save]);
+    // steps 3 = grid points: 2 forwards, each reported and followed by a safe point
+    const sampling = rec.progress.filter(([, m]) => m === 2);
+    assert.deepEqual(sampling, [[0, 2], [1, 2], [2, 2]]);
+    assert.equal(rec.safePoints, 2);
+    assert.deepEqual(rec.progress.at(-1), [22, 22], 'video decoding counts frames');
+
+    const p = probe(t.outputPath);
+    assert.equal(p.video?.codec, 'h264');
+    assert.deepEqual([p.video?.width, p.video?.height, p.video?.fps], [96, 64, 24]);
+    assert.equal(countVideoFrames(t.outputPath), 22);
+    assert.equal(p.audio?.codec, 'aac');
+    assert.equal(p.audio?.sampleRate, 32000);
+    assert.equal(p.audio?.layout, 'stereo');
+    const pcm = decodeAudioTrack(t.outputPath, 32000, 2);
+    assert.ok(rms(pcm, { start: 0, stride: 2 }) > 1e-3 && rms(pcm, { start: 1, stride: 2 }) > 1e-3, 'both channels carry the generated sound');
+    assert.deepEqual(readdirSync(out), ['test.mp4'], 'no temp file left');
+
+    // text encoder: its weights come and go before the first step
+    const at = (ev: string) => traces.find((x) => x.event === ev)!.bytes;
+    const teParams = [...plan.keys.textEncoder.values()].reduce((a, s) => a + numelOf(s), 0);
+    const teBytes = at('text encoder loaded') - at('loaded');
+    assert.ok(teBytes >= 2 * teParams, `text encoder took ${teBytes} bytes for ${teParams} parameters`);
+    assert.ok(at('text encoder freed') - at('loaded') < teBytes / 4, 'freed after encoding');
+    for (const s of traces.filter((x) => x.event.startsWith('step '))) assert.ok(s.bytes - at('loaded') < teBytes / 2, `${s.event}: ${s.bytes} bytes in use`);
+  });
+
+  test('the same seed reproduces the file; another seed gives another', async () => {
+    const a = task(out, { id: 'a', seed: 11 });
+    const b = task(out, { id: 'b', seed: 11 });
+    const c = task(out, { id: 'c', seed: 12 });
+    for (const x of [a, b, c]) await pipeline.run(x, context().ctx);
+    assert.equal(sha(a.outputPath), sha(b.outputPath));
+    assert.notEqual(sha(a.outputPath), sha(c.outputPath));
+  });
+
+  test('cancel between steps: CancelledError, no output, no temp files', async () => {
+    const ac = new AbortController();
+    const { ctx, rec } = context(ac.signal);
+    const t = task(out, { id: 'cancelled', steps: 4 });
+    const inner = ctx.progress;
+    ctx.progress = (v, m) => {
+      inner(v, m);
+      if (v === 1 && m === 3) ac.abort('interrupted');
+    };
+    await assert.rejects(pipeline.run(t, ctx), CancelledError);
+    assert.ok(!rec.events.includes(STAGE.videoDecode), 'stopped while sampling');
+    assert.ok(!readdirSync(out).some((f) => f.includes('cancelled')), readdirSync(out).join(', '));
+    await pipeline.unload();
+  });
+
+  test('noise: a pure function of (seed, stream), standard normal; audio rows are channel-major and invert', () => {
+    const a = gaussianNoise(5, 0, 100_001);
+    assert.deepEqual(a, gaussianNoise(5, 0, 100_001));
+    assert.notDeepEqual(a.subarray(0, 64), gaussianNoise(5, 1, 64));
+    assert.notDeepEqual(a.subarray(0, 64), gaussianNoise(6, 0, 64));
+    const mean = a.reduce((s, v) => s + v, 0) / a.length;
+    const variance = a.reduce((s, v) => s + (v - mean) ** 2, 0) / a.length;
+    assert.ok(Math.abs(mean) < 0.01 && Math.abs(variance - 1) < 0.02, `mean ${mean}, variance ${variance}`);
+    const x = Float32Array.from({ length: 2 * 3 * 5 }, (_, i) => i); // [2, 3, 5]
+    const rows = audioRows(x, 2, 3, 5);
+    assert.deepEqual([...rows.subarray(0, 3)], [0, 5, 10]); // channel 0, latent 0: the 3 features
+    assert.deepEqual([...rows.subarray(15, 18)], [15, 20, 25]); // channel 1, latent 0
+    assert.deepEqual(channelsFromRows(rows, 2, 3, 5), x);
+  });
+});
