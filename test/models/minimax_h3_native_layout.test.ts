@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import { quantizeInt8PerChannel } from '../../src/engine/quantize';
 import { writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import { parseH3Config, type H3Config } from '../../src/models/minimax_h3/config';
-import { openH3Weights, splitInterleavedQkv } from '../../src/models/minimax_h3/native-layout';
+import { openH3Weights, splitQkv, type QkvRows } from '../../src/models/minimax_h3/native-layout';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { h3InvFreq } from '../../src/models/minimax_h3/rope';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
@@ -32,7 +32,7 @@ function nativeConfig(d: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** Our diffusers weights -> native keys and storage (the inverse of the diffusers conversion script's transforms). */
-function toNative(w: Map<string, HostWeight>, c: H3Config): Map<string, HostWeight> {
+function toNative(w: Map<string, HostWeight>, c: H3Config, qkvRows: QkvRows = 'interleaved'): Map<string, HostWeight> {
   const out = new Map<string, HostWeight>();
   const get = (k: string) => {
     const v = w.get(k);
@@ -47,7 +47,9 @@ function toNative(w: Map<string, HostWeight>, c: H3Config): Map<string, HostWeig
     put(`${theirs}.norm2.weight`, `${ours}.norm2.weight`);
     const [q, k, v] = ['to_q', 'to_k', 'to_v'].map((n) => get(`${ours}.attn.${n}.weight`).data);
     const qkv = new Float32Array(3 * c.numHeads * d * H);
-    for (let h = 0; h < c.numHeads; h++) [q!, k!, v!].forEach((m, part) => qkv.set(m.subarray(h * d * H, (h + 1) * d * H), (h * 3 + part) * d * H));
+    const n = c.numHeads * d * H;
+    if (qkvRows === 'stacked') [q!, k!, v!].forEach((m, part) => qkv.set(m, part * n));
+    else for (let h = 0; h < c.numHeads; h++) [q!, k!, v!].forEach((m, part) => qkv.set(m.subarray(h * d * H, (h + 1) * d * H), (h * 3 + part) * d * H));
     out.set(`${theirs}.attn.qkv_proj.weight`, { shape: [3 * c.numHeads * d, H], data: qkv });
     put(`${theirs}.attn.out_proj.weight`, `${ours}.attn.to_out.0.weight`);
     put(`${theirs}.attn.q_norm.weight`, `${ours}.attn.norm_q.weight`);
@@ -104,8 +106,8 @@ goldenTests('minimax_h3', 'transformer', async (c: GoldenCase) => {
 goldenTests('minimax_h3', 'transformer', async (c: GoldenCase) => {
   const e = await testEngine();
   const cfg = parseH3Config(c.config, c.path);
-  const native = toNative(await caseWeights(c), cfg);
-  // the int8 single file: every 2-D weight of the block stack / refiner / adaln / context as I8 + per-row scale
+  const native = toNative(await caseWeights(c), cfg, 'stacked');
+  // the int8 single file (ComfyUI-keyed: stacked qkv rows): every 2-D weight of the block stack / refiner / adaln / context as I8 + per-row scale
   const tensors: Record<string, WriteTensor> = {};
   for (const [k, v] of native) {
     const quantised = v.shape.length === 2 && (k.startsWith('blocks.') || k.startsWith('token_refiner.') || k.startsWith('condition_proj') || k.startsWith('final_layer.adaln_proj'));
@@ -137,9 +139,10 @@ goldenTests('minimax_h3', 'transformer', async (c: GoldenCase) => {
 test('native layout: the interleaved qkv split and the refusal of unknown tensors', async () => {
   // rows [h0: q q, k k, v v, h1: ...] with d = 2, H = 1
   const w = Float32Array.from([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
-  assert.deepEqual(Array.from(splitInterleavedQkv(w, 2, 2, 1, 0)), [1, 2, 7, 8]);
-  assert.deepEqual(Array.from(splitInterleavedQkv(w, 2, 2, 1, 1)), [3, 4, 9, 10]);
-  assert.deepEqual(Array.from(splitInterleavedQkv(w, 2, 2, 1, 2)), [5, 6, 11, 12]);
+  assert.deepEqual(Array.from(splitQkv(w, 2, 2, 1, 0, 'interleaved')), [1, 2, 7, 8]);
+  assert.deepEqual(Array.from(splitQkv(w, 2, 2, 1, 1, 'interleaved')), [3, 4, 9, 10]);
+  assert.deepEqual(Array.from(splitQkv(w, 2, 2, 1, 2, 'interleaved')), [5, 6, 11, 12]);
+  assert.deepEqual(Array.from(splitQkv(w, 2, 2, 1, 1, 'stacked')), [5, 6, 7, 8]);
 
   const c = await GoldenCase.open(goldenCaseFiles('minimax_h3', 'transformer')[0]!);
   const cfg = parseH3Config(c.config, c.path);

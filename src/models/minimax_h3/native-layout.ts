@@ -2,7 +2,10 @@
 // and the single-file int8 builds that keep those names), presented under the diffusers names the transformer's
 // fields use, so MiniMaxH3Transformer.load reads either layout. The mapping (diffusers'
 // scripts/convert_minimax_h3_to_diffusers.py, read at 97a1477b) is renames plus three transforms:
-//   blocks.N.attn.qkv_proj [heads * 3 * d, H], rows per head [q(d) k(d) v(d)]  -> to_q / to_k / to_v [heads * d, H]
+//   blocks.N.attn.qkv_proj [3 * heads * d, H]                                   -> to_q / to_k / to_v [heads * d, H]
+//     rows per head [q(d) k(d) v(d)] in MiniMax's raw shards ('interleaved'); [q_all; k_all; v_all] ('stacked') in the
+//     reference model's state dict and, by all reports, in ComfyUI repackaged files (diffusion_model. prefix). The row
+//     order cannot be told from the tensors, so it follows the source (QkvRows) and can be forced.
 //   *.mlp.fc1 [2F, H] stored [gate; value]                                      -> ff.net.0.proj [value; gate]
 //   rope.inv_freq (16 f32)                                                      -> not loaded; checked against ours
 // Int8 builds: a weight stored as I8 with a `<name>_scale` / `<name>.scale` / `<module>.weight_scale` tensor (one
@@ -103,6 +106,9 @@ export interface H3WeightSource {
   close(): Promise<void>;
 }
 
+/** Row order of a fused qkv_proj (see the header). */
+export type QkvRows = 'interleaved' | 'stacked';
+
 /** Native key prefixes seen in single-file builds (ComfyUI saves the DiT under diffusion_model.). */
 const NATIVE_PREFIXES = ['', 'diffusion_model.', 'model.diffusion_model.'];
 
@@ -115,7 +121,7 @@ function readJsonConfig(dir: string): H3Config | null {
  * Opens transformer weights: a diffusers transformer/ folder, a native folder (config.json + model.safetensors.index.json),
  * or one .safetensors file in either naming. `config` is needed for the native layout when no config.json is beside it.
  */
-export async function openH3Weights(path: string, opts: { prefix?: string; config?: H3Config } = {}): Promise<H3WeightSource> {
+export async function openH3Weights(path: string, opts: { prefix?: string; config?: H3Config; qkvRows?: QkvRows } = {}): Promise<H3WeightSource> {
   const isDir = existsSync(path) && statSync(path).isDirectory();
   const fileConfig = isDir ? readJsonConfig(path) : null;
   const ckpt = isDir && fileConfig?.layout === 'native' ? await Checkpoint.open(path) : await openH3Checkpoint(path);
@@ -127,7 +133,9 @@ export async function openH3Weights(path: string, opts: { prefix?: string; confi
     }
     const config = fileConfig ?? opts.config ?? null;
     if (!config) throw new CheckpointError(`${path}: native-layout weights without config.json: pass the config (the released one is RELEASED_H3_CONFIG)`);
-    const view = nativeView(ckpt, config, nativePrefix, given);
+    // raw MiniMax shards (a folder, or a bare file) interleave; ComfyUI-keyed single files are stacked
+    const qkvRows = opts.qkvRows ?? (nativePrefix === given ? 'interleaved' : 'stacked');
+    const view = nativeView(ckpt, config, nativePrefix, given, qkvRows);
     return { path, layout: 'native', config: fileConfig, prefix: given, view, checkpoint: () => view.asCheckpoint(), close: () => ckpt.close() };
   } catch (err) {
     await ckpt.close();
@@ -153,7 +161,7 @@ const scaleNames = (m: string) => [`${m}.weight_scale`, `${m}.weight.scale`, `${
  * The native checkpoint presented under diffusers keys (`out` prefix). Every native tensor must be consumed by the
  * mapping; leftovers are refused.
  */
-export function nativeView(ckpt: CheckpointLike, c: H3Config, src: string, out = ''): KeyView {
+export function nativeView(ckpt: CheckpointLike, c: H3Config, src: string, out = '', qkvRows: QkvRows = 'interleaved'): KeyView {
   const recipes = new Map<string, Recipe>();
   const used = new Set<string>();
   const inner = c.numHeads * c.headDim;
@@ -194,7 +202,7 @@ export function nativeView(ckpt: CheckpointLike, c: H3Config, src: string, out =
     const H = e.shape[1]!;
     if (e.shape.length !== 2 || e.shape[0] !== 3 * inner) throw new CheckpointError(`${ckpt.path}: ${qkv} is [${e.shape}], expected [${3 * inner}, H]`);
     ['to_q', 'to_k', 'to_v'].forEach((name, part) => {
-      recipes.set(`${out}${ours}.${name}.weight`, { shape: [inner, H], compute: async () => splitInterleavedQkv(await values(qkv), c.numHeads, c.headDim, H, part) });
+      recipes.set(`${out}${ours}.${name}.weight`, { shape: [inner, H], compute: async () => splitQkv(await values(qkv), c.numHeads, c.headDim, H, part, qkvRows) });
     });
     rename(`${ours}.to_out.0.weight`, `${theirs}.out_proj.weight`);
     rename(`${ours}.norm_q.weight`, `${theirs}.q_norm.weight`);
@@ -246,10 +254,15 @@ export function nativeView(ckpt: CheckpointLike, c: H3Config, src: string, out =
   return new KeyView(ckpt.path, ckpt, recipes, false);
 }
 
-/** Rows [heads, 3, d, H] of the raw fused weight -> part (0 q, 1 k, 2 v) as [heads * d, H]. */
-export function splitInterleavedQkv(w: Float32Array, heads: number, d: number, H: number, part: number): Float32Array {
-  const out = new Float32Array(heads * d * H);
-  for (let h = 0; h < heads; h++) out.set(w.subarray(((h * 3 + part) * d) * H, ((h * 3 + part + 1) * d) * H), h * d * H);
+/**
+ * Part (0 q, 1 k, 2 v) of fused rows as [heads * d, cols]: 'interleaved' rows are [heads, 3, d], 'stacked' [3, heads, d].
+ * Works for weights (cols = H) and for a LoRA up matrix (cols = rank).
+ */
+export function splitQkv(w: Float32Array, heads: number, d: number, cols: number, part: number, rows: QkvRows): Float32Array {
+  const n = heads * d * cols;
+  if (rows === 'stacked') return w.slice(part * n, (part + 1) * n);
+  const out = new Float32Array(n);
+  for (let h = 0; h < heads; h++) out.set(w.subarray((h * 3 + part) * d * cols, (h * 3 + part + 1) * d * cols), h * d * cols);
   return out;
 }
 

@@ -12,7 +12,8 @@ import type { ProfileWeights } from '../../weights/state';
 import type { ComputeDType } from '../qwen3/weights';
 import type { H3Config } from './config';
 import { MiniMaxH3Transformer, type H3LoadOptions } from './transformer';
-import { openH3Weights, RELEASED_H3_CONFIG } from './native-layout';
+import { mergeAdapter, openH3Adapter } from './adapter';
+import { openH3Weights, RELEASED_H3_CONFIG, type QkvRows } from './native-layout';
 import { SOL_STEP_CACHE, type StepCachePolicy } from './step-cache';
 
 export const H3_PROFILE_NAMES = ['basevid50', 'basevid50_sol', 'fastvid', 'turbo_int8', 'fastvid_4step_int8', 'fastvid_fast'] as const;
@@ -86,6 +87,10 @@ export interface LoadH3Options {
   int8?: boolean;
   /** Key prefix of the transformer tensors (fixtures: "weight."). */
   prefix?: string;
+  /** Row order of fused qkv_proj tensors in native-layout weights and adapters (default: by source, native-layout.ts). */
+  qkvRows?: QkvRows;
+  /** Multiplier of the adapter's delta (default 1, as the turbo adapters are meant to be used). */
+  adapterStrength?: number;
 }
 
 /** The transformer and adapter paths of the variant ProfileWeights chose (checkProfile). */
@@ -111,13 +116,14 @@ export async function loadH3Transformer(e: Engine, profile: H3Profile | H3Profil
   const p = typeof profile === 'string' ? h3Profile(profile) : profile;
   const files = 'variant' in weights ? h3TransformerFiles(p, weights) : weights;
   if (p.adapter && !files.adapter) throw new RangeError(`profile ${p.name} merges ${p.adapter}: no adapter file given`);
-  if (p.adapter) throw new RangeError(`profile ${p.name}: merging ${p.adapter} is not built yet (adapter.ts)`);
-  const source = await openH3Weights(files.transformer, { prefix: opts.prefix, config: opts.config ?? RELEASED_H3_CONFIG });
+  const source = await openH3Weights(files.transformer, { prefix: opts.prefix, config: opts.config ?? RELEASED_H3_CONFIG, qkvRows: opts.qkvRows });
   try {
     const config = source.config ?? opts.config ?? RELEASED_H3_CONFIG;
+    // the adapter is merged in float32 before quantisation (the low-rank product on the GPU)
+    const weights = p.adapter ? mergeAdapter(source, await openH3Adapter(files.adapter!, config, { qkvRows: opts.qkvRows }), { engine: e, strength: opts.adapterStrength }) : source;
     const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8: opts.int8 ?? p.weights === 'int8', prefix: source.prefix };
     // the source presents diffusers key names whatever the stored layout
-    return await MiniMaxH3Transformer.load(e, source.checkpoint(), { ...config, layout: 'diffusers' }, load);
+    return await MiniMaxH3Transformer.load(e, weights.checkpoint(), { ...config, layout: 'diffusers' }, load);
   } finally {
     await source.close();
   }
