@@ -11,6 +11,7 @@ import { copyInto } from '../../engine/ops/layout';
 import type { Tensor } from '../../engine/tensor';
 import { KEYFRAME_NOISE_AUG, type PackedLayout } from './layout';
 import { AUDIO_SHIFT, FlowSchedule, VIDEO_SHIFT } from './scheduler';
+import { StepCache, type StepCachePolicy } from './step-cache';
 import type { H3Sequence, MiniMaxH3Transformer } from './transformer';
 
 export interface RowTimestepPlan {
@@ -37,6 +38,8 @@ export interface H3SampleOptions {
   audioShift?: number;
   /** Explicit grids used verbatim instead of steps + shifts (a distilled checkpoint's published positions). */
   sigmas?: { video: ArrayLike<number>; audio: ArrayLike<number> };
+  /** Reuse the last computed velocity at slowly changing steps (basevid50_sol: profile.stepCache); off by default. */
+  stepCache?: StepCachePolicy | null;
   /** Called after each step's update is recorded (progress; throw to cancel). */
   onStep?: (done: number, total: number) => void | Promise<void>;
   /** Tests: each step's plan and velocities (freed after the call returns). */
@@ -47,7 +50,16 @@ export interface H3SampleOptions {
  * Denoises `video` [Nv, patch] and `audio` [Na, channels] (f32, layout row order, conditioning rows first) in
  * place. `text` is model.encodeText's output, `sequence` model.prepare(layout)'s.
  */
-export async function sampleH3(e: Engine, model: MiniMaxH3Transformer, sequence: H3Sequence, text: Tensor, video: Tensor, audio: Tensor, opts: H3SampleOptions): Promise<void> {
+export interface H3SampleResult {
+  /** Transformer forwards run (steps minus the reused ones). */
+  forwards: number;
+  /** Steps that reused the previous velocity (stepCache). */
+  reused: number[];
+  /** stepCache: the per-step relative L1 change of the velocity at each computed step after the first. */
+  changes: number[];
+}
+
+export async function sampleH3(e: Engine, model: MiniMaxH3Transformer, sequence: H3Sequence, text: Tensor, video: Tensor, audio: Tensor, opts: H3SampleOptions): Promise<H3SampleResult> {
   const vs = opts.sigmas ? FlowSchedule.fromSigmas(opts.sigmas.video) : new FlowSchedule(opts.steps, opts.videoShift ?? VIDEO_SHIFT);
   const as = opts.sigmas ? FlowSchedule.fromSigmas(opts.sigmas.audio) : new FlowSchedule(opts.steps, opts.audioShift ?? AUDIO_SHIFT);
   if (vs.length !== as.length) throw new RangeError(`sampleH3: the video (${vs.length}) and audio (${as.length}) schedules have different lengths`);
@@ -56,25 +68,36 @@ export async function sampleH3(e: Engine, model: MiniMaxH3Transformer, sequence:
   const nca = layout.numConditionAudioRows;
   const nv = video.shape[0]!;
   const na = audio.shape[0]!;
-  for (let i = 0; i < vs.length; i++) {
-    const plan = rowTimestepPlan(layout, vs.timesteps[i]!, as.timesteps[i]!);
-    const adaln = model.adaln(plan.timesteps);
-    const out = model.forward({ video, audio, text, sequence, adaln, timestepIndices: plan.indices });
-    adaln.free();
-    if (opts.capture) {
-      opts.capture(i, 'noise_pred', out.video, plan);
-      opts.capture(i, 'audio_noise_pred', out.audio, plan);
+  const cache = opts.stepCache ? new StepCache(opts.stepCache, vs.length) : null;
+  try {
+    for (let i = 0; i < vs.length; i++) {
+      const plan = rowTimestepPlan(layout, vs.timesteps[i]!, as.timesteps[i]!);
+      let out: { video: Tensor; audio: Tensor };
+      if (cache?.reuse(i)) out = cache.cached(e);
+      else {
+        const adaln = model.adaln(plan.timesteps);
+        out = model.forward({ video, audio, text, sequence, adaln, timestepIndices: plan.indices });
+        adaln.free();
+        await cache?.record(e, i, out);
+      }
+      if (opts.capture) {
+        opts.capture(i, 'noise_pred', out.video, plan);
+        opts.capture(i, 'audio_noise_pred', out.audio, plan);
+      }
+      const update = (s: FlowSchedule, x: Tensor, v: Tensor, from: number, to: number) => {
+        if (from === to) return;
+        const next = s.step(e, i, x.slice(0, from, to), v.slice(0, from, to));
+        copyInto(e, next, x.slice(0, from, to));
+        next.free();
+      };
+      update(vs, video, out.video, nc, nv);
+      update(as, audio, out.audio, nca, na);
+      out.video.free();
+      out.audio.free();
+      await opts.onStep?.(i + 1, vs.length);
     }
-    const update = (s: FlowSchedule, x: Tensor, v: Tensor, from: number, to: number) => {
-      if (from === to) return;
-      const next = s.step(e, i, x.slice(0, from, to), v.slice(0, from, to));
-      copyInto(e, next, x.slice(0, from, to));
-      next.free();
-    };
-    update(vs, video, out.video, nc, nv);
-    update(as, audio, out.audio, nca, na);
-    out.video.free();
-    out.audio.free();
-    await opts.onStep?.(i + 1, vs.length);
+    return { forwards: vs.length - (cache?.reused.length ?? 0), reused: cache ? [...cache.reused] : [], changes: cache ? [...cache.changes] : [] };
+  } finally {
+    cache?.free();
   }
 }
