@@ -1,22 +1,27 @@
 // QwenImage21TextEncoder against the diffusers pipeline's prompt encoding (tools/golden/qwen_image21_text.py):
 // template string, dropped system turn, pre-final-norm hidden state, and a right-padded batch of two prompts
-// (each prompt encoded alone must give upstream's rows). Also the tokenizer side of the drop count.
+// (each prompt encoded alone must give upstream's rows); with one and two reference images (cases refs*): the
+// placeholder expansion, get_rope_index's 3D positions, the image-row mask and the conditioning through the vision
+// tower, spliced embeds and deepstack. Also the tokenizer side of the drop count and the reference template.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseQwen3Config } from '../../src/models/qwen3';
+import { parseQwen3VlVisionConfig, qwen3VlRopeIndex } from '../../src/models/qwen3_vl_vision';
 import type { ComputeDType } from '../../src/models/qwen3/weights';
 import {
+  expandImagePads,
   qwenImage21PromptText,
   qwenImage21PromptTokens,
   qwenImage21SystemTurn,
   QwenImage21TextEncoder,
 } from '../../src/models/qwen_image21/text-encoder';
-import { TextTokenizer, writeDemoTokenizer } from '../../src/models/tokenizer';
+import { DEMO_SPECIAL_TOKENS, TextTokenizer, writeDemoTokenizer } from '../../src/models/tokenizer';
 import { testEngine } from '../engine/helpers';
 import { expectClose, goldenTests, WEIGHT_PREFIX } from './golden';
+import { goldenImages, goldenProcessor } from './qwen3_vl_vision-golden';
 
 const fromCodepoints = (cps: number[]): string => String.fromCodePoint(...cps);
 
@@ -28,10 +33,13 @@ for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
       const e = await testEngine();
       const config = parseQwen3Config(c.config, undefined, `${c.path} config`);
       assert.equal(config.keyPrefix, 'model.language_model.');
-      const enc = await QwenImage21TextEncoder.load(e, c.ckpt, config, { dtype, prefix: WEIGHT_PREFIX + config.keyPrefix });
+      const images = await goldenImages(c);
+      const vcfg = images.length > 0 ? parseQwen3VlVisionConfig(c.config, `${c.path} config`) : null;
+      const vision = vcfg ? { config: vcfg, prefix: WEIGHT_PREFIX + vcfg.keyPrefix, processor: await goldenProcessor(c) } : undefined;
+      const enc = await QwenImage21TextEncoder.load(e, c.ckpt, config, { dtype, prefix: WEIGHT_PREFIX + config.keyPrefix, vision });
       try {
         const prompt = fromCodepoints((await c.ints('prompt_codepoints')).data);
-        assert.equal(qwenImage21PromptText(prompt), fromCodepoints((await c.ints('template_codepoints')).data), 'template string');
+        assert.equal(qwenImage21PromptText(prompt, images.length), fromCodepoints((await c.ints('template_codepoints')).data), 'template string');
         const ids = await c.ints('ids');
         const mask = await c.ints('attention_mask');
         const drop = (await c.ints('drop_idx')).data[0]!;
@@ -40,11 +48,41 @@ for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
         const [B, L] = ids.shape as [number, number];
         const [, Lout, H] = want.shape as [number, number, number];
         assert.equal(H, enc.hiddenSize);
+        const refs = images.map((im, i) => enc.referenceInput(im, `image ${i}`));
+        if (vcfg) {
+          // the processor's grids, the placeholder expansion, get_rope_index and the image-row mask
+          assert.equal(B, 1);
+          assert.deepEqual(refs.flatMap((r) => r.grid), (await c.ints('grid_thw')).data, 'grid_thw');
+          const counts = refs.map((r) => (r.grid[1] * r.grid[2]) / vcfg.spatialMergeSize ** 2);
+          assert.deepEqual(expandImagePads(collapseRuns(ids.data, vcfg.imageTokenId), vcfg.imageTokenId, counts), ids.data, 'expanded ids');
+          const pos = qwen3VlRopeIndex(ids.data, vcfg.imageTokenId, refs.map((r) => r.grid), vcfg.spatialMergeSize);
+          assert.deepEqual(pos.flatMap((row) => Array.from(row)), Array.from((await c.output('position_ids')).data), 'MRoPE positions');
+          const pads = Array.from((await c.output('image_pad_mask')).data, (v) => v !== 0);
+          assert.deepEqual(ids.data.slice(drop).map((id) => id === vcfg.imageTokenId), pads, 'image_pad_mask');
+          // encodePrompt's wiring (template -> tokens -> mask and latent shapes) with a tokenizer that knows only
+          // this template: the fixture's ids stand in for the real tokenizer's (tested on the demo BPE below)
+          const template = collapseRuns(ids.data, vcfg.imageTokenId);
+          const text = qwenImage21PromptText(prompt, images.length);
+          const tok = {
+            encode: (t: string) => (t === qwenImage21SystemTurn() ? template.slice(0, drop) : t === text ? template : assert.fail(`unexpected text ${t}`)),
+            hasToken: (t: string) => t === '<|image_pad|>',
+            tokenId: () => vcfg.imageTokenId,
+          } as unknown as TextTokenizer;
+          const cond = new QwenImage21TextEncoder(e, enc.model, tok, enc.vision).encodePrompt(prompt, images);
+          try {
+            assert.deepEqual(cond.imagePadMask, pads, 'encodePrompt imagePadMask');
+            assert.deepEqual(cond.referenceShapes, images.map((im) => [1, im.shape[1] / 16, im.shape[2] / 16]));
+            expectClose(await e.read(cond.embeds), { data: want.data, shape: [Lout, H] }, c.tol(dtype), `${dtype} encodePrompt embeds`);
+          } finally {
+            cond.embeds.free();
+          }
+        }
         for (let b = 0; b < B; b++) {
           const real = ids.data.slice(b * L, (b + 1) * L).filter((_, l) => mask.data[b * L + l] !== 0);
           const n = real.length - drop;
           assert.equal(wantMask.data.slice(b * Lout, (b + 1) * Lout).reduce((s, v) => s + v, 0), n, `prompt ${b}: conditioning length`);
-          const out = enc.encodeIds(real, drop);
+          const template = vcfg ? collapseRuns(real, vcfg.imageTokenId) : real;
+          const out = enc.encodeIds(template, drop, refs);
           try {
             assert.deepEqual(out.shape, [n, H]);
             const got = await e.read(out);
@@ -62,6 +100,11 @@ for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
   );
 }
 
+/** The template's ids: each run of image tokens back to one <|image_pad|>. */
+function collapseRuns(ids: readonly number[], token: number): number[] {
+  return ids.filter((id, i) => id !== token || ids[i - 1] !== token);
+}
+
 test('prompt tokens: the system turn is a token prefix and is what gets dropped', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'qi21-tok-'));
   try {
@@ -75,6 +118,32 @@ test('prompt tokens: the system turn is a token prefix and is what gets dropped'
     assert.equal(ids[drop - 2], imEnd, 'the dropped part ends with <|im_end|>\\n');
     assert.equal(ids[drop], imStart, 'the kept part starts with the user turn');
     assert.equal(ids.filter((id) => id === imStart).length, 3);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('reference template: one vision block per image, labelled "Picture N: ", prompt verbatim after them', async () => {
+  assert.equal(
+    qwenImage21PromptText('Put Picture 1 on Picture 2', 2),
+    `${qwenImage21SystemTurn()}<|im_start|>user\nPicture 1: <|vision_start|><|image_pad|><|vision_end|> Picture 2: <|vision_start|><|image_pad|><|vision_end|>Put Picture 1 on Picture 2<|im_end|>\n<|im_start|>assistant\n`,
+  );
+  assert.equal(qwenImage21PromptText('x', 0), qwenImage21PromptText('x'));
+  const dir = await mkdtemp(join(tmpdir(), 'qi21-tok-'));
+  try {
+    const info = await writeDemoTokenizer(dir, { specialTokens: [...DEMO_SPECIAL_TOKENS, '<|vision_start|>', '<|image_pad|>', '<|vision_end|>'] });
+    const tok = await TextTokenizer.fromDir(dir);
+    const { ids, drop } = qwenImage21PromptTokens(tok, 'Picture 2 wears the hat of Picture 1', 2);
+    const pad = info.specialTokens['<|image_pad|>']!;
+    assert.equal(drop, tok.encode(qwenImage21SystemTurn()).length);
+    assert.equal(ids.filter((id) => id === pad).length, 2, 'one <|image_pad|> token per reference');
+    for (const i of ids.flatMap((id, k) => (id === pad ? [k] : []))) {
+      assert.equal(ids[i - 1], info.specialTokens['<|vision_start|>']);
+      assert.equal(ids[i + 1], info.specialTokens['<|vision_end|>']);
+    }
+    assert.deepEqual(expandImagePads(ids, pad, [3, 1]).filter((id) => id === pad).length, 4);
+    assert.throws(() => expandImagePads(ids, pad, [3]), /more <\|image_pad\|> tokens in the prompt than the 1 reference images/);
+    assert.throws(() => expandImagePads(ids, pad, [3, 1, 2]), /3 reference images but 2/);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
