@@ -3,7 +3,7 @@
 // two images of different shapes in one call. Also smart_resize's rounding and the refusal to resample.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { imagePatches, parseQwen3VlVisionConfig, Qwen3VlVisionModel, QWEN3_VL_IMAGE_PROCESSOR, smartResize } from '../../src/models/qwen3_vl_vision';
+import { imagePatches, parseQwen3VlVisionConfig, qwen3VlVisionShapes, Qwen3VlVisionModel, QWEN3_VL_IMAGE_PROCESSOR, smartResize } from '../../src/models/qwen3_vl_vision';
 import type { ComputeDType } from '../../src/models/qwen3/weights';
 import { testEngine } from '../engine/helpers';
 import { expectClose, goldenTests, WEIGHT_PREFIX } from './golden';
@@ -16,6 +16,10 @@ for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
     async (c) => {
       const e = await testEngine();
       const cfg = parseQwen3VlVisionConfig(c.config, `${c.path} config`);
+      // the key list demo checkpoints are written from is exactly upstream's state dict
+      const shapes = qwen3VlVisionShapes(cfg, WEIGHT_PREFIX + cfg.keyPrefix);
+      assert.deepEqual([...shapes.keys()].sort(), c.names('weight').map((n) => WEIGHT_PREFIX + n).sort(), 'tower keys');
+      for (const [k, shape] of shapes) assert.deepEqual(shape, c.shape('weight', k.slice(WEIGHT_PREFIX.length)), k);
       const proc = await goldenProcessor(c);
       const inputs = (await goldenImages(c)).map((im, i) => imagePatches(im, cfg, proc, `image ${i}`));
       const grids = await c.ints('grid_thw');
