@@ -1,0 +1,318 @@
+// The building blocks of AutoencoderKLQwenImage21 on one frame, channels-last ([N, H, W, C]) throughout.
+// Field names are the checkpoint's key path segments (resnets, norm1, conv1, to_qkv, ...), so a module's prefix
+// plus its field names are its keys. Upstream's "causal 3D" convs are Conv2d here (one frame, the time axis is
+// squeezed away); its RMS_norm is F.normalize over channels * sqrt(C) * gamma, i.e. RMSNorm with eps ~ 0 per pixel.
+import type { Engine } from '../../../engine/engine';
+import { loadTensor } from '../../../engine/load';
+import { silu } from '../../../engine/ops/activation';
+import { conv2d, prepareConvWeight, type PadPair, type PreparedConvWeight } from '../../../engine/ops/conv';
+import { add, mul } from '../../../engine/ops/elementwise';
+import { copyInto } from '../../../engine/ops/layout';
+import { linear } from '../../../engine/ops/linear';
+import { matmul } from '../../../engine/ops/matmul';
+import { rmsNorm } from '../../../engine/ops/norm';
+import { upsampleNearest } from '../../../engine/ops/resample';
+import { softmax } from '../../../engine/ops/softmax';
+import type { Checkpoint } from '../../../engine/safetensors';
+import { Tensor } from '../../../engine/tensor';
+
+export type VaeDType = 'f32' | 'f16';
+
+export interface VaeLoader {
+  e: Engine;
+  ckpt: Checkpoint;
+  dtype: VaeDType;
+  /** Prepended to every key (fixtures: "weight."). */
+  prefix: string;
+  /** Everything uploaded so far, freed if a later tensor fails. */
+  loaded: { free(): void }[];
+}
+
+/** Upstream's F.normalize clamps the norm at 1e-12; as RMSNorm that is mean(x^2) >= 1e-24 / C (only 0 rows differ). */
+const rmsEps = (c: number) => 1e-24 / c;
+
+async function plain(w: VaeLoader, key: string, shape: readonly number[]): Promise<Tensor> {
+  const t = await loadTensor(w.e, w.ckpt, w.prefix + key, { dtype: w.dtype, shape });
+  w.loaded.push(t);
+  return t;
+}
+
+function prepared(w: VaeLoader, raw: Tensor): PreparedConvWeight {
+  try {
+    const p = prepareConvWeight(w.e, raw);
+    w.loaded.push(p);
+    return p;
+  } finally {
+    raw.free(); // ordered on the queue after the copy that reads it
+  }
+}
+
+/** nn.Conv2d with bias: weight [Cout, Cin, k, k] (prepared for the conv kernel), bias [Cout]. */
+export class VaeConv2d {
+  private constructor(readonly weight: PreparedConvWeight, readonly bias: Tensor, readonly k: number, readonly cout: number) {}
+
+  static async load(w: VaeLoader, p: string, cin: number, cout: number, k: number): Promise<VaeConv2d> {
+    const raw = await loadTensor(w.e, w.ckpt, `${w.prefix}${p}weight`, { dtype: w.dtype, shape: [cout, cin, k, k] });
+    return new VaeConv2d(prepared(w, raw), await plain(w, `${p}bias`, [cout]), k, cout);
+  }
+
+  /** From host values (weights folded at load, fixed shortcut weights): weight [Cout, Cin, k, k] flat. */
+  static fromHost(w: VaeLoader, weight: ArrayLike<number>, bias: ArrayLike<number>, cin: number, cout: number, k: number, label: string): VaeConv2d {
+    const raw = w.e.upload(weight, [cout, cin, k, k], w.dtype, `${label}.weight`);
+    const b = w.e.upload(bias, [cout], w.dtype, `${label}.bias`);
+    w.loaded.push(b);
+    return new VaeConv2d(prepared(w, raw), b, k, cout);
+  }
+
+  /** 3x3: padding 1 (upstream's symmetric pad); 1x1: none. `padding`/`stride` override (the downsampler). */
+  forward(e: Engine, x: Tensor, o: { stride?: number; padding?: number | readonly PadPair[] } = {}): Tensor {
+    return conv2d(e, x, this.weight, { bias: this.bias, stride: o.stride ?? 1, padding: o.padding ?? (this.k - 1) / 2 });
+  }
+
+  free(): void {
+    this.weight.free();
+    this.bias.free();
+  }
+}
+
+/**
+ * QwenImage21RMS_norm: y = x / rms(x) * gamma over the channels of each pixel. gamma is stored [C, 1, 1, 1]
+ * (images=False: the resnets and heads) or [C, 1, 1] (images=True: the attention's norm).
+ */
+export class VaeRmsNorm {
+  private constructor(readonly gamma: Tensor) {}
+
+  static async load(w: VaeLoader, p: string, c: number, images = false): Promise<VaeRmsNorm> {
+    return new VaeRmsNorm((await plain(w, `${p}gamma`, images ? [c, 1, 1] : [c, 1, 1, 1])).reshape([c]));
+  }
+
+  forward(e: Engine, x: Tensor): Tensor {
+    return rmsNorm(e, x, { weight: this.gamma, eps: rmsEps(this.gamma.shape[0]!) });
+  }
+
+  free(): void {
+    this.gamma.free();
+  }
+}
+
+/** silu(norm(x)), the pre-activation every conv of a resnet and the heads get. */
+function normSilu(e: Engine, n: VaeRmsNorm, x: Tensor): Tensor {
+  const y = n.forward(e, x);
+  const s = silu(e, y);
+  y.free();
+  return s;
+}
+
+/** QwenImage21ResidualBlock: conv2(silu(norm2(conv1(silu(norm1(x)))))) + conv_shortcut(x) (identity if in == out). */
+export class VaeResidualBlock {
+  private constructor(
+    readonly norm1: VaeRmsNorm,
+    readonly conv1: VaeConv2d,
+    readonly norm2: VaeRmsNorm,
+    readonly conv2: VaeConv2d,
+    readonly conv_shortcut: VaeConv2d | null,
+  ) {}
+
+  static async load(w: VaeLoader, p: string, cin: number, cout: number): Promise<VaeResidualBlock> {
+    return new VaeResidualBlock(
+      await VaeRmsNorm.load(w, `${p}norm1.`, cin),
+      await VaeConv2d.load(w, `${p}conv1.`, cin, cout, 3),
+      await VaeRmsNorm.load(w, `${p}norm2.`, cout),
+      await VaeConv2d.load(w, `${p}conv2.`, cout, cout, 3),
+      cin !== cout ? await VaeConv2d.load(w, `${p}conv_shortcut.`, cin, cout, 1) : null,
+    );
+  }
+
+  forward(e: Engine, x: Tensor): Tensor {
+    const a = normSilu(e, this.norm1, x);
+    const h1 = this.conv1.forward(e, a);
+    a.free();
+    const b = normSilu(e, this.norm2, h1);
+    h1.free();
+    const h2 = this.conv2.forward(e, b);
+    b.free();
+    const short = this.conv_shortcut ? this.conv_shortcut.forward(e, x) : x;
+    const out = add(e, h2, short);
+    h2.free();
+    if (short !== x) short.free();
+    return out;
+  }
+
+  free(): void {
+    for (const m of [this.norm1, this.conv1, this.norm2, this.conv2, this.conv_shortcut]) m?.free();
+  }
+}
+
+/** Bytes one attention score chunk may take (rows of [rows, L] f32/f16 scores). */
+const SCORE_CHUNK_BYTES = 256 * 2 ** 20;
+
+/**
+ * QwenImage21AttentionBlock: one head of width C over the H*W pixels, x + proj(softmax(q k^T / sqrt(C)) v) with
+ * q, k, v = to_qkv(norm(x)) (1x1 convs = linears over channels). C is 768 / 1152 in the released model, past the
+ * flash kernel's head-dim limit, so this is matmul + softmax + matmul in query-row chunks that bound the scores.
+ */
+export class VaeAttentionBlock {
+  private constructor(readonly norm: VaeRmsNorm, readonly qkvW: Tensor, readonly qkvB: Tensor, readonly projW: Tensor, readonly projB: Tensor) {}
+
+  static async load(w: VaeLoader, p: string, c: number): Promise<VaeAttentionBlock> {
+    return new VaeAttentionBlock(
+      await VaeRmsNorm.load(w, `${p}norm.`, c, true),
+      (await plain(w, `${p}to_qkv.weight`, [3 * c, c, 1, 1])).reshape([3 * c, c]),
+      await plain(w, `${p}to_qkv.bias`, [3 * c]),
+      (await plain(w, `${p}proj.weight`, [c, c, 1, 1])).reshape([c, c]),
+      await plain(w, `${p}proj.bias`, [c]),
+    );
+  }
+
+  forward(e: Engine, x: Tensor): Tensor {
+    const [N, H, W, C] = x.shape as [number, number, number, number];
+    const L = H * W;
+    const n = this.norm.forward(e, x);
+    const qkv = linear(e, n.reshape([N, L, C]), this.qkvW, this.qkvB); // [N, L, 3C]
+    n.free();
+    const q = mul(e, qkv.slice(2, 0, C), 1 / Math.sqrt(C)); // contiguous [N, L, C]
+    const kT = qkv.slice(2, C, 2 * C).transpose(1, 2); // [N, C, L] view
+    const v = qkv.slice(2, 2 * C, 3 * C);
+    const attn = e.empty([N, L, C], x.dtype, 'vae attention');
+    const rows = Math.max(1, Math.min(L, Math.floor(SCORE_CHUNK_BYTES / (L * 4))));
+    for (let b = 0; b < N; b++) {
+      for (let r0 = 0; r0 < L; r0 += rows) {
+        const r1 = Math.min(L, r0 + rows);
+        const s = matmul(e, q.slice(0, b, b + 1).slice(1, r0, r1), kT.slice(0, b, b + 1)); // [1, r, L]
+        const pr = softmax(e, s);
+        s.free();
+        const dst = attn.slice(0, b, b + 1).slice(1, r0, r1);
+        if (dst.offset === 0) matmul(e, pr, v.slice(0, b, b + 1), { out: dst });
+        else {
+          // matmul writes its out from element 0 of the storage (it ignores a view's offset): go through a temporary
+          const o = matmul(e, pr, v.slice(0, b, b + 1));
+          copyInto(e, o, dst);
+          o.free();
+        }
+        pr.free();
+      }
+    }
+    q.free();
+    qkv.free();
+    const out = linear(e, attn, this.projW, this.projB, { residual: x.reshape([N, L, C]) });
+    attn.free();
+    return out.reshape([N, H, W, C]);
+  }
+
+  free(): void {
+    for (const t of [this.norm, this.qkvW, this.qkvB, this.projW, this.projB]) t.free();
+  }
+}
+
+/** QwenImage21MidBlock with one attention: resnets.0, attentions.0, resnets.1. */
+export class VaeMidBlock {
+  private constructor(readonly resnets: VaeResidualBlock[], readonly attentions: VaeAttentionBlock[]) {}
+
+  static async load(w: VaeLoader, p: string, c: number): Promise<VaeMidBlock> {
+    const r0 = await VaeResidualBlock.load(w, `${p}resnets.0.`, c, c);
+    const a0 = await VaeAttentionBlock.load(w, `${p}attentions.0.`, c);
+    const r1 = await VaeResidualBlock.load(w, `${p}resnets.1.`, c, c);
+    return new VaeMidBlock([r0, r1], [a0]);
+  }
+
+  forward(e: Engine, x: Tensor): Tensor {
+    const a = this.resnets[0]!.forward(e, x);
+    const b = this.attentions[0]!.forward(e, a);
+    a.free();
+    const c = this.resnets[1]!.forward(e, b);
+    b.free();
+    return c;
+  }
+
+  free(): void {
+    [...this.resnets, ...this.attentions].forEach((m) => m.free());
+  }
+}
+
+/** Runs resnets in order, freeing every intermediate (not x). */
+export function runResnets(e: Engine, resnets: readonly VaeResidualBlock[], x: Tensor): Tensor {
+  let h = x;
+  for (const r of resnets) {
+    const next = r.forward(e, h);
+    if (h !== x) h.free();
+    h = next;
+  }
+  return h;
+}
+
+/**
+ * QwenImage21DupUp3D on one frame (first_chunk): output pixel (2h + i, 2w + j), channel o reads input channel
+ * floor((o * f + (ft - 1) * 4 + 2i + j) / repeats), f = ft * 4, repeats = Cout * f / Cin. For the layouts that
+ * occur (Cin a multiple of Cout) that index is affine in (o, i, j), so the shortcut is a strided view of the block's
+ * input [N, h, w, Cin] as [N, h, 2, w, 2, Cout] and costs nothing but the add.
+ */
+export class DupUpShortcut {
+  private readonly coef: { o: number; i: number; j: number; base: number };
+
+  constructor(readonly cin: number, readonly cout: number, readonly temporal: boolean) {
+    const ft = temporal ? 2 : 1;
+    const f = ft * 4;
+    if ((cout * f) % cin !== 0) throw new RangeError(`DupUp3D: ${cin} -> ${cout} channels with factor ${f} do not divide`);
+    const rep = (cout * f) / cin;
+    const src = (o: number, i: number, j: number) => Math.floor((o * f + (ft - 1) * 4 + 2 * i + j) / rep);
+    const base = src(0, 0, 0);
+    this.coef = { o: cout > 1 ? src(1, 0, 0) - base : 0, i: src(0, 1, 0) - base, j: src(0, 0, 1) - base, base };
+    for (let o = 0; o < cout; o++) {
+      for (let i = 0; i < 2; i++) {
+        for (let j = 0; j < 2; j++) {
+          if (src(o, i, j) !== base + this.coef.o * o + this.coef.i * i + this.coef.j * j) {
+            throw new RangeError(`DupUp3D: ${cin} -> ${cout} channels (temporal ${temporal}) is not a strided view; not built`);
+          }
+        }
+      }
+    }
+  }
+
+  /** y [N, 2h, 2w, Cout] (contiguous, the main path) + the shortcut of x [N, h, w, Cin]: a new [N, 2h, 2w, Cout]. */
+  addTo(e: Engine, y: Tensor, x: Tensor): Tensor {
+    const [N, h, w] = x.shape as [number, number, number, number];
+    const [sN, sH, sW, sC] = x.strides as [number, number, number, number];
+    const c = this.coef;
+    const view = new Tensor(x.storage, [N, h, 2, w, 2, this.cout], x.dtype, [sN, sH, c.i * sC, sW, c.j * sC, c.o * sC], x.offset + c.base * sC);
+    return add(e, y.reshape([N, h, 2, w, 2, this.cout]), view).reshape([N, 2 * h, 2 * w, this.cout]);
+  }
+}
+
+/**
+ * QwenImage21AvgDown3D on one frame as a fixed conv (kernel = stride = fs): the frame is padded with ft - 1 zero
+ * frames in front, (c, t, i, j) flattened as c * f + t * fs^2 + i * fs + j, and output channel o averages the group
+ * [o * g, (o + 1) * g), g = Cin * f / Cout. So W[o, c, i, j] = 1 / g where (c, ft - 1, i, j) falls in o's group; the
+ * zero frames only dilute the mean (with ft = 2 every other output channel is 0).
+ */
+export function avgDownWeights(cin: number, cout: number, temporal: boolean, spatial: boolean): { weight: Float64Array; k: number } {
+  const ft = temporal ? 2 : 1;
+  const fs = spatial ? 2 : 1;
+  const f = ft * fs * fs;
+  if ((cin * f) % cout !== 0) throw new RangeError(`AvgDown3D: ${cin} -> ${cout} channels with factor ${f} do not divide`);
+  const g = (cin * f) / cout;
+  const weight = new Float64Array(cout * cin * fs * fs);
+  for (let c = 0; c < cin; c++) {
+    for (let i = 0; i < fs; i++) {
+      for (let j = 0; j < fs; j++) {
+        const o = Math.floor((c * f + (ft - 1) * fs * fs + i * fs + j) / g);
+        weight[((o * cin + c) * fs + i) * fs + j] = 1 / g;
+      }
+    }
+  }
+  return { weight, k: fs };
+}
+
+/** Nearest 2x upsampling then the 3x3 conv (upstream's resample = Sequential(Upsample, Conv2d): key resample.1). */
+export function upsample2x(e: Engine, conv: VaeConv2d, x: Tensor): Tensor {
+  const u = upsampleNearest(e, x, 2);
+  const y = conv.forward(e, u);
+  u.free();
+  return y;
+}
+
+/** ZeroPad2d((0, 1, 0, 1)) then the 3x3 stride-2 conv (key resample.1). */
+export function downsample2x(e: Engine, conv: VaeConv2d, x: Tensor): Tensor {
+  return conv.forward(e, x, { stride: 2, padding: [[0, 1], [0, 1]] });
+}
+
+export { normSilu };
