@@ -1,0 +1,93 @@
+// The six H3 profiles' model table (profiles.ts) against its sources -- catalog.ts steps, weights/minimax-h3.json
+// variants -- and loadH3Transformer for every profile on the golden case's tiny weights: int8 where the table says
+// int8, the adapter merged where it names one, steps meaning upstream's grid points.
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { VIDEO_PROFILES } from '../../src/jobs/catalog';
+import { writeDemoAdapter } from '../../src/models/minimax_h3/adapter';
+import { parseH3Config } from '../../src/models/minimax_h3/config';
+import { h3Forwards, h3Profile, h3TransformerFiles, H3_PROFILE_NAMES, H3_PROFILES, loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { FlowSchedule, VIDEO_SHIFT } from '../../src/models/minimax_h3/scheduler';
+import { defaultCatalog } from '../../src/weights/manifest';
+import type { ProfileWeights } from '../../src/weights/state';
+import { testEngine } from '../engine/helpers';
+import { goldenCaseFiles, GoldenCase } from './golden';
+import { caseWeights, runCase, tmpDir, writeDiffusers } from './minimax_h3_profiles-fixture';
+
+test('profiles: the six video profiles of the catalog, steps from catalog.ts, DiT and adapter as the manifest', () => {
+  assert.deepEqual([...H3_PROFILE_NAMES].sort(), VIDEO_PROFILES.map((p) => p.profile).sort());
+  const catalog = defaultCatalog();
+  for (const name of H3_PROFILE_NAMES) {
+    const p = H3_PROFILES[name];
+    assert.equal(p.steps, VIDEO_PROFILES.find((v) => v.profile === name)!.default_steps, `${name} steps`);
+    // steps are grid points: the video schedule of the default steps runs steps - 1 forwards
+    assert.equal(new FlowSchedule(p.steps, VIDEO_SHIFT).length, h3Forwards(p.steps), `${name}: forwards`);
+    const first = catalog.profile(name).variants[0]!;
+    const uses = (component: string) => first.uses.find((u) => u.components.includes(component))?.checkpoint;
+    assert.equal(uses('transformer'), p.transformerCheckpoint, `${name}: the manifest's preferred DiT`);
+    if (p.adapter) assert.equal(uses(p.adapter), 'minimax-h3-turbo', `${name}: the manifest's adapter`);
+    else assert.ok(!first.uses.some((u) => u.checkpoint === 'minimax-h3-turbo'), `${name}: no adapter in the manifest`);
+    assert.equal(p.weights === 'int8', name.includes('int8'), `${name}: int8 as its name says`);
+    assert.equal(p.stepCache !== null, name === 'basevid50_sol', `${name}: step cache only for _sol`);
+  }
+  assert.equal(H3_PROFILES.fastvid_fast.transformerCheckpoint, H3_PROFILES.fastvid.transformerCheckpoint, 'fastvid_fast = fastvid weights');
+  assert.ok(H3_PROFILES.fastvid_fast.steps < H3_PROFILES.fastvid.steps);
+  assert.throws(() => h3Profile('imgmain'), /unknown MiniMax H3 profile/);
+});
+
+test('profiles: the transformer and adapter paths of a resolved variant', () => {
+  const file = (path: string, root: string) => ({ path, abs: join(root, path), state: 'ok' as const, optional: false });
+  const comp = (name: string, checkpoint: string, root: string, files: string[]) => ({ name, checkpoint, root, complete: true, files: files.map((f) => file(f, root)), problems: [] });
+  const w: ProfileWeights = {
+    profile: 'turbo_int8',
+    state: 'real',
+    demo: 'minimax-h3',
+    variants: [],
+    variant: {
+      name: 'int8-file+adapter',
+      complete: true,
+      problems: [],
+      components: {
+        transformer: comp('transformer', 'minimax-h3-int8', '/w/MiniMax-H3-int8', ['transformer/minimax_h3_fl2va_int8.safetensors']),
+        adapter_8step: comp('adapter_8step', 'minimax-h3-turbo', '/w/Minimax-h3-Turbo', ['8step/turbo_8step.safetensors']),
+      },
+    },
+  };
+  assert.deepEqual(h3TransformerFiles(H3_PROFILES.turbo_int8, w), { transformer: '/w/MiniMax-H3-int8/transformer/minimax_h3_fl2va_int8.safetensors', adapter: '/w/Minimax-h3-Turbo/8step/turbo_8step.safetensors' });
+  w.variant.components.transformer = comp('transformer', 'minimax-h3', '/w/MiniMax-H3', ['transformer/config.json', 'transformer/diffusion_pytorch_model-00001-of-00014.safetensors']);
+  assert.deepEqual(h3TransformerFiles(H3_PROFILES.basevid50, w), { transformer: '/w/MiniMax-H3/transformer' });
+  assert.throws(() => h3TransformerFiles(H3_PROFILES.fastvid_4step_int8, w), /no adapter_4step/);
+});
+
+test('profiles: loadH3Transformer loads every profile from one diffusers folder (int8 and adapters as the table)', async () => {
+  const e = await testEngine();
+  const c = await GoldenCase.open(goldenCaseFiles('minimax_h3', 'transformer')[0]!);
+  const cfg = parseH3Config(c.config, c.path);
+  const dir = tmpDir('profiles');
+  await writeDiffusers(join(dir, 'transformer'), c.config, await caseWeights(c));
+  const adapter = join(dir, 'turbo.safetensors');
+  await writeDemoAdapter(adapter, cfg, { rank: 2, seed: 3 });
+  const outs = new Map<string, Float32Array>();
+  try {
+    for (const name of H3_PROFILE_NAMES) {
+      const p = H3_PROFILES[name];
+      const files = { transformer: join(dir, 'transformer'), adapter: p.adapter ? adapter : undefined };
+      const m = await loadH3Transformer(e, name, files, { dtype: 'f32' });
+      try {
+        assert.equal('q' in m.transformer_blocks[0]!.attn.to_q, p.weights === 'int8', `${name}: int8 linears`);
+        const out = await runCase(e, m, c);
+        assert.ok(out.video.every(Number.isFinite), `${name}: finite velocities`);
+        outs.set(name, out.video);
+      } finally {
+        m.free();
+      }
+      if (p.adapter) await assert.rejects(loadH3Transformer(e, name, { transformer: join(dir, 'transformer') }), /no adapter file given/);
+    }
+    // same weights, same model; the adapter and int8 change it
+    assert.deepEqual(outs.get('basevid50'), outs.get('fastvid'));
+    assert.notDeepEqual(outs.get('turbo_int8'), outs.get('basevid50'));
+  } finally {
+    await c.close();
+  }
+});
