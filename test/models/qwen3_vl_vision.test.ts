@@ -9,7 +9,9 @@ import { testEngine } from '../engine/helpers';
 import { expectClose, goldenTests, WEIGHT_PREFIX } from './golden';
 import { goldenImages, goldenProcessor } from './qwen3_vl_vision-golden';
 
-for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
+// int8: the blocks' and mergers' linears quantised per output channel at load, f16 activations
+for (const variant of ['f32', 'f16', 'int8'] as const) {
+  const dtype: ComputeDType = variant === 'f32' ? 'f32' : 'f16';
   goldenTests(
     'qwen3_vl_vision',
     'tower',
@@ -35,14 +37,14 @@ for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
       }
       expectClose(flat, pixels, { atol: 1e-6, rtol: 0 }, 'pixel_values');
 
-      const model = await Qwen3VlVisionModel.load(e, c.ckpt, cfg, { dtype, prefix: WEIGHT_PREFIX + cfg.keyPrefix });
+      const model = await Qwen3VlVisionModel.load(e, c.ckpt, cfg, { dtype, int8: variant === 'int8', prefix: WEIGHT_PREFIX + cfg.keyPrefix });
       try {
         const out = model.forward(inputs);
         try {
           assert.deepEqual(out.tokens, inputs.map((x) => (x.grid[1] * x.grid[2]) / 4));
-          expectClose(await e.read(out.embeds), await c.output('embeds'), c.tol(dtype), `${dtype} embeds`);
+          expectClose(await e.read(out.embeds), await c.output('embeds'), c.tol(variant), `${variant} embeds`);
           assert.equal(out.deepstack.length, cfg.deepstackVisualIndexes.length);
-          for (const [k, d] of out.deepstack.entries()) expectClose(await e.read(d), await c.output(`deepstack_${k}`), c.tol(dtype), `${dtype} deepstack ${k}`);
+          for (const [k, d] of out.deepstack.entries()) expectClose(await e.read(d), await c.output(`deepstack_${k}`), c.tol(variant), `${variant} deepstack ${k}`);
         } finally {
           out.embeds.free();
           for (const d of out.deepstack) d.free();
@@ -51,7 +53,7 @@ for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
         model.free();
       }
     },
-    dtype,
+    variant,
   );
 }
 

@@ -4,7 +4,7 @@
 // placeholder expansion, get_rope_index's 3D positions, the image-row mask and the conditioning through the vision
 // tower, spliced embeds and deepstack. Also the tokenizer side of the drop count and the reference template.
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -20,7 +20,8 @@ import {
 } from '../../src/models/qwen_image21/text-encoder';
 import { DEMO_SPECIAL_TOKENS, TextTokenizer, writeDemoTokenizer } from '../../src/models/tokenizer';
 import { testEngine } from '../engine/helpers';
-import { expectClose, goldenTests, WEIGHT_PREFIX } from './golden';
+import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { expectClose, GoldenCase, goldenCaseFiles, goldenTests, WEIGHT_PREFIX } from './golden';
 import { goldenImages, goldenProcessor } from './qwen3_vl_vision-golden';
 
 const fromCodepoints = (cps: number[]): string => String.fromCodePoint(...cps);
@@ -145,6 +146,51 @@ test('reference template: one vision block per image, labelled "Picture N: ", pr
     assert.throws(() => expandImagePads(ids, pad, [3]), /more <\|image_pad\|> tokens in the prompt than the 1 reference images/);
     assert.throws(() => expandImagePads(ids, pad, [3, 1, 2]), /3 reference images but 2/);
   } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('fromDir with references: a sharded folder in the repo layout (text_encoder/ + processor/) gives the golden conditioning', async () => {
+  const file = goldenCaseFiles('qwen_image21', 'text_encoder').find((f) => f.endsWith('refs2.safetensors'));
+  assert.ok(file, 'the refs2 golden case');
+  const c = await GoldenCase.open(file);
+  const dir = await mkdtemp(join(tmpdir(), 'qi21-te-'));
+  const e = await testEngine();
+  try {
+    const tensors: Record<string, WriteTensor> = {};
+    for (const n of c.names('weight')) tensors[n] = { dtype: 'F32', shape: c.shape('weight', n), data: (await c.weight(n)).data };
+    await writeShardedSafetensors(join(dir, 'text_encoder'), tensors, 150_000);
+    await writeFile(join(dir, 'text_encoder', 'config.json'), JSON.stringify(c.config));
+    const proc = await goldenProcessor(c);
+    await mkdir(join(dir, 'processor'));
+    const procJson = { size: { shortest_edge: proc.minPixels, longest_edge: proc.maxPixels }, image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5] };
+    await writeFile(join(dir, 'processor', 'preprocessor_config.json'), JSON.stringify(procJson));
+    const enc = await QwenImage21TextEncoder.fromDir(e, join(dir, 'text_encoder'), { dtype: 'f32', references: true, processorDir: join(dir, 'processor') });
+    try {
+      assert.deepEqual(enc.vision?.processor, proc);
+      const ids = (await c.ints('ids')).data;
+      const drop = (await c.ints('drop_idx')).data[0]!;
+      const refs = (await goldenImages(c)).map((im) => enc.referenceInput(im));
+      const out = enc.encodeIds(collapseRuns(ids, enc.vision!.model.config.imageTokenId), drop, refs);
+      try {
+        expectClose(await e.read(out), await c.output('prompt_embeds'), c.tol('f32'), 'fromDir embeds');
+      } finally {
+        out.free();
+      }
+      assert.throws(() => enc.encodeIds(collapseRuns(ids, enc.vision!.model.config.imageTokenId), drop), /<\|image_pad\|> tokens but no reference images/);
+    } finally {
+      enc.free();
+    }
+    const textOnly = await QwenImage21TextEncoder.fromDir(e, join(dir, 'text_encoder'), { dtype: 'f32' });
+    const [image] = await goldenImages(c);
+    try {
+      assert.equal(textOnly.vision, null, 'no tower without references: true');
+      assert.throws(() => textOnly.referenceInput(image!), /without the vision tower/);
+    } finally {
+      textOnly.free();
+    }
+  } finally {
+    await c.close();
     await rm(dir, { recursive: true, force: true });
   }
 });
