@@ -4,18 +4,19 @@
 // (diffusion_model. prefix, I8 weights + per-row weight_scale, no config.json) must load to the same int8 model
 // as quantising the diffusers weights at load. Unknown tensors are refused.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { quantizeInt8PerChannel } from '../../src/engine/quantize';
-import { writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { writeSafetensors, writeShardedSafetensors, type TensorEntry, type WriteTensor } from '../../src/engine/safetensors';
 import { parseH3Config, type H3Config } from '../../src/models/minimax_h3/config';
-import { openH3Weights, splitQkv, type QkvRows } from '../../src/models/minimax_h3/native-layout';
+import { nativeView, openH3Weights, splitQkv, type CheckpointLike, type QkvRows } from '../../src/models/minimax_h3/native-layout';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { h3InvFreq } from '../../src/models/minimax_h3/rope';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { testEngine } from '../engine/helpers';
-import { expectClose, GoldenCase, goldenCaseFiles, goldenTests, WEIGHT_PREFIX } from './golden';
+import { expectClose, GoldenCase, goldenCaseFiles, goldenDir, goldenTests, WEIGHT_PREFIX } from './golden';
 import { caseWeights, runCase, tmpDir, type HostWeight } from './minimax_h3_profiles-fixture';
 
 /** diffusers config JSON -> the native config.json naming (FL2VA/transformer/config.json). */
@@ -147,6 +148,7 @@ test('native layout: the interleaved qkv split and the refusal of unknown tensor
   const c = await GoldenCase.open(goldenCaseFiles('minimax_h3', 'transformer')[0]!);
   const cfg = parseH3Config(c.config, c.path);
   const native = toNative(await caseWeights(c), cfg);
+  await c.close();
   native.set('blocks.0.attn.qkv_proj.rotation', { shape: [2, 2], data: new Float32Array(4) });
   const file = join(tmpDir('extra'), 'x.safetensors');
   await writeSafetensors(file, f32Tensors(native));
@@ -162,4 +164,26 @@ test('native layout: the interleaved qkv split and the refusal of unknown tensor
   } finally {
     await src.close();
   }
+});
+
+test('native layout: the real FL2VA index is consumed whole and presents exactly the released diffusers keys', () => {
+  const read = (f: string) => JSON.parse(readFileSync(join(goldenDir('minimax_h3', 'configs'), f), 'utf8')) as { weight_map: Record<string, string> };
+  const nativeKeys = Object.keys(read('fl2va-transformer-index.json').weight_map);
+  const released = Object.keys(read('transformer-index.json').weight_map).sort();
+  assert.equal(nativeKeys.length, 535);
+  // the released layer counts at tiny widths (only the counts decide which keys exist); shapes by key pattern
+  const real = parseH3Config(JSON.parse(readFileSync(join(goldenDir('minimax_h3', 'configs'), 'fl2va-transformer.json'), 'utf8')));
+  const c: H3Config = { ...real, hiddenSize: 4, numHeads: 2, headDim: 6, ropeFreqDim: 1, ffnDim: 3, textDim: 5, freqDim: 4, timeEmbedHiddenDim: 4, timeEmbedDim: 2 };
+  const shapeOf = (k: string): number[] =>
+    k.endsWith('qkv_proj.weight') ? [3 * c.numHeads * c.headDim, c.hiddenSize] : k.endsWith('fc1.weight') ? [2 * c.ffnDim, c.hiddenSize] : k === 'rope.inv_freq' ? [c.ropeFreqDim] : [1];
+  const stub: CheckpointLike = {
+    path: 'FL2VA index',
+    has: (k) => nativeKeys.includes(k),
+    keys: () => nativeKeys,
+    entry: (k): TensorEntry => ({ name: k, dtype: 'BF16', shape: shapeOf(k), file: 'stub', start: 0, byteLength: 0 }),
+    readChunks: async () => {},
+    readFloat32: async () => new Float32Array(0),
+  };
+  const view = nativeView(stub, c, '', '', 'interleaved'); // throws if any native key is left over
+  assert.deepEqual(view.keys().filter((k) => k !== 'rope.inv_freq').sort(), released);
 });
