@@ -3,7 +3,7 @@
 // two images of different shapes in one call. Also smart_resize's rounding and the refusal to resample.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { imagePatches, parseQwen3VlVisionConfig, qwen3VlVisionShapes, Qwen3VlVisionModel, QWEN3_VL_IMAGE_PROCESSOR, smartResize } from '../../src/models/qwen3_vl_vision';
+import { imagePatches, parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig, qwen3VlVisionShapes, Qwen3VlVisionModel, QWEN3_VL_IMAGE_PROCESSOR, smartResize } from '../../src/models/qwen3_vl_vision';
 import type { ComputeDType } from '../../src/models/qwen3/weights';
 import { testEngine } from '../engine/helpers';
 import { expectClose, goldenTests, WEIGHT_PREFIX } from './golden';
@@ -83,4 +83,35 @@ test('imagePatches refuses an image the processor would resample, and reads merg
   assert.deepEqual([0, 1, 2, 3, 4, 5, 6, 7].map(firstPixel), [0, 2, 20, 22, 4, 6, 24, 26]);
   // one patch row: [c][t][y][x], the frame repeated over t
   assert.deepEqual(Array.from(patches.subarray(0, 8)), [0, 1, 10, 11, 0, 1, 10, 11]);
+});
+
+test('configs: the released Qwen3-VL files parse (vision_config of Qwen3-VL-4B-Instruct, its preprocessor_config.json)', () => {
+  // values of shared/upstream/krea-2/text_encoder_Qwen3-VL-4B-Instruct/{config,preprocessor_config}.json (4.57 format)
+  const cfg = parseQwen3VlVisionConfig({
+    model_type: 'qwen3_vl',
+    image_token_id: 151655,
+    video_token_id: 151656,
+    vision_start_token_id: 151652,
+    vision_end_token_id: 151653,
+    text_config: { hidden_size: 2560, model_type: 'qwen3_vl_text' },
+    vision_config: {
+      deepstack_visual_indexes: [5, 11, 17], depth: 24, hidden_act: 'gelu_pytorch_tanh', hidden_size: 1024, in_channels: 3,
+      initializer_range: 0.02, intermediate_size: 4096, model_type: 'qwen3_vl', num_heads: 16, num_position_embeddings: 2304,
+      out_hidden_size: 2560, patch_size: 16, spatial_merge_size: 2, temporal_patch_size: 2,
+    },
+  });
+  assert.deepEqual(
+    [cfg.depth, cfg.hiddenSize, cfg.numHeads, cfg.outHiddenSize, cfg.patchSize, cfg.temporalPatchSize, cfg.spatialMergeSize, cfg.numPositionEmbeddings],
+    [24, 1024, 16, 2560, 16, 2, 2, 2304],
+  );
+  assert.deepEqual(cfg.deepstackVisualIndexes, [5, 11, 17]);
+  assert.equal(cfg.hiddenAct, 'gelu_tanh');
+  assert.deepEqual([cfg.imageTokenId, cfg.visionStartTokenId, cfg.visionEndTokenId], [151655, 151652, 151653]);
+  const proc = parseQwen3VlImageProcessorConfig({
+    size: { longest_edge: 16777216, shortest_edge: 65536 }, patch_size: 16, temporal_patch_size: 2, merge_size: 2,
+    image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5], processor_class: 'Qwen3VLProcessor', image_processor_type: 'Qwen2VLImageProcessorFast',
+  });
+  assert.deepEqual(proc, QWEN3_VL_IMAGE_PROCESSOR);
+  assert.throws(() => parseQwen3VlVisionConfig({ model_type: 'qwen3_vl', vision_config: { depth: 2, hidden_size: 8, num_heads: 2, intermediate_size: 8, out_hidden_size: 8, num_position_embeddings: 4, deepstack_visual_indexes: [2] } }), /deepstack_visual_indexes/);
+  assert.throws(() => parseQwen3VlVisionConfig({ model_type: 'qwen3_vl', vision_config: { depth: 1, hidden_size: 8, num_heads: 2, intermediate_size: 8, out_hidden_size: 8, num_position_embeddings: 5 } }), /not a square/);
 });
