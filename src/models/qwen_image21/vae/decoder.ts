@@ -108,12 +108,16 @@ export class VaeDecoder {
 export interface DecodeOptions {
   /** Latent rows per strip (before the halo); default from stripBytes. */
   stripRows?: number;
-  /** Budget for the largest tensor of one strip (default 1 GiB, never above the device's binding limit). */
+  /** Budget for the largest tensor of one strip (default 2 GiB, never above the device's binding limit). */
   stripBytes?: number;
   capture?: VaeCapture;
 }
 
-export const DEFAULT_STRIP_BYTES = 2 ** 30;
+/**
+ * The largest tensor of a strip may fill one binding (2 GiB on NVIDIA): a 2K f16 decode is then 2 strips of 64
+ * rows + 13-row halos (1.2x the up-stack work), 1K is one piece. Peak memory is about 3.5 such tensors.
+ */
+export const DEFAULT_STRIP_BYTES = 2 ** 31;
 
 /** Elements per latent row of the biggest tensor after the mid block (per image): max over levels of channels x scale^2. */
 export function decoderRowElements(c: QwenImage21VaeConfig, width: number): number {
@@ -139,7 +143,7 @@ export function planStrips(c: QwenImage21VaeConfig, batch: number, h: number, w:
     const fit = Math.floor(o.stripBytes / perRow);
     if (fit >= h) rows = h;
     else if (fit - 2 * halo < 1) throw new RangeError(`VAE decode: a ${h}x${w} latent needs ${perRow} bytes per latent row; ${o.stripBytes} bytes do not hold one row plus a ${halo}-row halo each side`);
-    else rows = fit - 2 * halo;
+    else rows = Math.ceil(h / Math.ceil(h / (fit - 2 * halo))); // as few strips as fit, of even height
   }
   if (!Number.isInteger(rows) || rows < 1) throw new RangeError(`VAE decode: stripRows ${rows} must be a positive integer`);
   const out: [number, number][] = [];

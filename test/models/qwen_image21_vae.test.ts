@@ -1,0 +1,179 @@
+// Qwen-Image-2.1 VAE against diffusers golden vectors (qwen_image21/vae_decode, vae_encode; tools/golden/
+// qwen_image21_vae.py) in f32 and f16: decode of normalised latents (intermediates per upstream module, the
+// clamped pixels; the tall case also in row strips with the real halo, which must give the same pixels), encode of
+// RGBA pixels to the normalised mode the pipeline hands the transformer. Also: the demo writer's key layout is the
+// fixtures' (upstream state dict) layout, and a demo folder loads through QwenImage21Vae.load.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import type { Engine } from '../../src/engine/engine';
+import { copy } from '../../src/engine/ops/layout';
+import type { Tensor } from '../../src/engine/tensor';
+import {
+  decoderHaloRows, DEFAULT_STRIP_BYTES, parseQwenImage21VaeConfig, planStrips, QWEN_IMAGE21_VAE_DEFAULTS, QwenImage21Vae, QwenImage21VaeConfigError,
+  vaeCheckpointShapes, writeDemoVae, DEMO_VAE_CONFIG, QWEN_IMAGE21_LATENTS_MEAN, QWEN_IMAGE21_LATENTS_STD,
+} from '../../src/models/qwen_image21/vae';
+import { testEngine, type HostTensor, type Tolerance } from '../engine/helpers';
+import { relRms, expectClose, expectCloseToPeak, goldenCaseFiles, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
+
+/** [N, C, 1, H, W] (upstream) -> [N, H, W, C] (ours). */
+function channelsLast(x: HostTensor): HostTensor {
+  const [N, C, , H, W] = x.shape as [number, number, number, number, number];
+  const plane = H * W;
+  const out = new Float64Array(N * plane * C);
+  for (let n = 0; n < N; n++) for (let c = 0; c < C; c++) for (let i = 0; i < plane; i++) out[(n * plane + i) * C + c] = x.data[(n * C + c) * plane + i]!;
+  return { data: out, shape: [N, H, W, C] };
+}
+
+/**
+ * f32: elementwise |got - want| <= atol + rtol |want| (intermediates with atol x the stage's peak: the error of
+ * deep conv stacks grows with the values). f16: relative RMS error <= rtol per stage. Elementwise f16 bounds do
+ * not hold at the tiny config: its last levels RMS-normalise 2 to 4 channels, and where such a pixel vector is
+ * small the f16 rounding of its inputs turns its direction (a handful of pixels off by 0.1 while the stage's
+ * relative RMS error is ~3e-3); the released model normalises 144 to 1152 channels.
+ */
+function check(got: ArrayLike<number>, want: HostTensor, dtype: 'f32' | 'f16', tol: Tolerance, label: string, peak = false): void {
+  if (dtype === 'f16') {
+    const r = relRms(got, want);
+    assert.ok(r <= tol.rtol, `${label}: relative RMS error ${r.toExponential(2)} > ${tol.rtol}`);
+  } else if (peak) expectCloseToPeak(got, want, tol, label);
+  else expectClose(got, want, tol, label);
+}
+
+function upload(e: Engine, x: HostTensor, dtype: 'f32' | 'f16'): Tensor {
+  const cl = channelsLast(x);
+  return e.upload(Float32Array.from(cl.data), cl.shape, dtype);
+}
+
+for (const dtype of ['f32', 'f16'] as const) {
+  goldenTests(
+    'qwen_image21',
+    'vae_decode',
+    async (c) => {
+      const e = await testEngine();
+      const vae = await QwenImage21Vae.fromCheckpoint(e, c.ckpt, c.config, { dtype, prefix: WEIGHT_PREFIX, encoder: false });
+      const seen = new Map<string, Tensor>();
+      const z = upload(e, await c.input('latents'), dtype);
+      try {
+        const tol = c.tol(dtype);
+        const want = channelsLast(await c.output('decoded'));
+        const out = vae.decode(z, { capture: (name, t) => seen.set(name, copy(e, t)) });
+        assert.deepEqual(out.shape, want.shape, 'decoded [N, H, W, 4]');
+        for (const name of c.names('output').filter((n) => n !== 'decoded')) {
+          const t = seen.get(name);
+          assert.ok(t, `nothing captured as ${name}`);
+          check(await e.read(t), channelsLast(await c.output(name)), dtype, tol, `${name} (${dtype})`, true);
+        }
+        const got = await e.read(out);
+        check(got, want, dtype, tol, `decoded (${dtype})`);
+        assert.ok(got.every((v) => v >= -1 && v <= 1), 'decoded pixels are clamped to [-1, 1]');
+        out.free();
+        const [, h] = z.shape as [number, number];
+        if (h > 2 * decoderHaloRows(vae.config)) {
+          // row strips with the real halo (8 rows each, one cut on both sides) give the whole decode's pixels
+          const halo = decoderHaloRows(vae.config);
+          const strips = planStrips(vae.config, 1, h, 1, 4, { stripRows: 8, stripBytes: 0 });
+          assert.ok(strips.some(([s0, s1]) => s0 - halo > 0 && s1 + halo < h), 'a strip cut on both sides');
+          const striped = vae.decode(z, { stripRows: 8 });
+          const sgot = await e.read(striped);
+          striped.free();
+          check(sgot, want, dtype, tol, `decoded in strips (${dtype})`);
+          // same computation per pixel: equal to the one-piece decode up to the GEMM's summation order
+          expectClose(sgot, { data: Float64Array.from(got), shape: want.shape }, { atol: 1e-6, rtol: 1e-6 }, `strips vs one piece (${dtype})`);
+        }
+      } finally {
+        seen.forEach((t) => t.free());
+        z.free();
+        vae.free();
+      }
+    },
+    dtype,
+  );
+
+  goldenTests(
+    'qwen_image21',
+    'vae_encode',
+    async (c) => {
+      const e = await testEngine();
+      const vae = await QwenImage21Vae.fromCheckpoint(e, c.ckpt, c.config, { dtype, prefix: WEIGHT_PREFIX, decoder: false });
+      const seen = new Map<string, Tensor>();
+      const x = upload(e, await c.input('pixels'), dtype);
+      try {
+        const tol = c.tol(dtype);
+        const out = vae.encode(x, { capture: (name, t) => seen.set(name, copy(e, t)) });
+        for (const name of ['down_block.0', 'down_block.1', 'down_block.2', 'down_block.3', 'down_block.4', 'mid_block', 'encoder']) {
+          const t = seen.get(name);
+          assert.ok(t, `nothing captured as ${name}`);
+          check(await e.read(t), channelsLast(await c.output(name)), dtype, tol, `${name} (${dtype})`, true);
+        }
+        const want = channelsLast(await c.output('latents'));
+        assert.deepEqual(out.shape, want.shape, 'latents [N, h, w, 64]');
+        check(await e.read(out), want, dtype, tol, `latents (${dtype})`);
+        out.free();
+      } finally {
+        seen.forEach((t) => t.free());
+        x.free();
+        vae.free();
+      }
+    },
+    dtype,
+  );
+}
+
+test('VAE config: the released defaults (16x, 64 channels, halo 13 latent rows) and refusals', () => {
+  const real = { ...QWEN_IMAGE21_VAE_DEFAULTS, latents_mean: QWEN_IMAGE21_LATENTS_MEAN, latents_std: QWEN_IMAGE21_LATENTS_STD };
+  const c = parseQwenImage21VaeConfig(real);
+  assert.deepEqual([c.spatialRatio, c.zDim, c.inChannels, c.outChannels, c.baseDim, c.decoderBaseDim], [16, 64, 4, 4, 96, 144]);
+  assert.equal(decoderHaloRows(c), 13);
+  // the biggest tensor after the mid block: the last level's input, 288 channels at 16x (per latent row of a 2K
+  // image, f16: 288 * 256 * 128 * 2 = 18.9 MB). 2K f16 in 2 GiB: 2 strips of 64 rows; 1K: one piece; 2K f32: 5 of 26
+  assert.deepEqual(planStrips(c, 1, 128, 128, 2, { stripBytes: DEFAULT_STRIP_BYTES }), [[0, 64], [64, 128]]);
+  assert.deepEqual(planStrips(c, 1, 64, 64, 2, { stripBytes: DEFAULT_STRIP_BYTES }), [[0, 64]]);
+  assert.equal(planStrips(c, 1, 128, 128, 4, { stripBytes: DEFAULT_STRIP_BYTES }).length, 5);
+  assert.throws(() => planStrips(c, 1, 128, 128, 4, { stripBytes: 2 ** 28 }), /halo/);
+  for (const bad of [{ patch_size: 2 }, { is_residual: false }, { attn_scales: [0.5] }, { latents_std: [1] }, { scale_factor_spatial: 8 }, { surprise: 1 }]) {
+    assert.throws(() => parseQwenImage21VaeConfig({ ...real, ...bad }), QwenImage21VaeConfigError, JSON.stringify(bad));
+  }
+});
+
+test('VAE demo writer: the fixtures\' key layout (upstream state dict) and a folder that loads and runs', async () => {
+  // every decoder / encoder key of the upstream fixtures, with its shape, is in the writer's layout and vice versa
+  for (const component of ['vae_decode', 'vae_encode']) {
+    const file = goldenCaseFiles('qwen_image21', component)[0];
+    assert.ok(file, `a ${component} case`);
+    const c = await GoldenCase.open(file);
+    try {
+      const shapes = vaeCheckpointShapes(c.config);
+      const side = component === 'vae_decode' ? /^(decoder|post_quant_conv)\./ : /^(encoder|quant_conv)\./;
+      const mine = [...shapes.keys()].filter((k) => side.test(k)).sort();
+      assert.deepEqual(c.names('weight').sort(), mine, `${component} keys`);
+      for (const k of mine) assert.deepEqual(c.shape('weight', k), shapes.get(k), k);
+    } finally {
+      await c.close();
+    }
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-qi21-vae-'));
+  const e = await testEngine();
+  try {
+    const cfg = await writeDemoVae(dir, { dtype: 'BF16' });
+    assert.equal(cfg.base_dim, DEMO_VAE_CONFIG.base_dim);
+    const vae = await QwenImage21Vae.load(e, dir, { dtype: 'f32' });
+    try {
+      const z = e.upload(Float32Array.from({ length: 2 * 3 * 64 }, (_, i) => Math.sin(i)), [1, 2, 3, 64], 'f32');
+      const px = vae.decode(z);
+      assert.deepEqual(px.shape, [1, 32, 48, 4]);
+      const back = vae.encode(px);
+      assert.deepEqual(back.shape, [1, 2, 3, 64]);
+      const [p, b] = [await e.read(px), await e.read(back)];
+      assert.ok(p.every((v) => v >= -1 && v <= 1) && b.every(Number.isFinite), 'finite output in range');
+      assert.ok(new Set(Array.from(p, (v) => v.toFixed(3))).size > 10, 'not a constant image');
+      for (const t of [z, px, back]) t.free();
+    } finally {
+      vae.free();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
