@@ -27,7 +27,7 @@ import { copy, copyInto } from '../../engine/ops/layout';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import type { ImageTensor } from '../../media/types';
-import { parseQwen3Config, Qwen3Model, type Qwen3Config, type Qwen3LoadOptions } from '../qwen3';
+import { parseQwen3Config, Qwen3Model, type Qwen3Config, type Qwen3ForwardInput, type Qwen3LoadOptions } from '../qwen3';
 import {
   imagePatches,
   parseQwen3VlImageProcessorConfig,
@@ -264,7 +264,7 @@ export class QwenImage21TextEncoder {
   }
 
   /** The decoder over the sequence (ids, or embeds + positions + deepstack), rows drop.. of the pre-norm last layer. */
-  private forwardRows(ids: ArrayLike<number>, drop: number, mm?: Pick<Parameters<Qwen3Model['forward']>[0], 'embeds' | 'positions' | 'deepstack'>): Tensor {
+  private forwardRows(ids: ArrayLike<number>, drop: number, mm?: Pick<Qwen3ForwardInput, 'embeds' | 'positions' | 'deepstack'>): Tensor {
     const L = ids.length;
     const n = this.model.config.numLayers;
     const out = this.model.forward({ ...(mm ?? { ids }), hiddenStates: [n], final: false });
