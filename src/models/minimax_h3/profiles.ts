@@ -87,8 +87,10 @@ export interface LoadH3Options {
   int8?: boolean;
   /** Key prefix of the transformer tensors (fixtures: "weight."). */
   prefix?: string;
-  /** Row order of fused qkv_proj tensors in native-layout weights and adapters (default: by source, native-layout.ts). */
+  /** Row order of fused qkv_proj tensors in native-layout weights (default: by source, native-layout.ts). */
   qkvRows?: QkvRows;
+  /** Row order of a fused qkv_proj adapter's up matrix (default 'stacked', as the ComfyUI-keyed turbo files). */
+  adapterQkvRows?: QkvRows;
   /** Multiplier of the adapter's delta (default 1, as the turbo adapters are meant to be used). */
   adapterStrength?: number;
 }
@@ -120,10 +122,10 @@ export async function loadH3Transformer(e: Engine, profile: H3Profile | H3Profil
   try {
     const config = source.config ?? opts.config ?? RELEASED_H3_CONFIG;
     // the adapter is merged in float32 before quantisation (the low-rank product on the GPU)
-    const weights = p.adapter ? mergeAdapter(source, await openH3Adapter(files.adapter!, config, { qkvRows: opts.qkvRows }), { engine: e, strength: opts.adapterStrength }) : source;
+    const merged = p.adapter ? mergeAdapter(source, await openH3Adapter(files.adapter!, config, { qkvRows: opts.adapterQkvRows }), { engine: e, strength: opts.adapterStrength }) : source;
     const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8: opts.int8 ?? p.weights === 'int8', prefix: source.prefix };
     // the source presents diffusers key names whatever the stored layout
-    return await MiniMaxH3Transformer.load(e, weights.checkpoint(), { ...config, layout: 'diffusers' }, load);
+    return await MiniMaxH3Transformer.load(e, merged.checkpoint(), { ...config, layout: 'diffusers' }, load);
   } finally {
     await source.close();
   }
