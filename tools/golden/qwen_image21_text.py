@@ -1,9 +1,9 @@
 """Golden vectors for src/models/qwen_image21/text-encoder.ts: the prompt encoding of diffusers' QwenImage21Pipeline
 (`_get_qwen_prompt_embeds`, text-to-image path, pipeline_qwenimage21.py at c245e42d) on a tiny Qwen3-VL.
 
-Run in the reference lab from the checkout:
-  bash ../shared/tools/reflab/run.sh -u diffusers=/opt/upstream/diffusers-qi21/src -- \
-    python3 /project/tools/golden/qwen_image21_text.py --out /project/test/fixtures/golden
+Run in the reference lab from the checkout (one lab run at a time; --cases t2i|refs|all, default all):
+  flock /tmp/kiln-reflab.lock bash ../shared/tools/reflab/run.sh -u diffusers=/opt/upstream/diffusers-qi21/src -- \
+    python3 /project/tools/golden/qwen_image21_text.py --out /project/test/fixtures/golden --cases refs
 Writes qwen_image21/text_encoder/<case>.safetensors with
   weight.model.language_model.*   the decoder, under Qwen3VLForConditionalGeneration's own key prefix
   input.ids (B, L), input.attention_mask (B, L)   the processor's output: right-padded ids (padding_side is unset
