@@ -169,7 +169,20 @@ test('VAE demo writer: the fixtures\' key layout (upstream state dict) and a fol
       const [p, b] = [await e.read(px), await e.read(back)];
       assert.ok(p.every((v) => v >= -1 && v <= 1) && b.every(Number.isFinite), 'finite output in range');
       assert.ok(new Set(Array.from(p, (v) => v.toFixed(3))).size > 10, 'not a constant image');
-      for (const t of [z, px, back]) t.free();
+      // a batch of two decodes (in 1-row strips) and encodes as each image alone
+      const z2 = e.upload(Float32Array.from({ length: 2 * 2 * 3 * 64 }, (_, i) => Math.cos(i * 0.37)), [2, 2, 3, 64], 'f32');
+      const pxB = vae.decode(z2, { stripRows: 1 });
+      const backBatch = vae.encode(pxB);
+      for (let n = 0; n < 2; n++) {
+        const zn = e.upload(await e.read(z2.slice(0, n, n + 1)), [1, 2, 3, 64], 'f32');
+        const one = vae.decode(zn);
+        const pb = await e.read(pxB.slice(0, n, n + 1));
+        expectClose(pb, { data: Float64Array.from(await e.read(one)), shape: [...one.shape] }, { atol: 1e-5, rtol: 1e-5 }, `batch image ${n} decode`);
+        const enc = vae.encode(one);
+        expectClose(await e.read(backBatch.slice(0, n, n + 1)), { data: Float64Array.from(await e.read(enc)), shape: [...enc.shape] }, { atol: 1e-4, rtol: 1e-4 }, `batch image ${n} encode`);
+        for (const t of [zn, one, enc]) t.free();
+      }
+      for (const t of [z, px, back, z2, pxB, backBatch]) t.free();
     } finally {
       vae.free();
     }
