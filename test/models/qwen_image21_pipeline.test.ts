@@ -10,8 +10,10 @@ import { after, before, describe, test } from 'node:test';
 import { CancelledError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import { planDemoQwenImage21, type QwenImage21DemoPlan } from '../../src/models/qwen_image21/demo';
+import { STAGE, type Stage } from '../../src/jobs/catalog';
+import type { RunContext } from '../../src/scheduler/pipeline';
 import {
-  latentGrid, openAndLoadParts, readQwenImage21Configs, rgbOverWhite, sampleLatents, seededNoise, textLayout,
+  latentGrid, openAndLoadParts, QwenImage21Pipeline, type ImageTask, readQwenImage21Configs, rgbOverWhite, sampleLatents, seededNoise, textLayout,
   type QwenImage21Configs, type QwenImage21Parts,
 } from '../../src/models/qwen_image21/pipeline';
 import { TextTokenizer } from '../../src/models/tokenizer';
@@ -45,13 +47,13 @@ describe('seededNoise', () => {
     assert.deepEqual([l.prefixLength, l.targetLength, l.encoderLength, l.referenceTokens], [5, 24, 5, 0]);
   });
 
-  test('rgbOverWhite: RGB as is; RGBA composited over white by alpha', () => {
-    const rgb = Float32Array.from([0.5, -1, 0]);
-    assert.equal(rgbOverWhite(rgb, 3, 1, 1), rgb);
-    // one pixel RGBA: colour (-1, 0, 1), alpha -1 (transparent) / 1 (opaque) / 0 (half)
-    assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, -1]), 4, 1, 1)), [1, 1, 1]);
-    assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, 1]), 4, 1, 1)), [-1, 0, 1]);
-    assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, 0]), 4, 1, 1)), [0, 0.5, 1]);
+  test('rgbOverWhite: channels-last RGB(A) to CHW RGB; alpha composites over white', () => {
+    // 1x2 RGB: CHW out
+    assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([0.5, -1, 0, 0.25, 0.75, -0.5]), 1, 2, 3)), [0.5, 0.25, -1, 0.75, 0, -0.5]);
+    // one RGBA pixel (-1, 0, 1): alpha -1 (transparent) / 1 (opaque) / 0 (half)
+    assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, -1]), 1, 1, 4)), [1, 1, 1]);
+    assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, 1]), 1, 1, 4)), [-1, 0, 1]);
+    assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, 0]), 1, 1, 4)), [0, 0.5, 1]);
     assert.throws(() => rgbOverWhite(new Float32Array(8), 2, 2, 2), /2 channels/);
   });
 });
@@ -134,5 +136,94 @@ describe('Qwen-Image-2.1 denoising loop on the demo checkpoint', () => {
       (err: unknown) => err instanceof CancelledError && /interrupted/.test((err as Error).message),
     );
     assert.deepEqual(seen, [1]);
+  });
+});
+
+/** Width and height from a png's IHDR. */
+function pngSize(buf: Buffer): { width: number; height: number } {
+  assert.deepEqual([...buf.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'png signature');
+  assert.equal(buf.subarray(12, 16).toString(), 'IHDR');
+  return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) };
+}
+
+describe('QwenImage21Pipeline (the service pipeline) on the demo checkpoint', () => {
+  let scratch: string;
+  let pipeline: QwenImage21Pipeline;
+  let loadedBytes = 0;
+  before(async () => {
+    const e = await testEngine();
+    scratch = mkdtempSync(join(tmpdir(), 'kiln-qi21-svc-'));
+    const dir = join(scratch, 'demo');
+    await (await planDemoQwenImage21(e)).write(dir);
+    pipeline = new QwenImage21Pipeline({ engine: testEngine, checkpoint: async () => dir, int8: true, onLoaded: (b) => (loadedBytes = b) });
+  });
+  after(async () => {
+    await pipeline?.unload();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  const ctx = (o: { signal?: AbortSignal; stages?: Stage[]; progress?: [number, number][]; onProgress?: () => void } = {}): RunContext => ({
+    signal: o.signal ?? new AbortController().signal,
+    stage: (s) => o.stages?.push(s),
+    progress: (v, m) => {
+      o.progress?.push([v, m]);
+      o.onProgress?.();
+    },
+    safePoint: async () => {},
+  });
+  let n = 0;
+  const task = (o: Partial<ImageTask> = {}): ImageTask => ({
+    prompt: 'a red kiln at dusk', negative: '', cfg: 1, seed: 3, steps: 2, width: 256, height: 192, references: [],
+    outputPath: join(scratch, `out-${++n}.png`), png: { prompt: 'a red kiln at dusk', profile: 'imgmain', seed: 3, steps: 2 }, ...o,
+  });
+
+  test('load reports its stages; a job writes a png of the asked size, stages in the spec\'s order, progress per step', async () => {
+    const stages: Stage[] = [];
+    await pipeline.load(ctx({ stages }));
+    assert.deepEqual(stages, [STAGE.loadTextEncoder]);
+    assert.ok(loadedBytes > 0 && pipeline.residentBytes === loadedBytes);
+    const progress: [number, number][] = [];
+    const t = task();
+    stages.length = 0;
+    const started = Date.now();
+    await pipeline.run(t, ctx({ stages, progress }));
+    console.log(`# 256x192, 2 steps, demo weights: ${Date.now() - started} ms`);
+    assert.deepEqual(stages, [STAGE.encode, STAGE.sample, STAGE.save]);
+    assert.deepEqual(progress, [[0, 2], [1, 2], [2, 2]]);
+    const png = readFileSync(t.outputPath);
+    assert.deepEqual(pngSize(png), { width: 256, height: 192 });
+    assert.match(png.toString('latin1'), /Seed: 3/, 'the parameters are recorded');
+  });
+
+  test('same task and seed -> the same bytes; another seed or CFG with a negative prompt -> other pictures', async () => {
+    const [a, b, c, d] = [task(), task(), task({ seed: 4 }), task({ cfg: 3, negative: 'blurry' })];
+    for (const x of [a, b, c, d]) await pipeline.run(x, ctx());
+    const [pa, pb, pc, pd] = [a, b, c, d].map((x) => readFileSync(x.outputPath));
+    assert.ok(pa!.equals(pb!), 'same seed, same bytes');
+    assert.ok(!pa!.equals(pc!), 'another seed, another picture');
+    assert.ok(!pa!.equals(pd!), 'CFG changes the picture');
+  });
+
+  test('cancel between steps: CancelledError, no png', async () => {
+    const abort = new AbortController();
+    const t = task({ steps: 5 });
+    await assert.rejects(
+      pipeline.run(t, ctx({ signal: abort.signal, onProgress: () => abort.abort('interrupted') })),
+      (err: unknown) => err instanceof CancelledError,
+    );
+    assert.equal(existsSync(t.outputPath), false);
+  });
+
+  test('reference images: refused naming what is missing, no png', async () => {
+    const t = task({ references: [join(scratch, 'ref.png')] });
+    await assert.rejects(pipeline.run(t, ctx()), /editing with reference images is not built yet/);
+    assert.equal(existsSync(t.outputPath), false);
+  });
+
+  test('unload gives the GPU memory back', async () => {
+    const e = await testEngine();
+    const before = e.pool.stats().inUseBytes;
+    await pipeline.unload();
+    assert.equal(before - e.pool.stats().inUseBytes, loadedBytes);
   });
 });

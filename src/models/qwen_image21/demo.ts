@@ -22,9 +22,7 @@ import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from 
 import { parseQwenImage21Config } from './config';
 import { loadQwenImage21Parts, QWEN_IMAGE21_COMPONENTS, type QwenImage21Configs } from './pipeline';
 import { parseFlowMatchConfig, QWEN_IMAGE21_SCHEDULER } from './scheduler';
-// The VAE's demo files come from the VAE module once it lands; until then vae/ stays empty.
-const DEMO_VAE_CONFIG = {};
-const writeDemoVae = async (_dir: string): Promise<void> => {};
+import { DEMO_VAE_CONFIG, parseQwenImage21VaeConfig, vaeCheckpointShapes, writeDemoVae } from './vae';
 
 /** The folder under DEMO_WEIGHTS_DIR (the manifest's profile "demo" field). */
 export const DEMO_QWEN_IMAGE21_NAME = 'qwen-image-2.1';
@@ -39,7 +37,7 @@ export const DEMO_QWEN_IMAGE21_TOKENS = [
 ];
 
 /** Latent channels of the demo (the real model's 64: the transformer and VAE keep the real interface). */
-const Z = (DEMO_VAE_CONFIG as { z_dim?: number }).z_dim ?? 64;
+const Z = parseQwenImage21VaeConfig(DEMO_VAE_CONFIG).zDim;
 
 export const DEMO_TRANSFORMER_CONFIG = {
   _class_name: 'QwenImage21Transformer2DModel',
@@ -169,7 +167,7 @@ export async function planDemoQwenImage21(e: Engine): Promise<QwenImage21DemoPla
   };
   const keys = await recordQwenImage21Keys(e, configs);
   const digest = createHash('sha256')
-    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_TRANSFORMER_CONFIG, textJson, DEMO_VAE_CONFIG, [...keys.transformer], [...keys.textEncoder]]))
+    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_TRANSFORMER_CONFIG, textJson, DEMO_VAE_CONFIG, [...vaeCheckpointShapes(DEMO_VAE_CONFIG)], [...keys.transformer], [...keys.textEncoder]]))
     .digest('hex')
     .slice(0, 16);
   const write = async (dir: string) => {
@@ -188,8 +186,7 @@ export async function planDemoQwenImage21(e: Engine): Promise<QwenImage21DemoPla
     const meta = { format: 'pt', kiln_demo: `random Qwen-Image-2.1 weights (${DEMO_QWEN_IMAGE21_NAME} ${digest}); the pictures are noise` };
     await writeShardedSafetensors(join(dir, 'transformer'), 'diffusion_pytorch_model', tensors(keys.transformer, 'BF16'), 2, meta);
     await writeShardedSafetensors(join(dir, 'text_encoder'), 'model', tensors(keys.textEncoder, 'BF16'), 2, meta);
-    await mkdir(join(dir, 'vae'), { recursive: true });
-    await writeDemoVae(join(dir, 'vae'));
+    await writeDemoVae(join(dir, 'vae'), { dtype: 'BF16' });
   };
   return { version: `${DEMO_FORMAT}-${digest}`, configs, keys, write };
 }

@@ -26,17 +26,7 @@ import { eulerStep } from './sampler';
 import { eulerDt, flowMatchSchedule, modelTimestep, parseFlowMatchConfig, type FlowMatchConfig } from './scheduler';
 import { QwenImage21TextEncoder } from './text-encoder';
 import { diffusersWeights, QwenImage21Transformer, type QwenImage21PrefixCache } from './transformer';
-// Until the VAE module (./vae) lands, loading stops here with a message naming what is missing.
-interface QwenImage21Vae {
-  config: { zDim: number };
-  decode(latents: Tensor): Promise<Tensor>;
-  free(): void;
-}
-const QwenImage21Vae = {
-  load: async (_e: Engine, dir: string, _o: { dtype: ComputeDType }): Promise<QwenImage21Vae> => {
-    throw new Error(`Qwen-Image-2.1: the VAE (${dir}) is not built into this service yet, so no image can be decoded`);
-  },
-};
+import { QwenImage21Vae } from './vae';
 
 /** What one image job asks for (src/image/image.pipeline.ts builds it from the job record). */
 export interface ImageTask {
@@ -255,19 +245,18 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
 // ---- pixels ----
 
 /**
- * The VAE's output (C, H, W) in [-1, 1] as the png's RGB in [-1, 1]: RGB as is for 3 channels; for the RGBA model
- * (4 channels) composited over white with alpha = (a + 1) / 2 clamped to [0, 1], which is what a light page
- * shows, since the png writer has no alpha channel.
+ * The VAE's output (H, W, C) channels-last in [-1, 1] as the png's RGB, CHW in [-1, 1]: RGB as is for 3 channels; the
+ * RGBA model (4 channels) composited over white with alpha = (a + 1) / 2 clamped to [0, 1], which is what a light
+ * page shows (the png writer has no alpha channel; upstream returns an RGBA image).
  */
-export function rgbOverWhite(data: Float32Array, channels: number, height: number, width: number): Float32Array {
+export function rgbOverWhite(data: Float32Array, height: number, width: number, channels: number): Float32Array {
   const n = height * width;
-  if (data.length !== channels * n) throw new RangeError(`rgbOverWhite: ${data.length} values for ${channels}x${height}x${width}`);
-  if (channels === 3) return data;
-  if (channels !== 4) throw new RangeError(`rgbOverWhite: ${channels} channels (3 or 4 expected)`);
+  if (data.length !== channels * n) throw new RangeError(`rgbOverWhite: ${data.length} values for ${height}x${width}x${channels}`);
+  if (channels !== 3 && channels !== 4) throw new RangeError(`rgbOverWhite: ${channels} channels (3 or 4 expected)`);
   const out = new Float32Array(3 * n);
   for (let i = 0; i < n; i++) {
-    const a = Math.min(1, Math.max(0, (data[3 * n + i]! + 1) / 2));
-    for (let c = 0; c < 3; c++) out[c * n + i] = a * data[c * n + i]! + (1 - a);
+    const a = channels === 4 ? Math.min(1, Math.max(0, (data[i * 4 + 3]! + 1) / 2)) : 1;
+    for (let c = 0; c < 3; c++) out[c * n + i] = a * data[i * channels + c]! + (1 - a);
   }
   return out;
 }
@@ -313,7 +302,8 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
     const tokenizer = await TextTokenizer.fromDir(join(dir, 'processor'));
     const dtype: ComputeDType = e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32';
     const before = e.pool.stats().inUseBytes;
-    const vae = await QwenImage21Vae.load(e, join(dir, 'vae'), { dtype });
+    // The decoder only: the encoder serves reference images, which this pipeline does not take yet.
+    const vae = await QwenImage21Vae.load(e, join(dir, 'vae'), { dtype, encoder: false });
     try {
       if (vae.config.zDim !== configs.transformer.inChannels) {
         throw new Error(`Qwen-Image-2.1: the VAE's z_dim ${vae.config.zDim} is not the transformer's in_channels ${configs.transformer.inChannels}`);
@@ -366,18 +356,19 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
 
       ctx.stage(STAGE.save);
       const { h, w } = latentGrid(task.width, task.height);
-      const pixels = await m.vae.decode(latents.reshape([1, h, w, transformer.config.inChannels]));
+      // (1, h*w, C) rows are row-major over (h, w): the VAE's channels-last (1, h, w, C) without a copy
+      const pixels = m.vae.decode(latents.reshape([1, h, w, transformer.config.inChannels])); // (1, 16h, 16w, 4)
+      latents.free();
+      latents = null;
+      const [, H, W, channels] = pixels.shape as [number, number, number, number];
       let data: Float32Array;
-      let channels: number;
       try {
-        channels = pixels.shape[1]!;
         data = await e.read(pixels);
       } finally {
         pixels.free();
       }
-      const H = h * 16;
-      const W = w * 16;
-      const rgb = rgbOverWhite(data, channels, H, W);
+      throwIfCancelled(ctx.signal);
+      const rgb = rgbOverWhite(data, H, W, channels);
       await writePng(task.outputPath, { data: rgb, shape: [3, H, W] }, task.png, { signal: ctx.signal });
     } finally {
       latents?.free();
