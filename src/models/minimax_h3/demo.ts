@@ -36,8 +36,8 @@ import { VideoVaeDecoder } from './video-vae';
 /** Bump when the generator's values change (configs and key lists are hashed into the version by themselves). */
 const DEMO_FORMAT = 1;
 const DEMO_SEED = 20261121;
-/** Shard size of the sharded parts: small enough that the demo transformer, VAE and text encoder have several. */
-const DEMO_SHARD_BYTES = 256 * 1024;
+/** The sharded parts are cut into about this many shards (the real ones have 14, 14 and 3). */
+const DEMO_SHARDS = 3;
 
 /** Tensors of the transformer stored as F32 in the release (the rest is BF16). */
 const F32_PREFIXES = ['proj_in.', 'audio_proj_in.', 'time_embedder.', 'proj_out.', 'audio_proj_out.'];
@@ -45,10 +45,11 @@ const F32_PREFIXES = ['proj_in.', 'audio_proj_in.', 'time_embedder.', 'proj_out.
 export const DEMO_TRANSFORMER_CONFIG = {
   _class_name: 'MiniMaxH3Transformer3DModel',
   _diffusers_version: '0.36.0.dev0',
-  // the released structure at a tiny size: heads x head_dim (64) > hidden (48), 12 of 16 head dims rotated
-  num_attention_heads: 4, attention_head_dim: 16, hidden_size: 48, num_layers: 2, num_refiner_layers: 2, ffn_dim: 96,
-  in_channels: 24, audio_in_channels: 32, patch_size: [1, 2, 2], text_dim: 32, freq_dim: 32, time_embed_hidden_dim: 48,
-  time_embed_dim: 24, rope_freq_dim: 2, rope_theta: 10000.0, norm_eps: 1e-5, qk_norm_eps: 1e-5, final_norm_eps: 1e-5,
+  // the released structure at a tiny size: heads x head_dim (16) > hidden (12), 12 of 16 head dims rotated; one head
+  // only, because attention over the real sequence (2.6k rows at 352p 1 s) is most of a step on a CPU
+  num_attention_heads: 1, attention_head_dim: 16, hidden_size: 12, num_layers: 2, num_refiner_layers: 2, ffn_dim: 32,
+  in_channels: 24, audio_in_channels: 32, patch_size: [1, 2, 2], text_dim: 32, freq_dim: 32, time_embed_hidden_dim: 24,
+  time_embed_dim: 16, rope_freq_dim: 2, rope_theta: 10000.0, norm_eps: 1e-5, qk_norm_eps: 1e-5, final_norm_eps: 1e-5,
 };
 
 export function demoTextEncoderConfig(vocab: number): Record<string, unknown> {
@@ -65,13 +66,14 @@ export function demoTextEncoderConfig(vocab: number): Record<string, unknown> {
   };
 }
 
-/** The released vae/config.json (compression, chunking, latent statistics) with a tiny decoder. */
+/** The released vae/config.json (compression, chunking, latent statistics) with a tiny decoder (16 wide). */
 export const DEMO_VAE_CONFIG = {
   _class_name: 'AutoencoderKLMiniMaxH3',
   _diffusers_version: '0.36.0.dev0',
   in_channels: 3, out_channels: 3, latent_channels: 24, block_out_channels: [8, 8, 8, 8, 8, 8], layers_per_block: 1,
   spatial_downsample_factors: [2, 2, 2, 2, 1, 1], temporal_downsample_factors: [1, 2, 2, 1, 1, 1], norm_num_groups: 4,
-  norm_eps: 1e-6, spatial_padding_mode: 'reflect', decoder_num_layers: 2, decoder_num_attention_heads: 2,
+  // one layer of one head: a tile is 1.8k tokens (7 latent frames x 16 x 16), so its attention dominates the decode
+  norm_eps: 1e-6, spatial_padding_mode: 'reflect', decoder_num_layers: 1, decoder_num_attention_heads: 1,
   decoder_attention_head_dim: 16, decoder_num_register_tokens: 4, decoder_ffn_mult: 4, decoder_rope_theta: 100.0,
   decoder_rope_dim_ratio: 0.75, decoder_norm_eps: 1e-5, clip_length: 17, token_drop: 3,
   latents_mean: [
@@ -112,6 +114,11 @@ const MODEL_INDEX = {
   scheduler: ['diffusers', 'MiniMaxH3Scheduler'],
   audio_scheduler: ['diffusers', 'MiniMaxH3Scheduler'],
 };
+
+/** Weights scaled down from the generic random rule. The video VAE's last projection: at full scale every pixel is
+ * independent white noise, which x264 at the writer's CRF 18 encodes at ~20 Mbit/s and several times slower than
+ * real footage; damped, frames are a faint texture moving with the latents (cheap to encode, still the model's output). */
+const DAMPED: Record<string, number> = { 'decoder.proj_out.weight': 0.05 };
 
 type Keys = Map<string, number[]>;
 
@@ -160,7 +167,7 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
   const textConfig = demoTextEncoderConfig(tok.size);
   const keys = await recordH3Keys(e, textConfig);
   const digest = createHash('sha256')
-    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_TRANSFORMER_CONFIG, textConfig, DEMO_VAE_CONFIG, DEMO_AUDIO_VAE_CONFIG, ...Object.values(keys).map((k) => [...k])]))
+    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DAMPED, DEMO_TRANSFORMER_CONFIG, textConfig, DEMO_VAE_CONFIG, DEMO_AUDIO_VAE_CONFIG, ...Object.values(keys).map((k) => [...k])]))
     .digest('hex')
     .slice(0, 16);
   const write = async (dir: string) => {
@@ -170,8 +177,14 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
     };
     const meta = { format: 'pt', kiln_demo: `random MiniMax H3 weights (${digest}); the video and sound are noise` };
     const synth = new WeightSynth(DEMO_SEED);
+    const values = (k: string, shape: number[]) => {
+      const v = synth.values(k, shape);
+      const s = DAMPED[k];
+      if (s !== undefined) for (let i = 0; i < v.length; i++) v[i]! *= s;
+      return v;
+    };
     const tensors = (shapes: Keys, dtype: (k: string) => SafeDType): Record<string, WriteTensor> =>
-      Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype: dtype(k), shape, data: synth.values(k, shape) }]));
+      Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype: dtype(k), shape, data: values(k, shape) }]));
 
     await json('model_index.json', MODEL_INDEX);
     await json('scheduler/scheduler_config.json', SCHEDULER(12));
@@ -184,7 +197,8 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
     await writeDiffusersShards(join(dir, 'transformer'), tensors(keys.transformer, trDtype), meta);
 
     await json('text_encoder/config.json', textConfig);
-    await writeShardedSafetensors(join(dir, 'text_encoder'), tensors(keys.textEncoder, () => 'BF16'), DEMO_SHARD_BYTES, meta);
+    const te = tensors(keys.textEncoder, () => 'BF16');
+    await writeShardedSafetensors(join(dir, 'text_encoder'), te, shardBytes(te, DEMO_SHARDS), meta);
 
     await json('vae/config.json', DEMO_VAE_CONFIG);
     await writeDiffusersShards(join(dir, 'vae'), tensors(keys.vae, () => 'F16'), meta);
@@ -195,8 +209,14 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
   return { version: `${DEMO_FORMAT}-${digest}`, keys, write };
 }
 
+/** The shard size that cuts `tensors` into about `n` shards. */
+function shardBytes(tensors: Record<string, WriteTensor>, n: number): number {
+  const total = Object.values(tensors).reduce((a, t) => a + numelOf(t.shape) * SAFE_DTYPE_BYTES[t.dtype], 0);
+  return Math.ceil(total / n);
+}
+
 /** diffusers' sharded layout: diffusion_pytorch_model-0000i-of-0000n.safetensors behind DIFFUSERS_INDEX. */
-export async function writeDiffusersShards(dir: string, tensors: Record<string, WriteTensor>, meta: Record<string, string>, maxShardBytes = DEMO_SHARD_BYTES): Promise<string> {
+export async function writeDiffusersShards(dir: string, tensors: Record<string, WriteTensor>, meta: Record<string, string>, maxShardBytes = shardBytes(tensors, DEMO_SHARDS)): Promise<string> {
   const shards: Record<string, WriteTensor>[] = [{}];
   let size = 0;
   let total = 0;

@@ -206,6 +206,9 @@ export class MiniMaxH3Pipeline implements Pipeline<JobTaskPayload> {
           steps: grid,
           sigmas: this.o.sigmas?.(grid),
           onStep: async (done, total) => {
+            // the step's GPU work done before it counts (the forwards are only recorded until then), and the event
+            // loop turned once, so a DELETE that arrived meanwhile is seen at the check below
+            await e.sync();
             ctx.progress(done, total);
             this.trace(`step ${done}/${total}`);
             throwIfCancelled(ctx.signal);
