@@ -12,9 +12,10 @@ import type { Engine } from '../../src/engine/engine';
 import { copy } from '../../src/engine/ops/layout';
 import type { Tensor } from '../../src/engine/tensor';
 import {
-  decoderHaloRows, DEFAULT_STRIP_BYTES, parseQwenImage21VaeConfig, planStrips, QWEN_IMAGE21_VAE_DEFAULTS, QwenImage21Vae, QwenImage21VaeConfigError,
+  decoderHaloRows, decoderLevels, DEFAULT_STRIP_BYTES, encoderLevels, parseQwenImage21VaeConfig, planStrips, QWEN_IMAGE21_VAE_DEFAULTS, QwenImage21Vae, QwenImage21VaeConfigError,
   vaeCheckpointShapes, writeDemoVae, DEMO_VAE_CONFIG, QWEN_IMAGE21_LATENTS_MEAN, QWEN_IMAGE21_LATENTS_STD,
 } from '../../src/models/qwen_image21/vae';
+import { avgDownWeights, DupUpShortcut } from '../../src/models/qwen_image21/vae/modules';
 import { testEngine, type HostTensor, type Tolerance } from '../engine/helpers';
 import { relRms, expectClose, expectCloseToPeak, goldenCaseFiles, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
 
@@ -133,6 +134,15 @@ test('VAE config: the released defaults (16x, 64 channels, halo 13 latent rows) 
   assert.deepEqual(planStrips(c, 1, 64, 64, 2, { stripBytes: DEFAULT_STRIP_BYTES }), [[0, 64]]);
   assert.equal(planStrips(c, 1, 128, 128, 4, { stripBytes: DEFAULT_STRIP_BYTES }).length, 5);
   assert.throws(() => planStrips(c, 1, 128, 128, 4, { stripBytes: 2 ** 28 }), /halo/);
+  // the released levels' parameter-free shortcuts: every DupUp3D is a strided view; AvgDown3D with a temporal
+  // factor averages the real frame into every other channel (the padded zero frame fills the rest)
+  for (const l of decoderLevels(c)) if (l.up) assert.doesNotThrow(() => new DupUpShortcut(l.inDim, l.outDim, l.temporal), JSON.stringify(l));
+  const sums = encoderLevels(c).map((l) => {
+    const { weight } = avgDownWeights(l.inDim, l.outDim, l.temporal, l.down);
+    const per = weight.length / l.outDim;
+    return [0, 1].map((o) => weight.slice(o * per, (o + 1) * per).reduce((a, b) => a + b, 0));
+  });
+  assert.deepEqual(sums, [[1, 1], [0, 1], [0, 1], [0, 1], [1, 1]]);
   for (const bad of [{ patch_size: 2 }, { is_residual: false }, { attn_scales: [0.5] }, { latents_std: [1] }, { scale_factor_spatial: 8 }, { surprise: 1 }]) {
     assert.throws(() => parseQwenImage21VaeConfig({ ...real, ...bad }), QwenImage21VaeConfigError, JSON.stringify(bad));
   }
