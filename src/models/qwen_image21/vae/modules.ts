@@ -96,7 +96,7 @@ export class VaeRmsNorm {
 }
 
 /** silu(norm(x)), the pre-activation every conv of a resnet and the heads get. */
-function normSilu(e: Engine, n: VaeRmsNorm, x: Tensor): Tensor {
+export function normSilu(e: Engine, n: VaeRmsNorm, x: Tensor): Tensor {
   const y = n.forward(e, x);
   const s = silu(e, y);
   y.free();
@@ -315,4 +315,3 @@ export function downsample2x(e: Engine, conv: VaeConv2d, x: Tensor): Tensor {
   return conv.forward(e, x, { stride: 2, padding: [[0, 1], [0, 1]] });
 }
 
-export { normSilu };
