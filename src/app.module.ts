@@ -11,6 +11,7 @@ import { EngineGpuProbe, GpuProbe } from './health/gpu.probe';
 import { HealthController } from './health/health.controller';
 import { HealthService } from './health/health.service';
 import { ImageController } from './image/image.controller';
+import { imagePipelinesProvider } from './image/image.pipeline';
 import { ImageService } from './image/image.service';
 import { CallbackSender } from './jobs/callback.sender';
 import { findProfile } from './jobs/catalog';
@@ -28,6 +29,7 @@ import { TtsController } from './tts/tts.controller';
 import { ttsPipelineProvider } from './tts/tts.pipeline';
 import { TtsService } from './tts/tts.service';
 import { VideoController } from './video/video.controller';
+import { videoPipelinesProvider } from './video/video.pipeline';
 import { VideoService } from './video/video.service';
 
 /** The engine never imports Nest, so its shutdown is hooked here: a live device keeps Node from exiting. */
@@ -81,6 +83,8 @@ export class AppModule {
       ImageService,
       TtsService,
       ttsPipelineProvider,
+      videoPipelinesProvider,
+      imagePipelinesProvider,
       HealthService,
       { provide: APP_GUARD, useClass: TokenGuard },
       { provide: APP_PIPE, useClass: ApiValidationPipe },
