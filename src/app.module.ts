@@ -29,6 +29,7 @@ import { TtsController } from './tts/tts.controller';
 import { ttsPipelineProvider } from './tts/tts.pipeline';
 import { TtsService } from './tts/tts.service';
 import { VideoController } from './video/video.controller';
+import { videoPipelinesProvider } from './video/video.pipeline';
 import { VideoService } from './video/video.service';
 
 /** The engine never imports Nest, so its shutdown is hooked here: a live device keeps Node from exiting. */
@@ -82,6 +83,7 @@ export class AppModule {
       ImageService,
       TtsService,
       ttsPipelineProvider,
+      videoPipelinesProvider,
       imagePipelinesProvider,
       HealthService,
       { provide: APP_GUARD, useClass: TokenGuard },

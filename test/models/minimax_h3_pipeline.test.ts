@@ -20,6 +20,9 @@ import { audioRows, channelsFromRows, gaussianNoise, h3DirsFromRoot, MiniMaxH3Pi
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import type { RunContext } from '../../src/scheduler/pipeline';
 import { ensureDemoCheckpoint } from '../../src/weights';
+import type { EngineHolder } from '../../src/engine/engine';
+import { H3_PROFILE_NAMES } from '../../src/models/minimax_h3/profiles';
+import { videoPipelineEntry } from '../../src/video/video.pipeline';
 import { testEngine } from '../engine/helpers';
 import { countVideoFrames, decodeAudioTrack, probe, rms } from '../media/helpers';
 
@@ -156,6 +159,25 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
     assert.ok(!rec.events.includes(STAGE.videoDecode), 'stopped while sampling');
     assert.ok(!readdirSync(out).some((f) => f.includes('cancelled')), readdirSync(out).join(', '));
     await pipeline.unload();
+  });
+
+  test('the six registered profiles run on the demo checkpoint (adapters merged, int8, step cache) and say so', async () => {
+    const weightsDir = join(dir, 'no-weights');
+    mkdirSync(weightsDir);
+    const holder = { get: async () => e } as unknown as EngineHolder;
+    for (const name of H3_PROFILE_NAMES) {
+      const entry = videoPipelineEntry(name, { weightsDir, demoWeightsDir: join(dir, 'demo') }, holder);
+      assert.deepEqual([entry.kind, entry.profile, entry.weights()], ['video', name, 'demo']);
+      assert.match(entry.note!(), /^demo: a tiny random MiniMax H3 checkpoint \(generated, .*\); the video and its sound are noise\. Real weights: .*npm run weights -- pull /);
+      const p = entry.create();
+      const { ctx, rec } = context();
+      await p.load(ctx);
+      const t = task(out, { id: `profile-${name}`, profile: name, frames: 22, size: '64x64', steps: 4, params: { width: 64, height: 64, images: [], audios: [] } });
+      await p.run(t, ctx);
+      await p.unload();
+      assert.equal(rec.events.at(-1), STAGE.save, name);
+      assert.equal(countVideoFrames(t.outputPath), 22, name);
+    }
   });
 
   test('noise: a pure function of (seed, stream), standard normal; audio rows are channel-major and invert', () => {

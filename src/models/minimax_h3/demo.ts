@@ -10,6 +10,7 @@
 //       and latent statistics, a 2-layer 32-wide decoder
 //   audio_vae/config.json + diffusion_pytorch_model.safetensors            F32 weight-norm pairs; the real rates
 //       (hop 800 at 32 kHz), 128 wide
+//   Minimax-h3-Turbo/{8step,4step}/*.safetensors                           random turbo adapters (adapter.ts writeDemoAdapter)
 // The real compression ratios keep every geometry rule (frames 17k + 5, latents 5k + 2, audio round(frames / 24 x 40),
 // pixels / 16) identical to the released model, so a job's sizes and lengths are the real ones.
 // Which tensors exist is not written down here: each part's loader runs against a SyntheticCheckpoint that records
@@ -28,13 +29,15 @@ import { parseQwen3Config } from '../qwen3';
 import { SyntheticCheckpoint, WeightSynth } from '../qwen3_tts/demo';
 import { writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
+import { writeDemoAdapter } from './adapter';
 import { parseH3Config } from './config';
+import type { H3AdapterComponent } from './profiles';
 import { H3TextEncoder, H3_TEXT_ENCODER_LAYER } from './text-encoder';
 import { DIFFUSERS_INDEX, MiniMaxH3Transformer } from './transformer';
 import { VideoVaeDecoder } from './video-vae';
 
 /** Bump when the generator's values change (configs and key lists are hashed into the version by themselves). */
-const DEMO_FORMAT = 1;
+const DEMO_FORMAT = 2;
 const DEMO_SEED = 20261121;
 /** The sharded parts are cut into about this many shards (the real ones have 14, 14 and 3). */
 const DEMO_SHARDS = 3;
@@ -99,6 +102,12 @@ export const DEMO_AUDIO_VAE_CONFIG = {
   resblock_kernel_sizes: [3, 7, 11], resblock_dilation_sizes: [[1, 3, 5], [1, 3, 5], [1, 3, 5]], sampling_rate: 32000,
   latents_mean: Array.from({ length: 32 }, (_, i) => Math.round(100 * Math.sin(i + 1)) / 400),
   latents_std: Array.from({ length: 32 }, (_, i) => 1.5 + ((i * 7) % 10) / 10),
+};
+
+/** Where the demo checkpoint keeps each turbo adapter (relative to its root). */
+export const DEMO_ADAPTERS: Record<H3AdapterComponent, string> = {
+  adapter_8step: 'Minimax-h3-Turbo/8step/demo_turbo_8step.safetensors',
+  adapter_4step: 'Minimax-h3-Turbo/4step/demo_turbo_4step.safetensors',
 };
 
 const SCHEDULER = (shift: number) => ({ _class_name: 'MiniMaxH3Scheduler', _diffusers_version: '0.36.0.dev0', shift });
@@ -202,6 +211,12 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
 
     await json('vae/config.json', DEMO_VAE_CONFIG);
     await writeDiffusersShards(join(dir, 'vae'), tensors(keys.vae, () => 'F16'), meta);
+
+    // the turbo adapters of turbo_int8 / fastvid_4step_int8, in their own repo's folders (weights/minimax-h3.json)
+    for (const [component, seed] of [['adapter_8step', 8], ['adapter_4step', 4]] as const) {
+      await mkdir(join(dir, DEMO_ADAPTERS[component], '..'), { recursive: true });
+      await writeDemoAdapter(join(dir, DEMO_ADAPTERS[component]), parseH3Config(DEMO_TRANSFORMER_CONFIG), { seed: DEMO_SEED + seed });
+    }
 
     await json('audio_vae/config.json', DEMO_AUDIO_VAE_CONFIG);
     await writeSafetensors(join(dir, 'audio_vae', 'diffusion_pytorch_model.safetensors'), tensors(keys.audioVae, () => 'F32'), meta);
