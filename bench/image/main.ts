@@ -14,6 +14,7 @@
 // about N/32; for slow adapters (lavapipe: also pass small --sizes and --job-size, e.g. 256).
 import { Engine } from '../../src/engine/engine';
 import { parseQwen3Config } from '../../src/models/qwen3/config';
+import { QWEN3_VL_IMAGE_PROCESSOR } from '../../src/models/qwen3_vl_vision';
 import { SyntheticCheckpoint, WeightSynth } from '../../src/models/qwen3_tts/demo';
 import { parseQwenImage21Config, QWEN_IMAGE21_SCHEDULER, parseFlowMatchConfig } from '../../src/models/qwen_image21';
 import { latentGrid, loadQwenImage21Parts, sampleLatents, seededNoise, textLayout, type QwenImage21Configs } from '../../src/models/qwen_image21/pipeline';
@@ -57,6 +58,8 @@ function configs(layers: number | undefined): QwenImage21Configs {
     transformer: layers ? { ...transformer, numLayers: Math.min(layers, transformer.numLayers) } : transformer,
     textEncoder: layers ? { ...textEncoder, numLayers: Math.min(layers, textEncoder.numLayers) } : textEncoder,
     scheduler: parseFlowMatchConfig(QWEN_IMAGE21_SCHEDULER),
+    vision: null, // text-to-image: the vision tower only runs for reference images
+    processor: QWEN3_VL_IMAGE_PROCESSOR,
   };
 }
 
@@ -144,7 +147,7 @@ async function benchProfile(profile: string): Promise<void> {
         const encodeMs = now() - t0;
         const t1 = now();
         const latents = await sampleLatents(e, parts.transformer, cfg.scheduler, {
-          cond: c.reshape([1, c.shape[0]!, c.shape[1]!]), cfg: 1, seed: 1, steps, width: jobSize, height: jobSize,
+          cond: { embeds: c.reshape([1, c.shape[0]!, c.shape[1]!]) }, cfg: 1, seed: 1, steps, width: jobSize, height: jobSize,
         });
         const sampleMs = now() - t1;
         c.free();

@@ -24,6 +24,17 @@ export const QWEN_IMAGE21_PROFILES = { imgmain: { int8: true }, imgmain_bf16: { 
 /** GPU working set on top of the weights (prefix K/V caches, activations at 2K, VAE decode), for the fits-beside estimate. */
 const WORKING_BYTES = 6 * 2 ** 30;
 
+/**
+ * Pixels a reference image is scaled to: the res tier's area (spec: "in editing, reference images are scaled to this
+ * tier too"; upstream's output_resolution^2); for an explicit size the output's own area, at least 512^2 (so the
+ * vision processor's 256^2 minimum holds at any aspect) and at most 2K's.
+ */
+export function referenceArea(res: string, width: number, height: number): number {
+  if (res === '2K') return 2048 * 2048;
+  if (res === '1K') return 1024 * 1024;
+  return Math.min(2048 * 2048, Math.max(512 * 512, width * height));
+}
+
 /** The job record as the pipeline's task. */
 export function imageTaskOf(p: JobTaskPayload): ImageTask {
   const j = p.job;
@@ -36,6 +47,7 @@ export function imageTaskOf(p: JobTaskPayload): ImageTask {
     width: j.params.width,
     height: j.params.height,
     references: p.images,
+    referenceArea: referenceArea(j.res, j.params.width, j.params.height),
     outputPath: p.outputPath,
     png: { prompt: j.prompt, profile: j.profile, seed: j.seed, steps: j.steps, negative_prompt: j.negative ?? '', cfg: j.cfg ?? 1, mode: j.mode },
   };

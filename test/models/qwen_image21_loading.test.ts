@@ -14,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Engine } from '../../src/engine/engine';
 import { Checkpoint, type TensorEntry } from '../../src/engine/safetensors';
 import { parseQwen3Config } from '../../src/models/qwen3/config';
+import { QWEN3_VL_IMAGE_PROCESSOR } from '../../src/models/qwen3_vl_vision';
 import { QWEN_IMAGE21_SCHEDULER, parseFlowMatchConfig, parseQwenImage21Config } from '../../src/models/qwen_image21';
 import { planDemoQwenImage21, recordQwenImage21Keys, type QwenImage21DemoPlan } from '../../src/models/qwen_image21/demo';
 import { loadQwenImage21Parts, readQwenImage21Configs, type QwenImage21Configs } from '../../src/models/qwen_image21/pipeline';
@@ -49,6 +50,8 @@ describe('Qwen-Image-2.1 key names against upstream', () => {
         transformer: parseQwenImage21Config(c.config),
         textEncoder: parseQwen3Config({ model_type: 'qwen3', vocab_size: 8, hidden_size: c.config.context_in_dim, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1 }),
         scheduler: parseFlowMatchConfig(QWEN_IMAGE21_SCHEDULER),
+        vision: null,
+        processor: QWEN3_VL_IMAGE_PROCESSOR,
       };
       const keys = await recordQwenImage21Keys(e, cfg);
       const upstream = c.names('weight').sort();

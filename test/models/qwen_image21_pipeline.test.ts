@@ -3,7 +3,7 @@
 // result and runs the negative prompt through its own cache, cancel stops between steps, progress per step), and
 // the service pipeline end to end (a png of the asked size, stages in the spec's order, same seed -> same bytes).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -17,6 +17,7 @@ import {
   type QwenImage21Configs, type QwenImage21Parts,
 } from '../../src/models/qwen_image21/pipeline';
 import { TextTokenizer } from '../../src/models/tokenizer';
+import { pngBytes } from '../api/inputs';
 import { testEngine } from '../engine/helpers';
 
 describe('seededNoise', () => {
@@ -80,7 +81,7 @@ describe('Qwen-Image-2.1 denoising loop on the demo checkpoint', () => {
 
   const encode = (prompt: string) => {
     const c = parts.textEncoder.encode(prompt);
-    return c.reshape([1, c.shape[0]!, c.shape[1]!]);
+    return { embeds: c.reshape([1, c.shape[0]!, c.shape[1]!]) };
   };
   const run = async (o: { seed: number; cfg?: number; negative?: string; steps?: number; signal?: AbortSignal; onStep?: (d: number, t: number) => void }) => {
     const cond = encode('a red kiln at dusk');
@@ -94,8 +95,8 @@ describe('Qwen-Image-2.1 denoising loop on the demo checkpoint', () => {
       x.free();
       return v;
     } finally {
-      cond.free();
-      negative?.free();
+      cond.embeds.free();
+      negative?.embeds.free();
     }
   };
 
@@ -173,7 +174,7 @@ describe('QwenImage21Pipeline (the service pipeline) on the demo checkpoint', ()
   });
   let n = 0;
   const task = (o: Partial<ImageTask> = {}): ImageTask => ({
-    prompt: 'a red kiln at dusk', negative: '', cfg: 1, seed: 3, steps: 2, width: 256, height: 192, references: [],
+    prompt: 'a red kiln at dusk', negative: '', cfg: 1, seed: 3, steps: 2, width: 256, height: 192, references: [], referenceArea: 512 * 512,
     outputPath: join(scratch, `out-${++n}.png`), png: { prompt: 'a red kiln at dusk', profile: 'imgmain', seed: 3, steps: 2 }, ...o,
   });
 
@@ -214,10 +215,26 @@ describe('QwenImage21Pipeline (the service pipeline) on the demo checkpoint', ()
     assert.equal(existsSync(t.outputPath), false);
   });
 
-  test('reference images: refused naming what is missing, no png', async () => {
-    const t = task({ references: [join(scratch, 'ref.png')] });
-    await assert.rejects(pipeline.run(t, ctx()), /editing with reference images is not built yet/);
-    assert.equal(existsSync(t.outputPath), false);
+  test('editing: references go through the vision tower and the VAE encoder; they change the picture, deterministically', async () => {
+    const ref1 = join(scratch, 'ref1.png');
+    const ref2 = join(scratch, 'ref2.png');
+    writeFileSync(ref1, await pngBytes(96, 64));
+    writeFileSync(ref2, await pngBytes(40, 72));
+    const stages: Stage[] = [];
+    const plain = task({ prompt: 'make Picture 1 blue' });
+    const one = task({ prompt: 'make Picture 1 blue', references: [ref1] });
+    const oneAgain = task({ prompt: 'make Picture 1 blue', references: [ref1] });
+    const two = task({ prompt: 'put Picture 2 into Picture 1', references: [ref1, ref2], cfg: 2, negative: 'blurry' });
+    await pipeline.run(plain, ctx());
+    await pipeline.run(one, ctx({ stages }));
+    assert.deepEqual(stages, [STAGE.encode, STAGE.sample, STAGE.save]);
+    await pipeline.run(oneAgain, ctx());
+    await pipeline.run(two, ctx());
+    const [pp, p1, p1b, p2] = [plain, one, oneAgain, two].map((x) => readFileSync(x.outputPath));
+    for (const p of [p1, p2]) assert.deepEqual(pngSize(p!), { width: 256, height: 192 }, 'the output keeps the asked size');
+    assert.ok(p1!.equals(p1b!), 'same references and seed, same bytes');
+    assert.ok(!p1!.equals(pp!), 'the reference changes the picture');
+    await assert.rejects(pipeline.run(task({ references: [join(scratch, 'missing.png')] }), ctx()), /ENOENT|missing\.png/);
   });
 
   test('unload gives the GPU memory back', async () => {

@@ -17,6 +17,7 @@ import type { Engine } from '../../engine/engine';
 import { writeSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
 import { numelOf } from '../../engine/tensor';
 import { parseQwen3Config } from '../qwen3/config';
+import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../qwen3_vl_vision';
 import { SyntheticCheckpoint, WeightSynth } from '../qwen3_tts/demo';
 import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { parseQwenImage21Config } from './config';
@@ -164,6 +165,8 @@ export async function planDemoQwenImage21(e: Engine): Promise<QwenImage21DemoPla
     transformer: parseQwenImage21Config(DEMO_TRANSFORMER_CONFIG, 'demo transformer/config.json'),
     textEncoder: parseQwen3Config(textJson, 'text', 'demo text_encoder/config.json'),
     scheduler: parseFlowMatchConfig(QWEN_IMAGE21_SCHEDULER, 'demo scheduler/scheduler_config.json'),
+    vision: parseQwen3VlVisionConfig(textJson, 'demo text_encoder/config.json'),
+    processor: parseQwen3VlImageProcessorConfig(PREPROCESSOR, 'demo processor/preprocessor_config.json'),
   };
   const keys = await recordQwenImage21Keys(e, configs);
   const digest = createHash('sha256')

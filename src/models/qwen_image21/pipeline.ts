@@ -1,27 +1,35 @@
 // Qwen-Image-2.1 as a service pipeline (profiles imgmain: int8 linears, imgmain_bf16: 16-bit), diffusers'
 // QwenImage21Pipeline.__call__ (pipeline_qwenimage21.py at c245e42d; docs/models/qwen-image-2.1.md "Pipeline").
 // One job:
-//   prompt -> template -> Qwen3-VL text decoder -> conditioning (L, 4096)            (text-encoder.ts)
+//   references (editing, "Picture 1..N") -> decoded RGB at about the res tier's area, sides multiples of 32
+//     -> the Qwen3-VL vision tower (inside the text encoder) and VAE encode -> normalised latents (H/16 x W/16 x 64)
+//   prompt (+ references) -> template -> Qwen3-VL -> conditioning (L, 4096) + which rows are reference slots
+//                                                                                       (text-encoder.ts)
 //   (cfg > 1: the negative prompt the same way; true CFG: v = v_neg + cfg (v_cond - v_neg), no rescale upstream)
 //   noise (1, H/16 * W/16, 64) from the seed (seededNoise, channel-major like upstream's randn then packed)
 //   schedule (scheduler.ts) -> steps x [transformer with the prefix K/V cache -> Euler]     progress per step
 //   latents -> VAE decode (it un-normalises with latents_mean/std) -> RGBA -> RGB over white -> png (media)
 // Loading reads a checkpoint folder in the published diffusers layout (real weights or the demo, demo.ts).
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import { add, mul, sub } from '../../engine/ops/elementwise';
+import { concat } from '../../engine/ops/layout';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../jobs/catalog';
-import { writePng, type PngParameters } from '../../media';
+import { loadImage, writePng, type ImageTensor, type PngParameters } from '../../media';
 import type { Pipeline, RunContext } from '../../scheduler/pipeline';
 import { parseQwen3Config, type Qwen3Config } from '../qwen3/config';
+import {
+  parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig, QWEN3_VL_IMAGE_PROCESSOR, type Qwen3VlImageProcessorConfig, type Qwen3VlVisionConfig,
+} from '../qwen3_vl_vision';
 import type { ComputeDType } from '../qwen3/weights';
 import { TextTokenizer } from '../tokenizer';
 import { parseQwenImage21Config, type QwenImage21Config } from './config';
-import { imageMaskWithTarget, jointLayout, type JointLayout } from './layout';
+import { imageMaskWithTarget, jointLayout, type ImageShape, type JointLayout } from './layout';
 import { eulerStep } from './sampler';
 import { eulerDt, flowMatchSchedule, modelTimestep, parseFlowMatchConfig, type FlowMatchConfig } from './scheduler';
 import { QwenImage21TextEncoder } from './text-encoder';
@@ -43,6 +51,8 @@ export interface ImageTask {
   height: number;
   /** Reference image files (editing), in "Picture 1..N" order. */
   references: string[];
+  /** Pixels a reference is scaled to (about; aspect kept, sides multiples of 32): the res tier's area. */
+  referenceArea: number;
   /** png, written through a temp name. */
   outputPath: string;
   /** Recorded in the png's text chunks. */
@@ -54,6 +64,10 @@ export interface QwenImage21Configs {
   transformer: QwenImage21Config;
   textEncoder: Qwen3Config;
   scheduler: FlowMatchConfig;
+  /** text_encoder/config.json's vision_config (null: a text-only checkpoint, no editing). */
+  vision: Qwen3VlVisionConfig | null;
+  /** processor/preprocessor_config.json (Qwen3-VL's defaults when the file is absent). */
+  processor: Qwen3VlImageProcessorConfig;
 }
 
 /** The diffusers folders of the checkpoint (model_index.json names the classes). */
@@ -83,10 +97,15 @@ export async function readQwenImage21Configs(dir: string): Promise<QwenImage21Co
     const entry = index[folder];
     if (!Array.isArray(entry) || entry[1] !== cls) throw new Error(`${join(dir, 'model_index.json')}: ${folder} is ${JSON.stringify(entry)}, expected [..., "${cls}"]`);
   }
+  const text = await readJson(dir, 'text_encoder/config.json');
+  const textPath = join(dir, 'text_encoder/config.json');
+  const procPath = join(dir, 'processor/preprocessor_config.json');
   return {
     transformer: parseQwenImage21Config(await readJson(dir, 'transformer/config.json'), join(dir, 'transformer/config.json')),
-    textEncoder: parseQwen3Config(await readJson(dir, 'text_encoder/config.json'), 'text', join(dir, 'text_encoder/config.json')),
+    textEncoder: parseQwen3Config(text, 'text', textPath),
     scheduler: parseFlowMatchConfig(await readJson(dir, 'scheduler/scheduler_config.json'), join(dir, 'scheduler/scheduler_config.json')),
+    vision: (text as { vision_config?: unknown }).vision_config ? parseQwen3VlVisionConfig(text, textPath) : null,
+    processor: existsSync(procPath) ? parseQwen3VlImageProcessorConfig(await readJson(dir, 'processor/preprocessor_config.json'), procPath) : QWEN3_VL_IMAGE_PROCESSOR,
   };
 }
 
@@ -98,6 +117,8 @@ export interface PartsOptions {
   int8: boolean;
   /** Transformer blocks to load (benchmarks at reduced depth); default all. */
   layers?: number;
+  /** Load the vision tower for reference images (default: when the config has one). */
+  references?: boolean;
 }
 
 /** The weight sources of the two big parts: real files (Checkpoint.open) or SyntheticCheckpoints (demo, bench). */
@@ -122,7 +143,8 @@ export async function loadQwenImage21Parts(
     owned.push(transformer);
     throwIfCancelled(signal);
     onTextEncoder?.();
-    const textEncoder = await QwenImage21TextEncoder.load(e, src.textEncoder, cfg.textEncoder, { dtype: o.dtype, tokenizer: tokenizer ?? undefined });
+    const vision = (o.references ?? true) && cfg.vision ? { config: cfg.vision, processor: cfg.processor } : undefined;
+    const textEncoder = await QwenImage21TextEncoder.load(e, src.textEncoder, cfg.textEncoder, { dtype: o.dtype, tokenizer: tokenizer ?? undefined, vision });
     owned.push(textEncoder);
     throwIfCancelled(signal);
     if (textEncoder.hiddenSize !== cfg.transformer.contextInDim) {
@@ -166,10 +188,24 @@ export function seededNoise(seed: number, channels: number, h: number, w: number
 
 // ---- sampling ----
 
+/** One prompt's conditioning: (1, L, hidden) in the transformer's dtype, and which rows are reference slots. */
+export interface PromptCondition {
+  embeds: Tensor;
+  /** (L) true at the <|image_pad|> slots of the references (absent: text only). */
+  imagePadMask?: readonly boolean[];
+}
+
+/** The references' packed latents (1, sum of h_i * w_i, C), normalised, and their shapes (1, h_i, w_i) in order. */
+export interface ReferenceLatents {
+  latents: Tensor;
+  shapes: ImageShape[];
+}
+
 export interface SampleRequest {
-  /** Conditioning (1, L, hidden) in the transformer's dtype, and the negative one when cfg > 1. */
-  cond: Tensor;
-  negative?: Tensor;
+  cond: PromptCondition;
+  /** The negative prompt's conditioning (same references), used when cfg > 1. */
+  negative?: PromptCondition;
+  references?: ReferenceLatents;
   cfg: number;
   seed: number;
   steps: number;
@@ -183,6 +219,14 @@ export interface SampleRequest {
 /** The text-only joint layout of a conditioning of `rows` tokens and a target of h x w latent tokens. */
 export function textLayout(rows: number, h: number, w: number): JointLayout {
   return jointLayout(imageMaskWithTarget(new Array<boolean>(rows).fill(false), { height: h, width: w }), [[1, h, w]]);
+}
+
+/** The joint layout of one prompt's conditioning (reference slots marked) and a target of h x w latent tokens. */
+export function promptLayout(c: PromptCondition, references: readonly ImageShape[], h: number, w: number): JointLayout {
+  const rows = c.embeds.shape[1]!;
+  const mask = c.imagePadMask ?? new Array<boolean>(rows).fill(false);
+  if (mask.length !== rows) throw new RangeError(`Qwen-Image-2.1: image-pad mask of ${mask.length} rows for a conditioning of ${rows}`);
+  return jointLayout(imageMaskWithTarget(mask, { height: h, width: w }), [...references, [1, h, w]]);
 }
 
 /** Latent grid of a pixel size: 16x smaller per side, rounded down to a multiple of 2 (the pipeline's // 32 * 2). */
@@ -202,8 +246,10 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
   const cfg = transformer.config;
   const { h, w } = latentGrid(r.width, r.height);
   const useCfg = r.cfg > 1 && r.negative !== undefined;
-  const condLayout = textLayout(r.cond.shape[1]!, h, w);
-  const negLayout = useCfg ? textLayout(r.negative!.shape[1]!, h, w) : null;
+  const refShapes = r.references?.shapes ?? [];
+  const referenceLatents = r.references?.latents;
+  const condLayout = promptLayout(r.cond, refShapes, h, w);
+  const negLayout = useCfg ? promptLayout(r.negative!, refShapes, h, w) : null;
   const schedule = flowMatchSchedule(sched, r.steps, condLayout.targetLength);
   const caches: QwenImage21PrefixCache[] = [];
   let x = e.upload(seededNoise(r.seed, cfg.inChannels, h, w), [1, h * w, cfg.inChannels], transformer.dtype, 'qi21 noise');
@@ -215,9 +261,9 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
     for (let i = 0; i < r.steps; i++) {
       throwIfCancelled(r.signal);
       const timestep = modelTimestep(schedule, i);
-      let v = transformer.forward({ layout: condLayout, encoderHiddenStates: r.cond, latents: x, timestep, cache: condCache }).sample;
+      let v = transformer.forward({ layout: condLayout, encoderHiddenStates: r.cond.embeds, referenceLatents, latents: x, timestep, cache: condCache }).sample;
       if (negCache) {
-        const vn = transformer.forward({ layout: negLayout!, encoderHiddenStates: r.negative, latents: x, timestep, cache: negCache }).sample;
+        const vn = transformer.forward({ layout: negLayout!, encoderHiddenStates: r.negative!.embeds, referenceLatents, latents: x, timestep, cache: negCache }).sample;
         const d = sub(e, v, vn);
         v.free();
         const sd = mul(e, d, r.cfg);
@@ -261,6 +307,38 @@ export function rgbOverWhite(data: Float32Array, height: number, width: number, 
   return out;
 }
 
+/**
+ * References (CHW RGB in [-1, 1], sides multiples of 16) -> their normalised latents packed in order,
+ * (1, sum of (H/16)(W/16), zDim): VAE encode of each as opaque RGBA (upstream converts to RGBA; alpha 1), the
+ * (1, h, w, C) result taken row-major as upstream's _pack_latents does.
+ */
+export function encodeReferences(e: Engine, vae: QwenImage21Vae, images: readonly ImageTensor[]): Tensor {
+  const parts: Tensor[] = [];
+  try {
+    for (const im of images) {
+      const [, H, W] = im.shape;
+      const n = H * W;
+      const rgba = new Float32Array(n * 4);
+      for (let i = 0; i < n; i++) {
+        rgba[i * 4] = im.data[i]!;
+        rgba[i * 4 + 1] = im.data[n + i]!;
+        rgba[i * 4 + 2] = im.data[2 * n + i]!;
+        rgba[i * 4 + 3] = 1;
+      }
+      const px = e.upload(rgba, [1, H, W, 4], vae.dtype, 'qi21 reference pixels');
+      try {
+        const z = vae.encode(px); // (1, H/16, W/16, C)
+        parts.push(z.reshape([1, z.shape[1]! * z.shape[2]!, z.shape[3]!]));
+      } finally {
+        px.free();
+      }
+    }
+    return parts.length === 1 ? parts.pop()! : concat(e, parts, 1);
+  } finally {
+    for (const p of parts) p.free();
+  }
+}
+
 // ---- the service pipeline ----
 
 interface Loaded {
@@ -302,8 +380,8 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
     const tokenizer = await TextTokenizer.fromDir(join(dir, 'processor'));
     const dtype: ComputeDType = e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32';
     const before = e.pool.stats().inUseBytes;
-    // The decoder only: the encoder serves reference images, which this pipeline does not take yet.
-    const vae = await QwenImage21Vae.load(e, join(dir, 'vae'), { dtype, encoder: false });
+    // The encoder half serves reference images: loaded when the text encoder can take them too.
+    const vae = await QwenImage21Vae.load(e, join(dir, 'vae'), { dtype, encoder: configs.vision !== null });
     try {
       if (vae.config.zDim !== configs.transformer.inChannels) {
         throw new Error(`Qwen-Image-2.1: the VAE's z_dim ${vae.config.zDim} is not the transformer's in_channels ${configs.transformer.inChannels}`);
@@ -324,19 +402,26 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
     const m = this.m!;
     const e = m.e;
     const { transformer, textEncoder } = m.parts;
-    if (task.references.length > 0) {
-      throw new Error(`Qwen-Image-2.1: editing with reference images is not built yet (the text encoder's vision tower for the ${task.references.length} image(s) is missing); send the prompt without images for text-to-image`);
+    if (task.references.length > 0 && (!textEncoder.vision || !m.vae.encoder)) {
+      throw new Error(`Qwen-Image-2.1: this checkpoint has no vision tower (text_encoder/config.json has no vision_config), so the ${task.references.length} reference image(s) cannot be used; send the prompt without images for text-to-image`);
     }
 
     ctx.stage(STAGE.encode);
     const held: Tensor[] = [];
-    const condition = (prompt: string): Tensor => {
-      const c = textEncoder.encode(prompt);
-      held.push(c);
-      return c.reshape([1, c.shape[0]!, c.shape[1]!]);
-    };
+    const keep = (t: Tensor) => (held.push(t), t);
     let latents: Tensor | null = null;
     try {
+      const refImages: ImageTensor[] = [];
+      for (const [i, path] of task.references.entries()) {
+        const img = await loadImage(await readFile(path), { label: `images[${i}]`, fit: { mode: 'tier', area: task.referenceArea }, signal: ctx.signal });
+        refImages.push({ data: img.data, shape: img.shape });
+      }
+      const references = refImages.length ? { latents: keep(encodeReferences(e, m.vae, refImages)), shapes: refImages.map((im): ImageShape => [1, im.shape[1] / 16, im.shape[2] / 16]) } : undefined;
+      const condition = (prompt: string): PromptCondition => {
+        const c = textEncoder.encodePrompt(prompt, refImages);
+        keep(c.embeds);
+        return { embeds: c.embeds.reshape([1, c.embeds.shape[0]!, c.embeds.shape[1]!]), imagePadMask: c.imagePadMask };
+      };
       const cond = condition(task.prompt);
       const negative = task.cfg > 1 ? condition(task.negative) : undefined;
       await e.sync();
@@ -345,7 +430,7 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
       ctx.stage(STAGE.sample);
       ctx.progress(0, task.steps);
       latents = await sampleLatents(e, transformer, m.configs.scheduler, {
-        cond, negative, cfg: task.cfg, seed: task.seed, steps: task.steps, width: task.width, height: task.height, signal: ctx.signal,
+        cond, negative, references, cfg: task.cfg, seed: task.seed, steps: task.steps, width: task.width, height: task.height, signal: ctx.signal,
         onStep: async (done, total) => {
           ctx.progress(done, total);
           await ctx.safePoint();
