@@ -3,7 +3,7 @@
 // Header (prepended): `alias T = f32;` or `enable f16; alias T = f16;`.
 //
 // Shapes: Q (B, Hq, Lq, D), K and V (B, Hkv, Lk, D), any strides (views of a packed QKV projection or of a
-// KV cache); out (B, Hq, Lq, D) contiguous. Grouped-query: query head h reads kv head h / (Hq / Hkv).
+// KV cache); out (B, Hq, Lq, D) contiguous from element out_off of its binding. Grouped-query: query head h reads kv head h / (Hq / Hkv).
 // Masks (MASK): 0 none; 1 causal, query i sees keys j <= i + q_offset (q_offset = tokens already in the
 // KV cache when decoding); 2 block-causal, with blk[pos] a block id per position (f32): query i sees key j
 // when blk[j] <= blk[i + q_offset]. Every mask also hides keys j >= kv_len (a padded cache), and with a sliding
@@ -29,7 +29,7 @@ struct Params {
   Lq: u32, Lk: u32, Hq: u32, Hkv: u32,
   q_off: u32, k_off: u32, v_off: u32, kv_len: u32,
   q_offset: u32, blk_off: u32, blk_str: u32, scale: f32,
-  window: u32, _pad0: u32, _pad1: u32, _pad2: u32,   // window 0 = unlimited
+  window: u32, out_off: u32, _pad1: u32, _pad2: u32,   // window 0 = unlimited; out's element offset
   q_str: vec4<u32>,   // (batch, head, position, dim) strides in elements
   k_str: vec4<u32>,
   v_str: vec4<u32>,
@@ -140,7 +140,7 @@ fn attention(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id
 
   if (!live) { return; }
   let inv = select(0.0, 1.0 / l, l > 0.0);
-  let ob = ((bz * p.Hq + h) * p.Lq + qi) * D;
+  let ob = p.out_off + ((bz * p.Hq + h) * p.Lq + qi) * D;
   for (var d4 = 0u; d4 < DV; d4++) {
     let y = acc[d4] * inv;
     for (var c = 0u; c < 4u; c++) {

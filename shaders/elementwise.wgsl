@@ -2,7 +2,7 @@
 // test/engine/reference/elementwise.ts. Header (prepended): `alias T = f32;` or `enable f16; alias T = f16;`.
 // Math is done in f32 and rounded to T once.
 //
-// Bindings: 0 params, 1 out (contiguous), 2 a, 3 b. Strides are in elements; 0 on broadcast dims.
+// Bindings: 0 params, 1 out (contiguous from element out_off), 2 a, 3 b. Strides are in elements; 0 on broadcast dims.
 // One thread per output element; index = gid.x + gid.y * (num_workgroups.x * WG) (see grid1d()).
 
 override OP: u32 = 0u;        // 0 add, 1 sub, 2 mul, 3 div, 4 rsub (s - a), 5 rdiv (s / a), 6 max, 7 min
@@ -15,7 +15,8 @@ struct Params {
   a_off: u32,      // element offsets of a and b in their storage
   b_off: u32,
   scalar: f32,     // the b operand of `scalar`
-  _pad0: u32, _pad1: u32, _pad2: u32,
+  out_off: u32,    // element offset of out (a contiguous view, possibly of a bigger tensor)
+  _pad1: u32, _pad2: u32,
   shape: array<vec4<u32>, 2>,   // output shape, outermost first
   a_str: array<vec4<u32>, 2>,
   b_str: array<vec4<u32>, 2>,
@@ -74,7 +75,7 @@ fn binary(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     ia = s.x;
     ib = s.y;
   }
-  out[i] = T(apply(f32(a[ia]), f32(b[ib])));
+  out[p.out_off + i] = T(apply(f32(a[ia]), f32(b[ib])));
 }
 
 // out = a OP p.scalar (OP 4/5 put the scalar first).
@@ -84,7 +85,7 @@ fn scalar(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
   if (i >= p.n) { return; }
   var ia = p.a_off + i;
   if (!CONTIG) { ia = source_index(i).x; }
-  out[i] = T(apply(f32(a[ia]), p.scalar));
+  out[p.out_off + i] = T(apply(f32(a[ia]), p.scalar));
 }
 
 // out = a (strided view -> contiguous copy, bit exact).
@@ -92,5 +93,5 @@ fn scalar(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
 fn copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = flat(gid, nwg);
   if (i >= p.n) { return; }
-  out[i] = a[source_index(i).x];
+  out[p.out_off + i] = a[source_index(i).x];
 }

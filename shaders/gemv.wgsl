@@ -12,7 +12,7 @@
 // ROWS f32 partial sums (one per input row), reduced across the column's TPC threads in workgroup memory.
 //
 // Rows: the R = batches * M rows of x (x is any strided view, (batch..., M, K)); row r is (batch r / M, m = r % M)
-// and writes out[r, n] of the contiguous (batch..., M, N) output. The weight is shared by every batch.
+// and writes out[r, n] of the contiguous (batch..., M, N) output, which starts at element w.z of its binding. The weight is shared by every batch.
 //
 // Epilogue (same as matmul.wgsl): y = act(acc * scale[n] + bias[n]); if GATE y *= g[r,n]; if RESID y += res[r,n].
 // Bindings: 0 params, 1 out, 2 x, 3 W (u32 words), 4 bias, 5 gate, 6 resid, 7 scales (u32 words), 8 W again as
@@ -38,7 +38,7 @@ struct Params {
   a_b: vec4<u32>, a_mk: vec4<u32>,   // x batch strides; (m, k) strides
   g_b: vec4<u32>, g_mn: vec4<u32>,
   r_b: vec4<u32>, r_mn: vec4<u32>,
-  w: vec4<u32>,        // W row stride (elements between W[n, 0] and W[n+1, 0]), workgroups along x, 0, 0
+  w: vec4<u32>,        // W row stride (elements between W[n, 0] and W[n+1, 0]), workgroups along x, out offset, 0
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -176,6 +176,6 @@ fn gemv(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     var y = act(red[r * WG + lid.x] * sc + bn);
     if (GATE) { y *= f32(gate[p.offs2.x + dot3(bc, p.g_b) + m * p.g_mn.x + n * p.g_mn.y]); }
     if (RESID) { y += f32(resid[p.offs2.y + dot3(bc, p.r_b) + m * p.r_mn.x + n * p.r_mn.y]); }
-    out[r * p.N + n] = T(y);
+    out[p.w.z + r * p.N + n] = T(y);
   }
 }

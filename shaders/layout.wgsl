@@ -4,7 +4,7 @@
 //
 // Entries (bindings: 0 params, 1 out, 2 src, 3 ids):
 //   copy:     dst view (dst_off + coords . dst_str) = src view, over `shape` (rank <= 8)
-//   pad:      out (contiguous, `shape`) from src (`in_shape`, strided) with `before[d]` leading pad per dim;
+//   pad:      out (contiguous from dst_off, `shape`) from src (`in_shape`, strided) with `before[d]` leading pad per dim;
 //             MODE 0 constant (value), 1 replicate (clamp), 2 reflect (mirror without repeating the edge)
 //   gather:   out [N, D] = table[ids[n], :] (table [V, D] strided; ids int32; an id outside [0, V) gives NaN)
 //   f32_to_f16 / f16_to_f32: casts without the f16 extension (pack2x16float / unpack2x16float on u32 words)
@@ -97,7 +97,7 @@ fn pad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n
     }
     si += u32(max(c, 0)) * dim8(p.src_str, u32(d));
   }
-  if (inside) { out[i] = src[si]; } else { out[i] = T(p.value); }
+  if (inside) { out[p.dst_off + i] = src[si]; } else { out[p.dst_off + i] = T(p.value); }
 }
 
 @compute @workgroup_size(WG)

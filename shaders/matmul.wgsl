@@ -3,7 +3,7 @@
 // Header (prepended): `alias T = f32;` or `enable f16; alias T = f16;` (the type of A, bias, gate, residual
 // and the output). Products and sums are f32; the result is rounded to T once.
 //
-// Shapes: A (batch..., M, K), B (batch..., K, N), C (batch..., M, N) contiguous. A and B are any strided
+// Shapes: A (batch..., M, K), B (batch..., K, N), C (batch..., M, N) contiguous from element offs2.w. A and B are any strided
 // views (a transposed operand is just swapped strides); batch dims (3, padded with 1 at the front) come
 // from workgroup_id.z, each operand with its own batch strides (0 = broadcast, e.g. a linear weight).
 // B is read as u32 words so one kernel serves f32, f16 and int8 weights (BTYPE); int8 weights are
@@ -33,7 +33,7 @@ struct Params {
   M: u32, N: u32, K: u32, bias_str: u32,
   bshape: vec4<u32>,   // batch dims (x outermost .. z innermost)
   offs: vec4<u32>,     // element offsets: a, b, bias, scales
-  offs2: vec4<u32>,    // gate offset, resid offset, scale stride, 0
+  offs2: vec4<u32>,    // gate offset, resid offset, scale stride, out offset
   a_b: vec4<u32>, a_mk: vec4<u32>,   // batch strides; (m, k) strides
   b_b: vec4<u32>, b_kn: vec4<u32>,   // batch strides; (k, n) strides
   g_b: vec4<u32>, g_mn: vec4<u32>,
@@ -144,7 +144,7 @@ fn matmul(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) w
     workgroupBarrier();
   }
 
-  let obase = z * p.M * p.N;
+  let obase = p.offs2.w + z * p.M * p.N;   // out's element offset (a view of a bigger tensor) + batch
   let gbase = p.offs2.x + dot3(bc, p.g_b);
   let rbase = p.offs2.y + dot3(bc, p.r_b);
   for (var c = 0u; c < 4u; c++) {

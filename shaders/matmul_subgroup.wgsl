@@ -32,7 +32,7 @@ struct Params {
   M: u32, N: u32, K: u32, bias_str: u32,
   bshape: vec4<u32>,
   offs: vec4<u32>,
-  offs2: vec4<u32>,
+  offs2: vec4<u32>,   // gate offset, resid offset, scale stride, out offset
   a_b: vec4<u32>, a_mk: vec4<u32>,
   b_b: vec4<u32>, b_kn: vec4<u32>,
   g_b: vec4<u32>, g_mn: vec4<u32>,
@@ -114,7 +114,7 @@ fn matmul(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid:
   }
   workgroupBarrier();
 
-  let obase = z * p.M * p.N;
+  let obase = p.offs2.w + z * p.M * p.N;   // out's element offset (a view of a bigger tensor) + batch
   let gbase = p.offs2.x + dot3(bc, p.g_b);
   let rbase = p.offs2.y + dot3(bc, p.r_b);
   for (var s = tid; s < BM * BN; s += nthreads) {

@@ -11,7 +11,7 @@
 // x has up to 4 leading dims (lead, outermost first) and is strided. Modulation tensors are indexed by
 // the leading coords, except that the last leading dim (the sequence L) is mapped to a segment index
 // (segments = consecutive runs along L, e.g. text | audio | video rows): their strides are given for
-// [...lead[:-1], S] (0 where broadcast). Bindings: 0 params, 1 out (contiguous [rows, D]), 2 x, 3 r,
+// [...lead[:-1], S] (0 where broadcast). Bindings: 0 params, 1 out (contiguous [rows, D] from element offs[7]), 2 x, 3 r,
 // 4 w, 5 b, 6 scale, 7 shift, 8 gate (absent ones are bound to x and never read).
 //
 // Entries `gn_stats` / `gn_apply`: GroupNorm over x [B, ...spatial(<=6 dims), C] (strided), G groups of
@@ -37,7 +37,7 @@ struct Params {
   scale_offset: f32,
   _p0: u32,
   _p1: u32,
-  offs: array<vec4<u32>, 2>,    // element offsets: x, r, w, b | scale, shift, gate, -
+  offs: array<vec4<u32>, 2>,    // element offsets: x, r, w, b | scale, shift, gate, out
   dstr: array<vec4<u32>, 2>,    // strides along D, same order
   lead: vec4<u32>,              // leading dims of x (unused slots 1)
   x_str: vec4<u32>,             // x strides of the leading dims
@@ -146,7 +146,7 @@ fn rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     if (HAS_SHIFT) { y += f32(shift[ho + i * p.dstr[1].y]); }
     if (HAS_GATE) { y *= f32(gate[go + i * p.dstr[1].z]); }
     if (HAS_RES) { y += f32(r[ro + i * p.dstr[0].y]); }
-    out[row * p.d + i] = T(y);
+    out[p.offs[1].w + row * p.d + i] = T(y);
   }
 }
 

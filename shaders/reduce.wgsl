@@ -2,7 +2,7 @@
 // the lowest index among equal maxima). Wrapper: src/engine/ops/reduce.ts; reference:
 // test/engine/reference/reduce.ts. Header: `alias T = f32;` or `enable f16; alias T = f16;`. Sums in f32.
 //
-// x (rows..., N) is any strided view (rank <= 8); out (rows...) contiguous. One workgroup per row (index
+// x (rows..., N) is any strided view (rank <= 8); out (rows...) contiguous from element out_off. One workgroup per row (index
 // wid.x + wid.y * num_workgroups.x): each thread folds a strided slice of the row, then a tree in
 // workgroup memory.
 //
@@ -13,7 +13,7 @@ override WG: u32 = 64u;   // a power of two
 
 struct Params {
   rows: u32, N: u32, rank: u32, x_off: u32,   // rank counts the leading (row) dims
-  n_str: u32, _p0: u32, _p1: u32, _p2: u32,
+  n_str: u32, out_off: u32, _p1: u32, _p2: u32,   // out_off: out's element offset
   shape: array<vec4<u32>, 2>,                 // leading dims, outermost first
   strides: array<vec4<u32>, 2>,
 }
@@ -61,7 +61,7 @@ fn reduce(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) w
   if (lid.x == 0u) {
     var y = red[0];
     if (OP == 1u) { y /= f32(p.N); }
-    out[row] = T(y);
+    out[p.out_off + row] = T(y);
   }
 }
 
@@ -90,5 +90,5 @@ fn argmax(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) w
       }
     }
   }
-  if (lid.x == 0u) { out_idx[row] = f32(red_i[0]); }
+  if (lid.x == 0u) { out_idx[p.out_off + row] = f32(red_i[0]); }
 }

@@ -20,7 +20,7 @@ struct Params {
   B: u32, V: u32, P: u32, K: u32,
   l_off: u32, l_row: u32, l_col: u32, seed: u32,
   p_off: u32, p_row: u32, p_col: u32, step: u32,
-  temperature: f32, penalty: f32, _p0: u32, _p1: u32,
+  temperature: f32, penalty: f32, out_off: u32, _p1: u32,   // out_off: the tokens' element offset
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -116,5 +116,5 @@ fn pick(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       if (goal < cum) { break; }
     }
   }
-  tokens[b] = f32(token);
+  tokens[p.out_off + b] = f32(token);
 }

@@ -1,7 +1,7 @@
 // Softmax over the last dim, statistics (max, sum of exp) in f32. Wrapper: src/engine/ops/softmax.ts;
 // reference: test/engine/reference/reduce.ts. Header: `alias T = f32;` or `enable f16; alias T = f16;`.
 //
-// x (rows..., N) any strided view (rank <= 8); out (rows..., N) contiguous. One workgroup per row (index
+// x (rows..., N) any strided view (rank <= 8); out (rows..., N) contiguous from element out_off. One workgroup per row (index
 // wid.x + wid.y * num_workgroups.x); three passes over the row: max, sum of exp(x - max), write.
 //
 // Bindings: 0 params, 1 out, 2 x.
@@ -10,7 +10,7 @@ override WG: u32 = 64u;   // a power of two
 
 struct Params {
   rows: u32, N: u32, rank: u32, x_off: u32,
-  n_str: u32, _p0: u32, _p1: u32, _p2: u32,
+  n_str: u32, out_off: u32, _p1: u32, _p2: u32,   // out_off: out's element offset
   shape: array<vec4<u32>, 2>,
   strides: array<vec4<u32>, 2>,
 }
@@ -60,6 +60,6 @@ fn softmax(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) 
   for (var i = lid.x; i < p.N; i += WG) { s += exp(f32(x[base + i * p.n_str]) - m); }
   s = tree(lid.x, s, false);
   let inv = 1.0 / s;
-  let ob = row * p.N;
+  let ob = p.out_off + row * p.N;
   for (var i = lid.x; i < p.N; i += WG) { out[ob + i] = T(exp(f32(x[base + i * p.n_str]) - m) * inv); }
 }

@@ -14,7 +14,7 @@ struct Params {
   n: u32,          // elements
   rank: u32,       // dims used in shape/strides (<= 8)
   x_off: u32,      // element offset of x in its storage
-  _pad0: u32,
+  out_off: u32,    // element offset of out (a contiguous view, possibly of a bigger tensor)
   shift: f32,      // added before the clamp
   lo: f32,         // clamp bounds (only with CLAMP; an open side is +-3.4e38)
   hi: f32,
@@ -83,5 +83,5 @@ fn unary(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
   }
   var v = f32(x[ix]) + p.shift;
   if (CLAMP) { v = clamp(v, p.lo, p.hi); }
-  out[i] = T(apply(v));
+  out[p.out_off + i] = T(apply(v));
 }

@@ -98,16 +98,20 @@ test('elementwise: input checks name the op and the shapes', async () => {
   for (const t of [a, b, h]) t.free();
 });
 
-test('elementwise: an out view at a nonzero offset is refused, not written at offset 0', async () => {
-  // Regression: the kernels write from element 0 of the out binding, so a contiguous slice such as rows 1..2 of a
-  // [3, 4] tensor used to receive the result in row 0 and leave its own rows untouched.
+test('elementwise: an out view at a nonzero offset is written there, the rest of its storage untouched', async () => {
+  // Regression: the kernels wrote from element 0 of the out binding, so a contiguous slice such as rows 1..2 of a
+  // [3, 4] tensor received the result in row 0 and its own rows stayed as they were (then the view was refused);
+  // now out_off carries the view's offset. test/engine/out_offset.test.ts covers every op.
   const e = await testEngine();
-  const a = e.upload(new Float32Array(8).fill(1), [2, 4], 'f32');
-  const big = e.upload(new Float32Array(12).fill(0), [3, 4], 'f32');
+  const a = e.upload(Float32Array.from({ length: 8 }, (_, i) => i), [2, 4], 'f32');
+  const big = e.upload(new Float32Array(12).fill(-7), [3, 4], 'f32');
   const rows12 = big.slice(0, 1, 3);
   assert.equal(rows12.isContiguous, true);
-  assert.throws(() => arith(e, 'add', a, 1, rows12), /add: out .* must be a contiguous f32\[2,4\] at offset 0/);
-  assert.throws(() => scalarOp(e, 'mul', a, 2, rows12), /mul: out .* at offset 0/);
+  assert.equal(arith(e, 'add', a, 1, rows12), rows12);
+  assert.deepEqual([...(await e.read(big))], [-7, -7, -7, -7, 1, 2, 3, 4, 5, 6, 7, 8]);
+  scalarOp(e, 'mul', a, 2, rows12);
+  arith(e, 'sub', a, a.slice(0, 0, 1), big.slice(0, 0, 2));
+  assert.deepEqual([...(await e.read(big))], [0, 0, 0, 0, 4, 4, 4, 4, 8, 10, 12, 14]);
   a.free();
   big.free();
 });

@@ -6,6 +6,7 @@
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { fmtShape, type Tensor } from '../tensor';
+import { outputTensor } from './checks';
 
 export type AttentionMask = 'none' | 'causal' | 'block_causal';
 const MASK_CODE: Record<AttentionMask, number> = { none: 0, causal: 1, block_causal: 2 };
@@ -58,13 +59,8 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
     }
   }
   const shape = [B, Hq, Lq, D];
-  const out = opts.out ?? e.empty(shape, q.dtype);
-  if (opts.out) {
-    if (out.dtype !== q.dtype || !out.isContiguous || out.rank !== 4 || out.shape.some((n, i) => n !== shape[i])) {
-      throw new RangeError(`attention: out ${out} must be a contiguous ${q.dtype}${fmtShape(shape)}`);
-    }
-    if ([q, k, v, blk].some((t) => t && t.storage === out.storage)) throw new RangeError(`attention: out ${out} aliases an input`);
-  }
+  // out: any contiguous view of the output's shape at any element offset (the params' out_off)
+  const out = outputTensor(e, 'attention', shape, q.dtype, opts.out, [q, k, v, blk], true);
 
   const bq = opts.tile?.bq ?? 32;
   const bkv = opts.tile?.bkv ?? 16;
@@ -73,7 +69,7 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
     .u32(Lq).u32(Lk).u32(Hq).u32(Hkv)
     .u32(q.offset).u32(k.offset).u32(v.offset).u32(kvLen)
     .u32(qoff).u32(mask === 'block_causal' ? blk!.offset : 0).u32(mask === 'block_causal' ? blk!.strides[0]! : 0).f32(opts.scale ?? 1 / Math.sqrt(D))
-    .u32(window).u32(0).u32(0).u32(0)
+    .u32(window).u32(out.offset).u32(0).u32(0)
     .dims(q.strides, 4).dims(k.strides, 4).dims(v.strides, 4);
   // blk is statically used by the shader, so something is bound even when only block_causal reads it.
   e.recorder.dispatch({ kernel, bindings: [out, q, k, v, mask === 'block_causal' ? blk! : q], params, workgroups: [Math.ceil(Lq / bq), Hq, B] });

@@ -35,7 +35,7 @@ export function binary(e: Engine, op: BinaryOp, a: Tensor, b: Tensor, out?: Tens
   const shape = broadcastShapes(a.shape, b.shape);
   if (!shape) throw new RangeError(`${op}: a${fmtShape(a.shape)} vs b${fmtShape(b.shape)} do not broadcast`);
   checkRank(op, shape);
-  const o = outputTensor(e, op, shape, a.dtype, out, [a, b]);
+  const o = outputTensor(e, op, shape, a.dtype, out, [a, b], true);
   const av = a.expand(shape);
   const bv = b.expand(shape);
   const contig = sameLayout(av, shape) && sameLayout(bv, shape);
@@ -43,7 +43,7 @@ export function binary(e: Engine, op: BinaryOp, a: Tensor, b: Tensor, out?: Tens
   e.recorder.dispatch({
     kernel,
     bindings: [o, a, b],
-    params: params(o.numel, shape, av, bv, 0),
+    params: params(o, shape, av, bv, 0),
     workgroups: grid1d(o.numel, WG),
   });
   return o;
@@ -53,9 +53,9 @@ export function binary(e: Engine, op: BinaryOp, a: Tensor, b: Tensor, out?: Tens
 export function scalarOp(e: Engine, op: ScalarOp, a: Tensor, s: number, out?: Tensor): Tensor {
   checkFloat(op, a);
   checkRank(op, a.shape);
-  const o = outputTensor(e, op, a.shape, a.dtype, out, [a]);
+  const o = outputTensor(e, op, a.shape, a.dtype, out, [a], true);
   const kernel = e.kernels.get({ shader: 'elementwise', entry: 'scalar', dtype: a.dtype, constants: { OP: OP_CODE[op], CONTIG: sameLayout(a, a.shape), WG } });
-  e.recorder.dispatch({ kernel, bindings: [o, a], params: params(o.numel, a.shape, a, a, s), workgroups: grid1d(o.numel, WG) });
+  e.recorder.dispatch({ kernel, bindings: [o, a], params: params(o, a.shape, a, a, s), workgroups: grid1d(o.numel, WG) });
   return o;
 }
 
@@ -63,20 +63,22 @@ export function scalarOp(e: Engine, op: ScalarOp, a: Tensor, s: number, out?: Te
 export function contiguous(e: Engine, a: Tensor, out?: Tensor): Tensor {
   checkFloat('contiguous', a);
   checkRank('contiguous', a.shape);
-  const o = outputTensor(e, 'contiguous', a.shape, a.dtype, out, [a]);
+  const o = outputTensor(e, 'contiguous', a.shape, a.dtype, out, [a], true);
   const kernel = e.kernels.get({ shader: 'elementwise', entry: 'copy', dtype: a.dtype, constants: { WG } });
-  e.recorder.dispatch({ kernel, bindings: [o, a], params: params(o.numel, a.shape, a, a, 0), workgroups: grid1d(o.numel, WG) });
+  e.recorder.dispatch({ kernel, bindings: [o, a], params: params(o, a.shape, a, a, 0), workgroups: grid1d(o.numel, WG) });
   return o;
 }
 
-function params(n: number, shape: readonly number[], a: Tensor, b: Tensor, scalar: number): Params {
+/** out: the contiguous output (its element offset goes in out_off: out may be a view of a bigger tensor). */
+function params(out: Tensor, shape: readonly number[], a: Tensor, b: Tensor, scalar: number): Params {
   // Leading size-1 dims would only cost loop iterations; rank 0 is one element with no dims.
   return new Params()
-    .u32(n)
+    .u32(out.numel)
     .u32(shape.length)
     .u32(a.offset)
     .u32(b.offset)
     .f32(scalar)
+    .u32(out.offset)
     .dims(shape, MAX_RANK)
     .dims(a.strides, MAX_RANK)
     .dims(b.strides, MAX_RANK);

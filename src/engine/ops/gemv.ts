@@ -28,7 +28,7 @@ export function gemvRefusal(rows: number, b: Tensor): string | null {
 }
 
 export interface Gemv {
-  /** x (batch..., M, K) and b = W^T (batch..., K, N) expanded to the output's batch dims; out contiguous. */
+  /** x (batch..., M, K) and b = W^T (batch..., K, N) expanded to the output's batch dims; out contiguous (any offset). */
   a: Tensor; b: Tensor; out: Tensor; M: number; N: number; K: number; batch: number[];
   bias?: Tensor; gate?: Tensor; residual?: Tensor; scales?: Tensor; act: Activation;
 }
@@ -55,7 +55,7 @@ export function gemv(e: Engine, g: Gemv): void {
     .dims(bstr(a), 4).dims(mat(a), 4)
     .dims(bstr(gate), 4).dims(mat(gate), 4)
     .dims(bstr(residual), 4).dims(mat(residual), 4)
-    .dims([rowStride, gx, 0, 0], 4);
+    .dims([rowStride, gx, out.offset, 0], 4);
   const kernel = e.kernels.get({
     shader: 'gemv',
     entry: 'gemv',

@@ -16,7 +16,7 @@ const WG = 256;
 /** A contiguous copy of any view (permute/slice/expand materialised). */
 export function copy(e: Engine, src: Tensor, out?: Tensor): Tensor {
   checkFloatRank('copy', src, MAX_RANK);
-  const o = outputTensor(e, 'copy', src.shape, src.dtype, out, [src]);
+  const o = outputTensor(e, 'copy', src.shape, src.dtype, out, [src], true); // copyInto adds dst.offset
   copyInto(e, src, o);
   return o;
 }
@@ -47,7 +47,7 @@ export function concat(e: Engine, tensors: readonly Tensor[], dim: number, out?:
   }
   const shape = [...first.shape];
   shape[d] = tensors.reduce((a, t) => a + t.shape[d]!, 0);
-  const o = outputTensor(e, 'concat', shape, first.dtype, out, tensors);
+  const o = outputTensor(e, 'concat', shape, first.dtype, out, tensors, true); // slices of o keep its offset
   let at = 0;
   for (const t of tensors) {
     copyInto(e, t, o.slice(d, at, at + t.shape[d]!));
@@ -76,10 +76,10 @@ export function pad(e: Engine, x: Tensor, pads: readonly (readonly [number, numb
     if (mode === 'replicate' && n === 0 && b + a > 0) throw new RangeError(`pad: replicate of empty dim ${d} of x ${x}`);
   });
   const shape = x.shape.map((n, d) => n + before[d]! + after[d]!);
-  const o = outputTensor(e, 'pad', shape, x.dtype, out, [x]);
+  const o = outputTensor(e, 'pad', shape, x.dtype, out, [x], true); // dst_off
   if (o.numel === 0) return o;
   const kernel = e.kernels.get({ shader: 'layout', entry: 'pad', dtype: x.dtype, constants: { MODE: PAD_MODE[mode], WG } });
-  const params = base(o.numel, x.rank, x.offset, 0, value).dims(shape, MAX_RANK).dims(x.strides, MAX_RANK).dims(x.shape, MAX_RANK).dims(before, MAX_RANK);
+  const params = base(o.numel, x.rank, x.offset, o.offset, value).dims(shape, MAX_RANK).dims(x.strides, MAX_RANK).dims(x.shape, MAX_RANK).dims(before, MAX_RANK);
   e.recorder.dispatch({ kernel, bindings: [o, x], params, workgroups: grid1d(o.numel, WG) });
   return o;
 }
@@ -103,6 +103,7 @@ export function gather(e: Engine, table: Tensor, ids: Tensor | ArrayLike<number>
   const idt = ids instanceof Tensor ? ids : uploadIds(e, ids);
   if (idt.bytesPerElement !== 4 || !idt.isContiguous) throw new RangeError(`gather: ids ${idt} must be a contiguous 4-byte id tensor (uploadIds)`);
   const [V, D] = table.shape as [number, number];
+  // out at offset 0 only: gather's dst_off slot carries the ids' offset
   const o = outputTensor(e, 'gather', [...idt.shape, D], table.dtype, out, [table, idt]);
   if (o.numel > 0) {
     const kernel = e.kernels.get({ shader: 'layout', entry: 'gather', dtype: table.dtype, constants: { WG } });
@@ -121,6 +122,7 @@ export function cast(e: Engine, x: Tensor, dtype: DType, out?: Tensor): Tensor {
   checkFloatRank('cast', x, MAX_RANK);
   if (dtype !== 'f32' && dtype !== 'f16') throw new TypeError(`cast: ${x} to ${dtype}: only f32 and f16`);
   if (dtype === x.dtype) return copy(e, x, out);
+  // out at offset 0 only: f32 -> f16 writes packed pairs of halves as u32 words from word 0
   const o = outputTensor(e, 'cast', x.shape, dtype, out, [x]);
   if (o.numel === 0) return o;
   const entry = dtype === 'f16' ? 'f32_to_f16' : 'f16_to_f32';

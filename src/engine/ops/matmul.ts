@@ -6,12 +6,14 @@
 //   reference: test/engine/reference/matmul.ts
 //   tests:     test/engine/matmul.test.ts, test/engine/linear.test.ts, test/engine/int8.test.ts
 // A and B may be any strided views (a transposed operand is a transpose() view, no copy); batch dims (up to
-// 3) broadcast like numpy. The output is a new contiguous tensor unless `out` is given.
+// 3) broadcast like numpy. The output is a new contiguous tensor unless `out` is given: any contiguous view of the
+// output's shape and dtype, at any element offset (the kernels add out.offset: Params offs2.w, gemv's w.z).
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { broadcastShapes, fmtShape, type Tensor } from '../tensor';
 import { gemmSubgroup, subgroupMatrixUsable } from './matmul_subgroup';
 import { gemv, gemvRefusal } from './gemv';
+import { outputTensor } from './checks';
 
 export type Activation = 'none' | 'gelu_tanh' | 'gelu_erf' | 'silu';
 export const ACT_CODE: Record<Activation, number> = { none: 0, gelu_tanh: 1, gelu_erf: 2, silu: 3 };
@@ -83,13 +85,8 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
   const g = aux('gate', gate);
   const r = aux('residual', residual);
 
-  const out = opts.out ?? e.empty(shape, a.dtype);
-  if (opts.out) {
-    if (out.dtype !== a.dtype || !out.isContiguous || out.rank !== shape.length || out.shape.some((n, i) => n !== shape[i])) {
-      throw new RangeError(`${op}: out ${out} must be a contiguous ${a.dtype}${fmtShape(shape)}`);
-    }
-    if ([a, b, bias, gate, residual, scales].some((t) => t && t.storage === out.storage)) throw new RangeError(`${op}: out ${out} aliases an input`);
-  }
+  // out may be a contiguous view at any element offset (e.g. rows of a bigger tensor): every kernel adds it.
+  const out = outputTensor(e, op, shape, a.dtype, opts.out, [a, b, bias, gate, residual, scales], true);
 
   const ae = a.expand([...batch, M, K]);
   const be = b.expand([...batch, K, N]);
@@ -99,7 +96,7 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     .u32(M).u32(N).u32(K).u32(bias ? bias.strides[0]! : 0)
     .dims(pad3(batch, 1), 4)
     .dims([a.offset, b.offset, bias?.offset ?? 0, scales?.offset ?? 0], 4)
-    .dims([g?.offset ?? 0, r?.offset ?? 0, scales?.strides[0] ?? 0, 0], 4)
+    .dims([g?.offset ?? 0, r?.offset ?? 0, scales?.strides[0] ?? 0, out.offset], 4)
     .dims(bstr(ae), 4).dims(mat(ae), 4)
     .dims(bstr(be), 4).dims(mat(be), 4)
     .dims(bstr(g), 4).dims(mat(g), 4)

@@ -97,7 +97,7 @@ function rowNorm(e: Engine, op: string, rms: boolean, x: Tensor, o: RowNormOptio
     res = o.residual;
   }
 
-  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x, w, b, sc?.t, sh?.t, g?.t, res]);
+  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x, w, b, sc?.t, sh?.t, g?.t, res], true); // any offset: offs[7]
   const wg = d <= 128 ? 64 : d <= 1024 ? 128 : 256;
   const kernel = e.kernels.get({
     shader: 'norm',
@@ -115,7 +115,7 @@ function rowNorm(e: Engine, op: string, rms: boolean, x: Tensor, o: RowNormOptio
     .u32(segs.length)
     .f32(o.eps ?? (rms ? 1e-6 : 1e-5))
     .f32(o.scaleOffset ?? 1)
-    .dims([x.offset, res?.offset ?? 0, w?.offset ?? 0, b?.offset ?? 0, sc?.t.offset ?? 0, sh?.t.offset ?? 0, g?.t.offset ?? 0], 8)
+    .dims([x.offset, res?.offset ?? 0, w?.offset ?? 0, b?.offset ?? 0, sc?.t.offset ?? 0, sh?.t.offset ?? 0, g?.t.offset ?? 0, out.offset], 8)
     .dims([x.strides[x.rank - 1]!, res?.strides[x.rank - 1] ?? 0, w?.strides[0] ?? 0, b?.strides[0] ?? 0, sc?.ds ?? 0, sh?.ds ?? 0, g?.ds ?? 0], 8)
     .dims(pad1(lead), 4)
     .dims(x.strides.slice(0, -1), 4)
@@ -158,6 +158,7 @@ export function groupNorm(e: Engine, x: Tensor, groups: number, o: GroupNormOpti
     checkSame(op, name, x, t);
     if (t.rank !== 1 || t.shape[0] !== c) throw new RangeError(`${op}: ${name} ${t} must be [${c}] for x ${x}`);
   }
+  // out at offset 0 only: the group-norm params have no slot left for out's offset
   const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x, o.weight, o.bias]);
   const stats = e.empty([bsz * groups, 2], 'f32', 'groupNorm stats');
   const params = new Params()

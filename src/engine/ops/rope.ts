@@ -5,8 +5,8 @@
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { grid1d } from '../recorder';
-import { fmtShape, type Tensor } from '../tensor';
-import { sameShape } from './checks';
+import type { Tensor } from '../tensor';
+import { outputTensor, sameShape } from './checks';
 
 export type RopeStyle = 'half' | 'interleaved';
 
@@ -38,11 +38,8 @@ export function rope(e: Engine, x: Tensor, cos: Tensor, sin: Tensor, opts: RopeO
   const [tb, tl, P] = c3.shape as [number, number, number];
   if (tl !== L || (tb !== 1 && tb !== B)) throw new RangeError(`${op}: tables ${cos} do not match x ${x} (need [${L}, P] or [${B}, ${L}, P])`);
   if (2 * P > D || P < 1) throw new RangeError(`${op}: tables ${cos} rotate ${2 * P} dims but x ${x} has head dim ${D}`);
-  const out = opts.out ?? e.empty(x.shape, x.dtype);
-  if (out.dtype !== x.dtype || !out.isContiguous || out.offset !== 0 || !sameShape(out.shape, x.shape)) {
-    throw new RangeError(`${op}: out ${out} must be a contiguous ${x.dtype}${fmtShape(x.shape)} at offset 0`);
-  }
-  if ([x, cos, sin].some((t) => t.storage === out.storage)) throw new RangeError(`${op}: out ${out} aliases an input`);
+  // out at offset 0 only: rope.wgsl has no params slot for out's offset (refused by outputTensor)
+  const out = outputTensor(e, op, x.shape, x.dtype, opts.out, [x, cos, sin]);
   const kernel = e.kernels.get({ shader: 'rope', dtype: x.dtype, constants: { INTERLEAVED: opts.style === 'interleaved', WG } });
   const params = new Params()
     .u32(x.numel)

@@ -7,6 +7,7 @@ import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { grid1d } from '../recorder';
 import { fmtShape, type Tensor } from '../tensor';
+import { outputTensor } from './checks';
 
 export const MAX_TOP_K = 64;
 const WG = 64;
@@ -23,7 +24,7 @@ export interface SampleOptions {
   /** RNG key: the draw for row b is uniform(seed, step, b) (see samplingUniform). */
   seed?: number;
   step?: number;
-  /** f32 (B) output. */
+  /** f32 (B) output: a contiguous view at any element offset. */
   out?: Tensor;
 }
 
@@ -44,16 +45,14 @@ export function sample(e: Engine, logits: Tensor, o: SampleOptions = {}): Tensor
     throw new RangeError(`sample: prevTokens ${prev} must be f32 (${B}, P) or (P) for logits${fmtShape(logits.shape)}`);
   }
   const P = prev && penalty !== 1 ? prev.shape[prev.rank - 1]! : 0;
-  const out = o.out ?? e.empty([B], 'f32');
-  if (o.out && (out.dtype !== 'f32' || !out.isContiguous || out.rank !== 1 || out.shape[0] !== B)) {
-    throw new RangeError(`sample: out ${out} must be a contiguous f32[${B}]`);
-  }
+  // out: any contiguous f32 (B) view at any element offset (the params' out_off)
+  const out = outputTensor(e, 'sample', [B], 'f32', o.out, [logits, prev], true);
 
   const params = new Params()
     .u32(B).u32(V).u32(P).u32(k)
     .u32(logits.offset).u32(logits.strides[0]!).u32(logits.strides[1]!).u32(o.seed ?? 0)
     .u32(prev?.offset ?? 0).u32(prev?.rank === 2 ? prev.strides[0]! : 0).u32(prev ? prev.strides[prev.rank - 1]! : 0).u32(o.step ?? 0)
-    .f32(temperature).f32(penalty).u32(0).u32(0);
+    .f32(temperature).f32(penalty).u32(out.offset).u32(0);
   const scratch = e.empty([B, V], 'f32', 'sample scratch');
   const spec = (entry: string) => e.kernels.get({ shader: 'sampling', entry, dtype: logits.dtype, constants: { WG } });
   e.recorder.dispatch({ kernel: spec('prepare'), bindings: [scratch, logits], params, workgroups: grid1d(B * V, WG) });

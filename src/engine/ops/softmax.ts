@@ -1,4 +1,5 @@
-// Softmax over the last dim (max and sum of exp in f32). x any strided view; out contiguous, same shape.
+// Softmax over the last dim (max and sum of exp in f32). x any strided view; out contiguous, same shape, at any
+// element offset (a view of a bigger tensor).
 //   shader:    shaders/softmax.wgsl (entry softmax; override WG)
 //   reference: test/engine/reference/reduce.ts (softmaxRef)
 //   tests:     test/engine/softmax.test.ts
@@ -13,6 +14,6 @@ export function softmax(e: Engine, x: Tensor, out?: Tensor): Tensor {
   const o = rowOutput(e, 'softmax', x, x.dtype, out, true);
   const rows = x.numel / x.shape[x.rank - 1]!;
   const kernel = e.kernels.get({ shader: 'softmax', entry: 'softmax', dtype: x.dtype, constants: { WG } });
-  e.recorder.dispatch({ kernel, bindings: [o, x], params: rowParams(x), workgroups: grid1d(rows, 1) });
+  e.recorder.dispatch({ kernel, bindings: [o, x], params: rowParams(x, o), workgroups: grid1d(rows, 1) });
   return o;
 }

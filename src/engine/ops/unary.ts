@@ -51,12 +51,12 @@ export function unary(e: Engine, op: UnaryOp, x: Tensor, o: UnaryOptions = {}): 
     if (v !== undefined && !Number.isFinite(v)) throw new RangeError(`${op}: ${name} ${v} must be a finite number`);
   }
   if (min !== undefined && max !== undefined && min > max) throw new RangeError(`${op}: min ${min} > max ${max}`);
-  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x]);
+  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x], true); // any offset: out_off
   if (x.numel === 0) return out;
   const doClamp = min !== undefined || max !== undefined;
   const kernel = e.kernels.get({ shader: 'unary', entry: 'unary', dtype: x.dtype, constants: { OP: OP_CODE[op], CONTIG: x.isContiguous, CLAMP: doClamp, WG } });
   const params = new Params()
-    .u32(x.numel).u32(x.rank).u32(x.offset).u32(0)
+    .u32(x.numel).u32(x.rank).u32(x.offset).u32(out.offset)
     .f32(shift).f32(min ?? -F32_MAX).f32(max ?? F32_MAX).f32(alpha ?? 1)
     .dims(x.shape, MAX_RANK)
     .dims(x.strides, MAX_RANK);
