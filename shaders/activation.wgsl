@@ -27,6 +27,7 @@ struct Params {
   shape: array<vec4<u32>, 2>,
   a_str: array<vec4<u32>, 2>,
   b_str: array<vec4<u32>, 2>, // glu: up's strides
+  out_off: u32,                // out's element offset (a contiguous view, possibly of a bigger tensor)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -76,7 +77,7 @@ fn unary(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     ia += (rem % s) * dim8(p.a_str, u32(d));
     rem = rem / s;
   }
-  out[i] = T(act(f32(a[ia])));
+  out[p.out_off + i] = T(act(f32(a[ia])));
 }
 
 @compute @workgroup_size(WG)
@@ -93,7 +94,7 @@ fn glu(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n
     ia += k * dim8(p.a_str, u32(d));
     ib += k * dim8(p.b_str, u32(d));
   }
-  out[i] = T(act(f32(a[ia])) * f32(b[ib]));
+  out[p.out_off + i] = T(act(f32(a[ia])) * f32(b[ib]));
 }
 
 @compute @workgroup_size(WG)
@@ -119,5 +120,5 @@ fn snake(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     be = exp(be);
   }
   let sn = sin(al * x);
-  out[i] = T(x + sn * sn / (be + 1e-9));
+  out[p.out_off + i] = T(x + sn * sn / (be + 1e-9));
 }

@@ -48,7 +48,7 @@ struct Params {
   bias_str: u32,
   repl: u32,        // replicate-padding axes: bit 0 T, bit 1 H, bit 2 W
   x_nstr: u32,      // x stride of n
-  in_sp: vec4<u32>,   // T, H, W, -
+  in_sp: vec4<u32>,   // T, H, W, out's element offset (out may be a view of a bigger tensor)
   out_sp: vec4<u32>,  // To, Ho, Wo, To*Ho*Wo
   ks: vec4<u32>,      // kT, kH, kW, kH*kW
   stride: vec4<u32>,
@@ -189,7 +189,7 @@ fn conv(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     for (var r = 0u; r < 4u; r++) {
       let m = m0 + 4u * lid.y + r;
       if (m >= p.M) { break; }
-      out[m * p.cout + oc] = T(acc[r][c] + b);
+      out[p.in_sp.w + m * p.cout + oc] = T(acc[r][c] + b);
     }
   }
 }
@@ -217,5 +217,5 @@ fn depthwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     }
   }
   if (BIAS) { acc += f32(bias[p.bias_off + c * p.bias_str]); }
-  out[i] = T(acc);
+  out[p.in_sp.w + i] = T(acc);
 }

@@ -6,8 +6,9 @@
 //   copy:     dst view (dst_off + coords . dst_str) = src view, over `shape` (rank <= 8)
 //   pad:      out (contiguous from dst_off, `shape`) from src (`in_shape`, strided) with `before[d]` leading pad per dim;
 //             MODE 0 constant (value), 1 replicate (clamp), 2 reflect (mirror without repeating the edge)
-//   gather:   out [N, D] = table[ids[n], :] (table [V, D] strided; ids int32; an id outside [0, V) gives NaN)
-//   f32_to_f16 / f16_to_f32: casts without the f16 extension (pack2x16float / unpack2x16float on u32 words)
+//   gather:   out [N, D] (from element dst_str[0]; dst_off is the ids' offset) = table[ids[n], :] (table [V, D] strided; ids int32; an id outside [0, V) gives NaN)
+//   f32_to_f16 / f16_to_f32: casts without the f16 extension (pack2x16float / unpack2x16float on u32 words);
+//             f16_to_f32 writes from dst_off, f32_to_f16 from word 0 (whole words)
 
 override MODE: u32 = 0u;
 override WG: u32 = 256u;
@@ -107,10 +108,10 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
   let row = ids[p.dst_off + i / p.d]; // dst_off: the ids' element offset
   let col = i % p.d;
   if (row < 0 || u32(row) >= p.v) {
-    out[i] = T(bitcast<f32>(p.nan_bits));
+    out[dim8(p.dst_str, 0u) + i] = T(bitcast<f32>(p.nan_bits));
     return;
   }
-  out[i] = src[p.src_off + u32(row) * dim8(p.src_str, 0u) + col * dim8(p.src_str, 1u)];
+  out[dim8(p.dst_str, 0u) + i] = src[p.src_off + u32(row) * dim8(p.src_str, 0u) + col * dim8(p.src_str, 1u)];
 }
 
 // out (f16 words, 2 elements each) = src (f32, strided). The last word of an odd count writes a zero half
@@ -131,5 +132,5 @@ fn f16_to_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
   let i = flat(gid, nwg);
   if (i >= p.n) { return; }
   let s = src_index(i);
-  out_f32[i] = unpack2x16float(src_words[s / 2u])[s % 2u];
+  out_f32[p.dst_off + i] = unpack2x16float(src_words[s / 2u])[s % 2u];
 }

@@ -60,6 +60,7 @@ struct GnParams {
   offs: vec4<u32>, // x, w, b offsets; weight stride along C in .w
   shape: array<vec4<u32>, 2>,
   x_str: array<vec4<u32>, 2>,
+  out_off: u32,    // gn_apply: out's element offset (a contiguous view, possibly of a bigger tensor)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -198,5 +199,5 @@ fn gn_apply(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
   if (HAS_W) { y *= f32(w[gp.offs.y + c * gp.offs.w]); }
   if (HAS_B) { y += f32(b[gp.offs.z + c * gp.b_str]); }
   if (SILU) { y = y / (1.0 + exp(-y)); }
-  out[i] = T(y);
+  out[gp.out_off + i] = T(y);
 }

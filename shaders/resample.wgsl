@@ -24,7 +24,7 @@ struct Params {
   C: u32,
   x_off: u32,
   x_nstr: u32,      // x stride of n
-  in_sp: vec4<u32>,   // interp: T, H, W; fir: L, -, -
+  in_sp: vec4<u32>,   // interp: T, H, W; fir: L, -, -; both: .w = out's element offset (out may be a view)
   out_sp: vec4<u32>,  // interp: To, Ho, Wo, To*Ho*Wo; fir: Lout
   x_str: vec4<u32>,   // interp: strides of T, H, W, C; fir: strides of L, C
   scale: vec4<f32>,   // interp linear: coordinate scale per axis
@@ -70,7 +70,7 @@ fn interp(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
   let sw = source(ow, p.in_sp.z, p.out_sp.z, p.scale.z);
   let base = p.x_off + n * p.x_nstr + c * p.x_str.w;
   if (MODE == 0u) {
-    out[i] = x[base + st.x * p.x_str.x + sh.x * p.x_str.y + sw.x * p.x_str.z];
+    out[p.in_sp.w + i] = x[base + st.x * p.x_str.x + sh.x * p.x_str.y + sw.x * p.x_str.z];
     return;
   }
   let lt = bitcast<f32>(st.z);
@@ -89,7 +89,7 @@ fn interp(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
       acc += wt * wh * ((1.0 - lw) * v0 + lw * v1);
     }
   }
-  out[i] = T(acc);
+  out[p.in_sp.w + i] = T(acc);
 }
 
 // x[n, clamp(t), c] for a position t on the unpadded axis (replicate padding).
@@ -113,7 +113,7 @@ fn upfir(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     // padded-input index (u - j) / R, i.e. unpadded (u - j) / R - pad
     acc += taps[j] * x_at(base, i32((u - j) / R) - i32(p.fir.z));
   }
-  out[i] = T(p.gain * acc);
+  out[p.in_sp.w + i] = T(p.gain * acc);
 }
 
 @compute @workgroup_size(WG)
@@ -129,5 +129,5 @@ fn downfir(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
   for (var j = 0u; j < p.fir.y; j++) {
     acc += taps[j] * x_at(base, start + i32(j));
   }
-  out[i] = T(acc);
+  out[p.in_sp.w + i] = T(acc);
 }

@@ -22,6 +22,7 @@ struct Params {
   s_off: u32,
   x_str: vec4<u32>,   // strides of x's B, L, H, D
   t_str: vec4<u32>,   // strides of the tables' B (0 = broadcast), L, P
+  out_off: u32,       // out's element offset (a contiguous view, possibly of a bigger tensor)
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -41,7 +42,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let row = p.x_off + b * p.x_str.x + l * p.x_str.y + hh * p.x_str.z;
   let v = f32(x[row + d * p.x_str.w]);
   if (d >= 2u * p.pairs) {
-    out[i] = T(v);
+    out[p.out_off + i] = T(v);
     return;
   }
   var j: u32;
@@ -60,5 +61,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   }
   let t = b * p.t_str.x + l * p.t_str.y + j * p.t_str.z;
   let o = f32(x[row + partner * p.x_str.w]);
-  out[i] = T(v * cos_t[p.c_off + t] + sign * o * sin_t[p.s_off + t]);
+  out[p.out_off + i] = T(v * cos_t[p.c_off + t] + sign * o * sin_t[p.s_off + t]);
 }

@@ -130,7 +130,7 @@ test('conv1d: input checks name the op, the tensors and the shapes', async () =>
   assert.throws(() => conv1d(e, x, w, { stride: 0 }), /conv1d: stride 0 must be an integer >= 1/);
   assert.throws(() => conv1d(e, x, w, { padding: [1, 2] }), /conv1d: padding \[1,2\] must be a number, 1 numbers or 1 \[front, back\] pairs/);
   assert.throws(() => conv1d(e, x, w, { padding: 'same', stride: 2 }), /conv1d: padding 'same' needs stride 1/);
-  assert.throws(() => conv1d(e, x, w, { padding: 1, out: e.empty([2, 8, 4]) }), /conv1d: out f32\[2,8,4\] must be a contiguous f32\[2,10,4\] at offset 0/);
+  assert.throws(() => conv1d(e, x, w, { padding: 1, out: e.empty([2, 8, 4]) }), /conv1d: out f32\[2,8,4\] must be a contiguous f32\[2,10,4\]/);
   const pw = prepareConvWeight(e, w);
   assert.throws(() => conv1d(e, x, pw, { groups: 2 }), /conv1d: w f32\[4,6,3\] was prepared for groups 1; this call has groups 2/);
   pw.free();

@@ -21,9 +21,9 @@ export const silu = (e: Engine, x: Tensor, out?: Tensor) => activation(e, 'silu'
 /** out = act(x), any shape (rank <= 8). */
 export function activation(e: Engine, act: Act, x: Tensor, out?: Tensor): Tensor {
   checkFloatRank(act, x, MAX_RANK);
-  const o = outputTensor(e, act, x.shape, x.dtype, out, [x]);
+  const o = outputTensor(e, act, x.shape, x.dtype, out, [x], true); // any offset: out_off
   const kernel = e.kernels.get({ shader: 'activation', entry: 'unary', dtype: x.dtype, constants: { ACT: ACT_CODE[act], WG } });
-  e.recorder.dispatch({ kernel, bindings: [o, x], params: params(o.numel, x, x, 0), workgroups: grid1d(o.numel, WG) });
+  e.recorder.dispatch({ kernel, bindings: [o, x], params: params(o, x, x, 0), workgroups: grid1d(o.numel, WG) });
   return o;
 }
 
@@ -48,9 +48,9 @@ export function glu(e: Engine, act: Act, gate: Tensor, up?: Tensor, opts: { gate
     const second = gate.slice(-1, f2 / 2, f2);
     [g, u] = opts.gateFirst === false ? [second, first] : [first, second];
   }
-  const o = outputTensor(e, op, g.shape, g.dtype, opts.out, [gate, u]);
+  const o = outputTensor(e, op, g.shape, g.dtype, opts.out, [gate, u], true); // any offset: out_off
   const kernel = e.kernels.get({ shader: 'activation', entry: 'glu', dtype: g.dtype, constants: { ACT: ACT_CODE[act], WG } });
-  e.recorder.dispatch({ kernel, bindings: [o, g, u], params: params(o.numel, g, u, 0), workgroups: grid1d(o.numel, WG) });
+  e.recorder.dispatch({ kernel, bindings: [o, g, u], params: params(o, g, u, 0), workgroups: grid1d(o.numel, WG) });
   return o;
 }
 
@@ -79,7 +79,7 @@ export function snake(e: Engine, x: Tensor, alpha: Tensor, o: SnakeOptions = {})
     if (t.dtype !== x.dtype) throw new TypeError(`${op}: ${name} ${t} vs x ${x}: dtypes differ`);
     if (t.rank !== 1 || t.shape[0] !== c) throw new RangeError(`${op}: ${name} ${t} must be [${c}] (dim ${cd} of x ${x})`);
   }
-  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x, alpha, o.beta]);
+  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x, alpha, o.beta], true); // any offset: out_off
   const beta = o.beta ?? alpha;
   const kernel = e.kernels.get({ shader: 'activation', entry: 'snake', dtype: x.dtype, constants: { SNAKE_BETA: !!o.beta, LOG_SCALE: !!o.logScale, WG } });
   const pr = new Params()
@@ -93,14 +93,16 @@ export function snake(e: Engine, x: Tensor, alpha: Tensor, o: SnakeOptions = {})
     .u32(beta.strides[0]!)
     .dims(x.shape, MAX_RANK)
     .dims(x.strides, MAX_RANK)
-    .dims([], MAX_RANK);
+    .dims([], MAX_RANK)
+    .u32(out.offset);
   e.recorder.dispatch({ kernel, bindings: [out, x, alpha, beta], params: pr, workgroups: grid1d(x.numel, WG) });
   return out;
 }
 
-function params(n: number, a: Tensor, b: Tensor, cdim: number): Params {
+/** out: the contiguous output, whose element offset goes in out_off (it may be a view of a bigger tensor). */
+function params(out: Tensor, a: Tensor, b: Tensor, cdim: number): Params {
   return new Params()
-    .u32(n)
+    .u32(out.numel)
     .u32(a.rank)
     .u32(cdim)
     .u32(a.offset)
@@ -110,6 +112,7 @@ function params(n: number, a: Tensor, b: Tensor, cdim: number): Params {
     .u32(0)
     .dims(a.shape, MAX_RANK)
     .dims(a.strides, MAX_RANK)
-    .dims(b.strides, MAX_RANK);
+    .dims(b.strides, MAX_RANK)
+    .u32(out.offset);
 }
 

@@ -223,7 +223,7 @@ function dispatch(e: Engine, op: string, transposed: boolean, x: Tensor, wt: { t
   }
   const n = x.shape[0]!;
   const shape = [n, ...geo.outSp, ch.cout];
-  const out = outputTensor(e, op, shape, x.dtype, outOpt, [x, wt.t, bias]);
+  const out = outputTensor(e, op, shape, x.dtype, outOpt, [x, wt.t, bias], true); // any offset: in_sp.w
   // Right-align the caller's axes into the kernel's (T, H, W); missing axes have size 1.
   const to3 = (v: readonly number[], fill: number) => [...Array<number>(3 - geo.d).fill(fill), ...v];
   const inSp = to3(geo.inSp, 1);
@@ -237,7 +237,7 @@ function dispatch(e: Engine, op: string, transposed: boolean, x: Tensor, wt: { t
   // Depthwise (one input and one output channel per group): a direct kernel, one thread per output element;
   // the GEMM tiling would leave 3/4 of each tile idle. `tile` forces the GEMM path (tests cover both).
   if (!transposed && ch.cinG === 1 && ch.coutG === 1 && !tile) {
-    const params = convParams(M, K, ch, 1, x, wt, bias, geo, inSp, outSp, k, xs);
+    const params = convParams(M, K, ch, 1, x, wt, bias, geo, inSp, outSp, k, xs, out);
     const kernel = e.kernels.get({ shader: 'conv', entry: 'depthwise', dtype: x.dtype, constants: { WG: DW_WG, BIAS: !!bias } });
     e.recorder.dispatch({ kernel, bindings: [out, x, wt.t, bias ?? x], params, workgroups: grid1d(out.numel, DW_WG) });
     return out;
@@ -250,7 +250,7 @@ function dispatch(e: Engine, op: string, transposed: boolean, x: Tensor, wt: { t
   const gy = Math.min(rowTiles, maxWg);
   const gz = Math.ceil(rowTiles / gy);
 
-  const params = convParams(M, K, ch, colTiles, x, wt, bias, geo, inSp, outSp, k, xs);
+  const params = convParams(M, K, ch, colTiles, x, wt, bias, geo, inSp, outSp, k, xs, out);
   const kernel = e.kernels.get({ shader: 'conv', entry: 'conv', dtype: x.dtype, constants: { WGX: wgx, WGY: wgy, BK: bk, TRANSPOSED: transposed, BIAS: !!bias } });
   e.recorder.dispatch({ kernel, bindings: [out, x, wt.t, bias ?? x], params, workgroups: [colTiles * ch.groups, gy, gz] });
   return out;
@@ -260,13 +260,13 @@ const DW_WG = 256;
 
 /** The Params uniform of shaders/conv.wgsl (both entries), in struct order; spatial vectors already in (T, H, W). */
 function convParams(M: number, K: number, ch: Channels, colTiles: number, x: Tensor, wt: { t: Tensor; str: number[] }, bias: Tensor | undefined,
-  geo: Geometry, inSp: number[], outSp: number[], k: number[], xs: number[]): Params {
+  geo: Geometry, inSp: number[], outSp: number[], k: number[], xs: number[], out: Tensor): Params {
   const to3 = (v: readonly number[], fill: number) => [...Array<number>(3 - geo.d).fill(fill), ...v];
   return new Params()
     .u32(M).u32(K).u32(ch.cinG).u32(ch.coutG)
     .u32(ch.cout).u32(colTiles).u32(x.offset).u32(wt.t.offset)
     .u32(bias?.offset ?? 0).u32(bias?.strides[0] ?? 0).u32(geo.repl).u32(x.strides[0]!)
-    .dims([...inSp, 0], 4)
+    .dims([...inSp, out.offset], 4)
     .dims([...outSp, outSp[0]! * outSp[1]! * outSp[2]!], 4)
     .dims([...k, k[1]! * k[2]!], 4)
     .dims(to3(geo.stride, 1), 4)

@@ -103,11 +103,10 @@ export function gather(e: Engine, table: Tensor, ids: Tensor | ArrayLike<number>
   const idt = ids instanceof Tensor ? ids : uploadIds(e, ids);
   if (idt.bytesPerElement !== 4 || !idt.isContiguous) throw new RangeError(`gather: ids ${idt} must be a contiguous 4-byte id tensor (uploadIds)`);
   const [V, D] = table.shape as [number, number];
-  // out at offset 0 only: gather's dst_off slot carries the ids' offset
-  const o = outputTensor(e, 'gather', [...idt.shape, D], table.dtype, out, [table, idt]);
+  const o = outputTensor(e, 'gather', [...idt.shape, D], table.dtype, out, [table, idt], true); // dst_str[0]: out's offset
   if (o.numel > 0) {
     const kernel = e.kernels.get({ shader: 'layout', entry: 'gather', dtype: table.dtype, constants: { WG } });
-    const params = new Params().u32(o.numel).u32(2).u32(table.offset).u32(idt.offset).f32(0).u32(V).u32(D).u32(0x7fc00000).dims([], MAX_RANK).dims(table.strides, MAX_RANK).dims([], MAX_RANK).dims([], MAX_RANK);
+    const params = new Params().u32(o.numel).u32(2).u32(table.offset).u32(idt.offset).f32(0).u32(V).u32(D).u32(0x7fc00000).dims([], MAX_RANK).dims(table.strides, MAX_RANK).dims([o.offset], MAX_RANK).dims([], MAX_RANK);
     e.recorder.dispatch({ kernel, bindings: [o, table, idt], params, workgroups: grid1d(o.numel, WG) });
   }
   if (own) idt.free(); // ordered on the queue after the dispatch that reads it
@@ -122,12 +121,12 @@ export function cast(e: Engine, x: Tensor, dtype: DType, out?: Tensor): Tensor {
   checkFloatRank('cast', x, MAX_RANK);
   if (dtype !== 'f32' && dtype !== 'f16') throw new TypeError(`cast: ${x} to ${dtype}: only f32 and f16`);
   if (dtype === x.dtype) return copy(e, x, out);
-  // out at offset 0 only: f32 -> f16 writes packed pairs of halves as u32 words from word 0
-  const o = outputTensor(e, 'cast', x.shape, dtype, out, [x]);
+  // f32 -> f16 writes packed pairs of halves as u32 words from word 0, so only f16 -> f32 takes an offset out (dst_off)
+  const o = outputTensor(e, 'cast', x.shape, dtype, out, [x], dtype === 'f32');
   if (o.numel === 0) return o;
   const entry = dtype === 'f16' ? 'f32_to_f16' : 'f16_to_f32';
   const kernel = e.kernels.get({ shader: 'layout', entry, dtype: 'f32', constants: { WG } });
-  const params = base(x.numel, x.rank, x.offset, 0).dims(x.shape, MAX_RANK).dims(x.strides, MAX_RANK).dims([], MAX_RANK).dims([], MAX_RANK);
+  const params = base(x.numel, x.rank, x.offset, o.offset).dims(x.shape, MAX_RANK).dims(x.strides, MAX_RANK).dims([], MAX_RANK).dims([], MAX_RANK);
   const threads = dtype === 'f16' ? Math.ceil(x.numel / 2) : x.numel;
   e.recorder.dispatch({ kernel, bindings: [o, x], params, workgroups: grid1d(threads, WG) });
   return o;

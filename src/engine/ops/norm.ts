@@ -158,8 +158,7 @@ export function groupNorm(e: Engine, x: Tensor, groups: number, o: GroupNormOpti
     checkSame(op, name, x, t);
     if (t.rank !== 1 || t.shape[0] !== c) throw new RangeError(`${op}: ${name} ${t} must be [${c}] for x ${x}`);
   }
-  // out at offset 0 only: the group-norm params have no slot left for out's offset
-  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x, o.weight, o.bias]);
+  const out = outputTensor(e, op, x.shape, x.dtype, o.out, [x, o.weight, o.bias], true); // any offset: out_off
   const stats = e.empty([bsz * groups, 2], 'f32', 'groupNorm stats');
   const params = new Params()
     .u32(x.numel)
@@ -172,7 +171,8 @@ export function groupNorm(e: Engine, x: Tensor, groups: number, o: GroupNormOpti
     .u32(o.bias?.strides[0] ?? 0)
     .dims([x.offset, o.weight?.offset ?? 0, o.bias?.offset ?? 0, o.weight?.strides[0] ?? 0], 4)
     .dims(x.shape, 8)
-    .dims(x.strides, 8);
+    .dims(x.strides, 8)
+    .u32(out.offset);
   const WG = 256;
   const constants = { HAS_W: !!o.weight, HAS_B: !!o.bias, SILU: !!o.silu, WG };
   const statsKernel = e.kernels.get({ shader: 'norm', entry: 'gn_stats', dtype: x.dtype, constants: { WG } });

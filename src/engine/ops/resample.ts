@@ -53,7 +53,7 @@ export function interpolate(e: Engine, x: Tensor, o: InterpolateOptions): Tensor
   if (size.length !== d || size.some((v) => !Number.isInteger(v) || v < 1)) throw new RangeError(`${op}: size ${JSON.stringify(o.size)} must be ${d} integers >= 1`);
   const C = x.shape[d + 1]!;
   const shape = [x.shape[0]!, ...size, C];
-  const out = outputTensor(e, op, shape, x.dtype, o.out, [x]);
+  const out = outputTensor(e, op, shape, x.dtype, o.out, [x], true); // any offset: in_sp.w
   if (out.numel === 0) return out;
 
   const to3 = (v: readonly number[], fill: number) => [...Array<number>(3 - d).fill(fill), ...v];
@@ -62,7 +62,7 @@ export function interpolate(e: Engine, x: Tensor, o: InterpolateOptions): Tensor
   const scale = in3.map((n, i) => (o.alignCorners ? (out3[i]! > 1 ? (n - 1) / (out3[i]! - 1) : 0) : n / out3[i]!));
   const params = new Params()
     .u32(out.numel).u32(C).u32(x.offset).u32(x.strides[0]!)
-    .dims([...in3, 0], 4)
+    .dims([...in3, out.offset], 4)
     .dims([...out3, out3[0]! * out3[1]! * out3[2]!], 4)
     .dims([...to3(x.strides.slice(1, 1 + d), 0), x.strides[d + 1]!], 4);
   for (const s of [...scale, 0]) params.f32(s);

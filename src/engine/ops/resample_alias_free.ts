@@ -59,7 +59,7 @@ export function upSample1d(e: Engine, x: Tensor, up: AliasFreeResampler, out?: T
   const K = up.kernelSize;
   const pad = Math.floor(K / R) - 1;
   const padLeft = pad * R + Math.floor((K - R) / 2);
-  const o = outputTensor(e, op, [N, L * R, C], x.dtype, out, [x]);
+  const o = outputTensor(e, op, [N, L * R, C], x.dtype, out, [x], true); // any offset: in_sp.w
   dispatch(e, 'upfir', o, x, up, [R, K, pad, padLeft], R);
   return o;
 }
@@ -74,7 +74,7 @@ export function downSample1d(e: Engine, x: Tensor, down: AliasFreeResampler, out
   const padLeft = Math.floor(K / 2) - (K % 2 === 0 ? 1 : 0);
   const padRight = Math.floor(K / 2);
   const lout = Math.floor((L + padLeft + padRight - K) / R) + 1;
-  const o = outputTensor(e, op, [N, lout, C], x.dtype, out, [x]);
+  const o = outputTensor(e, op, [N, lout, C], x.dtype, out, [x], true); // any offset: in_sp.w
   dispatch(e, 'downfir', o, x, down, [R, K, 0, padLeft], 1);
   return o;
 }
@@ -116,7 +116,7 @@ function dispatch(e: Engine, entry: 'upfir' | 'downfir', out: Tensor, x: Tensor,
   const [, L, C] = x.shape as [number, number, number];
   const params = new Params()
     .u32(out.numel).u32(C).u32(x.offset).u32(x.strides[0]!)
-    .dims([L], 4)
+    .dims([L, 0, 0, out.offset], 4)
     .dims([out.shape[1]!], 4)
     .dims([x.strides[1]!, x.strides[2]!], 4)
     .dims([], 4) // interp scale: unused

@@ -20,7 +20,8 @@ const WG = 256;
 
 /**
  * x [B, L, H, D] or [L, H, D] (any view) rotated by cos/sin f32 tables [L, P] or [B|1, L, P] (views allowed):
- * the first 2P head dims are rotated, the rest copied. Returns a new contiguous tensor of x's shape.
+ * the first 2P head dims are rotated, the rest copied. Returns a new contiguous tensor of x's shape, or `out`: a
+ * contiguous view of that shape at any element offset.
  */
 export function rope(e: Engine, x: Tensor, cos: Tensor, sin: Tensor, opts: RopeOptions = {}): Tensor {
   const op = 'rope';
@@ -38,8 +39,7 @@ export function rope(e: Engine, x: Tensor, cos: Tensor, sin: Tensor, opts: RopeO
   const [tb, tl, P] = c3.shape as [number, number, number];
   if (tl !== L || (tb !== 1 && tb !== B)) throw new RangeError(`${op}: tables ${cos} do not match x ${x} (need [${L}, P] or [${B}, ${L}, P])`);
   if (2 * P > D || P < 1) throw new RangeError(`${op}: tables ${cos} rotate ${2 * P} dims but x ${x} has head dim ${D}`);
-  // out at offset 0 only: rope.wgsl has no params slot for out's offset (refused by outputTensor)
-  const out = outputTensor(e, op, x.shape, x.dtype, opts.out, [x, cos, sin]);
+  const out = outputTensor(e, op, x.shape, x.dtype, opts.out, [x, cos, sin], true); // any offset: out_off
   const kernel = e.kernels.get({ shader: 'rope', dtype: x.dtype, constants: { INTERLEAVED: opts.style === 'interleaved', WG } });
   const params = new Params()
     .u32(x.numel)
@@ -51,7 +51,8 @@ export function rope(e: Engine, x: Tensor, cos: Tensor, sin: Tensor, opts: RopeO
     .u32(c3.offset)
     .u32(s3.offset)
     .dims(x4.strides, 4)
-    .dims([tb === 1 ? 0 : c3.strides[0]!, c3.strides[1]!, c3.strides[2]!], 4);
+    .dims([tb === 1 ? 0 : c3.strides[0]!, c3.strides[1]!, c3.strides[2]!], 4)
+    .u32(out.offset);
   e.recorder.dispatch({ kernel, bindings: [out, x, cos, sin], params, workgroups: grid1d(x.numel, WG) });
   return out;
 }
