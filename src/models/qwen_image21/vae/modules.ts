@@ -7,7 +7,6 @@ import { loadTensor } from '../../../engine/load';
 import { silu } from '../../../engine/ops/activation';
 import { conv2d, prepareConvWeight, type PadPair, type PreparedConvWeight } from '../../../engine/ops/conv';
 import { add, mul } from '../../../engine/ops/elementwise';
-import { copyInto } from '../../../engine/ops/layout';
 import { linear } from '../../../engine/ops/linear';
 import { matmul } from '../../../engine/ops/matmul';
 import { rmsNorm } from '../../../engine/ops/norm';
@@ -182,13 +181,7 @@ export class VaeAttentionBlock {
         const pr = softmax(e, s);
         s.free();
         const dst = attn.slice(0, b, b + 1).slice(1, r0, r1);
-        if (dst.offset === 0) matmul(e, pr, v.slice(0, b, b + 1), { out: dst });
-        else {
-          // matmul writes its out from element 0 of the storage (it ignores a view's offset): go through a temporary
-          const o = matmul(e, pr, v.slice(0, b, b + 1));
-          copyInto(e, o, dst);
-          o.free();
-        }
+        matmul(e, pr, v.slice(0, b, b + 1), { out: dst }); // dst: a contiguous view at an offset (rows r0..r1 of item b)
         pr.free();
       }
     }
