@@ -1,0 +1,186 @@
+// npm run bench:video [-- --layers N] [--width-div K] [--cases 480p:5,768p:10] [--aspect 16:9] [--text-tokens N] [--steps N]
+//                     [--no-int8] [--vae-layers N] [--audio-seconds S] [--skip-transformer|--skip-vae|--skip-audio]
+// MiniMax H3 at the released sizes (test/fixtures/golden/minimax_h3/configs/transformer.json, video_vae/real-config.json,
+// bench/video/configs/audio_vae.json) with random weights made in memory (SyntheticCheckpoint + WeightSynth, f16 source
+// values; the DiT's linears int8 per output channel unless --no-int8), through the service's loaders, layout, sampler
+// and VAE decoders. Measures, after one warm-up forward that compiles every kernel:
+//   transformer step   one sampleH3 step (AdaLN tables + forward + both Euler updates) per case, at the case's real
+//                      packed sequence (text rows + 2 x audio latents + video rows); with --layers N < 50 also the
+//                      per-block time and the step extrapolated to 50 blocks (step - N x block + 50 x block)
+//   video VAE decode   one released 256 x 256 px tile of one temporal clip (7 latent frames), and each case's decode
+//                      extrapolated by its clip x tile count (tiles are independent and equal in cost)
+//   audio VAE decode   the case's stereo latents (or --audio-seconds) to 32 kHz
+//   peak GPU memory    the pool's peak bytes in use after each phase (weights included; phases run in order)
+// --layers N keeps N of the 50 blocks (lavapipe: 1, with small --cases such as 352p:1); --vae-layers N keeps N of
+// the 36 ViT blocks (the decode then takes about N/36 of the blocks' share); --width-div K divides the DiT's widths
+// (lavapipe cannot bind the released adaln_proj / FFN matrices: 128 MiB per binding).
+import { join, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { Engine } from '../../src/engine/engine';
+import { snapFrames, VIDEO_SIZES } from '../../src/jobs/catalog';
+import { AudioVaeDecoder, parseAudioVaeConfig } from '../../src/models/minimax_h3/audio-vae';
+import { parseH3Config } from '../../src/models/minimax_h3/config';
+import { buildPackedLayout, resolveGeometry, TEXT_TAG, type Geometry } from '../../src/models/minimax_h3/layout';
+import { patchify } from '../../src/models/minimax_h3/patchify';
+import { audioRows, gaussianNoise, h3Noise } from '../../src/models/minimax_h3/pipeline';
+import { sampleH3 } from '../../src/models/minimax_h3/sampler';
+import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
+import { decodePlan, parseVideoVaeConfig, RELEASED_TILING, splitTiles, VideoVaeDecoder } from '../../src/models/minimax_h3/video-vae';
+import { SyntheticCheckpoint, WeightSynth } from '../../src/models/qwen3_tts/demo';
+
+const args = process.argv.slice(2);
+const arg = (name: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const has = (name: string) => args.includes(name);
+
+const now = () => performance.now();
+const fmt = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(1)} ms`);
+const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`;
+
+interface Case {
+  label: string;
+  width: number;
+  height: number;
+  geo: Geometry;
+}
+
+function parseCases(spec: string, aspect: string): Case[] {
+  return spec.split(',').map((c) => {
+    const [res, sec] = c.split(':');
+    const size = VIDEO_SIZES[aspect]?.[res!];
+    if (!size || !(Number(sec) > 0)) throw new Error(`--cases: "${c}" must be <res>:<seconds> with res one of ${Object.keys(VIDEO_SIZES[aspect] ?? {}).join(', ')}`);
+    const [width, height] = size;
+    return { label: `${res} ${sec} s`, width, height, geo: resolveGeometry(snapFrames(Number(sec)), height, width) };
+  });
+}
+
+async function main(): Promise<void> {
+  const root = resolve('.'); // npm runs scripts from the package root
+  const json = (p: string) => JSON.parse(readFileSync(join(root, p), 'utf8')) as Record<string, unknown>;
+  const full = parseH3Config(json('test/fixtures/golden/minimax_h3/configs/transformer.json'), 'transformer config');
+  const layers = Number(arg('--layers') ?? full.numLayers);
+  // --width-div K: hidden, heads, FFN and time-embedding widths / K (head_dim, RoPE, text_dim kept). Only for adapters
+  // whose binding limit is below the released tensors (lavapipe: 128 MiB < adaln_proj's 248 MiB in int8).
+  const div = Number(arg('--width-div') ?? 1);
+  const w = (n: number) => Math.round(n / div);
+  const config = { ...full, numLayers: layers, hiddenSize: w(full.hiddenSize), numHeads: w(full.numHeads), ffnDim: w(full.ffnDim), timeEmbedHiddenDim: w(full.timeEmbedHiddenDim), timeEmbedDim: w(full.timeEmbedDim) };
+  const int8 = !has('--no-int8');
+  const cases = parseCases(arg('--cases') ?? '480p:5,768p:10', arg('--aspect') ?? '16:9');
+  const textTokens = Number(arg('--text-tokens') ?? 128);
+  const steps = Number(arg('--steps') ?? 1);
+
+  const e = await Engine.create({ allowSoftware: true });
+  const d = e.describe();
+  const dtype = e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32';
+  console.log(`adapter: ${d.name} (${d.vendor}/${d.architecture}, ${d.backend}${d.software ? ', software' : ''})`);
+  console.log(`date: ${new Date().toISOString()}  model: MiniMax H3 DiT ${layers}/${full.numLayers} blocks${div !== 1 ? `, widths / ${div} (hidden ${config.hiddenSize}, ${config.numHeads} heads, FFN ${config.ffnDim})` : ''}, ${int8 ? 'int8' : dtype} linears (${dtype} activations), random weights`);
+  const synth = new WeightSynth(1);
+  const peak = () => gib(e.pool.stats().peakInUseBytes);
+
+  if (!has('--skip-transformer')) {
+    let t0 = now();
+    const ckpt = new SyntheticCheckpoint({ label: 'random transformer', dtype: 'F16', fill: synth.fill });
+    const before = e.pool.stats().inUseBytes;
+    const model = await MiniMaxH3Transformer.load(e, ckpt.checkpoint, config, { dtype, int8 });
+    await e.sync();
+    const weights = e.pool.stats().inUseBytes - before;
+    console.log(`transformer load: ${fmt(now() - t0)} (random weights made and uploaded), ${gib(weights)} on the GPU (${gib((weights / Math.max(1, layers)) * full.numLayers)} at ${full.numLayers} blocks, approx.)`);
+    for (const c of cases) {
+      const { geo } = c;
+      const layout = buildPackedLayout({
+        textTags: new Uint8Array(textTokens).fill(TEXT_TAG), numLatentFrames: geo.numLatentFrames, latentHeight: geo.latentHeight,
+        latentWidth: geo.latentWidth, numAudioLatents: geo.numAudioLatents, patchSize: config.patchSize,
+      });
+      const seq = model.prepare(layout);
+      const embeds = e.upload(gaussianNoise(3, 2, textTokens * config.textDim), [1, textTokens, config.textDim], dtype, 'bench text');
+      const text = model.encodeText(embeds);
+      embeds.free();
+      const noise = h3Noise(1, geo, config.inChannels, config.audioInChannels);
+      const lat = e.upload(noise.video, [1, config.inChannels, geo.numLatentFrames, geo.latentHeight, geo.latentWidth], 'f32');
+      const video = patchify(e, lat, config.patchSize);
+      lat.free();
+      const audio = e.upload(audioRows(noise.audio, 2, config.audioInChannels, geo.numAudioLatents), [2 * geo.numAudioLatents, config.audioInChannels], 'f32');
+      try {
+        t0 = now();
+        await sampleH3(e, model, seq, text, video, audio, { steps: 2 });
+        await e.sync();
+        const warm = now() - t0;
+        const times: number[] = [];
+        let last = now();
+        await sampleH3(e, model, seq, text, video, audio, {
+          steps: steps + 1,
+          onStep: async () => {
+            await e.sync();
+            times.push(now() - last);
+            last = now();
+          },
+        });
+        const step = times.reduce((a, b) => a + b, 0) / times.length;
+        console.log(`${c.label} (${c.width}x${c.height}, ${geo.numFrames} frames): ${layout.length} rows (${textTokens} text, ${2 * geo.numAudioLatents} audio, ${layout.videoIndices.length} video); warm-up ${fmt(warm)}; step ${fmt(step)} (mean of ${times.length}); peak ${peak()}`);
+        if (layers < full.numLayers && layers > 0) {
+          // a step without blocks: the same sampler step on a copy of the model with none (shares the weights)
+          const bare = Object.create(model, { transformer_blocks: { value: [] } }) as MiniMaxH3Transformer;
+          const tb = now();
+          await sampleH3(e, bare, seq, text, video, audio, { steps: 2 });
+          await e.sync();
+          const rest = now() - tb;
+          const block = (step - rest) / layers;
+          console.log(`  per block ${fmt(block)}, outside the blocks ${fmt(rest)} -> ${full.numLayers}-block step ~${fmt(rest + full.numLayers * block)} (extrapolated)`);
+        }
+      } finally {
+        for (const t of [seq, text, video, audio]) t.free();
+      }
+    }
+    model.free();
+  }
+
+  if (!has('--skip-vae')) {
+    const raw = json('test/fixtures/golden/minimax_h3/video_vae/real-config.json');
+    const vaeLayers = Number(arg('--vae-layers') ?? raw.decoder_num_layers);
+    const cfg = parseVideoVaeConfig({ ...raw, decoder_num_layers: vaeLayers }, 'vae config');
+    const ckpt = new SyntheticCheckpoint({ label: 'random vae', dtype: 'F16', fill: synth.fill });
+    const before = e.pool.stats().inUseBytes;
+    const vae = await VideoVaeDecoder.load(e, ckpt.checkpoint, cfg, { dtype });
+    console.log(`video VAE: ${vaeLayers}/${raw.decoder_num_layers} blocks, ${dtype}, ${gib(e.pool.stats().inUseBytes - before)} on the GPU`);
+    // one full 256 x 256 px tile of one clip (7 latent frames x 16 x 16 tokens): every tile of every clip costs
+    // the same, so a video's decode is this x tiles x clips (plus host stitching, small next to it)
+    const tile = { data: gaussianNoise(4, 1, 24 * 7 * 16 * 16), shape: [24, 7, 16, 16] as const };
+    for await (const _ of vae.frames(tile)) void _; // compile
+    const t0 = now();
+    for await (const _ of vae.frames(tile)) void _;
+    const perTile = now() - t0;
+    console.log(`one tile (7 latent frames, 256x256 px -> 28 frames): ${fmt(perTile)}; peak ${peak()}`);
+    for (const c of cases) {
+      const tiles = splitTiles(c.height, RELEASED_TILING.tileHeight, RELEASED_TILING.minOverlapHeight, cfg.patch).starts.length
+        * splitTiles(c.width, RELEASED_TILING.tileWidth, RELEASED_TILING.minOverlapWidth, cfg.patch).starts.length;
+      const clips = decodePlan(cfg, c.geo.numLatentFrames).clips.length;
+      console.log(`${c.label}: ${clips} clips x ${tiles} tiles -> decode ~${fmt(perTile * clips * tiles)} (extrapolated)`);
+    }
+    vae.free();
+  }
+
+  if (!has('--skip-audio')) {
+    const cfg = parseAudioVaeConfig(json('bench/video/configs/audio_vae.json'), 'audio_vae config');
+    // weight-norm pairs as released, no stored filters (the engine makes its own taps)
+    const ckpt = new SyntheticCheckpoint({ label: 'random audio_vae', dtype: 'F32', fill: synth.fill, has: (n) => !n.endsWith('.filter') && !(n.endsWith('.weight') && !n.startsWith('dec_in_proj.')) && !n.startsWith('dec_in_proj.weight_') });
+    const vae = await AudioVaeDecoder.load(e, ckpt.checkpoint, cfg, { dtype: 'f32' });
+    const secs = arg('--audio-seconds');
+    const lengths = secs ? [{ label: `${secs} s`, n: Math.round(Number(secs) * 40) }] : cases.map((c) => ({ label: c.label, n: c.geo.numAudioLatents }));
+    for (const [i, l] of lengths.entries()) {
+      const lat = gaussianNoise(5, 1, 2 * 32 * l.n);
+      if (i === 0) await vae.decode(e, gaussianNoise(5, 1, 2 * 32 * 8), [2, 32, 8]); // compile
+      const t0 = now();
+      const out = await vae.decode(e, lat, [2, 32, l.n]);
+      console.log(`audio VAE ${l.label}: ${l.n} latents -> ${out.samples} samples x 2 in ${fmt(now() - t0)}; peak ${peak()}`);
+    }
+    vae.free();
+  }
+  e.destroy();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
