@@ -21,8 +21,9 @@ import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import type { RunContext } from '../../src/scheduler/pipeline';
 import { ensureDemoCheckpoint } from '../../src/weights';
 import type { EngineHolder } from '../../src/engine/engine';
-import { H3_PROFILE_NAMES } from '../../src/models/minimax_h3/profiles';
-import { videoPipelineEntry } from '../../src/video/video.pipeline';
+import { H3_PROFILE_NAMES, h3Profile } from '../../src/models/minimax_h3/profiles';
+import { checkProfile } from '../../src/weights';
+import { realDirs, videoPipelineEntry } from '../../src/video/video.pipeline';
 import { testEngine } from '../engine/helpers';
 import { countVideoFrames, decodeAudioTrack, probe, rms } from '../media/helpers';
 
@@ -178,6 +179,19 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
       assert.equal(rec.events.at(-1), STAGE.save, name);
       assert.equal(countVideoFrames(t.outputPath), 22, name);
     }
+  });
+
+  test('real weights: the transformer from the profile\'s checkpoint folder, every other part from MiniMax-H3/', () => {
+    const weightsDir = join(dir, 'layout');
+    const fast = realDirs(h3Profile('fastvid'), checkProfile('fastvid', weightsDir));
+    assert.deepEqual(fast, {
+      transformer: join(weightsDir, 'MiniMax-H3-8step', 'transformer'),
+      textEncoder: join(weightsDir, 'MiniMax-H3', 'text_encoder'),
+      tokenizer: join(weightsDir, 'MiniMax-H3', 'tokenizer'),
+      vae: join(weightsDir, 'MiniMax-H3', 'vae'),
+      audioVae: join(weightsDir, 'MiniMax-H3', 'audio_vae'),
+    });
+    assert.equal(realDirs(h3Profile('basevid50'), checkProfile('basevid50', weightsDir)).transformer, join(weightsDir, 'MiniMax-H3', 'transformer'));
   });
 
   test('noise: a pure function of (seed, stream), standard normal; audio rows are channel-major and invert', () => {
