@@ -1,5 +1,5 @@
 // npm run bench:image [-- --profile imgmain|imgmain_bf16|both] [--layers N] [--sizes 1024,2048] [--job-size 1024]
-//                     [--steps 25] [--prompt-tokens N] [--no-job]
+//                     [--vae-size PX] [--steps 25] [--prompt-tokens N] [--no-job]   (--sizes '' skips the step timings)
 // Qwen-Image-2.1 at the real sizes (transformer: the class defaults = the reported config.json; text encoder: the
 // reported Qwen3-VL-8B text config; VAE: the reported vae/config.json) with random weights made in memory
 // (SyntheticCheckpoint + WeightSynth: nothing is written to disk), through the same loaders and the same denoising
@@ -28,8 +28,9 @@ const arg = (name: string) => {
 };
 const profiles = (arg('--profile') ?? 'both') === 'both' ? ['imgmain', 'imgmain_bf16'] : [arg('--profile')!];
 const layersArg = arg('--layers');
-const sizes = (arg('--sizes') ?? '1024,2048').split(',').map(Number);
+const sizes = (arg('--sizes') ?? '1024,2048').split(',').filter(Boolean).map(Number);
 const jobSize = Number(arg('--job-size') ?? 1024);
+const vaeSize = Number(arg('--vae-size') ?? jobSize);
 const steps = Number(arg('--steps') ?? 25);
 const promptTokens = Number(arg('--prompt-tokens') ?? 64);
 const job = !args.includes('--no-job');
@@ -127,7 +128,7 @@ async function benchProfile(profile: string): Promise<void> {
         cond2.free();
       }
       {
-        const { h, w } = latentGrid(jobSize, jobSize);
+        const { h, w } = latentGrid(vaeSize, vaeSize);
         const z = e.upload(seededNoise(2, cfg.transformer.inChannels, h, w), [1, h, w, cfg.transformer.inChannels], dtype);
         const decode = async () => {
           const s = now();
@@ -137,7 +138,7 @@ async function benchProfile(profile: string): Promise<void> {
           return now() - s;
         };
         const first = await decode();
-        console.log(`VAE decode @ ${jobSize}x${jobSize} (read back): ${fmt(await decode())} (first: ${fmt(first)})`);
+        console.log(`VAE decode @ ${vaeSize}x${vaeSize} (read back): ${fmt(await decode())} (first: ${fmt(first)})`);
         z.free();
       }
       if (job) {
