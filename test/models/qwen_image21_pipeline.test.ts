@@ -10,7 +10,9 @@ import { after, before, describe, test } from 'node:test';
 import { CancelledError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import { planDemoQwenImage21, type QwenImage21DemoPlan } from '../../src/models/qwen_image21/demo';
+import { imageTaskOf, referenceArea } from '../../src/image/image.pipeline';
 import { STAGE, type Stage } from '../../src/jobs/catalog';
+import type { JobTaskPayload } from '../../src/jobs/jobs.service';
 import type { RunContext } from '../../src/scheduler/pipeline';
 import {
   latentGrid, openAndLoadParts, QwenImage21Pipeline, type ImageTask, readQwenImage21Configs, rgbOverWhite, sampleLatents, seededNoise, textLayout,
@@ -56,6 +58,29 @@ describe('seededNoise', () => {
     assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, 1]), 1, 1, 4)), [-1, 0, 1]);
     assert.deepEqual(Array.from(rgbOverWhite(Float32Array.from([-1, 0, 1, 0]), 1, 1, 4)), [0, 0.5, 1]);
     assert.throws(() => rgbOverWhite(new Float32Array(8), 2, 2, 2), /2 channels/);
+  });
+});
+
+describe('image jobs -> pipeline tasks (src/image/image.pipeline.ts)', () => {
+  test('referenceArea: the res tier\'s area; an explicit size its own area within [512^2, 2048^2]', () => {
+    assert.equal(referenceArea('1K', 1344, 768), 1024 * 1024);
+    assert.equal(referenceArea('2K', 2752, 1536), 2048 * 2048);
+    assert.equal(referenceArea('custom', 256, 256), 512 * 512);
+    assert.equal(referenceArea('custom', 1280, 720), 1280 * 720);
+    assert.equal(referenceArea('custom', 4096, 4096), 2048 * 2048);
+  });
+
+  test('imageTaskOf: the job record\'s prompt, negative, cfg, seed, steps, resolved size and input files', () => {
+    const job = {
+      id: 'j', kind: 'image', status: 'running', prompt: 'p', profile: 'imgmain_bf16', mode: 'edit', aspect: '16:9', res: '1K', size: '1344x768',
+      seed: 9, steps: 3, image_count: 1, created: 0, negative: 'n', cfg: 2.5, params: { width: 1344, height: 768, images: ['a.png'], audios: [] },
+    } as const;
+    const t = imageTaskOf({ job: job as unknown as JobTaskPayload['job'], outputPath: '/o/j.png', images: ['/in/a.png'], audios: [] });
+    assert.deepEqual(
+      [t.prompt, t.negative, t.cfg, t.seed, t.steps, t.width, t.height, t.references, t.referenceArea, t.outputPath],
+      ['p', 'n', 2.5, 9, 3, 1344, 768, ['/in/a.png'], 1024 * 1024, '/o/j.png'],
+    );
+    assert.deepEqual([t.png.profile, t.png.seed, t.png.cfg, t.png.negative_prompt], ['imgmain_bf16', 9, 2.5, 'n']);
   });
 });
 
