@@ -15,7 +15,7 @@ import { STAGE, type Stage } from '../../src/jobs/catalog';
 import type { JobTaskPayload } from '../../src/jobs/jobs.service';
 import type { RunContext } from '../../src/scheduler/pipeline';
 import {
-  latentGrid, openAndLoadParts, QwenImage21Pipeline, type ImageTask, readQwenImage21Configs, rgbOverWhite, sampleLatents, seededNoise, textLayout,
+  latentGrid, openAndLoadParts, QwenImage21Pipeline, referenceDimensions, type ImageTask, readQwenImage21Configs, rgbOverWhite, sampleLatents, seededNoise, textLayout,
   type QwenImage21Configs, type QwenImage21Parts,
 } from '../../src/models/qwen_image21/pipeline';
 import { TextTokenizer } from '../../src/models/tokenizer';
@@ -68,6 +68,17 @@ describe('image jobs -> pipeline tasks (src/image/image.pipeline.ts)', () => {
     assert.equal(referenceArea('custom', 256, 256), 512 * 512);
     assert.equal(referenceArea('custom', 1280, 720), 1280 * 720);
     assert.equal(referenceArea('custom', 4096, 4096), 2048 * 2048);
+  });
+
+  test('referenceDimensions: upstream\'s calculate_dimensions (nearest multiples of 32 of sqrt(area * ratio), w / ratio)', () => {
+    assert.deepEqual(referenceDimensions(1024 * 1024, 3000, 3000), { width: 1024, height: 1024 });
+    assert.deepEqual(referenceDimensions(1024 * 1024, 1920, 1080), { width: 1376, height: 768 });
+    assert.deepEqual(referenceDimensions(1024 * 1024, 96, 64), { width: 1248, height: 832 });
+    assert.deepEqual(referenceDimensions(512 * 512, 40, 72), { width: 384, height: 672 });
+    // Python's round() halves to even: 1040 / 32 = 32.5 -> 32 (1024), 1072 / 32 = 33.5 -> 34 (1088)
+    assert.deepEqual(referenceDimensions(1040 * 1040, 1, 1), { width: 1024, height: 1024 });
+    assert.deepEqual(referenceDimensions(1072 * 1072, 1, 1), { width: 1088, height: 1088 });
+    assert.deepEqual(referenceDimensions(1024 * 1024, 8000, 10), { width: 28960, height: 32 }, 'never below one 32 step');
   });
 
   test('imageTaskOf: the job record\'s prompt, negative, cfg, seed, steps, resolved size and input files', () => {

@@ -20,7 +20,7 @@ import { concat } from '../../engine/ops/layout';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../jobs/catalog';
-import { loadImage, writePng, type ImageTensor, type PngParameters } from '../../media';
+import { loadImage, probeImage, writePng, type ImageTensor, type PngParameters } from '../../media';
 import type { Pipeline, RunContext } from '../../scheduler/pipeline';
 import { parseQwen3Config, type Qwen3Config } from '../qwen3/config';
 import {
@@ -51,7 +51,7 @@ export interface ImageTask {
   height: number;
   /** Reference image files (editing), in "Picture 1..N" order. */
   references: string[];
-  /** Pixels a reference is scaled to (about; aspect kept, sides multiples of 32): the res tier's area. */
+  /** Pixels a reference is scaled to (about; aspect kept, sides multiples of 32, see referenceDimensions). */
   referenceArea: number;
   /** png, written through a temp name. */
   outputPath: string;
@@ -308,6 +308,28 @@ export function rgbOverWhite(data: Float32Array, height: number, width: number, 
 }
 
 /**
+ * The size a reference of srcW x srcH is brought to: upstream's calculate_dimensions(area, ratio), i.e.
+ * w = sqrt(area * ratio), h = w / ratio, each rounded to the nearest multiple of 32 (Python's round: halves to
+ * even; at least 32). Upstream resizes
+ * to exactly that (a slight stretch); we scale to cover it and crop the sliver (media 'cover'), keeping proportions.
+ */
+export function referenceDimensions(area: number, srcW: number, srcH: number): { width: number; height: number } {
+  const ratio = srcW / srcH;
+  const w = Math.sqrt(area * ratio);
+  const h = w / ratio;
+  const snap = (v: number) => Math.max(32, roundHalfEven(v / 32) * 32);
+  return { width: snap(w), height: snap(h) };
+}
+
+/** Python's round(): halves go to the even neighbour. */
+function roundHalfEven(x: number): number {
+  const f = Math.floor(x);
+  const d = x - f;
+  if (d !== 0.5) return Math.round(x);
+  return f % 2 === 0 ? f : f + 1;
+}
+
+/**
  * References (CHW RGB in [-1, 1], sides multiples of 16) -> their normalised latents packed in order,
  * (1, sum of (H/16)(W/16), zDim): VAE encode of each as opaque RGBA (upstream converts to RGBA; alpha 1), the
  * (1, h, w, C) result taken row-major as upstream's _pack_latents does.
@@ -413,7 +435,11 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
     try {
       const refImages: ImageTensor[] = [];
       for (const [i, path] of task.references.entries()) {
-        const img = await loadImage(await readFile(path), { label: `images[${i}]`, fit: { mode: 'tier', area: task.referenceArea }, signal: ctx.signal });
+        const buf = await readFile(path);
+        const label = `images[${i}]`;
+        const src = await probeImage(buf, label, { signal: ctx.signal });
+        const size = referenceDimensions(task.referenceArea, src.width, src.height);
+        const img = await loadImage(buf, { label, fit: { mode: 'cover', ...size }, signal: ctx.signal });
         refImages.push({ data: img.data, shape: img.shape });
       }
       const references = refImages.length ? { latents: keep(encodeReferences(e, m.vae, refImages)), shapes: refImages.map((im): ImageShape => [1, im.shape[1] / 16, im.shape[2] / 16]) } : undefined;
