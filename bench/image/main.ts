@@ -1,10 +1,10 @@
 // npm run bench:image [-- --profile imgmain|imgmain_bf16|both] [--layers N] [--sizes 1024,2048] [--job-size 1024]
-//                     [--vae-size PX] [--steps 25] [--prompt-tokens N] [--no-job]   (--sizes '' skips the step timings)
+//                     [--vae-size PX, 0: none] [--steps 25] [--prompt-tokens N] [--no-job]   (--sizes '' skips the step timings)
 // Qwen-Image-2.1 at the real sizes (transformer: the class defaults = the reported config.json; text encoder: the
 // reported Qwen3-VL-8B text config; VAE: the reported vae/config.json) with random weights made in memory
 // (SyntheticCheckpoint + WeightSynth: nothing is written to disk), through the same loaders and the same denoising
 // loop as the service (pipeline.ts sampleLatents). Per profile (imgmain: int8 transformer linears, imgmain_bf16:
-// 16-bit), on a fresh engine each:
+// 16-bit), each in its own process on a fresh engine:
 //   step @ size   one transformer step at that output size with the prompt's prefix K/V cached (what steps 2..N
 //                 cost), best of 3 after the step that fills the cache (also printed)
 //   job @ size    a whole job: prompt encode + `--steps` steps + VAE decode to pixels (read back), as the
@@ -12,6 +12,7 @@
 //   peak GPU      the engine pool's peak bytes in use over the profile's run (weights included)
 // --layers N keeps the first N transformer blocks (of 32) and text-encoder layers (of 36): step time then scales
 // about N/32; for slow adapters (lavapipe: also pass small --sizes and --job-size, e.g. 256).
+import { spawnSync } from 'node:child_process';
 import { Engine } from '../../src/engine/engine';
 import { parseQwen3Config } from '../../src/models/qwen3/config';
 import { QWEN3_VL_IMAGE_PROCESSOR } from '../../src/models/qwen3_vl_vision';
@@ -127,7 +128,7 @@ async function benchProfile(profile: string): Promise<void> {
       } finally {
         cond2.free();
       }
-      {
+      if (vaeSize > 0) {
         const { h, w } = latentGrid(vaeSize, vaeSize);
         const z = e.upload(seededNoise(2, cfg.transformer.inChannels, h, w), [1, h, w, cfg.transformer.inChannels], dtype);
         const decode = async () => {
@@ -172,8 +173,18 @@ async function benchProfile(profile: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
+  if (profiles.length > 1) {
+    // One process per profile: a fresh engine each (peak memory per profile), and a second WebGPU device created in
+    // the same process after the first was destroyed crashed Dawn here (segfault on lavapipe).
+    for (const p of profiles) {
+      const rest = args.filter((a, i) => a !== '--profile' && args[i - 1] !== '--profile');
+      const r = spawnSync(process.execPath, [process.argv[1]!, ...rest, '--profile', p], { stdio: 'inherit' });
+      if (r.status !== 0) throw new Error(`bench:image --profile ${p} exited with ${r.status ?? r.signal}`);
+    }
+    return;
+  }
   console.log(`date: ${new Date().toISOString()}  Qwen-Image-2.1, random weights at the real sizes; steps at ${sizes.join(', ')} px, job at ${jobSize} px, ${steps} steps, prompt ${promptTokens} tokens`);
-  for (const p of profiles) await benchProfile(p);
+  await benchProfile(profiles[0]!);
 }
 
 main().catch((err) => {
