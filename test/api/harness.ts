@@ -17,7 +17,9 @@ import { JobsService } from '../../src/jobs/jobs.service';
 import { OutboundClient, OutboundOptions } from '../../src/net/outbound';
 import { PipelineEntry, PipelineRegistry } from '../../src/scheduler/pipeline';
 import { Scheduler } from '../../src/scheduler/scheduler';
+import { IMAGE_PIPELINES } from '../../src/image/image.pipeline';
 import { TTS_PIPELINE } from '../../src/tts/tts.pipeline';
+import { VIDEO_PIPELINES } from '../../src/video/video.pipeline';
 
 export const TOKEN = 'test-token-0123456789';
 
@@ -41,7 +43,7 @@ export interface TestAppOptions {
   outbound?: Partial<OutboundOptions>;
   probe?: InputProbe;
   gpu?: GpuProbe | 'real';
-  /** false: leave out the models the service registers itself (today the Qwen3-TTS speech pipeline), to test
+  /** false: leave out the models the service registers itself (speech, the Qwen-Image-2.1 and MiniMax H3 profiles), to test
    * the answers of a service without them. */
   builtinPipelines?: boolean;
 }
@@ -62,7 +64,9 @@ export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
     .useValue(new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000, callbackRetryDelaysMs: [50, 100], ...opts.outbound }));
   if (opts.gpu !== 'real') builder = builder.overrideProvider(GpuProbe).useValue(opts.gpu ?? new StaticGpuProbe());
   if (opts.probe) builder = builder.overrideProvider(InputProbe).useValue(opts.probe);
-  if (opts.builtinPipelines === false) builder = builder.overrideProvider(TTS_PIPELINE).useValue(null);
+  if (opts.builtinPipelines === false) {
+    for (const token of [TTS_PIPELINE, IMAGE_PIPELINES, VIDEO_PIPELINES]) builder = builder.overrideProvider(token).useValue(null);
+  }
   const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false });
   configureApp(app, settings);

@@ -119,12 +119,12 @@ describe('jobs: lifecycle, queue, wait, downloads, delete', () => {
     const failed = await until(t, f.id, (j) => j.status === 'failed');
     assert.equal(failed.error, 'out of memory on the test GPU');
     assert.ok(failed.finished > 0);
-    const m = (await post('/api/v1/generate', { prompt: 'x', profile: 'turbo_int8' })).body;
+    const m = (await post('/api/v1/image', { prompt: 'x', profile: 'imgart_turbo' })).body;
     const missing = await until(t, m.id, (j) => j.status === 'failed');
-    assert.match(missing.error, /profile turbo_int8: the MiniMax H3 model is not built into this service yet/);
+    assert.match(missing.error, /profile imgart_turbo: the Krea 2 Turbo model is not built into this service yet/);
     const cfg = (await get('/api/config')).body;
-    const turbo = cfg.profiles.find((p: any) => p.profile === 'turbo_int8');
-    assert.deepEqual([turbo.available, turbo.weights], [false, 'missing']);
+    const art = cfg.profiles.find((p: any) => p.profile === 'imgart_turbo');
+    assert.deepEqual([art.available, art.weights], [false, 'missing']);
     const imgmain = cfg.profiles.find((p: any) => p.profile === 'imgmain');
     assert.deepEqual([imgmain.available, imgmain.weights, imgmain.default_steps, imgmain.kind], [true, 'demo', 25, 'image']);
   });
