@@ -301,10 +301,21 @@ export async function writeSafetensors(path: string, tensors: Record<string, Wri
   await writeFile(path, Buffer.concat([len, Buffer.from(json), ...blobs]));
 }
 
-/** Writes shards of at most ~maxShardBytes plus model.safetensors.index.json in `dir`. Returns the index path. */
-export async function writeShardedSafetensors(dir: string, tensors: Record<string, WriteTensor>, maxShardBytes: number, metadata?: Record<string, string>): Promise<string> {
+/**
+ * Writes Hugging Face shards `<stem>-0000i-of-0000n.safetensors` of at most ~maxShardBytes each (key order kept) plus
+ * `<stem>.safetensors.index.json` (metadata.total_size, weight_map) in `dir`; `metadata` goes into every shard's
+ * header. stem 'model' is transformers' layout, 'diffusion_pytorch_model' diffusers'. Returns the index path.
+ */
+export async function writeShardedSafetensors(
+  dir: string,
+  tensors: Record<string, WriteTensor>,
+  maxShardBytes: number,
+  metadata?: Record<string, string>,
+  stem = 'model',
+): Promise<string> {
   const shards: Record<string, WriteTensor>[] = [{}];
   let size = 0;
+  let total = 0;
   for (const [name, t] of Object.entries(tensors)) {
     const bytes = numelOf(t.shape) * SAFE_DTYPE_BYTES[t.dtype];
     if (size > 0 && size + bytes > maxShardBytes) {
@@ -313,15 +324,22 @@ export async function writeShardedSafetensors(dir: string, tensors: Record<strin
     }
     shards[shards.length - 1]![name] = t;
     size += bytes;
+    total += bytes;
   }
   const weightMap: Record<string, string> = {};
   const n = String(shards.length).padStart(5, '0');
   for (let i = 0; i < shards.length; i++) {
-    const file = `model-${String(i + 1).padStart(5, '0')}-of-${n}.safetensors`;
+    const file = `${stem}-${String(i + 1).padStart(5, '0')}-of-${n}.safetensors`;
     await writeSafetensors(join(dir, file), shards[i]!, metadata);
     for (const name of Object.keys(shards[i]!)) weightMap[name] = file;
   }
-  const indexPath = join(dir, INDEX_FILE);
-  await writeFile(indexPath, JSON.stringify({ metadata: metadata ?? {}, weight_map: weightMap }, null, 1));
+  const indexPath = join(dir, `${stem}.safetensors.index.json`);
+  await writeFile(indexPath, `${JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2)}\n`);
   return indexPath;
+}
+
+/** The shard size that cuts `tensors` into about `n` shards (for writeShardedSafetensors). */
+export function shardBytesFor(tensors: Record<string, WriteTensor>, n: number): number {
+  const total = Object.values(tensors).reduce((a, t) => a + numelOf(t.shape) * SAFE_DTYPE_BYTES[t.dtype], 0);
+  return Math.max(1, Math.ceil(total / n));
 }

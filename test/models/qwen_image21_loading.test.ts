@@ -110,9 +110,11 @@ describe('Qwen-Image-2.1 demo checkpoint: the real layout, loaded like a downloa
     }
     const shards = (sub: string, base: string) => {
       const files = readdirSync(join(dir, sub)).filter((f) => f.endsWith('.safetensors')).sort();
-      assert.deepEqual(files, [`${base}-00001-of-00002.safetensors`, `${base}-00002-of-00002.safetensors`]);
+      const n = String(files.length).padStart(5, '0');
+      assert.ok(files.length >= 2, `${sub} is sharded`);
+      assert.deepEqual(files, files.map((_, i) => `${base}-${String(i + 1).padStart(5, '0')}-of-${n}.safetensors`));
       const index = JSON.parse(readFileSync(join(dir, sub, `${base}.safetensors.index.json`), 'utf8')) as { metadata: { total_size: number }; weight_map: Record<string, string> };
-      assert.deepEqual([...new Set(Object.values(index.weight_map))].sort(), files, 'both shards hold tensors');
+      assert.deepEqual([...new Set(Object.values(index.weight_map))].sort(), files, 'every shard holds tensors');
       // total_size is the tensors' bytes: each file is 8 + header + data
       const data = files.reduce((a, f) => {
         const buf = readFileSync(join(dir, sub, f));

@@ -23,8 +23,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
-import { numelOf } from '../../engine/tensor';
-import { SAFE_DTYPE_BYTES, writeSafetensors, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
+import { shardBytesFor, writeSafetensors, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
 import { parseQwen3Config } from '../qwen3';
 import { SyntheticCheckpoint, WeightSynth } from '../qwen3_tts/demo';
 import { writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
@@ -33,7 +32,7 @@ import { writeDemoAdapter } from './adapter';
 import { parseH3Config } from './config';
 import type { H3AdapterComponent } from './profiles';
 import { H3TextEncoder, H3_TEXT_ENCODER_LAYER } from './text-encoder';
-import { DIFFUSERS_INDEX, MiniMaxH3Transformer } from './transformer';
+import { MiniMaxH3Transformer } from './transformer';
 import { VideoVaeDecoder } from './video-vae';
 
 /** Bump when the generator's values change (configs and key lists are hashed into the version by themselves). */
@@ -41,6 +40,8 @@ const DEMO_FORMAT = 2;
 const DEMO_SEED = 20261121;
 /** The sharded parts are cut into about this many shards (the real ones have 14, 14 and 3). */
 const DEMO_SHARDS = 3;
+/** diffusers' shard names: diffusion_pytorch_model-0000i-of-0000n.safetensors behind transformer.ts DIFFUSERS_INDEX. */
+const DIFFUSERS_STEM = 'diffusion_pytorch_model';
 
 /** Tensors of the transformer stored as F32 in the release (the rest is BF16). */
 const F32_PREFIXES = ['proj_in.', 'audio_proj_in.', 'time_embedder.', 'proj_out.', 'audio_proj_out.'];
@@ -203,14 +204,16 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
 
     await json('transformer/config.json', DEMO_TRANSFORMER_CONFIG);
     const trDtype = (k: string): SafeDType => (F32_PREFIXES.some((p) => k.startsWith(p)) ? 'F32' : 'BF16');
-    await writeDiffusersShards(join(dir, 'transformer'), tensors(keys.transformer, trDtype), meta);
+    const tr = tensors(keys.transformer, trDtype);
+    await writeShardedSafetensors(join(dir, 'transformer'), tr, shardBytesFor(tr, DEMO_SHARDS), meta, DIFFUSERS_STEM);
 
     await json('text_encoder/config.json', textConfig);
     const te = tensors(keys.textEncoder, () => 'BF16');
-    await writeShardedSafetensors(join(dir, 'text_encoder'), te, shardBytes(te, DEMO_SHARDS), meta);
+    await writeShardedSafetensors(join(dir, 'text_encoder'), te, shardBytesFor(te, DEMO_SHARDS), meta);
 
     await json('vae/config.json', DEMO_VAE_CONFIG);
-    await writeDiffusersShards(join(dir, 'vae'), tensors(keys.vae, () => 'F16'), meta);
+    const vae = tensors(keys.vae, () => 'F16');
+    await writeShardedSafetensors(join(dir, 'vae'), vae, shardBytesFor(vae, DEMO_SHARDS), meta, DIFFUSERS_STEM);
 
     // the turbo adapters of turbo_int8 / fastvid_4step_int8, in their own repo's folders (weights/minimax-h3.json)
     for (const [component, seed] of [['adapter_8step', 8], ['adapter_4step', 4]] as const) {
@@ -222,37 +225,4 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
     await writeSafetensors(join(dir, 'audio_vae', 'diffusion_pytorch_model.safetensors'), tensors(keys.audioVae, () => 'F32'), meta);
   };
   return { version: `${DEMO_FORMAT}-${digest}`, keys, write };
-}
-
-/** The shard size that cuts `tensors` into about `n` shards. */
-function shardBytes(tensors: Record<string, WriteTensor>, n: number): number {
-  const total = Object.values(tensors).reduce((a, t) => a + numelOf(t.shape) * SAFE_DTYPE_BYTES[t.dtype], 0);
-  return Math.ceil(total / n);
-}
-
-/** diffusers' sharded layout: diffusion_pytorch_model-0000i-of-0000n.safetensors behind DIFFUSERS_INDEX. */
-export async function writeDiffusersShards(dir: string, tensors: Record<string, WriteTensor>, meta: Record<string, string>, maxShardBytes = shardBytes(tensors, DEMO_SHARDS)): Promise<string> {
-  const shards: Record<string, WriteTensor>[] = [{}];
-  let size = 0;
-  let total = 0;
-  for (const [name, t] of Object.entries(tensors)) {
-    const bytes = numelOf(t.shape) * SAFE_DTYPE_BYTES[t.dtype];
-    if (size > 0 && size + bytes > maxShardBytes) {
-      shards.push({});
-      size = 0;
-    }
-    shards[shards.length - 1]![name] = t;
-    size += bytes;
-    total += bytes;
-  }
-  const n = String(shards.length).padStart(5, '0');
-  const weightMap: Record<string, string> = {};
-  for (const [i, shard] of shards.entries()) {
-    const file = `diffusion_pytorch_model-${String(i + 1).padStart(5, '0')}-of-${n}.safetensors`;
-    await writeSafetensors(join(dir, file), shard, meta);
-    for (const k of Object.keys(shard)) weightMap[k] = file;
-  }
-  const index = join(dir, DIFFUSERS_INDEX);
-  await writeFile(index, `${JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2)}\n`);
-  return index;
 }

@@ -14,8 +14,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
-import { writeSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
-import { numelOf } from '../../engine/tensor';
+import { shardBytesFor, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
 import { parseQwen3Config } from '../qwen3/config';
 import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../qwen3_vl_vision';
 import { SyntheticCheckpoint, WeightSynth } from '../qwen3_tts/demo';
@@ -114,34 +113,6 @@ export async function recordQwenImage21Keys(e: Engine, cfg: QwenImage21Configs):
   return { transformer: shapes(transformer), textEncoder: shapes(textEncoder) };
 }
 
-/**
- * Writes `tensors` as Hugging Face shards `<base>-0000i-of-0000n.safetensors` plus `<base>.safetensors.index.json`
- * (metadata.total_size, weight_map), split in key order into `shards` files of about equal bytes.
- */
-export async function writeShardedSafetensors(dir: string, base: string, tensors: [string, WriteTensor][], shards: number, meta?: Record<string, string>): Promise<string[]> {
-  const bytesOf = (t: WriteTensor) => numelOf(t.shape) * ({ F32: 4, BF16: 2, F16: 2 } as Record<string, number>)[t.dtype]!;
-  const total = tensors.reduce((a, [, t]) => a + bytesOf(t), 0);
-  const n = Math.max(1, Math.min(shards, tensors.length));
-  const name = (i: number) => `${base}-${String(i + 1).padStart(5, '0')}-of-${String(n).padStart(5, '0')}.safetensors`;
-  const groups: [string, WriteTensor][][] = Array.from({ length: n }, () => []);
-  let acc = 0;
-  for (const [k, t] of tensors) {
-    const g = Math.min(n - 1, Math.floor((acc / total) * n));
-    groups[g]!.push([k, t]);
-    acc += bytesOf(t);
-  }
-  const weightMap: Record<string, string> = {};
-  const files: string[] = [];
-  for (const [i, g] of groups.entries()) {
-    if (g.length === 0) continue;
-    await writeSafetensors(join(dir, name(i)), Object.fromEntries(g), meta);
-    for (const [k] of g) weightMap[k] = name(i);
-    files.push(name(i));
-  }
-  await writeFile(join(dir, `${base}.safetensors.index.json`), `${JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2)}\n`);
-  return files;
-}
-
 export interface QwenImage21DemoPlan {
   /** For ensureDemoCheckpoint: changes with the generator format, the configs and the loaders' key lists. */
   version: string;
@@ -185,10 +156,13 @@ export async function planDemoQwenImage21(e: Engine): Promise<QwenImage21DemoPla
     await writeDemoTokenizer(join(dir, 'processor'), { specialTokens: DEMO_QWEN_IMAGE21_TOKENS });
     await json('processor/preprocessor_config.json', PREPROCESSOR);
     const synth = new WeightSynth(DEMO_SEED);
-    const tensors = (shapes: Map<string, number[]>, dtype: SafeDType): [string, WriteTensor][] => [...shapes].map(([k, shape]) => [k, { dtype, shape, data: synth.values(k, shape) }]);
+    const tensors = (shapes: Map<string, number[]>, dtype: SafeDType): Record<string, WriteTensor> =>
+      Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype, shape, data: synth.values(k, shape) }]));
+    // about two shards per part, in the published file names (diffusers' for the transformer, transformers' for the encoder)
+    const sharded = (sub: string, t: Record<string, WriteTensor>, stem: string) => writeShardedSafetensors(join(dir, sub), t, shardBytesFor(t, 2), meta, stem);
     const meta = { format: 'pt', kiln_demo: `random Qwen-Image-2.1 weights (${DEMO_QWEN_IMAGE21_NAME} ${digest}); the pictures are noise` };
-    await writeShardedSafetensors(join(dir, 'transformer'), 'diffusion_pytorch_model', tensors(keys.transformer, 'BF16'), 2, meta);
-    await writeShardedSafetensors(join(dir, 'text_encoder'), 'model', tensors(keys.textEncoder, 'BF16'), 2, meta);
+    await sharded('transformer', tensors(keys.transformer, 'BF16'), 'diffusion_pytorch_model');
+    await sharded('text_encoder', tensors(keys.textEncoder, 'BF16'), 'model');
     await writeDemoVae(join(dir, 'vae'), { dtype: 'BF16' });
   };
   return { version: `${DEMO_FORMAT}-${digest}`, configs, keys, write };
