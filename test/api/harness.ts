@@ -91,6 +91,20 @@ export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
   };
 }
 
+/** The app with the built-in models on their demo checkpoints: WEIGHTS_DIR is an empty temp folder (so no real
+ * checkpoint is found, whatever ./weights holds), removed with the data dir on close(true). */
+export async function startAppOnDemoWeights(opts: TestAppOptions = {}): Promise<TestApp> {
+  const weights = mkdtempSync(join(tmpdir(), 'kiln-no-weights-'));
+  const t = await startApp({ ...opts, env: { ...opts.env, WEIGHTS_DIR: weights } });
+  return {
+    ...t,
+    async close(removeData = false) {
+      await t.close(removeData);
+      rmSync(weights, { recursive: true, force: true });
+    },
+  };
+}
+
 export const auth = { Authorization: `Bearer ${TOKEN}` };
 
 /** Polls GET /api/jobs/:id until `pred` holds (tests only; the service itself never polls). */

@@ -4,11 +4,10 @@
 // png of the asked size; the same parameters and seed give the same bytes and another seed others; DELETE interrupts
 // a running job between steps; an editing job with an uploaded reference gives its png too.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { auth, startApp, TestApp, until } from './harness';
+import { auth, startAppOnDemoWeights, TestApp, until } from './harness';
 import { pngBytes } from './inputs';
 
 function pngSize(buf: Buffer): { width: number; height: number } {
@@ -19,14 +18,11 @@ function pngSize(buf: Buffer): { width: number; height: number } {
 
 describe('image jobs with the real Qwen-Image-2.1 pipeline (demo weights)', () => {
   let t: TestApp;
-  let weights: string;
   before(async () => {
-    weights = mkdtempSync(join(tmpdir(), 'kiln-no-weights-')); // no real checkpoint, whatever ./weights holds
-    t = await startApp({ env: { WEIGHTS_DIR: weights } });
+    t = await startAppOnDemoWeights();
   });
   after(async () => {
     await t.close(true);
-    rmSync(weights, { recursive: true, force: true });
   });
   const image = async (id: string) => {
     const res = await t.http.get(`/api/jobs/${id}/image`).set(auth).buffer(true);

@@ -4,11 +4,10 @@
 // is a 400 with the real pipeline behind the endpoints too. The endpoints have no seed field: two identical requests
 // draw two seeds (reproducibility per seed is tested on the pipeline, test/models/qwen3_tts_pipeline.test.ts).
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { auth, startApp, TestApp } from './harness';
+import { auth, startAppOnDemoWeights, TestApp } from './harness';
 import { dataUri, wavBytes } from './inputs';
 
 /** The wav's format fields and sample count; throws unless it is a canonical 16-bit PCM file. */
@@ -24,14 +23,11 @@ function parseWav(buf: Buffer): { rate: number; channels: number; bits: number; 
 
 describe('speech with the real Qwen3-TTS pipeline (demo weights)', () => {
   let t: TestApp;
-  let weights: string;
   before(async () => {
-    weights = mkdtempSync(join(tmpdir(), 'kiln-no-weights-')); // no real checkpoint, whatever ./weights holds
-    t = await startApp({ env: { WEIGHTS_DIR: weights } });
+    t = await startAppOnDemoWeights();
   });
   after(async () => {
     await t.close(true);
-    rmSync(weights, { recursive: true, force: true });
   });
 
   test('/api/config: the tts profile is available on demo weights', async () => {

@@ -10,23 +10,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { countVideoFrames, probe } from '../media/helpers';
-import { auth, startApp, TestApp, until } from './harness';
+import { auth, startAppOnDemoWeights, TestApp, until } from './harness';
 
 const PROFILES = ['basevid50', 'basevid50_sol', 'fastvid', 'turbo_int8', 'fastvid_4step_int8', 'fastvid_fast'];
 
 describe('video with the real MiniMax H3 pipeline (demo weights)', () => {
   let t: TestApp;
-  let weights: string;
   let scratch: string;
   const files: Record<string, Buffer> = {};
   before(async () => {
-    weights = mkdtempSync(join(tmpdir(), 'kiln-no-weights-')); // no real checkpoint, whatever ./weights holds
     scratch = mkdtempSync(join(tmpdir(), 'kiln-video-api-'));
-    t = await startApp({ env: { WEIGHTS_DIR: weights } });
+    t = await startAppOnDemoWeights();
   });
   after(async () => {
     await t.close(true);
-    rmSync(weights, { recursive: true, force: true });
     rmSync(scratch, { recursive: true, force: true });
   });
 
