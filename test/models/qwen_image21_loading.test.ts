@@ -17,7 +17,7 @@ import { parseQwen3Config } from '../../src/models/qwen3/config';
 import { QWEN3_VL_IMAGE_PROCESSOR } from '../../src/models/qwen3_vl_vision';
 import { QWEN_IMAGE21_SCHEDULER, parseFlowMatchConfig, parseQwenImage21Config } from '../../src/models/qwen_image21';
 import { planDemoQwenImage21, recordQwenImage21Keys, type QwenImage21DemoPlan } from '../../src/models/qwen_image21/demo';
-import { loadQwenImage21Parts, readQwenImage21Configs, type QwenImage21Configs } from '../../src/models/qwen_image21/pipeline';
+import { loadQwenImage21Parts, readQwenImage21Configs, type QwenImage21Configs } from '../../src/models/qwen_image21/checkpoint';
 import { testEngine } from '../engine/helpers';
 import { GoldenCase, goldenCaseFiles, repoRoot } from './golden';
 

@@ -14,10 +14,9 @@ import { imageTaskOf, referenceArea } from '../../src/image/image.pipeline';
 import { STAGE, type Stage } from '../../src/jobs/catalog';
 import type { JobTaskPayload } from '../../src/jobs/jobs.service';
 import type { RunContext } from '../../src/scheduler/pipeline';
-import {
-  latentGrid, openAndLoadParts, QwenImage21Pipeline, referenceDimensions, type ImageTask, readQwenImage21Configs, rgbOverWhite, sampleLatents, seededNoise, textLayout,
-  type QwenImage21Configs, type QwenImage21Parts,
-} from '../../src/models/qwen_image21/pipeline';
+import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from '../../src/models/qwen_image21/checkpoint';
+import { latentGrid, QwenImage21Pipeline, type ImageTask, sampleLatents, seededNoise, textLayout } from '../../src/models/qwen_image21/pipeline';
+import { referenceDimensions, rgbOverWhite } from '../../src/models/qwen_image21/references';
 import { TextTokenizer } from '../../src/models/tokenizer';
 import { pngBytes } from '../api/inputs';
 import { testEngine } from '../engine/helpers';

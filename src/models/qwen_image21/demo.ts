@@ -20,7 +20,7 @@ import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../q
 import { SyntheticCheckpoint, WeightSynth } from '../qwen3_tts/demo';
 import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { parseQwenImage21Config } from './config';
-import { loadQwenImage21Parts, QWEN_IMAGE21_COMPONENTS, type QwenImage21Configs } from './pipeline';
+import { loadQwenImage21Parts, QWEN_IMAGE21_COMPONENTS, type QwenImage21Configs } from './checkpoint';
 import { parseFlowMatchConfig, QWEN_IMAGE21_SCHEDULER } from './scheduler';
 import { DEMO_VAE_CONFIG, parseQwenImage21VaeConfig, vaeCheckpointShapes, writeDemoVae } from './vae';
 

@@ -9,32 +9,26 @@
 //   noise (1, H/16 * W/16, 64) from the seed (seededNoise, channel-major like upstream's randn then packed)
 //   schedule (scheduler.ts) -> steps x [transformer with the prefix K/V cache -> Euler]     progress per step
 //   latents -> VAE decode (it un-normalises with latents_mean/std) -> RGBA -> RGB over white -> png (media)
-// Loading reads a checkpoint folder in the published diffusers layout (real weights or the demo, demo.ts).
-import { existsSync } from 'node:fs';
+// Loading reads a checkpoint folder in the published diffusers layout (checkpoint.ts; real weights or the demo,
+// demo.ts); reference pixels and the png's RGB are in references.ts.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import { add, mul, sub } from '../../engine/ops/elementwise';
-import { concat } from '../../engine/ops/layout';
-import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../jobs/catalog';
 import { loadImage, probeImage, writePng, type ImageTensor, type PngParameters } from '../../media';
 import type { Pipeline, RunContext } from '../../scheduler/pipeline';
-import { parseQwen3Config, type Qwen3Config } from '../qwen3/config';
-import {
-  parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig, QWEN3_VL_IMAGE_PROCESSOR, type Qwen3VlImageProcessorConfig, type Qwen3VlVisionConfig,
-} from '../qwen3_vl_vision';
 import type { ComputeDType } from '../qwen3/weights';
 import { TextTokenizer } from '../tokenizer';
-import { parseQwenImage21Config, type QwenImage21Config } from './config';
 import { imageMaskWithTarget, jointLayout, type ImageShape, type JointLayout } from './layout';
 import { eulerStep } from './sampler';
-import { eulerDt, flowMatchSchedule, modelTimestep, parseFlowMatchConfig, type FlowMatchConfig } from './scheduler';
-import { QwenImage21TextEncoder } from './text-encoder';
-import { diffusersWeights, QwenImage21Transformer, type QwenImage21PrefixCache } from './transformer';
+import { eulerDt, flowMatchSchedule, modelTimestep, type FlowMatchConfig } from './scheduler';
+import { QwenImage21Transformer, type QwenImage21PrefixCache } from './transformer';
 import { QwenImage21Vae } from './vae';
+import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from './checkpoint';
+import { encodeReferences, referenceDimensions, rgbOverWhite } from './references';
 
 /** What one image job asks for (src/image/image.pipeline.ts builds it from the job record). */
 export interface ImageTask {
@@ -57,104 +51,6 @@ export interface ImageTask {
   outputPath: string;
   /** Recorded in the png's text chunks. */
   png: PngParameters;
-}
-
-/** The checkpoint's config files, parsed. */
-export interface QwenImage21Configs {
-  transformer: QwenImage21Config;
-  textEncoder: Qwen3Config;
-  scheduler: FlowMatchConfig;
-  /** text_encoder/config.json's vision_config (null: a text-only checkpoint, no editing). */
-  vision: Qwen3VlVisionConfig | null;
-  /** processor/preprocessor_config.json (Qwen3-VL's defaults when the file is absent). */
-  processor: Qwen3VlImageProcessorConfig;
-}
-
-/** The diffusers folders of the checkpoint (model_index.json names the classes). */
-export const QWEN_IMAGE21_COMPONENTS = {
-  transformer: 'QwenImage21Transformer2DModel',
-  text_encoder: 'Qwen3VLForConditionalGeneration',
-  processor: 'Qwen3VLProcessor',
-  vae: 'AutoencoderKLQwenImage21',
-  scheduler: 'FlowMatchEulerDiscreteScheduler',
-} as const;
-
-async function readJson(dir: string, name: string): Promise<unknown> {
-  try {
-    return JSON.parse(await readFile(join(dir, name), 'utf8'));
-  } catch (e) {
-    throw new Error(`Qwen-Image-2.1 checkpoint ${dir}: cannot read ${name} (${(e as Error).message})`);
-  }
-}
-
-/** Reads and checks model_index.json and the three config files the pipeline needs (the VAE reads its own). */
-export async function readQwenImage21Configs(dir: string): Promise<QwenImage21Configs> {
-  const index = (await readJson(dir, 'model_index.json')) as Record<string, unknown>;
-  if (index._class_name !== 'QwenImage21Pipeline') {
-    throw new Error(`${join(dir, 'model_index.json')}: _class_name ${JSON.stringify(index._class_name)} is not QwenImage21Pipeline`);
-  }
-  for (const [folder, cls] of Object.entries(QWEN_IMAGE21_COMPONENTS)) {
-    const entry = index[folder];
-    if (!Array.isArray(entry) || entry[1] !== cls) throw new Error(`${join(dir, 'model_index.json')}: ${folder} is ${JSON.stringify(entry)}, expected [..., "${cls}"]`);
-  }
-  const text = await readJson(dir, 'text_encoder/config.json');
-  const textPath = join(dir, 'text_encoder/config.json');
-  const procPath = join(dir, 'processor/preprocessor_config.json');
-  return {
-    transformer: parseQwenImage21Config(await readJson(dir, 'transformer/config.json'), join(dir, 'transformer/config.json')),
-    textEncoder: parseQwen3Config(text, 'text', textPath),
-    scheduler: parseFlowMatchConfig(await readJson(dir, 'scheduler/scheduler_config.json'), join(dir, 'scheduler/scheduler_config.json')),
-    vision: (text as { vision_config?: unknown }).vision_config ? parseQwen3VlVisionConfig(text, textPath) : null,
-    processor: existsSync(procPath) ? parseQwen3VlImageProcessorConfig(await readJson(dir, 'processor/preprocessor_config.json'), procPath) : QWEN3_VL_IMAGE_PROCESSOR,
-  };
-}
-
-export interface PartsOptions {
-  /** Compute dtype of every part. */
-  dtype: ComputeDType;
-  /** Transformer linears as weight-only int8 (imgmain). The text encoder stays 16-bit: it runs once per job, so
-   * int8 there would save memory only, and its states condition every step. */
-  int8: boolean;
-  /** Transformer blocks to load (benchmarks at reduced depth); default all. */
-  layers?: number;
-  /** Load the vision tower for reference images (default: when the config has one). */
-  references?: boolean;
-}
-
-/** The weight sources of the two big parts: real files (Checkpoint.open) or SyntheticCheckpoints (demo, bench). */
-export interface PartSources {
-  transformer: Checkpoint;
-  textEncoder: Checkpoint;
-}
-
-export interface QwenImage21Parts {
-  transformer: QwenImage21Transformer;
-  textEncoder: QwenImage21TextEncoder;
-  free(): void;
-}
-
-/** Loads the transformer and the text encoder (the key list the demo writes is recorded by running exactly this). */
-export async function loadQwenImage21Parts(
-  e: Engine, src: PartSources, cfg: QwenImage21Configs, o: PartsOptions, tokenizer: TextTokenizer | null, signal?: AbortSignal, onTextEncoder?: () => void,
-): Promise<QwenImage21Parts> {
-  const owned: { free(): void }[] = [];
-  try {
-    const transformer = await QwenImage21Transformer.load(e, src.transformer, cfg.transformer, { dtype: o.dtype, int8: o.int8, layers: o.layers });
-    owned.push(transformer);
-    throwIfCancelled(signal);
-    onTextEncoder?.();
-    const vision = (o.references ?? true) && cfg.vision ? { config: cfg.vision, processor: cfg.processor } : undefined;
-    const textEncoder = await QwenImage21TextEncoder.load(e, src.textEncoder, cfg.textEncoder, { dtype: o.dtype, tokenizer: tokenizer ?? undefined, vision });
-    owned.push(textEncoder);
-    throwIfCancelled(signal);
-    if (textEncoder.hiddenSize !== cfg.transformer.contextInDim) {
-      throw new Error(`Qwen-Image-2.1: the text encoder's hidden size ${textEncoder.hiddenSize} is not the transformer's context_in_dim ${cfg.transformer.contextInDim}`);
-    }
-    return { transformer, textEncoder, free: () => owned.reverse().forEach((p) => p.free()) };
-  } catch (err) {
-    for (const p of owned.reverse()) p.free();
-    throw err;
-  }
 }
 
 // ---- seeded noise ----
@@ -285,79 +181,6 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
   } finally {
     x?.free();
     for (const c of caches) c.free();
-  }
-}
-
-// ---- pixels ----
-
-/**
- * The VAE's output (H, W, C) channels-last in [-1, 1] as the png's RGB, CHW in [-1, 1]: RGB as is for 3 channels; the
- * RGBA model (4 channels) composited over white with alpha = (a + 1) / 2 clamped to [0, 1], which is what a light
- * page shows (the png writer has no alpha channel; upstream returns an RGBA image).
- */
-export function rgbOverWhite(data: Float32Array, height: number, width: number, channels: number): Float32Array {
-  const n = height * width;
-  if (data.length !== channels * n) throw new RangeError(`rgbOverWhite: ${data.length} values for ${height}x${width}x${channels}`);
-  if (channels !== 3 && channels !== 4) throw new RangeError(`rgbOverWhite: ${channels} channels (3 or 4 expected)`);
-  const out = new Float32Array(3 * n);
-  for (let i = 0; i < n; i++) {
-    const a = channels === 4 ? Math.min(1, Math.max(0, (data[i * 4 + 3]! + 1) / 2)) : 1;
-    for (let c = 0; c < 3; c++) out[c * n + i] = a * data[i * channels + c]! + (1 - a);
-  }
-  return out;
-}
-
-/**
- * The size a reference of srcW x srcH is brought to: upstream's calculate_dimensions(area, ratio), i.e.
- * w = sqrt(area * ratio), h = w / ratio, each rounded to the nearest multiple of 32 (Python's round: halves to
- * even; at least 32). Upstream resizes
- * to exactly that (a slight stretch); we scale to cover it and crop the sliver (media 'cover'), keeping proportions.
- */
-export function referenceDimensions(area: number, srcW: number, srcH: number): { width: number; height: number } {
-  const ratio = srcW / srcH;
-  const w = Math.sqrt(area * ratio);
-  const h = w / ratio;
-  const snap = (v: number) => Math.max(32, roundHalfEven(v / 32) * 32);
-  return { width: snap(w), height: snap(h) };
-}
-
-/** Python's round(): halves go to the even neighbour. */
-function roundHalfEven(x: number): number {
-  const f = Math.floor(x);
-  const d = x - f;
-  if (d !== 0.5) return Math.round(x);
-  return f % 2 === 0 ? f : f + 1;
-}
-
-/**
- * References (CHW RGB in [-1, 1], sides multiples of 16) -> their normalised latents packed in order,
- * (1, sum of (H/16)(W/16), zDim): VAE encode of each as opaque RGBA (upstream converts to RGBA; alpha 1), the
- * (1, h, w, C) result taken row-major as upstream's _pack_latents does.
- */
-export function encodeReferences(e: Engine, vae: QwenImage21Vae, images: readonly ImageTensor[]): Tensor {
-  const parts: Tensor[] = [];
-  try {
-    for (const im of images) {
-      const [, H, W] = im.shape;
-      const n = H * W;
-      const rgba = new Float32Array(n * 4);
-      for (let i = 0; i < n; i++) {
-        rgba[i * 4] = im.data[i]!;
-        rgba[i * 4 + 1] = im.data[n + i]!;
-        rgba[i * 4 + 2] = im.data[2 * n + i]!;
-        rgba[i * 4 + 3] = 1;
-      }
-      const px = e.upload(rgba, [1, H, W, 4], vae.dtype, 'qi21 reference pixels');
-      try {
-        const z = vae.encode(px); // (1, H/16, W/16, C)
-        parts.push(z.reshape([1, z.shape[1]! * z.shape[2]!, z.shape[3]!]));
-      } finally {
-        px.free();
-      }
-    }
-    return parts.length === 1 ? parts.pop()! : concat(e, parts, 1);
-  } finally {
-    for (const p of parts) p.free();
   }
 }
 
@@ -494,22 +317,5 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
       m.vae.free();
       m.parts.free();
     }
-  }
-}
-
-/** Opens the transformer/ and text_encoder/ weights of a checkpoint folder and loads both parts. */
-export async function openAndLoadParts(
-  e: Engine, dir: string, cfg: QwenImage21Configs, o: PartsOptions, tokenizer: TextTokenizer | null, signal?: AbortSignal, onTextEncoder?: () => void,
-): Promise<QwenImage21Parts> {
-  const transformer = await Checkpoint.open(diffusersWeights(join(dir, 'transformer')));
-  try {
-    const textEncoder = await Checkpoint.open(join(dir, 'text_encoder'));
-    try {
-      return await loadQwenImage21Parts(e, { transformer, textEncoder }, cfg, o, tokenizer, signal, onTextEncoder);
-    } finally {
-      await textEncoder.close();
-    }
-  } finally {
-    await transformer.close();
   }
 }

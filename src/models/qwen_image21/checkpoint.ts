@@ -1,0 +1,135 @@
+// Qwen-Image-2.1's checkpoint in the published diffusers layout: model_index.json and the config files the pipeline
+// needs, and loading the two big parts (transformer/, text_encoder/) from real shards or synthetic weights (demo,
+// bench). The VAE reads its own folder (vae/); the pipeline (pipeline.ts) puts the parts together.
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { throwIfCancelled } from '../../common/errors';
+import type { Engine } from '../../engine/engine';
+import { Checkpoint } from '../../engine/safetensors';
+import { parseQwen3Config, type Qwen3Config } from '../qwen3/config';
+import {
+  parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig, QWEN3_VL_IMAGE_PROCESSOR, type Qwen3VlImageProcessorConfig, type Qwen3VlVisionConfig,
+} from '../qwen3_vl_vision';
+import type { ComputeDType } from '../qwen3/weights';
+import type { TextTokenizer } from '../tokenizer';
+import { parseQwenImage21Config, type QwenImage21Config } from './config';
+import { parseFlowMatchConfig, type FlowMatchConfig } from './scheduler';
+import { QwenImage21TextEncoder } from './text-encoder';
+import { diffusersWeights, QwenImage21Transformer } from './transformer';
+
+/** The checkpoint's config files, parsed. */
+export interface QwenImage21Configs {
+  transformer: QwenImage21Config;
+  textEncoder: Qwen3Config;
+  scheduler: FlowMatchConfig;
+  /** text_encoder/config.json's vision_config (null: a text-only checkpoint, no editing). */
+  vision: Qwen3VlVisionConfig | null;
+  /** processor/preprocessor_config.json (Qwen3-VL's defaults when the file is absent). */
+  processor: Qwen3VlImageProcessorConfig;
+}
+
+/** The diffusers folders of the checkpoint (model_index.json names the classes). */
+export const QWEN_IMAGE21_COMPONENTS = {
+  transformer: 'QwenImage21Transformer2DModel',
+  text_encoder: 'Qwen3VLForConditionalGeneration',
+  processor: 'Qwen3VLProcessor',
+  vae: 'AutoencoderKLQwenImage21',
+  scheduler: 'FlowMatchEulerDiscreteScheduler',
+} as const;
+
+async function readJson(dir: string, name: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(join(dir, name), 'utf8'));
+  } catch (e) {
+    throw new Error(`Qwen-Image-2.1 checkpoint ${dir}: cannot read ${name} (${(e as Error).message})`);
+  }
+}
+
+/** Reads and checks model_index.json and the three config files the pipeline needs (the VAE reads its own). */
+export async function readQwenImage21Configs(dir: string): Promise<QwenImage21Configs> {
+  const index = (await readJson(dir, 'model_index.json')) as Record<string, unknown>;
+  if (index._class_name !== 'QwenImage21Pipeline') {
+    throw new Error(`${join(dir, 'model_index.json')}: _class_name ${JSON.stringify(index._class_name)} is not QwenImage21Pipeline`);
+  }
+  for (const [folder, cls] of Object.entries(QWEN_IMAGE21_COMPONENTS)) {
+    const entry = index[folder];
+    if (!Array.isArray(entry) || entry[1] !== cls) throw new Error(`${join(dir, 'model_index.json')}: ${folder} is ${JSON.stringify(entry)}, expected [..., "${cls}"]`);
+  }
+  const text = await readJson(dir, 'text_encoder/config.json');
+  const textPath = join(dir, 'text_encoder/config.json');
+  const procPath = join(dir, 'processor/preprocessor_config.json');
+  return {
+    transformer: parseQwenImage21Config(await readJson(dir, 'transformer/config.json'), join(dir, 'transformer/config.json')),
+    textEncoder: parseQwen3Config(text, 'text', textPath),
+    scheduler: parseFlowMatchConfig(await readJson(dir, 'scheduler/scheduler_config.json'), join(dir, 'scheduler/scheduler_config.json')),
+    vision: (text as { vision_config?: unknown }).vision_config ? parseQwen3VlVisionConfig(text, textPath) : null,
+    processor: existsSync(procPath) ? parseQwen3VlImageProcessorConfig(await readJson(dir, 'processor/preprocessor_config.json'), procPath) : QWEN3_VL_IMAGE_PROCESSOR,
+  };
+}
+
+export interface PartsOptions {
+  /** Compute dtype of every part. */
+  dtype: ComputeDType;
+  /** Transformer linears as weight-only int8 (imgmain). The text encoder stays 16-bit: it runs once per job, so
+   * int8 there would save memory only, and its states condition every step. */
+  int8: boolean;
+  /** Transformer blocks to load (benchmarks at reduced depth); default all. */
+  layers?: number;
+  /** Load the vision tower for reference images (default: when the config has one). */
+  references?: boolean;
+}
+
+/** The weight sources of the two big parts: real files (Checkpoint.open) or SyntheticCheckpoints (demo, bench). */
+export interface PartSources {
+  transformer: Checkpoint;
+  textEncoder: Checkpoint;
+}
+
+export interface QwenImage21Parts {
+  transformer: QwenImage21Transformer;
+  textEncoder: QwenImage21TextEncoder;
+  free(): void;
+}
+
+/** Loads the transformer and the text encoder (the key list the demo writes is recorded by running exactly this). */
+export async function loadQwenImage21Parts(
+  e: Engine, src: PartSources, cfg: QwenImage21Configs, o: PartsOptions, tokenizer: TextTokenizer | null, signal?: AbortSignal, onTextEncoder?: () => void,
+): Promise<QwenImage21Parts> {
+  const owned: { free(): void }[] = [];
+  try {
+    const transformer = await QwenImage21Transformer.load(e, src.transformer, cfg.transformer, { dtype: o.dtype, int8: o.int8, layers: o.layers });
+    owned.push(transformer);
+    throwIfCancelled(signal);
+    onTextEncoder?.();
+    const vision = (o.references ?? true) && cfg.vision ? { config: cfg.vision, processor: cfg.processor } : undefined;
+    const textEncoder = await QwenImage21TextEncoder.load(e, src.textEncoder, cfg.textEncoder, { dtype: o.dtype, tokenizer: tokenizer ?? undefined, vision });
+    owned.push(textEncoder);
+    throwIfCancelled(signal);
+    if (textEncoder.hiddenSize !== cfg.transformer.contextInDim) {
+      throw new Error(`Qwen-Image-2.1: the text encoder's hidden size ${textEncoder.hiddenSize} is not the transformer's context_in_dim ${cfg.transformer.contextInDim}`);
+    }
+    return { transformer, textEncoder, free: () => owned.reverse().forEach((p) => p.free()) };
+  } catch (err) {
+    for (const p of owned.reverse()) p.free();
+    throw err;
+  }
+}
+
+
+/** Opens the transformer/ and text_encoder/ weights of a checkpoint folder and loads both parts. */
+export async function openAndLoadParts(
+  e: Engine, dir: string, cfg: QwenImage21Configs, o: PartsOptions, tokenizer: TextTokenizer | null, signal?: AbortSignal, onTextEncoder?: () => void,
+): Promise<QwenImage21Parts> {
+  const transformer = await Checkpoint.open(diffusersWeights(join(dir, 'transformer')));
+  try {
+    const textEncoder = await Checkpoint.open(join(dir, 'text_encoder'));
+    try {
+      return await loadQwenImage21Parts(e, { transformer, textEncoder }, cfg, o, tokenizer, signal, onTextEncoder);
+    } finally {
+      await textEncoder.close();
+    }
+  } finally {
+    await transformer.close();
+  }
+}
