@@ -6,13 +6,19 @@
 //   norm_out:     norm_out.linear(silu(temb)) [T, 2 H] = shift, scale per timestep
 // The time MLP runs in f32 (the checkpoint keeps it f32); silu(temb) is taken in f32 and only then cast to the
 // projections' dtype, as upstream does. In the released model the projections are 13B of the 33B parameters but
-// these GEMMs have T <= 3 rows, so a step spends almost nothing here.
+// these GEMMs have T <= 3 rows, so a step spends almost nothing computing here.
+// Blocks whose adaln_proj weight is kept on the host (HostLinear, the real model's default: 13 GB int8 / 26 GB
+// 16-bit the forwards never read) are streamed: each block's bytes are written into one reused GPU buffer, its
+// GEMM recorded, then the next block's bytes follow (writeBytes flushes the recorded GEMM first, so the queue
+// orders them), so the GPU holds one block's projection at a time. The bytes are those the resident path uploads,
+// so the tables are the same.
 import type { Engine } from '../../engine/engine';
 import { silu } from '../../engine/ops/activation';
 import { cast } from '../../engine/ops/layout';
+import type { Int8Weight } from '../../engine/ops/linear';
 import type { Tensor } from '../../engine/tensor';
 import type { ComputeDType } from '../qwen3/weights';
-import { applyLinear, type Linear } from './blocks';
+import { applyLinear, isHostLinear, type AdaLNProjection, type HostLinear, type Linear } from './blocks';
 import type { H3Config } from './config';
 import { timestepEmbedding } from './rope';
 
@@ -31,13 +37,55 @@ export interface AdaLNTables {
   blocks: Tensor[];
   /** norm_out: [T, 2 H] (shift | scale) in the compute dtype. */
   normOut: Tensor;
+  /** Host -> GPU bytes this call streamed (host-kept adaln_proj weights and scales); 0 when all are resident. */
+  streamedBytes: number;
   free(): void;
+}
+
+/** One reused GPU home for host-kept projections of one shape and dtype (all blocks share it). */
+class ProjectionStage {
+  private weight: Tensor | Int8Weight | null = null;
+  private key = '';
+  streamedBytes = 0;
+
+  constructor(private readonly e: Engine) {}
+
+  /** Writes m's bytes into the stage (reallocated only if its shape or dtype differs) and returns it as a Linear. */
+  load(m: HostLinear): Linear {
+    const { e } = this;
+    const h = m.host;
+    const key = `${h.weightDtype}:${h.scaleDtype}:${h.N}x${h.K}`;
+    if (key !== this.key) {
+      this.free();
+      this.weight = h.weightDtype === 'i8' ? { q: e.empty([h.N, h.K], 'i8', 'adaln_proj stage q'), scales: e.empty([h.N], h.scaleDtype, 'adaln_proj stage scales') } : e.empty([h.N, h.K], h.weightDtype, 'adaln_proj stage');
+      this.key = key;
+    }
+    const w = this.weight!;
+    if ('q' in w) {
+      e.writeBytes(w.q, 0, h.weight);
+      e.writeBytes(w.scales, 0, h.scales!);
+      this.streamedBytes += h.scales!.byteLength;
+    } else e.writeBytes(w, 0, h.weight);
+    this.streamedBytes += h.weight.byteLength;
+    return { weight: w, bias: m.bias };
+  }
+
+  /** Safe with the GEMMs still queued: the pool orders later uses of the buffers after them. */
+  free(): void {
+    const w = this.weight;
+    if (w && 'q' in w) {
+      w.q.free();
+      w.scales.free();
+    } else w?.free();
+    this.weight = null;
+    this.key = '';
+  }
 }
 
 export function computeAdaLN(
   e: Engine,
   cfg: H3Config,
-  m: { time_embedder: TimeEmbedder; transformer_blocks: readonly { adaln_proj: { linear: Linear } }[]; norm_out: { linear: Linear } },
+  m: { time_embedder: TimeEmbedder; transformer_blocks: readonly { adaln_proj: { linear: AdaLNProjection } }[]; norm_out: { linear: Linear } },
   timesteps: ArrayLike<number>,
   dtype: ComputeDType,
 ): AdaLNTables {
@@ -52,7 +100,19 @@ export function computeAdaLN(
   const act32 = silu(e, temb);
   const act = dtype === 'f32' ? act32 : cast(e, act32, dtype);
   if (act !== act32) act32.free();
-  const blocks = m.transformer_blocks.map((b) => applyLinear(e, b.adaln_proj.linear, act).reshape([T * 3, 6 * cfg.hiddenSize]));
+  const stage = new ProjectionStage(e);
+  const blocks: Tensor[] = [];
+  try {
+    for (const b of m.transformer_blocks) {
+      const proj = b.adaln_proj.linear;
+      blocks.push(applyLinear(e, isHostLinear(proj) ? stage.load(proj) : proj, act).reshape([T * 3, 6 * cfg.hiddenSize]));
+    }
+  } catch (err) {
+    for (const t of [temb, act, ...blocks]) t.free();
+    throw err;
+  } finally {
+    stage.free();
+  }
   const normOut = applyLinear(e, m.norm_out.linear, act);
   act.free();
   return {
@@ -60,6 +120,7 @@ export function computeAdaLN(
     temb,
     blocks,
     normOut,
+    streamedBytes: stage.streamedBytes,
     free() {
       temb.free();
       for (const b of blocks) b.free();

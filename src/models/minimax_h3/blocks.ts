@@ -3,7 +3,10 @@
 //   ff.net.0.proj.weight (H -> 2F: first half the value, second half the SiLU gate), ff.net.2.weight (F -> H)
 //   norm1/norm2.weight (RMSNorm with weight), adaln_proj.linear.{weight,bias} (time_embed_dim -> 18 H)
 // Shapes: the packed sequence is x [1, L, H]; attention runs numHeads x headDim (> H in the released model).
+import { DTYPE_BYTES, encode, f32ToF16Bits, type DType } from '../../engine/dtype';
 import type { Engine } from '../../engine/engine';
+import { quantizeInt8PerChannel } from '../../engine/quantize';
+import { decodeSafe, SAFE_DTYPE_BYTES } from '../../engine/safetensors';
 import { glu } from '../../engine/ops/activation';
 import { attention } from '../../engine/ops/attention';
 import { contiguous } from '../../engine/ops/elementwise';
@@ -11,7 +14,7 @@ import { linear, type LinearOptions } from '../../engine/ops/linear';
 import { headRmsNorm, rmsNorm } from '../../engine/ops/norm';
 import { rope } from '../../engine/ops/rope';
 import type { Tensor } from '../../engine/tensor';
-import { freeLinear, loadLinear, loadPlain, type LinearWeight, type WeightLoader } from '../qwen3/weights';
+import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../qwen3/weights';
 import type { H3Config } from './config';
 import type { RowModulation } from './modulation';
 
@@ -32,6 +35,52 @@ export function applyLinear(e: Engine, m: Linear, x: Tensor, epi: LinearOptions 
 export function freeLinearModule(m: Linear): void {
   freeLinear(m.weight);
   m.bias?.free();
+}
+
+/**
+ * A linear whose weight (N, K) stays in host memory as the exact bytes its GPU tensors would hold (what
+ * loadLinearModule uploads: the compute dtype, or int8 q + per-channel scales in the compute dtype); the bias
+ * (N, small) is on the GPU. adaln.ts streams such weights through one reused GPU buffer (the blocks' adaln_proj,
+ * 13B parameters of the released model used only to build the AdaLN tables).
+ */
+export interface HostLinear {
+  host: { N: number; K: number; weightDtype: DType; weight: Uint8Array; scales: Uint8Array | null; scaleDtype: ComputeDType };
+  bias: Tensor | null;
+}
+
+/** The adaln_proj of a block: resident on the GPU, or kept on the host. */
+export type AdaLNProjection = Linear | HostLinear;
+
+export function isHostLinear(m: AdaLNProjection): m is HostLinear {
+  return 'host' in m;
+}
+
+/** loadLinearModule's bytes kept on the host: the same quantisation (int8) or chunked conversion (load.ts) as upload. */
+export async function loadHostLinearModule(w: WeightLoader, p: string, n: number, k: number, bias: boolean): Promise<HostLinear> {
+  const key = `${p}weight`;
+  const entry = w.ckpt.entry(key, [n, k]); // shape check with the checkpoint's message
+  let host: HostLinear['host'];
+  if (w.int8) {
+    const q = quantizeInt8PerChannel(await w.ckpt.readFloat32(key), n, k);
+    host = { N: n, K: k, weightDtype: 'i8', weight: new Uint8Array(q.q.buffer, q.q.byteOffset, q.q.byteLength), scales: encode(q.scales, w.dtype), scaleDtype: w.dtype };
+  } else {
+    if (entry.dtype === 'I8') throw new RangeError(`${w.ckpt.path}: tensor "${key}" is I8; cannot load it as ${w.dtype}`); // as loadTensor
+    const srcElem = SAFE_DTYPE_BYTES[entry.dtype];
+    const weight = new Uint8Array(n * k * DTYPE_BYTES[w.dtype]);
+    await w.ckpt.readChunks(key, 8 * 2 ** 20, (bytes, off) => {
+      const at = (off / srcElem) * DTYPE_BYTES[w.dtype];
+      if (entry.dtype === (w.dtype === 'f32' ? 'F32' : 'F16')) return void weight.set(bytes, at);
+      const values = decodeSafe(bytes, entry.dtype);
+      if (w.dtype === 'f16') {
+        for (const v of values) {
+          if (Number.isFinite(v) && (f32ToF16Bits(v) & 0x7fff) === 0x7c00) throw new RangeError(`${w.ckpt.path}: tensor "${key}" holds ${v}, beyond f16's range (65504); load it as f32`);
+        }
+      }
+      weight.set(encode(values, w.dtype), at);
+    });
+    host = { N: n, K: k, weightDtype: w.dtype, weight, scales: null, scaleDtype: w.dtype };
+  }
+  return { host, bias: bias ? await loadPlain(w, `${p}bias`, [n]) : null };
 }
 
 /** RoPE tables of the packed sequence: f32 [L, 3F] (src/models/minimax_h3/rope.ts). */
@@ -175,23 +224,28 @@ export interface BlockContext {
 /** AdaLN table columns, in units of H: diffusers' shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp. */
 export const ADALN = { shiftMsa: 0, scaleMsa: 1, gateMsa: 2, shiftMlp: 3, scaleMlp: 4, gateMlp: 5 } as const;
 
-export class H3TransformerBlock {
+/** A = the adaln_proj's kind: Linear (resident, the default of load) or AdaLNProjection (adalnOnHost possible). */
+export class H3TransformerBlock<A extends AdaLNProjection = Linear> {
   constructor(
     readonly norm1: Tensor,
     readonly attn: H3Attention,
     readonly norm2: Tensor,
     readonly ff: H3FeedForward,
-    readonly adaln_proj: { linear: Linear },
+    readonly adaln_proj: { linear: A },
   ) {}
 
-  static async load(w: WeightLoader, cfg: H3Config, p: string): Promise<H3TransformerBlock> {
+  static async load(w: WeightLoader, cfg: H3Config, p: string): Promise<H3TransformerBlock<Linear>>;
+  /** adalnOnHost: adaln_proj.linear's weight stays in host memory (HostLinear), streamed when tables are built. */
+  static async load(w: WeightLoader, cfg: H3Config, p: string, opts: { adalnOnHost: boolean }): Promise<H3TransformerBlock<AdaLNProjection>>;
+  static async load(w: WeightLoader, cfg: H3Config, p: string, opts: { adalnOnHost?: boolean } = {}): Promise<H3TransformerBlock<AdaLNProjection>> {
     const h = cfg.hiddenSize;
-    return new H3TransformerBlock(
+    const loadProj = opts.adalnOnHost ? loadHostLinearModule : loadLinearModule;
+    return new H3TransformerBlock<AdaLNProjection>(
       await loadPlain(w, `${p}norm1.weight`, [h]),
       await H3Attention.load(w, cfg, `${p}attn.`),
       await loadPlain(w, `${p}norm2.weight`, [h]),
       await H3FeedForward.load(w, cfg, `${p}ff.`),
-      { linear: await loadLinearModule(w, `${p}adaln_proj.linear.`, 18 * h, cfg.timeEmbedDim, true) },
+      { linear: await loadProj(w, `${p}adaln_proj.linear.`, 18 * h, cfg.timeEmbedDim, true) },
     );
   }
 
@@ -238,6 +292,8 @@ export class H3TransformerBlock {
     this.attn.free();
     this.norm2.free();
     this.ff.free();
-    freeLinearModule(this.adaln_proj.linear);
+    const proj: AdaLNProjection = this.adaln_proj.linear;
+    if (isHostLinear(proj)) proj.bias?.free();
+    else freeLinearModule(proj);
   }
 }

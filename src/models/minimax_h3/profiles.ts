@@ -93,6 +93,8 @@ export interface LoadH3Options {
   adapterQkvRows?: QkvRows;
   /** Multiplier of the adapter's delta (default 1, as the turbo adapters are meant to be used). */
   adapterStrength?: number;
+  /** The blocks' adaln_proj weights in host memory, streamed per table build (default), or resident: H3LoadOptions. */
+  adalnWeights?: H3LoadOptions['adalnWeights'];
 }
 
 /** The transformer and adapter paths of the variant ProfileWeights chose (checkProfile). */
@@ -123,7 +125,7 @@ export async function loadH3Transformer(e: Engine, profile: H3Profile | H3Profil
     const config = source.config ?? opts.config ?? RELEASED_H3_CONFIG;
     // the adapter is merged in float32 before quantisation (the low-rank product on the GPU)
     const merged = p.adapter ? mergeAdapter(source, await openH3Adapter(files.adapter!, config, { qkvRows: opts.adapterQkvRows }), { engine: e, strength: opts.adapterStrength }) : source;
-    const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8: opts.int8 ?? p.weights === 'int8', prefix: source.prefix };
+    const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8: opts.int8 ?? p.weights === 'int8', prefix: source.prefix, adalnWeights: opts.adalnWeights };
     // the source presents diffusers key names whatever the stored layout
     return await MiniMaxH3Transformer.load(e, merged.checkpoint(), { ...config, layout: 'diffusers' }, load);
   } finally {

@@ -21,7 +21,7 @@ import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { loadPlain, type ComputeDType, type WeightLoader } from '../qwen3/weights';
 import { computeAdaLN, type AdaLNTables, type TimeEmbedder } from './adaln';
-import { applyLinear, freeLinearModule, H3RefinerBlock, H3TransformerBlock, loadLinearModule, type Linear, type RotaryTables } from './blocks';
+import { applyLinear, freeLinearModule, H3RefinerBlock, H3TransformerBlock, loadLinearModule, type AdaLNProjection, type Linear, type RotaryTables } from './blocks';
 import { videoPatchDim, type H3Config } from './config';
 import { checkLayout, MODALITIES, type PackedLayout } from './layout';
 import { RowModulation } from './modulation';
@@ -43,6 +43,12 @@ export interface H3LoadOptions {
   int8?: boolean;
   /** Key prefix (fixtures: "weight."). */
   prefix?: string;
+  /**
+   * Where the blocks' adaln_proj.linear weights live (after quantisation): 'host' (default) keeps them in host
+   * memory and adaln() streams them through one block-sized GPU buffer (adaln.ts): in the released model they are
+   * 13B parameters only the AdaLN tables read. 'gpu' keeps them resident (faster tables, 13-26 GB more GPU memory).
+   */
+  adalnWeights?: 'host' | 'gpu';
 }
 
 /** The layout-dependent GPU state of a job: RoPE tables and stream row ids. */
@@ -89,7 +95,7 @@ export class MiniMaxH3Transformer {
     readonly context_embedder: Linear,
     readonly time_embedder: TimeEmbedder,
     readonly token_refiner: { refiner_blocks: H3RefinerBlock[]; final_norm: Tensor },
-    readonly transformer_blocks: H3TransformerBlock[],
+    readonly transformer_blocks: H3TransformerBlock<AdaLNProjection>[],
     readonly norm_out: { norm: Tensor; linear: Linear },
     readonly proj_out: Linear,
     readonly audio_proj_out: Linear,
@@ -118,8 +124,9 @@ export class MiniMaxH3Transformer {
       const refiner_blocks: H3RefinerBlock[] = [];
       for (let i = 0; i < c.numRefinerLayers; i++) refiner_blocks.push(await H3RefinerBlock.load(w, c, `${p}token_refiner.refiner_blocks.${i}.`));
       const final_norm = await loadPlain(w, `${p}token_refiner.final_norm.weight`, [H]);
-      const blocks: H3TransformerBlock[] = [];
-      for (let i = 0; i < c.numLayers; i++) blocks.push(await H3TransformerBlock.load(w, c, `${p}transformer_blocks.${i}.`));
+      const blocks: H3TransformerBlock<AdaLNProjection>[] = [];
+      const adalnOnHost = (opts.adalnWeights ?? 'host') === 'host';
+      for (let i = 0; i < c.numLayers; i++) blocks.push(await H3TransformerBlock.load(w, c, `${p}transformer_blocks.${i}.`, { adalnOnHost }));
       const norm_out = {
         norm: await loadPlain(w, `${p}norm_out.norm.weight`, [H]),
         linear: await loadLinearModule(w, `${p}norm_out.linear.`, 2 * H, c.timeEmbedDim, true),
@@ -170,7 +177,8 @@ export class MiniMaxH3Transformer {
     };
   }
 
-  /** AdaLN tables of every block and of norm_out for the step's distinct timesteps (once per step). */
+  /** AdaLN tables of every block and of norm_out for the step's distinct timesteps (once per step; host-kept
+   * adaln_proj weights are streamed to the GPU by every call). */
   adaln(timesteps: ArrayLike<number>): AdaLNTables {
     return computeAdaLN(this.e, this.config, this, timesteps, this.dtype);
   }
