@@ -1,12 +1,14 @@
 // Loading the decoder's tensors from a checkpoint: norms and embeddings in the compute dtype, linear weights in
 // the compute dtype or as weight-only int8 (quantised per output channel at load, see src/engine/quantize.ts).
-// bf16 checkpoints are converted on upload (load.ts); a value beyond f16's range fails loudly.
+// bf16 checkpoints are converted on upload (load.ts); a value beyond f16's range fails loudly. A checkpoint with a
+// host copy attached (host-weights.ts) is served from / recorded into that copy instead.
 import type { Engine } from '../../engine/engine';
 import { loadTensor } from '../../engine/load';
 import type { Int8Weight } from '../../engine/ops/linear';
 import { quantizeInt8PerChannel, uploadInt8 } from '../../engine/quantize';
 import type { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
+import { hostWeightsOf } from './host-weights';
 
 export type ComputeDType = 'f32' | 'f16';
 /** A linear weight (N, K) as PyTorch stores it: plain, or int8 with per-output-channel scales. */
@@ -22,13 +24,20 @@ export interface WeightLoader {
 }
 
 export async function loadPlain(w: WeightLoader, key: string, shape: readonly number[]): Promise<Tensor> {
-  const t = await loadTensor(w.e, w.ckpt, key, { dtype: w.dtype, shape });
+  const host = hostWeightsOf(w.ckpt);
+  const t = host ? await host.loadPlain(w.e, w.ckpt, key, shape, w.dtype) : await loadTensor(w.e, w.ckpt, key, { dtype: w.dtype, shape });
   w.loaded.push(t);
   return t;
 }
 
 export async function loadLinear(w: WeightLoader, key: string, shape: readonly [number, number]): Promise<LinearWeight> {
   if (!w.int8) return loadPlain(w, key, shape);
+  const host = hostWeightsOf(w.ckpt);
+  if (host) {
+    const t = await host.loadInt8(w.e, w.ckpt, key, shape, w.dtype);
+    w.loaded.push(t.q, t.scales);
+    return t;
+  }
   w.ckpt.entry(key, shape); // shape check with the checkpoint's message
   const q = quantizeInt8PerChannel(await w.ckpt.readFloat32(key), shape[0], shape[1]);
   const t = uploadInt8(w.e, q, w.dtype, key);
