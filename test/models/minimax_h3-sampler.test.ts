@@ -9,7 +9,7 @@ import { copy, copyInto } from '../../src/engine/ops/layout';
 import type { Tensor } from '../../src/engine/tensor';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
 import { patchify, unpatchify } from '../../src/models/minimax_h3/patchify';
-import { rowTimestepPlan, sampleH3 } from '../../src/models/minimax_h3/sampler';
+import { rowTimestepPlan, sampleH3, tableGroups } from '../../src/models/minimax_h3/sampler';
 import { AUDIO_SHIFT, FlowSchedule, flowSigmas, VIDEO_SHIFT } from '../../src/models/minimax_h3/scheduler';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { testEngine, type Tolerance } from '../engine/helpers';
@@ -184,6 +184,56 @@ test('after two warm-up steps a sampling step creates no GPU buffer', async () =
   } finally {
     e.pool.frozen = false;
     for (const t of [video, audio, text32, text]) t.free();
+    sequence.free();
+    model.free();
+    await c.close();
+  }
+});
+
+test('tableGroups: consecutive steps share a table build up to the timestep bound', () => {
+  const plan = (...t: number[]) => ({ timesteps: Float32Array.from(t), indices: new Int32Array(0) });
+  const plans = [plan(0, 0.5), plan(0.25, 0.5), plan(0.5, 0.75), plan(0.75, 0.9)];
+  const g = tableGroups(plans, 3);
+  assert.deepEqual(g.map((x) => [Array.from(x.timesteps), x.end]), [[[0, 0.25, 0.5], 2], [[0.5, 0.75, Math.fround(0.9)], 4]]);
+  assert.deepEqual(tableGroups(plans, 1).map((x) => x.end), [1, 2, 3, 4], 'a step over the bound is its own group');
+  assert.deepEqual(tableGroups(plans, 32).map((x) => x.end), [4]);
+});
+
+test('AdaLN tables: one build for a distilled job, the same latents as a build per step', async () => {
+  const e = await testEngine();
+  const c = await GoldenCase.open(goldenCaseFiles('minimax_h3', 'trajectory').find((f) => f.endsWith('t2va_2_steps.safetensors'))!);
+  const model = await MiniMaxH3Transformer.load(e, c.ckpt, parseH3Config(c.config), { prefix: WEIGHT_PREFIX });
+  const { layout } = await caseLayout(c);
+  const sequence = model.prepare(layout);
+  const textIn = await c.input('encoder_hidden_states');
+  const text32 = e.upload(textIn.data, textIn.shape, 'f32');
+  const text = model.encodeText(text32);
+  const an = await c.input('audio_noise');
+  const builds: number[] = [];
+  const adaln = model.adaln.bind(model);
+  model.adaln = (ts) => {
+    builds.push(ts.length);
+    return adaln(ts);
+  };
+  const run = async (tableTimesteps?: number) => {
+    const video = e.upload((await c.output('video_rows')).data, [layout.videoIndices.length, 16], 'f32');
+    const audio = e.upload(an.data, an.shape, 'f32');
+    builds.length = 0;
+    await sampleH3(e, model, sequence, text, video, audio, { steps: 6, tableTimesteps });
+    const out = { video: await e.read(video), audio: await e.read(audio), builds: [...builds] };
+    video.free();
+    audio.free();
+    return out;
+  };
+  try {
+    const grouped = await run();
+    const perStep = await run(1);
+    assert.equal(grouped.builds.length, 1, `table builds: ${grouped.builds.join(', ')}`);
+    assert.equal(perStep.builds.length, 5);
+    expectClose(grouped.video, { data: Float64Array.from(perStep.video), shape: [perStep.video.length] }, { atol: 1e-6, rtol: 1e-5 }, 'video latents');
+    expectClose(grouped.audio, { data: Float64Array.from(perStep.audio), shape: [perStep.audio.length] }, { atol: 1e-6, rtol: 1e-5 }, 'audio latents');
+  } finally {
+    for (const t of [text32, text]) t.free();
     sequence.free();
     model.free();
     await c.close();

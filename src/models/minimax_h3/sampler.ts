@@ -6,13 +6,22 @@
 // Row timesteps per step (SetTimestepsStep.build_row_timesteps): text and generated video rows at the video t,
 // generated audio rows at the audio t, keyframe rows at max(video t, 0.999), audio reference rows at 1; the
 // transformer gets the sorted distinct values and each row's index into them.
+//
+// AdaLN tables are built for a group of steps at once (up to TABLE_TIMESTEPS distinct timesteps: a distilled job's
+// steps are one group): with the blocks' adaln_proj weights kept on the host (the int8 profiles), every table build
+// streams them to the GPU (~13 GB at the released size), so per-step builds would move that much on every step.
 import type { Engine } from '../../engine/engine';
 import { copyInto } from '../../engine/ops/layout';
 import type { Tensor } from '../../engine/tensor';
 import { KEYFRAME_NOISE_AUG, type PackedLayout } from './layout';
 import { AUDIO_SHIFT, FlowSchedule, VIDEO_SHIFT } from './scheduler';
 import { StepCache, type StepCachePolicy } from './step-cache';
+import type { AdaLNTables } from './adaln';
 import type { H3Sequence, MiniMaxH3Transformer } from './transformer';
+
+/** Distinct timesteps of one table build: bounds the tables' GPU bytes (T x 3 rows of 6H per block; 32 timesteps
+ * of the released model in f16: 310 MB for the 50 blocks). */
+export const TABLE_TIMESTEPS = 32;
 
 export interface RowTimestepPlan {
   /** Distinct row timesteps, ascending (float32 values). */
@@ -38,6 +47,8 @@ export interface H3SampleOptions {
   audioShift?: number;
   /** Explicit grids used verbatim instead of steps + shifts (a distilled checkpoint's published positions). */
   sigmas?: { video: ArrayLike<number>; audio: ArrayLike<number> };
+  /** Distinct timesteps per AdaLN table build (default TABLE_TIMESTEPS; 1: a build per step). */
+  tableTimesteps?: number;
   /** Reuse the last computed velocity at slowly changing steps (basevid50_sol: profile.stepCache); off by default. */
   stepCache?: StepCachePolicy | null;
   /** Called after each step's update is recorded (progress; throw to cancel). */
@@ -69,15 +80,24 @@ export async function sampleH3(e: Engine, model: MiniMaxH3Transformer, sequence:
   const nv = video.shape[0]!;
   const na = audio.shape[0]!;
   const cache = opts.stepCache ? new StepCache(opts.stepCache, vs.length) : null;
+  const plans = Array.from({ length: vs.length }, (_, i) => rowTimestepPlan(layout, vs.timesteps[i]!, as.timesteps[i]!));
+  const groups = tableGroups(plans, opts.tableTimesteps ?? TABLE_TIMESTEPS);
+  let tables: { adaln: AdaLNTables; index: Map<number, number>; end: number } | null = null;
   try {
     for (let i = 0; i < vs.length; i++) {
-      const plan = rowTimestepPlan(layout, vs.timesteps[i]!, as.timesteps[i]!);
+      const plan = plans[i]!;
       let out: { video: Tensor; audio: Tensor };
       if (cache?.reuse(i)) out = cache.cached(e);
       else {
-        const adaln = model.adaln(plan.timesteps);
-        out = model.forward({ video, audio, text, sequence, adaln, timestepIndices: plan.indices });
-        adaln.free();
+        if (!tables || i >= tables.end) {
+          tables?.adaln.free();
+          tables = null;
+          const g = groups.find((x) => i < x.end)!;
+          tables = { adaln: model.adaln(g.timesteps), index: new Map(Array.from(g.timesteps, (t, k) => [t, k])), end: g.end };
+        }
+        const index = tables.index;
+        const timestepIndices = Int32Array.from(plan.indices, (k) => index.get(plan.timesteps[k]!)!);
+        out = model.forward({ video, audio, text, sequence, adaln: tables.adaln, timestepIndices });
         await cache?.record(e, i, out);
       }
       if (opts.capture) {
@@ -98,6 +118,23 @@ export async function sampleH3(e: Engine, model: MiniMaxH3Transformer, sequence:
     }
     return { forwards: vs.length - (cache?.reused.length ?? 0), reused: cache ? [...cache.reused] : [], changes: cache ? [...cache.changes] : [] };
   } finally {
+    tables?.adaln.free();
     cache?.free();
   }
+}
+
+/** Consecutive steps grouped so that each group's distinct row timesteps (ascending) number at most `max` (a step
+ * with more than `max` alone is its own group). `end`: one past the group's last step. */
+export function tableGroups(plans: readonly RowTimestepPlan[], max: number): { timesteps: Float32Array; end: number }[] {
+  const groups: { timesteps: Float32Array; end: number }[] = [];
+  let set = new Set<number>();
+  for (let i = 0; i < plans.length; i++) {
+    const next = new Set([...set, ...plans[i]!.timesteps]);
+    if (set.size > 0 && next.size > max) {
+      groups.push({ timesteps: Float32Array.from(set).sort(), end: i });
+      set = new Set(plans[i]!.timesteps);
+    } else set = next;
+  }
+  if (set.size > 0) groups.push({ timesteps: Float32Array.from(set).sort(), end: plans.length });
+  return groups;
 }

@@ -10,7 +10,7 @@
 // checkpoint -> f16 or f32 on upload), its linears optionally int8 weight-only.
 //
 // Per job:  encodeText (context_embedder + refiner; the text never changes), prepare(layout) (RoPE tables, row
-//           ids); per step: adaln(timesteps) (tables for every block); per forward: forward().
+//           ids); per group of steps: adaln(timesteps) (tables for every block, sampler.ts); per forward: forward().
 import type { Engine } from '../../engine/engine';
 import { cast, copyInto, gather, uploadIds } from '../../engine/ops/layout';
 import { rmsNorm } from '../../engine/ops/norm';
@@ -177,8 +177,8 @@ export class MiniMaxH3Transformer {
     };
   }
 
-  /** AdaLN tables of every block and of norm_out for the step's distinct timesteps (once per step; host-kept
-   * adaln_proj weights are streamed to the GPU by every call). */
+  /** AdaLN tables of every block and of norm_out for distinct timesteps (the sampler asks once per group of steps;
+   * host-kept adaln_proj weights are streamed to the GPU by every call). */
   adaln(timesteps: ArrayLike<number>): AdaLNTables {
     return computeAdaLN(this.e, this.config, this, timesteps, this.dtype);
   }
