@@ -1,7 +1,9 @@
 // MiniMax H3 text-to-video-with-sound as a service pipeline (diffusers modular_pipelines/minimax_h3, T2VA path;
 // docs/models/minimax-h3.md "Pipeline"). One job:
 //   load (once per profile)   transformer (the profile's loader: adapter merge, int8), video VAE, audio VAE, tokenizer
-//   加载文本编码器             the Qwen3-VL text encoder (layers < 50), loaded per job
+//   加载文本编码器             the Qwen3-VL text encoder (layers < 50) onto the GPU per job: read and prepared (bf16 ->
+//                              dtype, int8 quantised) on the first job only, then uploaded from the host copy
+//                              (H3TextEncoderHost) that unload() drops
 //   编码提示词/图片            prompt verbatim -> hidden_states[50] -> the encoder is FREED -> context_embedder + refiner
 //   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
 //                              (rows channel-major); packed layout [text | audio | video]; dual-schedule Euler
@@ -29,7 +31,7 @@ import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
 import { buildPackedLayout, resolveGeometry, TEXT_TAG, type Geometry } from './layout';
 import { patchify, unpatchify } from './patchify';
 import { sampleH3, type H3SampleOptions } from './sampler';
-import { H3TextEncoder } from './text-encoder';
+import { H3TextEncoder, H3TextEncoderHost } from './text-encoder';
 import type { MiniMaxH3Transformer } from './transformer';
 import { openVideoVaeCheckpoint, parseVideoVaeConfig, VideoVaeDecoder, type VideoLatents, type VideoVaeDecodeOptions } from './video-vae';
 import { Checkpoint } from '../../engine/safetensors';
@@ -94,11 +96,18 @@ interface Loaded {
 /** The 'video' pipeline of one profile (src/video/video.pipeline.ts registers the six). */
 export class MiniMaxH3Pipeline implements Pipeline<JobTaskPayload> {
   private m: Loaded | null = null;
+  /** The text encoder's prepared weights in host memory between jobs (not GPU memory: not in residentBytes). */
+  private readonly textEncoderHost = new H3TextEncoderHost();
 
   constructor(private readonly o: H3PipelineOptions) {}
 
   get residentBytes(): number {
     return this.m?.bytes ?? 0;
+  }
+
+  /** Host RAM held by the text encoder's copy (0 until the first job, and after unload()). */
+  get textEncoderHostBytes(): number {
+    return this.textEncoderHost.bytes;
   }
 
   private trace(event: string): void {
@@ -149,7 +158,7 @@ export class MiniMaxH3Pipeline implements Pipeline<JobTaskPayload> {
     // text: load the encoder, encode, free it before anything of the sampling is allocated
     ctx.stage(STAGE.loadTextEncoder);
     const ids = H3TextEncoder.promptIds(m.tokenizer, job.prompt);
-    let encoder: H3TextEncoder | null = await H3TextEncoder.fromDir(e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
+    let encoder: H3TextEncoder | null = await this.textEncoderHost.load(e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
     let text: Tensor;
     try {
       this.trace('text encoder loaded');
@@ -267,6 +276,7 @@ export class MiniMaxH3Pipeline implements Pipeline<JobTaskPayload> {
   async unload(): Promise<void> {
     const m = this.m;
     this.m = null;
+    this.textEncoderHost.drop();
     if (m && !m.e.lost) {
       m.audioVae.free();
       m.videoVae.free();
