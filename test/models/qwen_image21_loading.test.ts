@@ -2,8 +2,8 @@
 // (shared/upstream/README.md "qwen-image-2.1"), so the key names are checked against what is:
 //   transformer/   upstream's own state_dict: the golden transformer/t2i fixture holds every parameter of diffusers'
 //                  QwenImage21Transformer2DModel (9827e152) at a tiny config; our loader must read exactly those.
-//   text_encoder/  the Qwen3-VL index in shared/upstream (MiniMax H3's Qwen3-VL-32B: the same class as the 8B, so the
-//                  same key names; checked when the folder is there) and the golden text-encoder fixture.
+//   text_encoder/  the Qwen3-VL index of MiniMax H3's Qwen3-VL-32B (a byte copy in the minimax_h3 configs fixtures:
+//                  the same class as the 8B, so the same key names) and the golden text-encoder fixture.
 // Then the demo checkpoint (folder layout, Hugging Face shard names, index files) is loaded through the same
 // Checkpoint.open path as a real download, and every tensor its index lists is consumed.
 import assert from 'node:assert/strict';
@@ -19,7 +19,7 @@ import { QWEN_IMAGE21_SCHEDULER, parseFlowMatchConfig, parseQwenImage21Config } 
 import { planDemoQwenImage21, recordQwenImage21Keys, type QwenImage21DemoPlan } from '../../src/models/qwen_image21/demo';
 import { loadQwenImage21Parts, readQwenImage21Configs, type QwenImage21Configs } from '../../src/models/qwen_image21/checkpoint';
 import { testEngine } from '../engine/helpers';
-import { GoldenCase, goldenCaseFiles, repoRoot } from './golden';
+import { GoldenCase, goldenCaseFiles, goldenDir } from './golden';
 
 /** Every key a loader reads from `ckpt` (Checkpoint.entry is where loadTensor and RowTable start). */
 function recording(ckpt: Checkpoint): { ckpt: Checkpoint; read: Set<string> } {
@@ -62,7 +62,7 @@ describe('Qwen-Image-2.1 key names against upstream', () => {
     }
   });
 
-  test('text encoder: every decoder key of the real Qwen3-VL index is read, but the final norm; vision keys are the index\'s', async (t) => {
+  test('text encoder: every decoder key of the real Qwen3-VL index is read, but the final norm; vision keys are the index\'s', async () => {
     const plan = await planDemoQwenImage21(e);
     const mine = [...plan.keys.textEncoder.keys()];
     assert.deepEqual(mine.filter((k) => !k.startsWith('model.language_model.') && !k.startsWith('model.visual.')), [], 'only the decoder and the vision tower');
@@ -77,8 +77,8 @@ describe('Qwen-Image-2.1 key names against upstream', () => {
         await c.close();
       }
     }
-    const index = join(repoRoot(), '..', 'shared', 'upstream', 'minimax-h3', 'text_encoder', 'model.safetensors.index.json');
-    if (!existsSync(index)) return t.skip(`no ${index} (shared/upstream is not part of a clean clone)`);
+    // a byte copy of MiniMax H3's text_encoder/model.safetensors.index.json (configs/README.md)
+    const index = join(goldenDir('minimax_h3', 'configs'), 'text-encoder-index.json');
     const real = Object.keys((JSON.parse(readFileSync(index, 'utf8')) as { weight_map: Record<string, string> }).weight_map);
     const decoder = byStructure(real.filter((k) => k.startsWith('model.language_model.') && k !== 'model.language_model.norm.weight'));
     assert.deepEqual([...ours].sort(), [...decoder].sort(), 'Qwen3-VL index (model.language_model.*)');
