@@ -158,7 +158,8 @@ test('rowTimestepPlan: text and video at the video t, audio at its own, keyframe
   assert.deepEqual(Array.from(same.indices), [0, 0, 0, 0, 0, 0]);
 });
 
-test('after two warm-up steps a sampling step creates no GPU buffer', async () => {
+/** The tiny transformer on the t2va 2-step case, ready to sample: its packed sequence, encoded text and audio noise. */
+async function openT2vaCase() {
   const e = await testEngine();
   const c = await GoldenCase.open(goldenCaseFiles('minimax_h3', 'trajectory').find((f) => f.endsWith('t2va_2_steps.safetensors'))!);
   const model = await MiniMaxH3Transformer.load(e, c.ckpt, parseH3Config(c.config), { prefix: WEIGHT_PREFIX });
@@ -167,8 +168,19 @@ test('after two warm-up steps a sampling step creates no GPU buffer', async () =
   const textIn = await c.input('encoder_hidden_states');
   const text32 = e.upload(textIn.data, textIn.shape, 'f32');
   const text = model.encodeText(text32);
-  const video = e.upload((await c.output('video_rows')).data, [layout.videoIndices.length, 16], 'f32');
   const an = await c.input('audio_noise');
+  const close = async () => {
+    for (const t of [text32, text]) t.free();
+    sequence.free();
+    model.free();
+    await c.close();
+  };
+  return { e, c, model, layout, sequence, text, an, close };
+}
+
+test('after two warm-up steps a sampling step creates no GPU buffer', async () => {
+  const { e, c, model, layout, sequence, text, an, close } = await openT2vaCase();
+  const video = e.upload((await c.output('video_rows')).data, [layout.videoIndices.length, 16], 'f32');
   const audio = e.upload(an.data, an.shape, 'f32');
   const created: number[] = [];
   try {
@@ -183,10 +195,8 @@ test('after two warm-up steps a sampling step creates no GPU buffer', async () =
     assert.equal(created[4], created[1], `buffers created per step: ${created.join(', ')}`);
   } finally {
     e.pool.frozen = false;
-    for (const t of [video, audio, text32, text]) t.free();
-    sequence.free();
-    model.free();
-    await c.close();
+    for (const t of [video, audio]) t.free();
+    await close();
   }
 });
 
@@ -200,15 +210,7 @@ test('tableGroups: consecutive steps share a table build up to the timestep boun
 });
 
 test('AdaLN tables: one build for a distilled job, the same latents as a build per step', async () => {
-  const e = await testEngine();
-  const c = await GoldenCase.open(goldenCaseFiles('minimax_h3', 'trajectory').find((f) => f.endsWith('t2va_2_steps.safetensors'))!);
-  const model = await MiniMaxH3Transformer.load(e, c.ckpt, parseH3Config(c.config), { prefix: WEIGHT_PREFIX });
-  const { layout } = await caseLayout(c);
-  const sequence = model.prepare(layout);
-  const textIn = await c.input('encoder_hidden_states');
-  const text32 = e.upload(textIn.data, textIn.shape, 'f32');
-  const text = model.encodeText(text32);
-  const an = await c.input('audio_noise');
+  const { e, c, model, layout, sequence, text, an, close } = await openT2vaCase();
   const builds: number[] = [];
   const adaln = model.adaln.bind(model);
   model.adaln = (ts) => {
@@ -233,9 +235,6 @@ test('AdaLN tables: one build for a distilled job, the same latents as a build p
     expectClose(grouped.video, { data: Float64Array.from(perStep.video), shape: [perStep.video.length] }, { atol: 1e-6, rtol: 1e-5 }, 'video latents');
     expectClose(grouped.audio, { data: Float64Array.from(perStep.audio), shape: [perStep.audio.length] }, { atol: 1e-6, rtol: 1e-5 }, 'audio latents');
   } finally {
-    for (const t of [text32, text]) t.free();
-    sequence.free();
-    model.free();
-    await c.close();
+    await close();
   }
 });
