@@ -26,21 +26,33 @@ export async function loadTensor(e: Engine, ckpt: Checkpoint, name: string, opts
   }
   const t = e.empty(entry.shape, dtype, name);
   try {
-    const srcElem = SAFE_DTYPE_BYTES[entry.dtype];
-    // whole multiples of 4 elements, so every converted chunk is 4-byte aligned for writeBuffer
-    const elems = Math.max(4, Math.floor((opts.chunkBytes ?? 8 * 2 ** 20) / srcElem / 4) * 4);
-    await ckpt.readChunks(name, elems * srcElem, (bytes, off) => {
-      const dstOffset = (off / srcElem) * DTYPE_BYTES[dtype];
-      if (SAME_BITS[entry.dtype] === dtype) return e.writeBytes(t, dstOffset, bytes);
-      const values = decodeSafe(bytes, entry.dtype);
-      if (dtype === 'f16') checkF16Range(values, ckpt.path, name);
-      e.writeBytes(t, dstOffset, encode(values, dtype));
-    });
+    await readConverted(ckpt, name, dtype, (bytes, dstOffset) => e.writeBytes(t, dstOffset, bytes), opts.chunkBytes);
   } catch (err) {
     t.free();
     throw err;
   }
   return t;
+}
+
+/**
+ * Streams tensor `name` converted to `dtype` (same bits passed through, else decoded and re-encoded; a value beyond
+ * f16's range fails): `sink` gets each converted chunk and its byte offset in the `dtype` layout. loadTensor writes
+ * the chunks to the GPU; a host copy (src/models/qwen3/host-weights.ts) keeps them, so both hold the same bytes.
+ */
+export async function readConverted(
+  ckpt: Checkpoint, name: string, dtype: DType, sink: (bytes: Uint8Array, dstOffset: number) => void, chunkBytes = 8 * 2 ** 20,
+): Promise<void> {
+  const entry = ckpt.entry(name);
+  const srcElem = SAFE_DTYPE_BYTES[entry.dtype];
+  // whole multiples of 4 elements, so every converted chunk is 4-byte aligned for writeBuffer
+  const elems = Math.max(4, Math.floor(chunkBytes / srcElem / 4) * 4);
+  await ckpt.readChunks(name, elems * srcElem, (bytes, off) => {
+    const dstOffset = (off / srcElem) * DTYPE_BYTES[dtype];
+    if (SAME_BITS[entry.dtype] === dtype) return sink(bytes, dstOffset);
+    const values = decodeSafe(bytes, entry.dtype);
+    if (dtype === 'f16') checkF16Range(values, ckpt.path, name);
+    sink(encode(values, dtype), dstOffset);
+  });
 }
 
 /** Loads several tensors; on any failure frees the ones already loaded. */

@@ -6,10 +6,11 @@
 // sealed, a miss is an error rather than a read: the checkpoint may be closed or its folder gone by then.
 // The copy holds exactly the bytes the GPU tensors get: compute-dtype norms and plain linears, int8 linears as
 // (q int8 (N, K), scales f32 (N)) (the scales are converted to the compute dtype at upload, as uploadInt8 does).
-import { DTYPE_BYTES, encode, f32ToF16Bits } from '../../engine/dtype';
+import { DTYPE_BYTES } from '../../engine/dtype';
 import type { Engine } from '../../engine/engine';
+import { readConverted } from '../../engine/load';
 import { quantizeInt8PerChannel, uploadInt8, type QuantizedInt8 } from '../../engine/quantize';
-import { CheckpointError, decodeSafe, type Checkpoint } from '../../engine/safetensors';
+import { CheckpointError, type Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import type { Int8Weight } from '../../engine/ops/linear';
 import type { ComputeDType } from './weights';
@@ -110,35 +111,16 @@ export class HostWeights {
   }
 }
 
-/** The tensor's bytes in `dtype`, converted chunk by chunk as loadTensor does (so the GPU gets the same bits). */
+/** The tensor's bytes in `dtype`, converted chunk by chunk by load.ts's readConverted (so the GPU gets loadTensor's bits). */
 async function prepare(ckpt: Checkpoint, key: string, shape: readonly number[], dtype: ComputeDType): Promise<Uint8Array> {
   const entry = ckpt.entry(key, shape);
   if (entry.dtype !== 'F32' && entry.dtype !== 'F16' && entry.dtype !== 'BF16') {
     throw new CheckpointError(`${ckpt.path}: tensor "${key}" is ${entry.dtype}; cannot load it as ${dtype}`);
   }
-  const same = (entry.dtype === 'F32' && dtype === 'f32') || (entry.dtype === 'F16' && dtype === 'f16');
-  if (same) {
-    const out = new Uint8Array(entry.byteLength);
-    await ckpt.readChunks(key, 8 * 2 ** 20, (bytes, off) => out.set(bytes, off));
-    return out;
-  }
   const srcElem = entry.dtype === 'F32' ? 4 : 2;
   const out = new Uint8Array((entry.byteLength / srcElem) * DTYPE_BYTES[dtype]);
-  await ckpt.readChunks(key, 8 * 2 ** 20, (bytes, off) => {
-    const values = decodeSafe(bytes, entry.dtype);
-    if (dtype === 'f16') checkF16Range(values, ckpt.path, key);
-    out.set(encode(values, dtype), (off / srcElem) * DTYPE_BYTES[dtype]);
-  });
+  await readConverted(ckpt, key, dtype, (bytes, off) => out.set(bytes, off));
   return out;
-}
-
-function checkF16Range(values: Float32Array, path: string, name: string): void {
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i]!;
-    if (Number.isFinite(v) && (f32ToF16Bits(v) & 0x7fff) === 0x7c00) {
-      throw new CheckpointError(`${path}: tensor "${name}" holds ${v}, beyond f16's range (65504); load it as f32`);
-    }
-  }
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
