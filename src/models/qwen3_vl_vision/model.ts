@@ -18,7 +18,6 @@ import type { Engine } from '../../engine/engine';
 import { uploadRope } from '../../engine/rope-tables';
 import { attention } from '../../engine/ops/attention';
 import { contiguous } from '../../engine/ops/elementwise';
-import { copyInto } from '../../engine/ops/layout';
 import { linear } from '../../engine/ops/linear';
 import { layerNorm } from '../../engine/ops/norm';
 import { rope } from '../../engine/ops/rope';
@@ -151,16 +150,16 @@ export class Qwen3VlPatchMerger {
     );
   }
 
-  /** x (P, hidden) in merge-block order -> (P / merge^2, out_hidden). */
-  forward(e: Engine, x: Tensor): Tensor {
+  /** x (P, hidden) in merge-block order -> (P / merge^2, out_hidden), a new tensor or written into `out` (any rows view). */
+  forward(e: Engine, x: Tensor, out?: Tensor): Tensor {
     const wide = this.linear_fc1.bias.shape[0]!;
     const rows = x.numel / wide;
     const n = this.postShuffleNorm ? norm(e, x.reshape([rows, wide]), this.norm) : norm(e, x, this.norm).reshape([rows, wide]);
     const mid = linear(e, n, this.linear_fc1.weight, this.linear_fc1.bias, { act: 'gelu_erf' });
     n.free();
-    const out = linear(e, mid, this.linear_fc2.weight, this.linear_fc2.bias);
+    const y = linear(e, mid, this.linear_fc2.weight, this.linear_fc2.bias, { out });
     mid.free();
-    return out;
+    return y;
   }
 
   free(): void {
@@ -274,15 +273,10 @@ export class Qwen3VlVisionModel {
         x.free();
         x = next;
         const k = cfg.deepstackVisualIndexes.indexOf(i);
-        if (k >= 0) {
-          const d = this.deepstack_merger_list[k]!.forward(e, x);
-          copyInto(e, d, ds[k]!);
-          d.free();
-        }
+        // the mergers write straight into the image's rows of the outputs (linear honours an out view's offset)
+        if (k >= 0) this.deepstack_merger_list[k]!.forward(e, x, ds[k]!);
       }
-      const merged = this.merger.forward(e, x);
-      copyInto(e, merged, out);
-      merged.free();
+      this.merger.forward(e, x, out);
     } finally {
       x?.free();
       for (const t of [patches, posT, cos, sin]) t.free();
