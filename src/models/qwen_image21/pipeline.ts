@@ -148,7 +148,8 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
   const negLayout = useCfg ? promptLayout(r.negative!, refShapes, h, w) : null;
   const schedule = flowMatchSchedule(sched, r.steps, condLayout.targetLength);
   const caches: QwenImage21PrefixCache[] = [];
-  let x = e.upload(seededNoise(r.seed, cfg.inChannels, h, w), [1, h * w, cfg.inChannels], transformer.dtype, 'qi21 noise');
+  // null once handed to the caller, so the finally below frees it only on a throw
+  let x: Tensor | null = e.upload(seededNoise(r.seed, cfg.inChannels, h, w), [1, h * w, cfg.inChannels], transformer.dtype, 'qi21 noise');
   try {
     const condCache = transformer.createCache(condLayout);
     caches.push(condCache);
@@ -176,7 +177,7 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
       await r.onStep?.(i + 1, r.steps);
     }
     const out = x;
-    x = null as unknown as Tensor;
+    x = null;
     return out;
   } finally {
     x?.free();
