@@ -150,6 +150,9 @@ export class H3Attention {
   }
 }
 
+/** Bytes of one piece of the FFN's [rows, 2F] intermediate (H3FeedForward.forward). */
+export const FFN_PIECE_BYTES = 512 * 2 ** 20;
+
 /** diffusers FeedForward(activation_fn="swiglu"): net.0 = SwiGLU (proj H -> 2F), net.1 dropout, net.2 F -> H. */
 export class H3FeedForward {
   constructor(readonly net: { 0: { proj: LinearWeight }; 2: LinearWeight }) {}
@@ -159,8 +162,38 @@ export class H3FeedForward {
     return new H3FeedForward({ 0: { proj: await loadLinear(w, `${p}net.0.proj.weight`, [2 * f, h]) }, 2: await loadLinear(w, `${p}net.2.weight`, [h, f]) });
   }
 
-  /** net.2(value * silu(gate)) with [value | gate] = net.0.proj(x); the epilogue (gate, residual) on net.2. */
-  forward(e: Engine, x: Tensor, epi: LinearOptions): Tensor {
+  /**
+   * net.2(value * silu(gate)) with [value | gate] = net.0.proj(x); the epilogue (gate, residual) on net.2.
+   * x [..., L, H] contiguous. Rows go through in pieces of `pieceRows` (default: the [rows, 2F] intermediate within
+   * FFN_PIECE_BYTES and one binding), each written into its rows of the output: at 768p 10 s (73k rows, 2F = 28672)
+   * the whole intermediate would be 4.2 GB in f16, a piece is at most 512 MiB. Rows are independent, so the result
+   * is the same as in one piece. Epilogue tensors with one row per x row are cut the same way; a single row broadcasts.
+   */
+  forward(e: Engine, x: Tensor, epi: LinearOptions, pieceRows?: number): Tensor {
+    const H = x.shape[x.rank - 1]!;
+    const rows = x.numel / H;
+    const w0 = 'q' in this.net[0].proj ? this.net[0].proj.q : this.net[0].proj;
+    const w2 = 'q' in this.net[2] ? this.net[2].q : this.net[2];
+    const twoF = w0.shape[0]!;
+    const budget = Math.min(FFN_PIECE_BYTES, e.gpu.maxBindingBytes);
+    const piece = pieceRows ?? Math.max(1, Math.floor(budget / (twoF * DTYPE_BYTES[x.dtype])));
+    if (rows <= piece) return this.piece(e, x, epi);
+    const N = w2.shape[0]!;
+    const out = e.empty([...x.shape.slice(0, -1), N], x.dtype, 'h3 ffn out');
+    const flat = (t: Tensor, n: number) => t.reshape([rows, n]);
+    const cut = (t: Tensor | undefined, r0: number, r1: number): Tensor | undefined => {
+      if (!t || t.numel === N) return t?.reshape([1, N]); // one row for all: broadcasts to the piece
+      if (t.numel === rows * N) return flat(t, N).slice(0, r0, r1);
+      throw new RangeError(`H3FeedForward: epilogue ${t} is neither per row nor one row of ${N}`);
+    };
+    for (let r0 = 0; r0 < rows; r0 += piece) {
+      const r1 = Math.min(rows, r0 + piece);
+      this.piece(e, flat(x, H).slice(0, r0, r1), { ...epi, gate: cut(epi.gate, r0, r1), residual: cut(epi.residual, r0, r1), out: flat(out, N).slice(0, r0, r1) });
+    }
+    return out;
+  }
+
+  private piece(e: Engine, x: Tensor, epi: LinearOptions): Tensor {
     const vg = linear(e, x, this.net[0].proj);
     const m = glu(e, 'silu', vg, undefined, { gateFirst: false });
     vg.free();
