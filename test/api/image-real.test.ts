@@ -8,13 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { auth, startAppOnDemoWeights, TestApp, until } from './harness';
-import { pngBytes } from './inputs';
-
-function pngSize(buf: Buffer): { width: number; height: number } {
-  assert.deepEqual([...buf.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'png signature');
-  assert.equal(buf.subarray(12, 16).toString(), 'IHDR');
-  return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) };
-}
+import { pngBytes, pngSize } from './inputs';
 
 describe('image jobs with the real Qwen-Image-2.1 pipeline (demo weights)', () => {
   let t: TestApp;

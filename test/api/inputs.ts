@@ -1,8 +1,16 @@
 // Small real inputs for API tests, made in-process.
+import assert from 'node:assert/strict';
 import sharp from 'sharp';
 
 export async function pngBytes(width = 64, height = 48): Promise<Buffer> {
   return sharp({ create: { width, height, channels: 3, background: { r: 200, g: 40, b: 10 } } }).png().toBuffer();
+}
+
+/** Width and height from a png's IHDR, after checking the signature (a job's output is a real png). */
+export function pngSize(buf: Buffer): { width: number; height: number } {
+  assert.deepEqual([...buf.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'png signature');
+  assert.equal(buf.subarray(12, 16).toString(), 'IHDR');
+  return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) };
 }
 
 /** 16-bit mono PCM wav of a 440 Hz tone. */

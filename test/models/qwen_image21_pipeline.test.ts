@@ -18,7 +18,7 @@ import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type
 import { latentGrid, QwenImage21Pipeline, type ImageTask, sampleLatents, seededNoise, textLayout } from '../../src/models/qwen_image21/pipeline';
 import { referenceDimensions, rgbOverWhite } from '../../src/models/qwen_image21/references';
 import { TextTokenizer } from '../../src/models/tokenizer';
-import { pngBytes } from '../api/inputs';
+import { pngBytes, pngSize } from '../api/inputs';
 import { testEngine } from '../engine/helpers';
 
 describe('seededNoise', () => {
@@ -176,12 +176,6 @@ describe('Qwen-Image-2.1 denoising loop on the demo checkpoint', () => {
 });
 
 /** Width and height from a png's IHDR. */
-function pngSize(buf: Buffer): { width: number; height: number } {
-  assert.deepEqual([...buf.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'png signature');
-  assert.equal(buf.subarray(12, 16).toString(), 'IHDR');
-  return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) };
-}
-
 describe('QwenImage21Pipeline (the service pipeline) on the demo checkpoint', () => {
   let scratch: string;
   let pipeline: QwenImage21Pipeline;

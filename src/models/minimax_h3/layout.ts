@@ -11,6 +11,8 @@
 // The spatial grid is aspect-normalised: (dim / sqrt(h * w)) centred on [0, 1), times 32, one point per patch.
 // Conditioning rows (keyframes now; references in part 2) are further rows with their own positions and
 // indices: the transformer only reads `PackedLayout`, so a new row kind needs no change there.
+import { pythonRound } from '../../common/python-round';
+
 export const VIDEO_TAG = 0;
 export const TEXT_TAG = 1;
 export const AUDIO_TAG = 2;
@@ -49,14 +51,7 @@ export function videoLatentFrames(numFrames: number): number {
 
 /** Audio latents (per channel) covering numFrames frames: Python's round(numFrames / 24 * 40). */
 export function audioLatentFrames(numFrames: number): number {
-  return roundHalfEven((numFrames / FPS) * AUDIO_LATENTS_PER_SECOND);
-}
-
-function roundHalfEven(x: number): number {
-  const f = Math.floor(x);
-  const d = x - f;
-  if (d !== 0.5) return Math.round(x);
-  return f % 2 === 0 ? f : f + 1;
+  return pythonRound((numFrames / FPS) * AUDIO_LATENTS_PER_SECOND);
 }
 
 export interface Geometry {

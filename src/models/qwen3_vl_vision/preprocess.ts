@@ -12,6 +12,7 @@
 // grid = [1, H / p, W / p]; the LLM sees (H / p / 2) * (W / p / 2) merged tokens per image.
 import type { ImageTensor } from '../../media/types';
 import type { Qwen3VlImageProcessorConfig, Qwen3VlVisionConfig } from './config';
+import { pythonRound } from '../../common/python-round';
 
 /** One image ready for the tower. */
 export interface VisionInput {
@@ -21,17 +22,11 @@ export interface VisionInput {
   grid: [number, number, number];
 }
 
-/** Python's round(): halves go to the even neighbour. */
-function roundHalfEven(x: number): number {
-  const r = Math.round(x);
-  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
-
 /** transformers' smart_resize(height, width, factor, min_pixels, max_pixels) -> [h, w]. */
 export function smartResize(height: number, width: number, factor: number, minPixels: number, maxPixels: number): [number, number] {
   if (Math.max(height, width) / Math.min(height, width) > 200) throw new RangeError(`smartResize: aspect ratio of ${width}x${height} exceeds 200`);
-  let h = roundHalfEven(height / factor) * factor;
-  let w = roundHalfEven(width / factor) * factor;
+  let h = pythonRound(height / factor) * factor;
+  let w = pythonRound(width / factor) * factor;
   if (h * w > maxPixels) {
     const beta = Math.sqrt((height * width) / maxPixels);
     h = Math.max(factor, Math.floor(height / beta / factor) * factor);

@@ -5,6 +5,7 @@ import { concat } from '../../engine/ops/layout';
 import type { Tensor } from '../../engine/tensor';
 import type { ImageTensor } from '../../media';
 import type { QwenImage21Vae } from './vae';
+import { pythonRound } from '../../common/python-round';
 
 
 /**
@@ -34,16 +35,8 @@ export function referenceDimensions(area: number, srcW: number, srcH: number): {
   const ratio = srcW / srcH;
   const w = Math.sqrt(area * ratio);
   const h = w / ratio;
-  const snap = (v: number) => Math.max(32, roundHalfEven(v / 32) * 32);
+  const snap = (v: number) => Math.max(32, pythonRound(v / 32) * 32);
   return { width: snap(w), height: snap(h) };
-}
-
-/** Python's round(): halves go to the even neighbour. */
-function roundHalfEven(x: number): number {
-  const f = Math.floor(x);
-  const d = x - f;
-  if (d !== 0.5) return Math.round(x);
-  return f % 2 === 0 ? f : f + 1;
 }
 
 /**
