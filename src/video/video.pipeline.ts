@@ -98,7 +98,7 @@ function estimateBytes(w: ProfileWeights): number {
   const profile = h3Profile(w.profile);
   const dirs = realDirs(profile, w);
   // a 16-bit file quantised at load halves; an int8 file loads as it is
-  add(dirs.transformer, profile.weights === 'int8' && statSync(dirs.transformer).isDirectory() ? 0.5 : 1);
+  add(dirs.transformer, profile.weights === 'int8' && existsSync(dirs.transformer) && statSync(dirs.transformer).isDirectory() ? 0.5 : 1);
   add(dirs.vae);
   add(dirs.audioVae);
   return total;
