@@ -11,6 +11,9 @@
 //             p_r = exp((top_r - top_0) / temperature), u = uniform(seed, step, b), token = first r with
 //             u * sum(p) < p_0 + .. + p_r. temperature 0 or k = 1 is greedy.
 // Bindings: 0 params, 1 tokens (f32 ids, B) / scratch (f32, B*V) per entry, 2 logits, 3 prev (f32 ids).
+// Entries penalize_int / pick_int read prev / write tokens as int32 (the layout of uploadIds, which gather
+// reads), so a sampled id can feed the next embedding lookup on the GPU with no readback. They are separate
+// entries because an entry point may not use two variables of one binding.
 
 override WG: u32 = 64u;          // a power of two
 const MAX_K: u32 = 64u;
@@ -28,7 +31,9 @@ struct Params {
 @group(0) @binding(1) var<storage, read_write> scratch_w: array<f32>;
 @group(0) @binding(2) var<storage, read> logits: array<T>;
 @group(0) @binding(2) var<storage, read_write> scratch: array<f32>;   // pick: the prepared logits
+@group(0) @binding(1) var<storage, read_write> tokens_i: array<i32>;
 @group(0) @binding(3) var<storage, read> prev: array<f32>;
+@group(0) @binding(3) var<storage, read> prev_i: array<i32>;
 
 var<workgroup> red_v: array<f32, WG>;
 var<workgroup> red_i: array<u32, WG>;
@@ -58,21 +63,34 @@ fn prepare(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
   scratch_w[i] = logit(i / p.V, i % p.V);
 }
 
-@compute @workgroup_size(WG)
-fn penalize(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-  let i = gid.x + gid.y * nwg.x * WG;
-  if (i >= p.B * p.P) { return; }
-  let b = i / p.P;
-  let t = prev[p.p_off + b * p.p_row + (i % p.P) * p.p_col];
-  if (!(t >= 0.0 && t < f32(p.V))) { return; }   // ids outside the vocabulary (e.g. -1 padding) are ignored
+// Penalises logit (b, v) of a previous token id t of row b; ids outside the vocabulary (e.g. -1 padding) are ignored.
+fn penalize_id(b: u32, t: i32) {
+  if (t < 0 || u32(t) >= p.V) { return; }
   let v = u32(t);
   let x = logit(b, v);
   scratch_w[b * p.V + v] = select(x * p.penalty, x / p.penalty, x > 0.0);
 }
 
 @compute @workgroup_size(WG)
-fn pick(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-  let b = wid.x;
+fn penalize(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.B * p.P) { return; }
+  let b = i / p.P;
+  let t = prev[p.p_off + b * p.p_row + (i % p.P) * p.p_col];
+  if (!(t >= 0.0 && t < f32(p.V))) { return; }   // also NaN; checked in f32 before the integer conversion
+  penalize_id(b, i32(t));
+}
+
+@compute @workgroup_size(WG)
+fn penalize_int(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let i = gid.x + gid.y * nwg.x * WG;
+  if (i >= p.B * p.P) { return; }
+  let b = i / p.P;
+  penalize_id(b, prev_i[p.p_off + b * p.p_row + (i % p.P) * p.p_col]);
+}
+
+// Row b's token (valid in invocation 0 only); every invocation of the workgroup calls it (barriers).
+fn choose(lid: vec3<u32>, b: u32) -> u32 {
   let base = b * p.V;
   for (var r = 0u; r < p.K; r++) {
     var best = EXCLUDED;
@@ -103,7 +121,6 @@ fn pick(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     storageBarrier();
     workgroupBarrier();
   }
-  if (lid.x != 0u) { return; }
   var token = top_i[0];
   if (p.K > 1u && p.temperature > 0.0) {
     var total = 0.0;
@@ -116,5 +133,17 @@ fn pick(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       if (goal < cum) { break; }
     }
   }
-  tokens[p.out_off + b] = f32(token);
+  return token;
+}
+
+@compute @workgroup_size(WG)
+fn pick(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let token = choose(lid, wid.x);
+  if (lid.x == 0u) { tokens[p.out_off + wid.x] = f32(token); }
+}
+
+@compute @workgroup_size(WG)
+fn pick_int(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+  let token = choose(lid, wid.x);
+  if (lid.x == 0u) { tokens_i[p.out_off + wid.x] = i32(token); }
 }

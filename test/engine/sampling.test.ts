@@ -2,7 +2,8 @@
 // repetition penalty (HF semantics, duplicates and padding ids), logits views, determinism per (seed, step).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { sample, samplingUniform } from '../../src/engine/ops/sampling';
+import { gather, uploadIds } from '../../src/engine/ops/layout';
+import { readIds, sample, samplingUniform } from '../../src/engine/ops/sampling';
 import { argmaxRef } from './reference/reduce';
 import { sampleRef, uniformRef } from './reference/sampling';
 import { randomHost, seeded, testEngine, uploadAs, type Layout } from './helpers';
@@ -67,6 +68,43 @@ test('sample: the same (seed, step) gives the same tokens; a shared prev list ap
   const c = await e.read(sample(e, gl, { ...opts, seed: 42, step: 8 }));
   assert.notDeepEqual([...a], [...c], 'another step draws other tokens (8 rows of top-64)');
 }));
+
+// intIds: ids as int32 bits (uploadIds' layout) both ways, so a draw feeds gather on the GPU. prev is a strided
+// column of an id table, out a slot in the same table (poisoned around it), the drawn id is then embedded by
+// gather straight from the slot; tokens must equal the f32 path's for the same key (same shader logic).
+for (const dtype of ['f32', 'f16'] as const) {
+  test(`sample ${dtype} intIds: int32 prev from a strided table, int32 out into a slot gather reads`, seeded(async (rng) => {
+    const e = await testEngine();
+    for (const V of [5, 263, 1031]) {
+      const [P, G] = [7, 3]; // table rows x columns: column 0 is the history, slot (P, 0) the next id
+      const logits = randomHost(rng, [1, V], dtype, -3, 3);
+      const gl = uploadAs(e, logits, dtype, 'sliced');
+      const prev = Array.from({ length: P }, () => rng.int(-1, V - 1));
+      prev[3] = prev[1]!; // a duplicate id is penalised once
+      const POISON = -7;
+      const table = uploadIds(e, Array.from({ length: (P + 1) * G }, (_, i) => (i % G === 0 && i / G < P ? prev[i / G]! : POISON)));
+      const history = table.slice(0, 0, P * G, G).unsqueeze(0); // (1, P), stride G
+      const slot = table.slice(0, P * G, P * G + 1);
+      const opts = { topK: rng.int(1, Math.min(64, V)), temperature: [0, 0.7, 1.3][rng.int(0, 2)]!, repetitionPenalty: [1.4, 0.7][rng.int(0, 1)]!, seed: rng.int(0, 2 ** 32 - 1), step: rng.int(0, 9999) };
+      sample(e, gl.view, { ...opts, prevTokens: history, out: slot, intIds: true });
+      const ids = await readIds(e, table);
+      const want = sampleRef(logits, [uniformRef(opts.seed, opts.step, 0)], { ...opts, prev: [prev] });
+      const got = ids[P * G]!;
+      if (got !== want.tokens[0]) assert.ok(want.margins[0]! < 1e-5, `intIds ${dtype} V=${V} ${JSON.stringify(opts)}: got ${got}, want ${want.tokens[0]} (margin ${want.margins[0]})`);
+      assert.deepEqual([...ids].filter((_, i) => i !== P * G && !(i % G === 0 && i / G < P)), new Array((P + 1) * G - P - 1).fill(POISON), 'only the slot is written');
+      // the same key through the f32 path (f32 prev values) draws the same id
+      const fprev = e.upload(prev, [1, P], 'f32');
+      const f = await e.read(sample(e, gl.view, { ...opts, prevTokens: fprev }));
+      assert.equal(got, f[0], 'intIds and f32 ids pick the same token');
+      // gather embeds the drawn id from its slot: table rows of a random [V, 5] embedding, bit-exact
+      const emb = randomHost(rng, [V, 5], dtype);
+      const ge = e.upload(emb.data, emb.shape, dtype);
+      const row = await e.read(gather(e, ge, slot));
+      assert.deepEqual([...row], [...emb.data.subarray(got * 5, got * 5 + 5)], `gather of the sampled id ${got}`);
+      for (const t of [gl.base, table, fprev, ge]) t.free();
+    }
+  }));
+}
 
 test('sample: input checks name the op and the shapes', async () => {
   const e = await testEngine();

@@ -1,6 +1,6 @@
 // Sampling helpers for autoregressive decoding: repetition penalty, top-k (1..64), temperature and a seeded
 // draw per row, all on the GPU (three dispatches, no readback). The same (seed, step) gives the same tokens.
-//   shader:    shaders/sampling.wgsl (entries prepare, penalize, pick; override WG)
+//   shader:    shaders/sampling.wgsl (entries prepare, penalize / penalize_int, pick / pick_int; override WG)
 //   reference: test/engine/reference/sampling.ts
 //   tests:     test/engine/sampling.test.ts
 import type { Engine } from '../engine';
@@ -26,9 +26,15 @@ export interface SampleOptions {
   step?: number;
   /** f32 (B) output: a contiguous view at any element offset. */
   out?: Tensor;
+  /**
+   * Ids as int32 bits in the 4-byte f32-typed storage uploadIds makes, for out and prevTokens alike: the output
+   * then feeds gather() directly on the GPU (no readback between a draw and the next embedding lookup). Read such
+   * ids on the host as Int32Array over the bytes of e.read's result (readIds). Default false: f32 values.
+   */
+  intIds?: boolean;
 }
 
-/** logits (B, V) -> f32 token ids (B). */
+/** logits (B, V) -> f32 token ids (B) (int32 bits with intIds). */
 export function sample(e: Engine, logits: Tensor, o: SampleOptions = {}): Tensor {
   if (logits.dtype !== 'f32' && logits.dtype !== 'f16') throw new TypeError(`sample: logits ${logits}: only f32 and f16`);
   if (logits.rank !== 2) throw new RangeError(`sample: logits${fmtShape(logits.shape)} must be (B, V)`);
@@ -46,7 +52,9 @@ export function sample(e: Engine, logits: Tensor, o: SampleOptions = {}): Tensor
   }
   const P = prev && penalty !== 1 ? prev.shape[prev.rank - 1]! : 0;
   // out: any contiguous f32 (B) view at any element offset (the params' out_off)
-  const out = outputTensor(e, 'sample', [B], 'f32', o.out, [logits, prev], true);
+  // out may share storage with prevTokens (a table of ids whose next slot is drawn): penalize reads them in an
+  // earlier dispatch than the one pick writes in, so even overlapping elements are read before they are written
+  const out = outputTensor(e, 'sample', [B], 'f32', o.out, [logits], true);
 
   const params = new Params()
     .u32(B).u32(V).u32(P).u32(k)
@@ -56,10 +64,18 @@ export function sample(e: Engine, logits: Tensor, o: SampleOptions = {}): Tensor
   const scratch = e.empty([B, V], 'f32', 'sample scratch');
   const spec = (entry: string) => e.kernels.get({ shader: 'sampling', entry, dtype: logits.dtype, constants: { WG } });
   e.recorder.dispatch({ kernel: spec('prepare'), bindings: [scratch, logits], params, workgroups: grid1d(B * V, WG) });
-  if (P > 0) e.recorder.dispatch({ kernel: spec('penalize'), bindings: [scratch, logits, prev!], params, workgroups: grid1d(B * P, WG) });
-  e.recorder.dispatch({ kernel: spec('pick'), bindings: [out, scratch], params, workgroups: [B] });
+  const int = o.intIds ?? false;
+  if (P > 0) e.recorder.dispatch({ kernel: spec(int ? 'penalize_int' : 'penalize'), bindings: [scratch, logits, prev!], params, workgroups: grid1d(B * P, WG) });
+  e.recorder.dispatch({ kernel: spec(int ? 'pick_int' : 'pick'), bindings: [out, scratch], params, workgroups: [B] });
   scratch.free(); // reuse is ordered on the queue after the pick dispatch
   return out;
+}
+
+/** Reads int32 ids (uploadIds / sample with intIds) back to the host: one GPU->CPU wait. */
+export async function readIds(e: Engine, ids: Tensor): Promise<Int32Array> {
+  if (ids.dtype !== 'f32') throw new TypeError(`readIds: ${ids} must be the f32-typed storage of int32 ids`);
+  const f = await e.read(ids);
+  return new Int32Array(f.buffer, f.byteOffset, f.length);
 }
 
 /** The draw sample() uses for row `row` (the shader's rand_uniform), for logging and CPU replays. */
