@@ -3,7 +3,8 @@
 // codes, in f32 and f16. A repeated frame reuses its KV cache and creates no GPU buffer.
 import assert from 'node:assert/strict';
 import { loadTensor } from '../../src/engine/load';
-import { concat, gather } from '../../src/engine/ops/layout';
+import { concat, gather, uploadIds } from '../../src/engine/ops/layout';
+import { readIds } from '../../src/engine/ops/sampling';
 import type { Tensor } from '../../src/engine/tensor';
 import { Qwen3TtsCodePredictor } from '../../src/models/qwen3_tts/code-predictor';
 import { parseQwen3TtsConfig } from '../../src/models/qwen3_tts/config';
@@ -25,6 +26,7 @@ for (const dtype of ['f32', 'f16'] as const) {
     const code0Embed = gather(e, table, [code0]).reshape([1, 1, H]);
     const cache = cp.createCache();
     const sampler = new CodeSampler(e, config.codebookSize, { doSample: false, temperature: 1, topK: 1, seed: 0, groups: config.talker.numCodeGroups });
+    const ids = uploadIds(e, new Array<number>(config.talker.numCodeGroups).fill(-1)); // where the picks land (int32)
     try {
       // the two-row prefill upstream hands its generate()
       const first = concat(e, [pastHidden, code0Embed], 1);
@@ -36,12 +38,14 @@ for (const dtype of ['f32', 'f16'] as const) {
         const pick = async (l: Tensor, group: number) => {
           assert.deepEqual(l.shape, [1, config.codebookSize]);
           if (record) logits.push(...(await e.read(l)));
-          return sampler.pick(l, 0, group);
+          return sampler.drawInto(l, 0, group, ids.slice(0, group, group + 1));
         };
         const sum = e.upload(new Float32Array(H), [1, 1, H], dtype);
         const r = await cp.predict(pastHidden, code0Embed, cache, pick, sum);
         sum.free();
-        return { ...r, logits };
+        assert.deepEqual(r.codes.map((t) => t.offset), Array.from({ length: config.talker.numCodeGroups - 1 }, (_, i) => i + 1), 'predict returns the slots pick wrote');
+        const codes = Array.from(await readIds(e, ids.slice(0, 1, config.talker.numCodeGroups)));
+        return { sum: r.sum, codes, logits };
       };
       const a = await runFrame(true);
       expectClose(a.logits, await c.output('logits'), tol, `logits (${dtype})`);
@@ -67,6 +71,7 @@ for (const dtype of ['f32', 'f16'] as const) {
     } finally {
       e.pool.frozen = false;
       sampler.free();
+      ids.free();
       cache.free();
       pastHidden.free();
       code0Embed.free();

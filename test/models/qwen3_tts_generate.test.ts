@@ -156,6 +156,50 @@ goldenTests('qwen3_tts', 'generate', async (c) => {
 }, 'sampling, pool, cancel');
 
 
+// Codes recorded on commit 162ee1b (before the picks stayed on the GPU: 16 readbacks per frame then) for seed 7,
+// f32, max_new_tokens 8, min_new_tokens 8 on the tiny golden checkpoints: the int32-id path must draw the same codes
+// (same RNG keys, same shader logic; f16 matched too when recorded).
+const RECORDED_SEED7: Record<string, number[][]> = {
+  icl_auto: [[26, 20, 29, 29, 21, 7, 26, 29, 10, 8, 10, 27, 3, 30, 10, 31], [2, 1, 22, 3, 8, 10, 10, 4, 30, 6, 19, 13, 21, 29, 26, 23], [23, 3, 13, 11, 3, 17, 5, 1, 11, 28, 30, 29, 23, 10, 18, 17], [17, 22, 22, 9, 3, 2, 13, 27, 19, 22, 17, 5, 9, 22, 28, 16], [2, 25, 29, 31, 17, 31, 29, 19, 6, 13, 22, 15, 20, 3, 7, 22], [7, 13, 11, 21, 26, 9, 6, 4, 13, 29, 31, 5, 19, 31, 26, 17], [22, 24, 16, 30, 17, 29, 17, 23, 6, 3, 8, 6, 0, 4, 9, 26]],
+  xvec_english: [[16, 23, 14, 1, 7, 5, 16, 6, 17, 15, 12, 6, 11, 9, 0, 0], [30, 25, 13, 23, 23, 7, 25, 9, 17, 19, 9, 18, 7, 0, 0, 12], [21, 18, 10, 12, 22, 23, 7, 20, 7, 19, 11, 26, 7, 21, 8, 12], [31, 16, 6, 15, 27, 16, 23, 6, 30, 3, 27, 30, 19, 19, 7, 3], [7, 7, 31, 25, 26, 17, 19, 17, 1, 13, 1, 22, 6, 22, 4, 18], [17, 13, 9, 20, 26, 4, 7, 24, 5, 16, 19, 18, 28, 28, 13, 12], [13, 9, 17, 0, 5, 23, 6, 0, 8, 18, 18, 5, 15, 1, 14, 24]],
+};
+
+// One GPU->CPU wait per frame: the talker's and the code predictor's picks stay on the GPU as int32 ids and the
+// frame's 16 codes are read together (plus one read for the token that ends generation). e.read is counted.
+goldenTests('qwen3_tts', 'generate', async (c) => {
+  const { e, talker, prompt } = await setup(c, 'f32');
+  const read = e.read.bind(e);
+  let reads = 0;
+  e.read = (t) => (reads++, read(t));
+  try {
+    const perFrame: number[] = [];
+    const r = await generateCodes(talker, prompt, { maxNewTokens: 8, minNewTokens: 8, seed: 7, onFrame: (_codes, i) => perFrame.push(reads - i) });
+    assert.equal(r.stop, 'max_new_tokens');
+    assert.deepEqual(r.frames, RECORDED_SEED7[c.name], 'the codes recorded before the change, for the same seed');
+    assert.deepEqual(perFrame, [1, 1, 1, 1, 1, 1, 1], 'reads up to and including frame i: i + 1');
+    assert.equal(reads, r.frames.length + 1, 'the frames, then the last token alone');
+
+    // codec eos forced at token 4 (its logit raised in the talker's logits): the predictor has already run on it
+    // speculatively; that frame is dropped, the four before are the same as unforced, and eos cost one read
+    const eos = talker.config.talker.codec.eos;
+    reads = 0;
+    const forced = await generateCodes(talker, prompt, {
+      maxNewTokens: 8,
+      seed: 7,
+      inspect: { talkerLogits: (step, l) => void (step === 4 && e.writeBytes(l, eos * 4, new Uint8Array(Float32Array.of(1e4).buffer))) },
+    });
+    assert.equal(forced.stop, 'eos');
+    assert.deepEqual(forced.tokens, [...r.tokens.slice(0, 4), eos]);
+    assert.deepEqual(forced.frames, r.frames.slice(0, 4));
+    assert.equal(reads, 5);
+  } finally {
+    e.read = read;
+    freePromptEmbeds(prompt);
+    talker.free();
+  }
+}, 'one readback per frame, recorded codes');
+
+
 // The talker's logit processors on hand-made logits: vocab 8 + 1024, i.e. codes 0..7 under the special band
 // 8..1031 (eos 10 in it), greedy, repetition penalty 2 so that its effect is plain.
 test('talker sampler: eos masked for min_new_tokens, special band suppressed, HF repetition penalty', async () => {

@@ -12,13 +12,16 @@ import { add } from '../../engine/ops/elementwise';
 import { concat, gather } from '../../engine/ops/layout';
 import { linear } from '../../engine/ops/linear';
 import type { Checkpoint } from '../../engine/safetensors';
-import type { Tensor } from '../../engine/tensor';
+import { Tensor } from '../../engine/tensor';
 import { Qwen3KvCache, Qwen3Model } from '../qwen3';
 import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../qwen3/weights';
 import type { TalkerConfig } from './talker';
 
-/** Chooses codebook `group`'s code (1..15) from its logits (1, codebook); see sampling.ts. */
-export type CodePicker = (logits: Tensor, group: number) => Promise<number>;
+/**
+ * Chooses codebook `group`'s code (1..15) from its logits (1, codebook) on the GPU (see sampling.ts) and returns
+ * it as a (1) int32 id tensor (sample's intIds) for the next embedding lookup; it must stay valid for the frame.
+ */
+export type CodePicker = (logits: Tensor, group: number) => Promise<Tensor> | Tensor;
 
 /** talker.code_predictor.model: decoder layers + norm, and the 15 codebook embeddings (talker width). */
 export class CodePredictorModel {
@@ -84,17 +87,17 @@ export class Qwen3TtsCodePredictor {
     return this.model.decoder.createCache({ capacity: this.config.codePredictor.numCodeGroups });
   }
 
-  /** codec_embedding[group - 1] rows of `codes` -> (n, talker hidden), group 1..15. */
-  embedCodes(group: number, codes: ArrayLike<number>): Tensor {
+  /** codec_embedding[group - 1] rows of `codes` (host ids, or int32 ids on the GPU) -> (n, talker hidden), group 1..15. */
+  embedCodes(group: number, codes: ArrayLike<number> | Tensor): Tensor {
     const table = this.model.codec_embedding[group - 1];
     if (!table) throw new RangeError(`Qwen3TtsCodePredictor: codebook ${group} not in 1..${this.model.codec_embedding.length}`);
-    checkIds(`codebook ${group} code`, codes, this.config.codebookSize);
+    if (!(codes instanceof Tensor)) checkIds(`codebook ${group} code`, codes, this.config.codebookSize); // GPU ids: sampled in range
     return gather(this.e, table, codes);
   }
 
-  /** One code's embedding as a (1, 1, talker hidden) row. */
-  embedCode(group: number, code: number): Tensor {
-    return this.embedCodes(group, [code]).reshape([1, 1, this.config.talker.hiddenSize]);
+  /** One code's embedding as a (1, 1, talker hidden) row (code: a host id or a (1) int32 id tensor). */
+  embedCode(group: number, code: number | Tensor): Tensor {
+    return this.embedCodes(group, code instanceof Tensor ? code : [code]).reshape([1, 1, this.config.talker.hiddenSize]);
   }
 
   /** small_to_mtp_projection (or the identity): (1, L, talker hidden) -> (1, L, h). A new tensor either way. */
@@ -105,15 +108,17 @@ export class Qwen3TtsCodePredictor {
 
   /**
    * Fills codebooks 1..15 of one frame. pastHidden: the talker's last normed hidden state (1, 1, H); code0Embed:
-   * codec_embedding(c0) (1, 1, H); `pick` turns each step's logits (1, codebook) into a code. With `sum` (1, 1, H),
-   * returns sum + the 15 new codes' embeddings (the talker's next input needs them; `sum` is left to the caller).
+   * codec_embedding(c0) (1, 1, H); `pick` turns each step's logits (1, codebook) into a code id on the GPU, which
+   * the next step embeds there: no readback (the caller reads the codes where pick wrote them). With `sum`
+   * (1, 1, H), returns sum + the 15 new codes' embeddings (the talker's next input needs them; `sum` is left to the
+   * caller). codes: the id tensors pick returned, codebook 1 first.
    */
-  async predict(pastHidden: Tensor, code0Embed: Tensor, cache: Qwen3KvCache, pick: CodePicker, sum?: Tensor): Promise<{ codes: number[]; sum: Tensor | null }> {
+  async predict(pastHidden: Tensor, code0Embed: Tensor, cache: Qwen3KvCache, pick: CodePicker, sum?: Tensor): Promise<{ codes: Tensor[]; sum: Tensor | null }> {
     const e = this.e;
     const groups = this.config.codePredictor.numCodeGroups - 1;
     const h = this.config.codePredictor.hiddenSize;
     cache.reset();
-    const codes: number[] = [];
+    const codes: Tensor[] = [];
     let acc: Tensor | null = null;
     let input: Tensor | null = concat(e, [pastHidden, code0Embed], 1); // (1, 2, H), then (1, 1, H)
     try {
@@ -130,7 +135,7 @@ export class Qwen3TtsCodePredictor {
         } finally {
           x.free();
         }
-        let code: number;
+        let code: Tensor;
         try {
           code = await pick(logits, j + 1);
         } finally {

@@ -6,6 +6,10 @@
 //                       + trailing text row (one per frame) or tts_pad once the text is used up.
 // As upstream, max_new_tokens = N talker tokens gives at most N - 1 frames: the last token's other codebooks would
 // come from the forward that generation stops before. Cancel: the AbortSignal is checked between frames.
+// Readbacks: the picks stay on the GPU (int32 ids in the TalkerSampler's table, embedded from there), so a frame
+// is read back once, all 16 codes together, after its code predictor: c0 is not known on the host before that,
+// so the predictor also runs on the codec-eos token that ends generation, and that frame is dropped (its draws
+// have their own RNG keys, so nothing else changes). The last token allowed by max_new_tokens is read alone.
 // After the prompt's prefill and one warm-up frame, a frame allocates no new GPU buffer (pool reuse; the KV
 // caches, masks and token buffers are allocated up front).
 import type { Engine } from '../../engine/engine';
@@ -172,32 +176,48 @@ export async function generateCodes(talker: Qwen3TtsTalker, prompt: PromptEmbeds
     const tokens: number[] = [];
     for (;;) {
       await o.inspect?.talkerLogits?.(tokens.length, logits);
-      const token = await talkerPick.pick(logits);
+      const step = talkerPick.count;
+      const c0 = talkerPick.drawNext(logits); // (1) int32 id on the GPU
       logits.free();
       logits = null;
-      tokens.push(token);
-      if (token === cfg.codec.eos) return { frames, tokens, stop: 'eos' };
-      if (tokens.length >= o.maxNewTokens) return { frames, tokens, stop: 'max_new_tokens' };
+      // the last token, or a test watching the code logits (its hook must see only the frames that are kept): c0 now
+      if (step + 1 >= o.maxNewTokens || o.inspect?.codeLogits) {
+        const token = (await talkerPick.readFrame(step, 1))[0]!;
+        if (token === cfg.codec.eos || step + 1 >= o.maxNewTokens) {
+          tokens.push(token);
+          return { frames, tokens, stop: token === cfg.codec.eos ? 'eos' : 'max_new_tokens' };
+        }
+      }
       o.signal?.throwIfAborted();
 
       const f = frames.length;
       const rowsSoFar = hidden.shape[1]!;
       const pastHidden = hidden.slice(1, rowsSoFar - 1, rowsSoFar); // (1, 1, H): upstream's past_hidden
-      const code0 = talker.embedCodec([token]).reshape([1, 1, H]);
+      const code0 = talker.embedCodec(c0).reshape([1, 1, H]);
       let sum: Tensor | null;
-      let codes: number[];
       try {
         const pick = async (l: Tensor, group: number) => {
           await o.inspect?.codeLogits?.(f, group, l);
-          return codePick.pick(l, f, group);
+          return codePick.drawInto(l, f, group, talkerPick.slot(step, group));
         };
-        ({ codes, sum } = await cp.predict(pastHidden, code0, cpCache, pick, code0));
+        ({ sum } = await cp.predict(pastHidden, code0, cpCache, pick, code0));
       } finally {
         code0.free();
       }
       hidden.free();
       hidden = null;
-      const frame = [token, ...codes];
+      let frame: number[];
+      try {
+        frame = await talkerPick.readFrame(step); // the one readback of the frame: [c0, c1..c15]
+      } catch (err) {
+        sum!.free();
+        throw err;
+      }
+      tokens.push(frame[0]!);
+      if (frame[0] === cfg.codec.eos) {
+        sum!.free();
+        return { frames, tokens, stop: 'eos' };
+      }
       frames.push(frame);
       o.onFrame?.(frame, f);
 

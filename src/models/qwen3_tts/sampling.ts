@@ -3,13 +3,15 @@
 //     in [vocab - 1024, vocab) except codec eos (upstream hard-codes the 1024-wide special band), eos masked while
 //     fewer than min_new_tokens tokens exist, then temperature / top-k / draw (or argmax when not sampling);
 //   code predictor (codebooks 1..15): temperature / top-k / draw only.
-// Everything runs on the GPU through the engine's sample() op (seeded PCG keyed by (seed, step, row)); one f32
-// readback per token. Draw keys: frame f's talker token uses step f * groups, its codebook g uses f * groups + g,
+// Everything runs on the GPU through the engine's sample() op (seeded PCG keyed by (seed, step, row)). The
+// picks land as int32 ids (sample's intIds) in one (maxNewTokens, groups) table owned by the TalkerSampler: row f
+// is frame f's codes [c0, c1..c15]. gather() embeds an id straight from its slot, so a frame needs no readback
+// until its 16 codes are read at once (readFrame); column 0 is the history the repetition penalty reads. Draw keys: frame f's talker token uses step f * groups, its codebook g uses f * groups + g,
 // so every draw of a generation has its own key and the same seed gives the same codes.
 // top-p is not implemented (upstream's default top_p is 1.0, i.e. off).
 import type { Engine } from '../../engine/engine';
 import { add } from '../../engine/ops/elementwise';
-import { MAX_TOP_K, sample } from '../../engine/ops/sampling';
+import { MAX_TOP_K, readIds, sample } from '../../engine/ops/sampling';
 import type { Tensor } from '../../engine/tensor';
 import type { ComputeDType } from '../qwen3/weights';
 
@@ -47,13 +49,12 @@ function drawOptions(o: SamplingOptions, vocab: number, what: string): { topK: n
   return { topK, temperature: o.temperature };
 }
 
-/** Picks codebook-0 tokens for one generation; owns its masks, history and output buffers (free() them). */
+/** Picks codebook-0 tokens for one generation; owns its masks, the frames' id table and output buffers (free() them). */
 export class TalkerSampler {
   private readonly suppress: Tensor;
   private readonly suppressWithEos: Tensor;
-  /** f32 ids of the tokens generated so far (history for the repetition penalty). */
-  private readonly history: Tensor;
-  private readonly token: Tensor;
+  /** (maxNewTokens, groups) int32 ids: row f = frame f's codes; column 0 = the codebook-0 history. */
+  readonly ids: Tensor;
   private readonly draw: { topK: number; temperature: number };
   /** Tokens picked so far. */
   count = 0;
@@ -66,47 +67,69 @@ export class TalkerSampler {
     private readonly o: TalkerSamplingOptions & { seed: number; groups: number; minNewTokens: number; maxNewTokens: number },
   ) {
     if (!(o.repetitionPenalty > 0)) throw new RangeError(`talker sampling: repetition_penalty ${o.repetitionPenalty} must be > 0`);
+    if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 1) throw new RangeError(`talker sampling: maxNewTokens ${o.maxNewTokens} must be a positive integer`);
     this.draw = drawOptions(o, vocab, 'talker sampling');
     const mask = new Float32Array(vocab);
     for (let i = Math.max(0, vocab - SPECIAL_BAND); i < vocab; i++) if (i !== eos) mask[i] = SUPPRESSED[dtype];
     this.suppress = e.upload(mask, [vocab], dtype, 'talker suppress mask');
     mask[eos] = SUPPRESSED[dtype];
     this.suppressWithEos = e.upload(mask, [vocab], dtype, 'talker suppress mask + eos');
-    this.history = e.empty([Math.max(1, o.maxNewTokens)], 'f32', 'talker token history');
-    this.token = e.empty([1], 'f32', 'talker token');
+    this.ids = e.empty([o.maxNewTokens, o.groups], 'f32', 'talker frame ids (int32)');
   }
 
-  /** logits (1, vocab) raw codec-head scores -> the next token (also recorded in the history). */
-  async pick(logits: Tensor): Promise<number> {
+  /**
+   * logits (1, vocab) raw codec-head scores -> the next token, drawn on the GPU into ids[count, 0] (no readback).
+   * Returns that slot as a (1) int32 id view for gather.
+   */
+  drawNext(logits: Tensor): Tensor {
     const e = this.e;
     const step = this.count;
+    if (step >= this.o.maxNewTokens) throw new RangeError(`talker sampling: more than maxNewTokens ${this.o.maxNewTokens} tokens`);
+    const G = this.o.groups;
+    const slot = this.ids.slice(0, step, step + 1).slice(1, 0, 1).reshape([1]);
     const masked = add(e, logits.reshape([1, this.vocab]), step < this.o.minNewTokens ? this.suppressWithEos : this.suppress);
     try {
       sample(e, masked, {
         ...this.draw,
         repetitionPenalty: this.o.repetitionPenalty,
-        prevTokens: step > 0 && this.o.repetitionPenalty !== 1 ? this.history.slice(0, 0, step) : undefined,
+        // (1, step) view of column 0: the tokens so far, stride G
+        prevTokens: step > 0 && this.o.repetitionPenalty !== 1 ? this.ids.slice(0, 0, step).slice(1, 0, 1).permute([1, 0]) : undefined,
         seed: this.o.seed,
-        step: step * this.o.groups,
-        out: this.token,
+        step: step * G,
+        out: slot,
+        intIds: true,
       });
     } finally {
       masked.free();
     }
-    const token = (await e.read(this.token))[0]!;
-    if (step < this.history.shape[0]!) e.writeBytes(this.history, step * 4, new Uint8Array(Float32Array.of(token).buffer));
     this.count++;
-    return token;
+    return slot;
+  }
+
+  /** ids[frame, group] as a (1) int32 id view: where the code predictor's draw for that codebook goes. */
+  slot(frame: number, group: number): Tensor {
+    return this.ids.slice(0, frame, frame + 1).slice(1, group, group + 1).reshape([1]);
+  }
+
+  /** Frame `frame`'s ids (codebook 0 first) in one readback; only the first `n` are meaningful when it is partial. */
+  async readFrame(frame: number, n = this.o.groups): Promise<number[]> {
+    return Array.from(await readIds(this.e, this.ids.slice(0, frame, frame + 1).slice(1, 0, n).reshape([n])));
+  }
+
+  /** drawNext and read the token back (one readback): for callers that need the token at once. */
+  async pick(logits: Tensor): Promise<number> {
+    const step = this.count;
+    this.drawNext(logits);
+    return (await this.readFrame(step, 1))[0]!;
   }
 
   free(): void {
-    for (const t of [this.suppress, this.suppressWithEos, this.history, this.token]) t.free();
+    for (const t of [this.suppress, this.suppressWithEos, this.ids]) t.free();
   }
 }
 
 /** Picks codebooks 1..15 (no penalty, no suppression). */
 export class CodeSampler {
-  private readonly token: Tensor;
   private readonly draw: { topK: number; temperature: number };
 
   constructor(
@@ -115,16 +138,12 @@ export class CodeSampler {
     private readonly o: SamplingOptions & { seed: number; groups: number },
   ) {
     this.draw = drawOptions(o, codebook, 'code predictor sampling');
-    this.token = e.empty([1], 'f32', 'code token');
   }
 
-  /** logits (1, codebook) of codebook `group` (1..15) in frame `frame` -> its code. */
-  async pick(logits: Tensor, frame: number, group: number): Promise<number> {
-    sample(this.e, logits, { ...this.draw, seed: this.o.seed, step: frame * this.o.groups + group, out: this.token });
-    return (await this.e.read(this.token))[0]!;
+  /** logits (1, codebook) of codebook `group` (1..15) in frame `frame` -> its code as an int32 id written into `out` (a (1) view), returned. */
+  drawInto(logits: Tensor, frame: number, group: number, out: Tensor): Tensor {
+    return sample(this.e, logits, { ...this.draw, seed: this.o.seed, step: frame * this.o.groups + group, out, intIds: true });
   }
 
-  free(): void {
-    this.token.free();
-  }
+  free(): void {}
 }

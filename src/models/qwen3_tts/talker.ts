@@ -12,7 +12,7 @@ import { gather } from '../../engine/ops/layout';
 import { linear } from '../../engine/ops/linear';
 import { RowTable, type RowTablePlacement } from '../../engine/row-table';
 import type { Checkpoint } from '../../engine/safetensors';
-import type { Tensor } from '../../engine/tensor';
+import { Tensor } from '../../engine/tensor';
 import { Qwen3KvCache, Qwen3Model, type Qwen3Positions } from '../qwen3';
 import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../qwen3/weights';
 import { checkIds, Qwen3TtsCodePredictor } from './code-predictor';
@@ -176,9 +176,9 @@ export class Qwen3TtsTalker {
   }
 
   /** codec_embedding rows for codec ids -> (n, hidden). */
-  embedCodec(ids: ArrayLike<number>): Tensor {
+  embedCodec(ids: ArrayLike<number> | Tensor): Tensor {
     if (!this.model.codec_embedding) throw new Error('Qwen3TtsTalker: codec_embedding was not loaded');
-    checkIds('codec id', ids, this.config.talker.vocabSize);
+    if (!(ids instanceof Tensor)) checkIds('codec id', ids, this.config.talker.vocabSize); // GPU ids: sampled in range
     return gather(this.engine, this.model.codec_embedding, ids);
   }
 
