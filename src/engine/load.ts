@@ -2,7 +2,7 @@
 // queue.writeBuffer. The whole file is never in JS memory; at most one chunk and its converted copy.
 import { DTYPE_BYTES, encode, f32ToF16Bits, type DType } from './dtype';
 import type { Engine } from './engine';
-import { Checkpoint, CheckpointError, SAFE_DTYPE_BYTES, decodeSafe, type SafeDType } from './safetensors';
+import { Checkpoint, CheckpointError, SAFE_DTYPE_BYTES, decodeSafe, type SafeDType, type TensorEntry } from './safetensors';
 import type { Tensor } from './tensor';
 
 export interface LoadOptions {
@@ -26,7 +26,7 @@ export async function loadTensor(e: Engine, ckpt: Checkpoint, name: string, opts
   }
   const t = e.empty(entry.shape, dtype, name);
   try {
-    await readConverted(ckpt, name, dtype, (bytes, dstOffset) => e.writeBytes(t, dstOffset, bytes), opts.chunkBytes);
+    await readConverted(ckpt, entry, dtype, (bytes, dstOffset) => e.writeBytes(t, dstOffset, bytes), opts.chunkBytes);
   } catch (err) {
     t.free();
     throw err;
@@ -35,14 +35,14 @@ export async function loadTensor(e: Engine, ckpt: Checkpoint, name: string, opts
 }
 
 /**
- * Streams tensor `name` converted to `dtype` (same bits passed through, else decoded and re-encoded; a value beyond
+ * Streams the tensor of `entry` (the caller's ckpt.entry lookup, shape checked there) converted to `dtype` (same bits passed through, else decoded and re-encoded; a value beyond
  * f16's range fails): `sink` gets each converted chunk and its byte offset in the `dtype` layout. loadTensor writes
  * the chunks to the GPU; a host copy (src/models/qwen3/host-weights.ts) keeps them, so both hold the same bytes.
  */
 export async function readConverted(
-  ckpt: Checkpoint, name: string, dtype: DType, sink: (bytes: Uint8Array, dstOffset: number) => void, chunkBytes = 8 * 2 ** 20,
+  ckpt: Checkpoint, entry: TensorEntry, dtype: DType, sink: (bytes: Uint8Array, dstOffset: number) => void, chunkBytes = 8 * 2 ** 20,
 ): Promise<void> {
-  const entry = ckpt.entry(name);
+  const name = entry.name;
   const srcElem = SAFE_DTYPE_BYTES[entry.dtype];
   // whole multiples of 4 elements, so every converted chunk is 4-byte aligned for writeBuffer
   const elems = Math.max(4, Math.floor(chunkBytes / srcElem / 4) * 4);

@@ -119,7 +119,7 @@ async function prepare(ckpt: Checkpoint, key: string, shape: readonly number[], 
   }
   const srcElem = entry.dtype === 'F32' ? 4 : 2;
   const out = new Uint8Array((entry.byteLength / srcElem) * DTYPE_BYTES[dtype]);
-  await readConverted(ckpt, key, dtype, (bytes, off) => out.set(bytes, off));
+  await readConverted(ckpt, entry, dtype, (bytes, off) => out.set(bytes, off));
   return out;
 }
 
