@@ -1,19 +1,14 @@
 // Shapes of the API's JSON as the page reads them (service-api.md and the README's API section).
+// Job and profile fields come from the server's own types (type-only imports, erased from the bundle), so the two
+// cannot drift apart.
+
+import type { ProfileInfo } from '../../src/jobs/catalog';
+import type { JobRecord, JobStatus } from '../../src/jobs/job.model';
 
 export type Weights = 'real' | 'demo' | 'missing';
 
-export interface Profile {
-  profile: string;
-  kind: 'video' | 'image';
-  default_steps: number;
-  default: boolean;
-  description: string;
-  modes: string[];
-  max_images: number;
-  max_audios: number;
-  can_edit?: boolean;
-  default_cfg?: number;
-  model: string;
+/** A profile as GET /api/config lists it: the server's catalog entry plus what the service knows now. */
+export interface Profile extends ProfileInfo {
   available: boolean;
   weights: Weights;
   note?: string;
@@ -51,39 +46,21 @@ export interface Config {
   limits: { image_bytes: number; prompt_chars: number; max_steps: number; wait_timeout_s: number; max_queue: number };
 }
 
-export type JobStatus = 'queued' | 'running' | 'done' | 'failed';
+export type { JobStatus };
 
-export interface Job {
-  id: string;
-  kind: 'video' | 'image';
-  status: JobStatus;
-  prompt: string;
-  profile: string;
-  mode: string;
-  aspect: string;
-  res: string;
-  size: string;
-  seconds?: number;
-  frames?: number;
-  seed: number;
-  steps: number;
-  image_count: number;
-  created: number;
+/** The job object (toJobObject on the server): the stored record's public fields, which fields appear depending on
+ * kind and status, plus the live and output fields it adds. */
+export interface Job
+  extends Pick<JobRecord, 'id' | 'kind' | 'status' | 'prompt' | 'profile' | 'mode' | 'aspect' | 'res' | 'size' | 'seed' | 'steps' | 'image_count' | 'created'>,
+    Partial<Pick<JobRecord, 'seconds' | 'frames' | 'exec_s' | 'negative' | 'cfg' | 'size_from_ref' | 'finished' | 'error' | 'callback_status'>> {
   position?: number;
   progress?: { value: number; max: number };
   stage?: string;
   elapsed?: number;
-  exec_s?: number;
   video?: string;
   video_download?: string;
   image?: string;
   image_download?: string;
-  negative?: string;
-  cfg?: number;
-  size_from_ref?: boolean;
-  finished?: number;
-  error?: string;
-  callback_status?: number;
 }
 
 export interface Status {
