@@ -189,17 +189,28 @@ export class Checkpoint {
 
   /** Whole tensor as float32 (small tensors: tests, CPU-side tables). */
   async readFloat32(name: string): Promise<Float32Array> {
-    const e = this.entry(name);
-    const out = new Float32Array(numelOf(e.shape));
-    const elem = SAFE_DTYPE_BYTES[e.dtype];
-    await this.readChunks(name, 1 << 20, (bytes, off) => out.set(decodeSafe(bytes, e.dtype), off / elem));
-    return out;
+    return readWholeFloat32(this, name);
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.files.values()].map((f) => f.close()));
     this.files.clear();
   }
+}
+
+/** What readWholeFloat32 needs of a checkpoint: Checkpoint, or a stand-in such as the demos' SyntheticCheckpoint. */
+export interface ChunkSource {
+  entry(name: string): TensorEntry;
+  readChunks(name: string, chunkBytes: number, onChunk: (bytes: Uint8Array, byteOffset: number) => void | Promise<void>): Promise<void>;
+}
+
+/** Tensor `name` of `src`, decoded whole to float32 in 1 MiB chunks (small tensors: tests, CPU-side tables). */
+export async function readWholeFloat32(src: ChunkSource, name: string): Promise<Float32Array> {
+  const e = src.entry(name);
+  const out = new Float32Array(numelOf(e.shape));
+  const elem = SAFE_DTYPE_BYTES[e.dtype];
+  await src.readChunks(name, 1 << 20, (bytes, off) => out.set(decodeSafe(bytes, e.dtype), off / elem));
+  return out;
 }
 
 async function readIndex(p: string): Promise<{ weight_map: Record<string, string>; metadata?: Record<string, string> }> {

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
 import { f32ToF16Bits } from '../../engine/dtype';
-import { Checkpoint, CheckpointError, decodeSafe, encodeSafe, SAFE_DTYPE_BYTES, writeSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
+import { Checkpoint, CheckpointError, encodeSafe, readWholeFloat32, SAFE_DTYPE_BYTES, writeSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
 import { numelOf } from '../../engine/tensor';
 import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { parseGenerationConfig, parseQwen3TtsConfig, parseSpeechTokenizerConfig } from './config';
@@ -99,11 +99,7 @@ export class SyntheticCheckpoint {
   }
 
   async readFloat32(name: string): Promise<Float32Array> {
-    const e = this.entry(name);
-    const out = new Float32Array(numelOf(e.shape));
-    const elem = SAFE_DTYPE_BYTES[e.dtype];
-    await this.readChunks(name, 1 << 20, (bytes, off) => out.set(decodeSafe(bytes, e.dtype), off / elem));
-    return out;
+    return readWholeFloat32(this, name);
   }
 
   async close(): Promise<void> {}
