@@ -44,6 +44,13 @@ def transformers_upstream() -> str:
     return f"huggingface/transformers {transformers.__version__} (torch {torch.__version__})"
 
 
+def diffusers_upstream(commit: str) -> str:
+    """The upstream stamp of a diffusers-based generator: the commit its sources come from, and the versions run."""
+    import diffusers
+
+    return f"huggingface/diffusers {commit} ({diffusers.__version__}, torch {torch.__version__})"
+
+
 def f32(t: torch.Tensor) -> torch.Tensor:
     return t.detach().to(torch.float32).contiguous().clone()
 

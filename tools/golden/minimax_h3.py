@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import seed_everything, write_case  # noqa: E402
+from common import diffusers_upstream, seed_everything, write_case  # noqa: E402
 
 import diffusers  # noqa: E402
 from diffusers import MiniMaxH3Transformer3DModel  # noqa: E402
@@ -310,7 +310,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", required=True, help="the diffusers commit the sources come from")
     ARGS = ap.parse_args()
-    UPSTREAM = f"huggingface/diffusers {ARGS.commit} ({diffusers.__version__}, torch {torch.__version__})"
+    UPSTREAM = diffusers_upstream(ARGS.commit)
 
     t2va = Geometry(22, 64, 96, [TEXT_TAG] * 5)                      # 7 latent frames of 2x3 rows, 37 audio latents
     vision = [TEXT_TAG] * 3 + [VIDEO_TAG] * 4 + [TEXT_TAG] * 5        # a keyframe's vision tokens inside the text

@@ -28,9 +28,8 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import seed_everything, write_case  # noqa: E402
+from common import diffusers_upstream, seed_everything, write_case  # noqa: E402
 
-import diffusers  # noqa: E402
 from diffusers import AutoencoderKLMiniMaxH3  # noqa: E402
 
 MODEL, COMPONENT = "minimax_h3", "video_vae"
@@ -133,7 +132,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", required=True, help="the diffusers commit the sources come from")
     ARGS = ap.parse_args()
-    UPSTREAM = f"huggingface/diffusers {ARGS.commit} ({diffusers.__version__}, torch {torch.__version__})"
+    UPSTREAM = diffusers_upstream(ARGS.commit)
 
     case("one_clip", 1, 7, 3, 4, with_video=True)            # 7 latent frames = 22 pixel frames: one chunk, one clip
     case("two_chunks", 2, 12, 2, 3)           # 12 = 5*2 + 2: two chunks cross-faded over 5 frames
