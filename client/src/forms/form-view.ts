@@ -108,6 +108,17 @@ export class FormView {
     }
   }
 
+  /** On submit (the browser never posts the form itself): clears the last errors, stops when `check` finds problems in
+   * the chosen files (it shows them), else runs `send`. */
+  onSubmit(check: () => boolean, send: () => Promise<void>): void {
+    this.form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      this.clearErrors();
+      if (!check()) return;
+      void send();
+    });
+  }
+
   /** Runs `work` with the button disabled; errors are shown, not thrown. */
   async busy(label: string, work: () => Promise<void>): Promise<void> {
     const old = this.submit.textContent;

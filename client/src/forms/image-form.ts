@@ -63,10 +63,7 @@ export class ImageForm {
     f.form.addEventListener('change', refresh);
     size.addEventListener('input', refresh);
     refresh();
-    f.form.addEventListener('submit', (ev) => {
-      ev.preventDefault();
-      void this.send();
-    });
+    f.onSubmit(() => this.checkFiles(), () => this.send());
   }
 
   /** Settings of an earlier job. An explicit size (res "custom") goes back into the size field. */
@@ -95,8 +92,6 @@ export class ImageForm {
 
   private async send(): Promise<void> {
     const f = this.view;
-    f.clearErrors();
-    if (!this.checkFiles()) return;
     const fd = new FormData();
     appendFields(fd, f.form, TEXT_FIELDS, ['prompt']);
     for (const file of this.images.files()) fd.append('images', file, file.name);

@@ -24,10 +24,7 @@ export class SpeechForm {
     f.row('ref_text', 'Clip transcript', h('input', { name: 'ref_text', type: 'text' }), 'Optional; improves quality.');
     f.row('language', 'Language', select('language', t.languages, 'Auto'));
     f.group('ref_text', 'language');
-    f.form.addEventListener('submit', (ev) => {
-      ev.preventDefault();
-      void this.send();
-    });
+    f.onSubmit(() => this.checkFile(), () => this.send());
   }
 
   private checkFile(): boolean {
@@ -36,8 +33,6 @@ export class SpeechForm {
 
   private async send(): Promise<void> {
     const f = this.view;
-    f.clearErrors();
-    if (!this.checkFile()) return;
     const fd = new FormData();
     appendFields(fd, f.form, ['text', 'language', 'ref_text'], ['text']);
     const [clip] = this.ref.files();

@@ -64,10 +64,7 @@ export class VideoForm {
     };
     f.form.addEventListener('change', refresh);
     refresh();
-    f.form.addEventListener('submit', (ev) => {
-      ev.preventDefault();
-      void this.send();
-    });
+    f.onSubmit(() => this.checkFiles(), () => this.send());
   }
 
   /** Settings of an earlier job (its input files are not kept, so they are not restored). */
@@ -85,8 +82,6 @@ export class VideoForm {
 
   private async send(): Promise<void> {
     const f = this.view;
-    f.clearErrors();
-    if (!this.checkFiles()) return;
     const fd = new FormData();
     appendFields(fd, f.form, TEXT_FIELDS, ['prompt']);
     for (const file of this.images.files()) fd.append('images', file, file.name);
