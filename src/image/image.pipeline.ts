@@ -14,7 +14,7 @@ import { planDemoQwenImage21 } from '../models/qwen_image21/demo';
 import { QwenImage21Pipeline, type ImageTask } from '../models/qwen_image21/pipeline';
 import type { Pipeline, PipelineEntry, RunContext } from '../scheduler/pipeline';
 import { PipelineRegistry } from '../scheduler/pipeline';
-import { checkProfile, componentRoot, demoCheckpointVersion, ensureDemoCheckpoint, weightsNote, weightsState, type ProfileWeights } from '../weights';
+import { checkProfile, componentRoot, demoCheckpointVersion, ensureDemoCheckpoint, profileChecker, weightsNote, weightsState, type ProfileWeights } from '../weights';
 
 export const IMAGE_PIPELINES = Symbol('IMAGE_PIPELINES');
 
@@ -69,13 +69,7 @@ class ImageJobPipeline implements Pipeline<JobTaskPayload> {
 
 export function imagePipelineEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, settings: Pick<Settings, 'weightsDir' | 'demoWeightsDir'>, holder: EngineHolder, log?: Pick<Logger, 'info'>): PipelineEntry {
   const { int8 } = QWEN_IMAGE21_PROFILES[profile];
-  // weights() and note() are asked on every /api/config: one folder check serves both for a second.
-  let checked: { at: number; w: ProfileWeights } | undefined;
-  const weights = () => {
-    const now = Date.now();
-    if (!checked || now - checked.at > 1000) checked = { at: now, w: checkProfile(profile, settings.weightsDir) };
-    return checked.w;
-  };
+  const weights = profileChecker(profile, settings.weightsDir); // one folder check per second for config/health
   let measured: number | undefined;
   const precision = int8 ? 'int8 transformer linears' : '16-bit weights';
   return {

@@ -12,7 +12,7 @@ import { TTS_PROFILE } from '../jobs/catalog';
 import { planDemoQwen3Tts } from '../models/qwen3_tts/demo';
 import { Qwen3TtsPipeline } from '../models/qwen3_tts/pipeline';
 import { PipelineEntry, PipelineRegistry } from '../scheduler/pipeline';
-import { checkProfile, componentRoot, demoCheckpointVersion, ensureDemoCheckpoint, weightsNote, weightsState, type ProfileWeights } from '../weights';
+import { checkProfile, componentRoot, demoCheckpointVersion, ensureDemoCheckpoint, profileChecker, weightsNote, weightsState } from '../weights';
 
 export const TTS_PIPELINE = Symbol('TTS_PIPELINE');
 
@@ -20,14 +20,7 @@ export const TTS_PIPELINE = Symbol('TTS_PIPELINE');
 const WORKING_BYTES = 256 * 2 ** 20;
 
 export function ttsPipelineEntry(settings: Pick<Settings, 'weightsDir' | 'demoWeightsDir'>, holder: EngineHolder, log?: Pick<Logger, 'info'>): PipelineEntry {
-  // /api/config and /api/health ask weights() and note() on every request: one folder check serves both
-  // answers for a second (a finished pull shows within that); a load always checks afresh.
-  let checked: { at: number; w: ProfileWeights } | undefined;
-  const profile = () => {
-    const now = Date.now();
-    if (!checked || now - checked.at > 1000) checked = { at: now, w: checkProfile(TTS_PROFILE, settings.weightsDir) };
-    return checked.w;
-  };
+  const profile = profileChecker(TTS_PROFILE, settings.weightsDir); // one folder check per second for config/health
   let measured: number | undefined;
   return {
     kind: 'tts',

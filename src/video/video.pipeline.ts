@@ -13,7 +13,7 @@ import { DEMO_ADAPTERS, planDemoH3 } from '../models/minimax_h3/demo';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Dirs } from '../models/minimax_h3/pipeline';
 import { H3_PROFILE_NAMES, h3Profile, h3TransformerFiles, loadH3Transformer, type H3Profile } from '../models/minimax_h3/profiles';
 import { PipelineEntry, PipelineRegistry } from '../scheduler/pipeline';
-import { checkProfile, componentRoot, demoCheckpointVersion, ensureDemoCheckpoint, weightsNote, weightsState, type ProfileWeights } from '../weights';
+import { checkProfile, componentRoot, demoCheckpointVersion, ensureDemoCheckpoint, profileChecker, weightsNote, weightsState, type ProfileWeights } from '../weights';
 
 export const VIDEO_PIPELINES = Symbol('VIDEO_PIPELINES');
 
@@ -23,12 +23,7 @@ const WORKING_BYTES = 8 * 2 ** 30;
 
 export function videoPipelineEntry(profileName: string, settings: Pick<Settings, 'weightsDir' | 'demoWeightsDir'>, holder: EngineHolder, log?: Pick<Logger, 'info'>): PipelineEntry {
   const profile = h3Profile(profileName);
-  let checked: { at: number; w: ProfileWeights } | undefined;
-  const weights = () => {
-    const now = Date.now();
-    if (!checked || now - checked.at > 1000) checked = { at: now, w: checkProfile(profile.name, settings.weightsDir) };
-    return checked.w;
-  };
+  const weights = profileChecker(profile.name, settings.weightsDir); // one folder check per second for config/health
   let measured: number | undefined;
   return {
     kind: 'video',

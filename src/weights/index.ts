@@ -2,7 +2,7 @@
 // checkpoint helper. The CLI (cli.ts) and the downloader (download.ts, pull.ts) sit behind it.
 export { defaultCatalog, loadCatalog, ManifestError, type WeightsCatalog } from './manifest';
 export {
-  checkProfile, componentRoot, weightsNote, weightsState,
+  checkProfile, componentRoot, profileChecker, weightsNote, weightsState,
   type ComponentStatus, type FileStatus, type ProfileWeights, type VariantStatus,
 } from './state';
 export { demoCheckpointVersion, ensureDemoCheckpoint, type DemoCheckpointSpec } from './demo';

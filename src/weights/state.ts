@@ -220,6 +220,17 @@ export function checkComponent(catalog: WeightsCatalog, checkpointId: string, na
   return { name, checkpoint: checkpointId, root, complete: problems.length === 0, files, problems };
 }
 
+/** checkProfile for a pipeline entry: /api/config and /api/health ask weights() and note() on every request, so one
+ * folder check serves them for `maxAgeMs` (a finished pull shows within that); a load calls checkProfile afresh. */
+export function profileChecker(profile: string, weightsDir: string, maxAgeMs = 1000): () => ProfileWeights {
+  let checked: { at: number; w: ProfileWeights } | undefined;
+  return () => {
+    const now = Date.now();
+    if (!checked || now - checked.at > maxAgeMs) checked = { at: now, w: checkProfile(profile, weightsDir) };
+    return checked.w;
+  };
+}
+
 /** Where a profile's weights stand under `weightsDir` (WEIGHTS_DIR). */
 export function checkProfile(profile: string, weightsDir: string, catalog: WeightsCatalog = defaultCatalog()): ProfileWeights {
   const p = catalog.profile(profile);
