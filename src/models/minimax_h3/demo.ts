@@ -19,9 +19,10 @@
 // reads (embed_tokens, layers 0..49), the video VAE only the decoder side, the audio VAE no resampling filters (the
 // loader checks them only when present).
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
 import { shardBytesFor, writeSafetensors, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
 import { parseQwen3Config } from '../qwen3';
@@ -181,10 +182,7 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
     .digest('hex')
     .slice(0, 16);
   const write = async (dir: string) => {
-    const json = async (path: string, v: unknown) => {
-      await mkdir(join(dir, path, '..'), { recursive: true });
-      await writeFile(join(dir, path), `${JSON.stringify(v, null, 2)}\n`);
-    };
+    const json = (path: string, v: unknown) => writeJsonFile(join(dir, path), v);
     const meta = { format: 'pt', kiln_demo: `random MiniMax H3 weights (${digest}); the video and sound are noise` };
     const synth = new WeightSynth(DEMO_SEED);
     const values = (k: string, shape: number[]) => {

@@ -10,9 +10,10 @@
 // against SyntheticCheckpoints that record every key and shape the loaders ask for, and exactly those are written.
 // The version stamp hashes that list, so a loader that starts reading another key regenerates the demo.
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
 import { shardBytesFor, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
 import { parseQwen3Config } from '../qwen3/config';
@@ -145,10 +146,7 @@ export async function planDemoQwenImage21(e: Engine): Promise<QwenImage21DemoPla
     .digest('hex')
     .slice(0, 16);
   const write = async (dir: string) => {
-    const json = async (name: string, v: unknown) => {
-      await mkdir(join(dir, name, '..'), { recursive: true });
-      await writeFile(join(dir, name), `${JSON.stringify(v, null, 2)}\n`);
-    };
+    const json = (name: string, v: unknown) => writeJsonFile(join(dir, name), v);
     await json('model_index.json', MODEL_INDEX);
     await json('transformer/config.json', DEMO_TRANSFORMER_CONFIG);
     await json('text_encoder/config.json', textJson);
