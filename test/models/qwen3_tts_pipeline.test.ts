@@ -16,9 +16,9 @@ import { STAGE } from '../../src/jobs/catalog';
 import { planDemoQwen3Tts, SyntheticCheckpoint, WeightSynth, type DemoPlan } from '../../src/models/qwen3_tts/demo';
 import { loadQwen3TtsParts, maxNewTokensFor, Qwen3TtsPipeline, readQwen3TtsConfigs, type SpeechTask } from '../../src/models/qwen3_tts/pipeline';
 import { splitForSpeech, splitSentences, textUnits } from '../../src/models/qwen3_tts/text-split';
-import type { RunContext } from '../../src/scheduler/pipeline';
 import { wavBytes } from '../api/inputs';
 import { testEngine } from '../engine/helpers';
+import { recordingContext } from './run-context';
 
 describe('text-split: sentences in the ten languages', () => {
   test('Latin and Cyrillic scripts: . ! ? … with closers, not inside numbers or dotted abbreviations', () => {
@@ -81,15 +81,7 @@ describe('Qwen3-TTS pipeline on the demo checkpoint', () => {
     writeFileSync(p, wavBytes(3, 16000)); // 3 s of 440 Hz at 16 kHz: resampled to 24 kHz on the way in
     return p;
   };
-  const ctx = (o: { signal?: AbortSignal; stages?: Stage[]; progress?: [number, number][]; onProgress?: () => void } = {}): RunContext => ({
-    signal: o.signal ?? new AbortController().signal,
-    stage: (s) => o.stages?.push(s),
-    progress: (v, m) => {
-      o.progress?.push([v, m]);
-      o.onProgress?.();
-    },
-    safePoint: async () => {},
-  });
+  const ctx = recordingContext;
   const task = (o: Partial<SpeechTask> = {}): SpeechTask => ({
     text: 'Hi.', language: 'English', refText: '', refAudioPath: clip(), outputPath: join(scratch, `out-${Math.random().toString(36).slice(2)}.wav`), seed: 7, ...o,
   });

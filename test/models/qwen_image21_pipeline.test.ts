@@ -13,13 +13,13 @@ import { planDemoQwenImage21, type QwenImage21DemoPlan } from '../../src/models/
 import { imageTaskOf, referenceArea } from '../../src/image/image.pipeline';
 import { STAGE, type Stage } from '../../src/jobs/catalog';
 import type { JobTaskPayload } from '../../src/jobs/jobs.service';
-import type { RunContext } from '../../src/scheduler/pipeline';
 import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from '../../src/models/qwen_image21/checkpoint';
 import { latentGrid, QwenImage21Pipeline, type ImageTask, sampleLatents, seededNoise, textLayout } from '../../src/models/qwen_image21/pipeline';
 import { referenceDimensions, rgbOverWhite } from '../../src/models/qwen_image21/references';
 import { TextTokenizer } from '../../src/models/tokenizer';
 import { pngBytes, pngSize } from '../api/inputs';
 import { testEngine } from '../engine/helpers';
+import { recordingContext } from './run-context';
 
 describe('seededNoise', () => {
   test('standard normal, a function of (seed, shape) only, packed (tokens, channels) from channel-major draws', () => {
@@ -192,15 +192,7 @@ describe('QwenImage21Pipeline (the service pipeline) on the demo checkpoint', ()
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  const ctx = (o: { signal?: AbortSignal; stages?: Stage[]; progress?: [number, number][]; onProgress?: () => void } = {}): RunContext => ({
-    signal: o.signal ?? new AbortController().signal,
-    stage: (s) => o.stages?.push(s),
-    progress: (v, m) => {
-      o.progress?.push([v, m]);
-      o.onProgress?.();
-    },
-    safePoint: async () => {},
-  });
+  const ctx = recordingContext;
   let n = 0;
   const task = (o: Partial<ImageTask> = {}): ImageTask => ({
     prompt: 'a red kiln at dusk', negative: '', cfg: 1, seed: 3, steps: 2, width: 256, height: 192, references: [], referenceArea: 512 * 512,
