@@ -13,8 +13,8 @@ export function pngSize(buf: Buffer): { width: number; height: number } {
   return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) };
 }
 
-/** 16-bit mono PCM wav of a 440 Hz tone. */
-export function wavBytes(seconds: number, rate = 16000): Buffer {
+/** 16-bit mono PCM wav of an `hz` tone (440 Hz unless told). */
+export function wavBytes(seconds: number, rate = 16000, hz = 440): Buffer {
   const n = Math.round(seconds * rate);
   const buf = Buffer.alloc(44 + n * 2);
   buf.write('RIFF', 0);
@@ -29,7 +29,7 @@ export function wavBytes(seconds: number, rate = 16000): Buffer {
   buf.writeUInt16LE(16, 34);
   buf.write('data', 36);
   buf.writeUInt32LE(n * 2, 40);
-  for (let i = 0; i < n; i++) buf.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / rate)), 44 + i * 2);
+  for (let i = 0; i < n; i++) buf.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / rate)), 44 + i * 2);
   return buf;
 }
 

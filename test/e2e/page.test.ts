@@ -7,10 +7,14 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Browser, chromium, Locator, Page } from 'playwright-core';
 import { startApp, TestApp, TOKEN, auth } from '../api/harness';
+import { wavBytes } from '../api/inputs';
 import { makeGate } from '../api/test-pipelines';
 import { ensureClientBuilt, repoRoot, typecheckClient } from './client-build';
-import { gradientPng, REF_SIDE, refPixel, toneWav } from './fixtures';
+import { gradientPng, REF_SIDE, refPixel } from './fixtures';
 import { negativeOfReferencePipeline } from './reference-pipeline';
+
+/** The e2e uploads' wav: `seconds` of a 220 Hz tone at 16 kHz. */
+const toneWav = (seconds: number) => wavBytes(seconds, 16000, 220);
 
 const CHROMIUM = process.env.KILN_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = join(repoRoot(), 'build', 'e2e');
