@@ -54,13 +54,7 @@ struct Params {
 // red[r * WG + t]: thread t's partial sum for row r
 var<workgroup> red: array<f32, ROWS * WG>;
 
-fn load_b(i: u32) -> f32 {
-  switch BTYPE {
-    case 1u: { return unpack2x16float(b[i >> 1u])[i & 1u]; }
-    case 2u: { return f32(extractBits(bitcast<i32>(b[i >> 2u]), (i & 3u) * 8u, 8u)); }
-    default: { return bitcast<f32>(b[i]); }
-  }
-}
+//#include "common/weights.wgsl"
 
 // Weight j of a whole word (j < elements per word).
 fn unpack_word(w: u32, j: u32) -> f32 {
@@ -71,34 +65,8 @@ fn unpack_word(w: u32, j: u32) -> f32 {
   }
 }
 
-fn load_scale(n: u32) -> f32 {
-  let i = p.offs.w + n * p.offs2.z;
-  if (STYPE == 1u) { return unpack2x16float(scales[i >> 1u])[i & 1u]; }
-  return bitcast<f32>(scales[i]);
-}
-
-// erf by Abramowitz & Stegun 7.1.26 (|error| <= 1.5e-7), as matmul.wgsl.
-fn erf_approx(x: f32) -> f32 {
-  let t = 1.0 / (1.0 + 0.3275911 * abs(x));
-  let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-  return sign(x) * (1.0 - poly * exp(-x * x));
-}
-
-fn act(x: f32) -> f32 {
-  switch ACT {
-    case 1u: {
-      let u = clamp(0.7978845608028654 * (x + 0.044715 * x * x * x), -15.0, 15.0);
-      return 0.5 * x * (1.0 + tanh(u));
-    }
-    case 2u: { return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476)); }
-    case 3u: { return x / (1.0 + exp(-x)); }
-    default: { return x; }
-  }
-}
-
-fn dot3(c: vec3<u32>, s: vec4<u32>) -> u32 {
-  return c.x * s.x + c.y * s.y + c.z * s.z;
-}
+//#include "common/act.wgsl"
+//#include "common/dot3.wgsl"
 
 /** The batch coordinates of row r. */
 fn batch_of(r: u32) -> vec3<u32> {

@@ -51,24 +51,8 @@ var<workgroup> As: array<f16, BM * BK>;   // row-major (m, k)
 var<workgroup> Bs: array<f16, BK * BN>;   // row-major (k, n)
 var<workgroup> Cs: array<f32, BM * BN>;   // row-major (m, n)
 
-fn erf_approx(x: f32) -> f32 {
-  let t = 1.0 / (1.0 + 0.3275911 * abs(x));
-  let poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))));
-  return sign(x) * (1.0 - poly * exp(-x * x));
-}
-
-fn act(x: f32) -> f32 {
-  switch ACT {
-    case 1u: { return 0.5 * x * (1.0 + tanh(clamp(0.7978845608028654 * (x + 0.044715 * x * x * x), -15.0, 15.0))); }
-    case 2u: { return 0.5 * x * (1.0 + erf_approx(x * 0.7071067811865476)); }
-    case 3u: { return x / (1.0 + exp(-x)); }
-    default: { return x; }
-  }
-}
-
-fn dot3(c: vec3<u32>, s: vec4<u32>) -> u32 {
-  return c.x * s.x + c.y * s.y + c.z * s.z;
-}
+//#include "common/act.wgsl"
+//#include "common/dot3.wgsl"
 
 @compute @workgroup_size(4u * SG)
 fn matmul(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {

@@ -3,6 +3,10 @@
 //
 // Header: `enable f16; <hoisted enables> alias T = f16;` (or `alias T = f32;`). `enable` lines in the file are
 // hoisted into the header (blanked in place) so line numbers in errors are the file's own.
+// Includes: a line `//#include "common/act.wgsl"` is replaced by that file's text (path under shaders/), once per
+// compiled kernel (a repeat becomes a blank comment), nested includes expanded in place. WGSL has no include,
+// and the shared pieces (activation, weight decoding, index helpers) would otherwise be copied per shader.
+// Compile errors name `line N` of the shader itself, or `<include> line N` for a line of an included file.
 // Bindings convention: @group(0) @binding(0) is the params uniform; @binding(1..) are the tensors in the order
 // the wrapper passes them (outputs first). Pipelines use layout 'auto', so an entry point binds only what it uses.
 import { readFileSync } from 'node:fs';
@@ -58,6 +62,55 @@ export function withHeader(source: string, dtype: DType): string {
   return `${en}${en ? ' ' : ''}${alias}\n${body}`;
 }
 
+/** Where a line of expanded WGSL came from: its file ('' for the shader itself) and 1-based line. */
+export interface SourceLine {
+  readonly file: string;
+  readonly line: number;
+}
+
+export interface Expanded {
+  readonly text: string;
+  /** lines[i]: the origin of line i + 1 of text. */
+  readonly lines: readonly SourceLine[];
+}
+
+const INCLUDE = /^[ \t]*\/\/#include[ \t]+"([^"]+)"[ \t]*$/;
+
+/**
+ * Expands `//#include "<path>"` lines of `source` (named `name` in errors): each path is read by `read` (relative to
+ * shaders/) once per expansion, recursively; a repeat (or a cycle) is left as a comment line. Throws a KernelError
+ * naming the including file and line when `read` fails.
+ */
+export function expandIncludes(source: string, name: string, read: (path: string) => string): Expanded {
+  const out: string[] = [];
+  const lines: SourceLine[] = [];
+  const seen = new Set<string>();
+  const walk = (text: string, file: string, shown: string): void => {
+    text.split('\n').forEach((line, i) => {
+      const m = INCLUDE.exec(line);
+      if (!m) {
+        out.push(line);
+        lines.push({ file, line: i + 1 });
+        return;
+      }
+      const path = m[1]!;
+      out.push(seen.has(path) ? `// (already included: ${path})` : `// (included: ${path})`);
+      lines.push({ file, line: i + 1 });
+      if (seen.has(path)) return;
+      seen.add(path);
+      let inc: string;
+      try {
+        inc = read(path);
+      } catch (e) {
+        throw new KernelError(`${shown} line ${i + 1}: #include "${path}": ${(e as Error).message}`);
+      }
+      walk(inc.endsWith('\n') ? inc.slice(0, -1) : inc, path, path);
+    });
+  };
+  walk(source, '', name);
+  return { text: out.join('\n'), lines };
+}
+
 export class KernelCache {
   private readonly pipelines = new Map<string, Kernel>();
   private readonly sources = new Map<string, string>();
@@ -80,7 +133,8 @@ export class KernelCache {
     const key = spec.source ? `${name}#${spec.source}` : name;
     const hit = this.pipelines.get(key);
     if (hit) return hit;
-    const code = withHeader(spec.source ?? this.file(spec.shader), spec.dtype);
+    const src = this.expand(spec, name);
+    const code = withHeader(src.text, spec.dtype);
     if (this.debug) this.device.pushErrorScope('validation');
     const module = this.device.createShaderModule({ code, label: name });
     const pipeline = this.device.createComputePipeline({
@@ -91,7 +145,7 @@ export class KernelCache {
     const layout = pipeline.getBindGroupLayout(0);
     if (this.debug) {
       const check = this.device.popErrorScope().then(async (err) => {
-        if (err) throw new KernelError(`${name}: ${await compileMessages(module, err.message)}`);
+        if (err) throw new KernelError(`${name}: ${await compileMessages(module, err.message, src.lines)}`);
       });
       check.catch(() => undefined); // reported by sync(); avoid an unhandled rejection meanwhile
       this.pendingChecks.push(check);
@@ -104,7 +158,8 @@ export class KernelCache {
   /** Compiles asynchronously and throws a KernelError naming the shader at once (use for a precompile at boot). */
   async compile(spec: KernelSpec): Promise<Kernel> {
     const name = kernelName(spec);
-    const code = withHeader(spec.source ?? this.file(spec.shader), spec.dtype);
+    const src = this.expand(spec, name);
+    const code = withHeader(src.text, spec.dtype);
     this.device.pushErrorScope('validation'); // keeps the module's own error out of onuncapturederror
     const module = this.device.createShaderModule({ code, label: name });
     void this.device.popErrorScope();
@@ -115,16 +170,23 @@ export class KernelCache {
         compute: { module, entryPoint: spec.entry ?? 'main', constants: toConstants(spec.constants) },
       });
     } catch (e) {
-      throw new KernelError(`${name}: ${await compileMessages(module, (e as Error).message)}`);
+      throw new KernelError(`${name}: ${await compileMessages(module, (e as Error).message, src.lines)}`);
     }
     return this.get(spec);
   }
 
-  private file(shader: string): string {
-    let src = this.sources.get(shader);
+  /** The shader's text (spec.source or its file) with includes expanded. */
+  private expand(spec: KernelSpec, name: string): Expanded {
+    const text = spec.source ?? this.file(`${spec.shader}.wgsl`);
+    return expandIncludes(text, name, (path) => this.file(path));
+  }
+
+  /** A file under shaderDir (cached; includes are read once per cache). */
+  private file(path: string): string {
+    let src = this.sources.get(path);
     if (src === undefined) {
-      src = readFileSync(join(this.shaderDir, `${shader}.wgsl`), 'utf8');
-      this.sources.set(shader, src);
+      src = readFileSync(join(this.shaderDir, path), 'utf8');
+      this.sources.set(path, src);
     }
     return src;
   }
@@ -136,12 +198,26 @@ function toConstants(c: Constants | undefined): Record<string, number> {
   return out;
 }
 
-/** Compiler messages with file line numbers (the header is line 1 of the compiled text). */
-async function compileMessages(module: GPUShaderModule, fallback: string): Promise<string> {
+/**
+ * Compiler messages with source line numbers: the header is line 1 of the compiled text, then line i + 2 is
+ * lines[i] (`line N` of the shader, or `common/x.wgsl line N` of an include).
+ */
+async function compileMessages(
+  module: GPUShaderModule,
+  fallback: string,
+  lines: readonly SourceLine[],
+): Promise<string> {
   const info = await module.getCompilationInfo();
   const errs = info.messages.filter((m) => m.type === 'error');
   if (errs.length === 0) return fallback;
-  return errs.map((m) => `line ${m.lineNum - 1}:${m.linePos}: ${m.message}`).join('; ');
+  return errs.map((m) => `${sourceLine(lines, m.lineNum)}:${m.linePos}: ${m.message}`).join('; ');
+}
+
+/** `line N` / `<include> line N` for line lineNum (1-based) of the compiled text. */
+export function sourceLine(lines: readonly SourceLine[], lineNum: number): string {
+  const at = lines[lineNum - 2];
+  if (!at) return `line ${lineNum - 1}`;
+  return at.file ? `${at.file} line ${at.line}` : `line ${at.line}`;
 }
 
 /**
