@@ -2,8 +2,10 @@
 // finished jobs; the load generators in this process. Measures GET /api/status, GET /api/jobs (default page of
 // 100) and GET /api/jobs/{id}, each at 500 req/s (paced evenly, and as autocannon's overallRate) and flat out;
 // then 200 concurrent waiters (GET /api/jobs/{id}?wait=true&timeout=30) on queued jobs held by a gated pipeline
-// while /api/status is measured again, then releases them. Prints a table (RPS, p50, p99, server RSS/heap).
-// BENCH_SECONDS changes the 10 s runs, BENCH_RATE the 500 req/s, BENCH_ONLY picks scenarios (see main).
+// while /api/status is measured again, then releases them; last, /api/status at 200 req/s while the service's own
+// models (demo weights) load and run an image and a video job (gpuScenario). Prints a table (RPS, p50, p99, server
+// RSS/heap). BENCH_SECONDS changes the 10 s runs, BENCH_RATE the 500 req/s, BENCH_GPU_RATE / BENCH_GPU_STEPS the
+// last scenario's 200 req/s and 2 steps, BENCH_ONLY picks scenarios (see main).
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -39,11 +41,11 @@ class Server {
     child.on('message', (m: { stats?: ServerStats }) => m.stats && this.pending.shift()?.(m.stats));
   }
 
-  static start(dataDir: string): Promise<Server> {
+  static start(dataDir: string, env: Record<string, string> = {}): Promise<Server> {
     // BENCH_NODE_ARGS: e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the server (written when it exits).
     const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
     const child = spawn(process.execPath, [...nodeArgs, join(__dirname, 'server.js')], {
-      env: { ...process.env, DATA_DIR: dataDir, API_TOKEN: TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info' },
+      env: { ...process.env, DATA_DIR: dataDir, API_TOKEN: TOKEN, LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...env },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'], // info logs as in production, written to a discarded pipe
     });
     return new Promise((resolve, reject) => {
@@ -171,6 +173,54 @@ async function waitersScenario(srv: Server): Promise<{ rows: Row[]; release: { p
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+const GPU_RATE = Number(process.env.BENCH_GPU_RATE ?? 200);
+const GPU_STEPS = Number(process.env.BENCH_GPU_STEPS ?? 2);
+
+/** GET /api/status paced at GPU_RATE while the service's own models (demo weights, generated once into
+ * build/bench-demo-weights) load and run a 1024x1024 image job and a 1 s 352p video job, queued together: a
+ * model load, the image's steps and VAE decode, a model switch, the video's steps, decodes and mux. A warm-up
+ * pair (256x256 image, then video) first generates the demo checkpoints and compiles the kernels, so the
+ * video model is loaded when the measured pair starts. */
+async function gpuScenario(): Promise<{ row: Row; note: string }> {
+  const dataDir = mkdtempSync(join(os.tmpdir(), 'kiln-bench-gpu-'));
+  const weightsDir = mkdtempSync(join(os.tmpdir(), 'kiln-bench-noweights-'));
+  const demoDir = join(__dirname, '..', '..', '..', 'bench-demo-weights'); // build/bench-demo-weights
+  const srv = await Server.start(dataDir, { WEIGHTS_DIR: weightsDir, DEMO_WEIGHTS_DIR: demoDir, BENCH_BUILTIN: '1' });
+  try {
+    const run = async (path: string, body: object) => {
+      const created = await request(srv, 'POST', path, body);
+      if (created.status !== 200) throw new Error(`${path}: ${created.status} ${JSON.stringify(created.json)}`);
+      return created.json.id as string;
+    };
+    const ended = async (id: string) => {
+      for (;;) {
+        const j = (await request(srv, 'GET', `/api/jobs/${id}?wait=true&timeout=1800`)).json;
+        if (j.status === 'done') return j as { exec_s: number };
+        if (j.status === 'failed') throw new Error(`bench job ${id} failed: ${j.error}`);
+      }
+    };
+    const t0 = performance.now();
+    await ended(await run('/api/v1/image', { prompt: 'warm-up', size: '256x256', steps: 2 }));
+    await ended(await run('/api/v1/generate', { prompt: 'warm-up', seconds: 1, res: '352p', steps: 2 }));
+    console.error(`gpu scenario: warm-up (demo checkpoints, kernels) took ${Math.round(performance.now() - t0)} ms`);
+    const image = await run('/api/v1/image', { prompt: 'a red fox in the snow', size: '1024x1024', steps: GPU_STEPS });
+    const video = await run('/api/v1/generate', { prompt: 'waves on a beach', seconds: 1, res: '352p', steps: GPU_STEPS });
+    let done = false;
+    const jobs = Promise.all([ended(image), ended(video)]).finally(() => (done = true));
+    const { result: r, rss, heap } = await srv.peakDuring(paced(srv.url, () => '/api/status', { rate: GPU_RATE, seconds: 3600, headers: auth, until: () => done }));
+    const [img, vid] = await jobs;
+    const row: Row = {
+      scenario: `GET /api/status while demo jobs load and run (image 1024x1024 + video 1 s 352p, ${GPU_STEPS} steps each)`,
+      load: `${GPU_RATE}/s paced`, rps: r.rps, p50: r.p50, p99: r.p99, max: r.max, bad: r.bad, rssMb: mb(rss), heapMb: mb(heap),
+    };
+    return { row, note: `gpu scenario: ${r.sent} requests over the two jobs; image exec_s ${img.exec_s}, video exec_s ${vid.exec_s}` };
+  } finally {
+    await srv.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+    rmSync(weightsDir, { recursive: true, force: true });
+  }
+}
+
 function table(rows: Row[]): string {
   const head = ['scenario', 'load', 'RPS', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'RSS MB', 'heap MB'];
   const cells = rows.map((r) => [r.scenario, r.load, r.rps ? String(r.rps) : '-', String(r.p50), String(r.p99), String(r.max), String(r.bad), String(r.rssMb), String(r.heapMb)]);
@@ -191,7 +241,7 @@ async function main(): Promise<void> {
     let n = 0;
     const oneJob = () => `/api/jobs/${ids[(n = (n + 379) % ids.length)]}`; // 379 is prime to 1000: every row in turn
     const rows: Row[] = [];
-    // BENCH_ONLY: a comma list of scenarios to run (status, list, one, waiters); all by default.
+    // BENCH_ONLY: a comma list of scenarios to run (status, list, one, waiters, gpu); all by default.
     const only = (name: string) => !process.env.BENCH_ONLY || process.env.BENCH_ONLY.split(',').includes(name);
     for (const [key, name, path] of [['status', 'GET /api/status', '/api/status'], ['list', 'GET /api/jobs (100 of 1000)', '/api/jobs'], ['one', 'GET /api/jobs/{id}', oneJob]] as const) {
       if (!only(key)) continue;
@@ -199,10 +249,13 @@ async function main(): Promise<void> {
     }
     const w = only('waiters') ? await waitersScenario(srv) : undefined;
     if (w) rows.push(...w.rows);
+    const gpu = only('gpu') ? await gpuScenario() : undefined;
+    if (gpu) rows.push(gpu.row);
     const cpu = os.cpus();
     console.log(`\nAPI benchmark, ${new Date().toISOString().slice(0, 10)}, ${cpu.length} x ${cpu[0]?.model.trim()}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${SECONDS} s per run, load average ${load0} before, ${os.loadavg()[0].toFixed(1)} after\n`);
     console.log(table(rows));
     if (w) console.log(`\nwaiters: ${w.release.done}/${WAITERS} answered done after the release (p50 ${w.release.p50} ms, p99 ${w.release.p99} ms after it)`);
+    if (gpu) console.log(`\n${gpu.note}`);
   } finally {
     await srv?.stop();
     agent.destroy();

@@ -19,9 +19,11 @@ export interface PacedResult {
   max: number;
 }
 
-export async function paced(base: string, path: () => string, o: { rate: number; seconds: number; headers: Record<string, string> }): Promise<PacedResult> {
+/** `seconds` of requests at `rate`; with `until`, sending stops early once it returns true (checked before each
+ * batch), and the result covers what was sent. */
+export async function paced(base: string, path: () => string, o: { rate: number; seconds: number; headers: Record<string, string>; until?: () => boolean }): Promise<PacedResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  const total = Math.round(o.rate * o.seconds);
+  let total = Math.round(o.rate * o.seconds);
   const interval = 1000 / o.rate;
   const latencies: number[] = [];
   let ok = 0;
@@ -49,6 +51,11 @@ export async function paced(base: string, path: () => string, o: { rate: number;
 
   let i = 0;
   const tick = () => {
+    if (o.until?.()) {
+      total = i;
+      if (answered === total) finish();
+      return;
+    }
     const now = performance.now();
     while (i < total && start + i * interval <= now) fire(start + interval * i++);
     if (i < total) setTimeout(tick, Math.max(0, start + i * interval - performance.now()));

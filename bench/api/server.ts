@@ -25,7 +25,8 @@ async function main(): Promise<void> {
   const app = await createApp({ settings, token, log });
   const gate = new HoldGate();
   const runs: string[] = [];
-  app.get(PipelineRegistry).register(recordingPipeline('image', 'imgmain', { runs, gate, stepMs: 1 }));
+  // BENCH_BUILTIN=1: the service's own models (on demo weights) instead of the gated stand-in.
+  if (process.env.BENCH_BUILTIN !== '1') app.get(PipelineRegistry).register(recordingPipeline('image', 'imgmain', { runs, gate, stepMs: 1 }));
   await app.listen(0, '127.0.0.1');
   const waiters = app.get(JobWaiters);
 
