@@ -14,7 +14,7 @@ import { ImageController } from './image/image.controller';
 import { imagePipelinesProvider } from './image/image.pipeline';
 import { ImageService } from './image/image.service';
 import { CallbackSender } from './jobs/callback.sender';
-import { findProfile } from './jobs/catalog';
+import { findProfile } from './catalog';
 import { InputProbe } from './jobs/input-probe';
 import { JobStore } from './jobs/job.store';
 import { JobWaiters } from './jobs/job.waiters';

@@ -17,7 +17,7 @@
 import { join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { Engine } from '../../src/engine/engine';
-import { snapFrames, VIDEO_SIZES } from '../../src/jobs/catalog';
+import { snapFrames, VIDEO_SIZES } from '../../src/catalog';
 import { AudioVaeDecoder, parseAudioVaeConfig } from '../../src/models/minimax_h3/audio-vae';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
 import { buildPackedLayout, resolveGeometry, TEXT_TAG, type Geometry } from '../../src/models/minimax_h3/layout';

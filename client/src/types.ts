@@ -2,7 +2,7 @@
 // Job and profile fields come from the server's own types (type-only imports, erased from the bundle), so the two
 // cannot drift apart.
 
-import type { ProfileInfo } from '../../src/jobs/catalog';
+import type { ProfileInfo } from '../../src/catalog';
 import type { JobRecord, JobStatus } from '../../src/jobs/job.model';
 
 export type Weights = 'real' | 'demo' | 'missing';

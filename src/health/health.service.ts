@@ -4,8 +4,11 @@ import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import { cpus, freemem, loadavg, totalmem, uptime } from 'node:os';
 import { join } from 'node:path';
 import { SETTINGS, Settings } from '../config/settings';
-import { FPS, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, ProfileInfo, TTS_LANGUAGES, TTS_PROFILE, VIDEO_ASPECTS, VIDEO_PROFILES, VIDEO_RES, VIDEO_SIZES, snapFrames } from '../jobs/catalog';
-import { MAX_PROMPT_CHARS, MAX_STEPS, MAX_WAIT_S } from '../jobs/job-requests';
+import {
+  CLIP_SECONDS, EXPLICIT_SIZE, FPS, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_INPUT_BYTES, MAX_PROMPT_CHARS, MAX_STEPS,
+  MAX_WAIT_S, ProfileInfo, TTS_LANGUAGES, TTS_PROFILE, VIDEO_ASPECTS, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES,
+  VIDEO_SECONDS, VIDEO_SIZES, snapFrames,
+} from '../catalog';
 import { JobsService } from '../jobs/jobs.service';
 import { JobWaiters } from '../jobs/job.waiters';
 import { projectRoot } from '../paths';
@@ -48,28 +51,28 @@ export class HealthService {
     return {
       version: '1.1',
       profiles: [...VIDEO_PROFILES, ...IMAGE_PROFILES].map((p) => this.profile(p)),
-      tts: { ...this.profile({ profile: TTS_PROFILE, kind: 'tts' }), languages: TTS_LANGUAGES, ref_audio_seconds: { min: 3, max: 30 } },
+      tts: { ...this.profile({ profile: TTS_PROFILE, kind: 'tts' }), languages: TTS_LANGUAGES, ref_audio_seconds: { min: CLIP_SECONDS.speech.minS, max: CLIP_SECONDS.speech.maxS } },
       video: {
         aspects: VIDEO_ASPECTS,
         res: VIDEO_RES,
         sizes: VIDEO_SIZES,
         fps: FPS,
-        seconds: { min: 1, max: 15, default: 5, options: [1, 2, 3, 4, 5, 6, 8, 10, 12, 15].map((s) => ({ seconds: s, frames: snapFrames(s) })) },
+        seconds: { min: VIDEO_SECONDS.min, max: VIDEO_SECONDS.max, default: VIDEO_SECONDS.default, options: VIDEO_SECONDS.options.map((s) => ({ seconds: s, frames: snapFrames(s) })) },
         image_modes: ['keyframe', 'reference'],
         audio_modes: ['voice', 'track'],
-        max_images: 6,
-        max_audios: 3,
-        audio_seconds: { min: 2, max: 15 },
+        max_images: VIDEO_MAX_IMAGES,
+        max_audios: VIDEO_MAX_AUDIOS,
+        audio_seconds: { min: CLIP_SECONDS.video.minS, max: CLIP_SECONDS.video.maxS },
         tts_languages: TTS_LANGUAGES,
       },
       image: {
         aspects: IMAGE_ASPECTS,
         res: IMAGE_RES,
         sizes: IMAGE_SIZES,
-        explicit_size: { multiple_of: 32, min: 256, max: 4096 },
+        explicit_size: EXPLICIT_SIZE,
         max_images: Object.fromEntries(IMAGE_PROFILES.map((p) => [p.profile, p.max_images])),
       },
-      limits: { image_bytes: 25 * 1024 * 1024, prompt_chars: MAX_PROMPT_CHARS, max_steps: MAX_STEPS, wait_timeout_s: MAX_WAIT_S, max_queue: this.settings.maxQueue },
+      limits: { image_bytes: MAX_INPUT_BYTES, prompt_chars: MAX_PROMPT_CHARS, max_steps: MAX_STEPS, wait_timeout_s: MAX_WAIT_S, max_queue: this.settings.maxQueue },
     };
   }
 

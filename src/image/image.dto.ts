@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../common/validation';
-import { IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES } from '../jobs/catalog';
+import { IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES } from '../catalog';
 
 export class ImageFieldsDto {
   @ApiProperty({ description: 'What to draw, or the edit instruction when images are given. Images are Picture 1, Picture 2, ... in input order.' })

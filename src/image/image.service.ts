@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { aspectOf, sizeForTier } from '../jobs/catalog';
+import { aspectOf, sizeForTier } from '../catalog';
 import { checkTimeout, draftImage, ImageRequest } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
 import { JobsService } from '../jobs/jobs.service';

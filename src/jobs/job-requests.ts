@@ -3,14 +3,9 @@
 import { randomInt } from 'node:crypto';
 import { BadInputError } from '../common/errors';
 import {
-  IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, ProfileInfo, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_PROFILES,
-  VIDEO_RES, VIDEO_SIZES, aspectOf, snapFrames,
-} from './catalog';
-
-export const MAX_PROMPT_CHARS = 10_000;
-export const MAX_STEPS = 200;
-export const MAX_SEED = 4294967295;
-export const MAX_WAIT_S = 1800;
+  EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_PROMPT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S,
+  ProfileInfo, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, VIDEO_SIZES, aspectOf, snapFrames,
+} from '../catalog';
 
 export interface VideoRequest {
   prompt?: string; profile?: string; aspect?: string; res?: string; seconds?: number; seed?: number; steps?: number;
@@ -70,8 +65,8 @@ export function draftVideo(r: VideoRequest, imageCount: number, audioCount: numb
   if (!profile) oneOf('profile', profileName, VIDEO_PROFILES.map((p) => p.profile), 'video profile');
   const aspect = oneOf('aspect', r.aspect ?? '16:9', VIDEO_ASPECTS);
   const res = oneOf('res', r.res ?? '480p', VIDEO_RES);
-  const seconds = r.seconds ?? 5;
-  if (!Number.isFinite(seconds) || seconds < 1 || seconds > 15) throw new BadInputError(`seconds must be from 1 to 15 (got ${seconds})`);
+  const seconds = r.seconds ?? VIDEO_SECONDS.default;
+  if (!Number.isFinite(seconds) || seconds < VIDEO_SECONDS.min || seconds > VIDEO_SECONDS.max) throw new BadInputError(`seconds must be from ${VIDEO_SECONDS.min} to ${VIDEO_SECONDS.max} (got ${seconds})`);
   if (imageCount > profile!.max_images) throw new BadInputError(`too many images: ${imageCount} given, a video takes at most ${profile!.max_images}`);
   if (audioCount > profile!.max_audios) throw new BadInputError(`too many audios: ${audioCount} given, a video takes at most ${profile!.max_audios}`);
   let image_mode = oneOf('image_mode', r.image_mode ?? 'keyframe', ['keyframe', 'reference']) as 'keyframe' | 'reference';
@@ -116,7 +111,8 @@ export function draftImage(r: ImageRequest, imageCount: number): ImageDraft {
     if (!m) throw new BadInputError(`size must be <width>x<height>, e.g. 1280x720 (got ${JSON.stringify(r.size)})`);
     [width, height] = [Number(m[1]), Number(m[2])];
     for (const [side, v] of [['width', width], ['height', height]] as const) {
-      if (v % 32 !== 0 || v < 256 || v > 4096) throw new BadInputError(`size: ${side} ${v} must be a multiple of 32 from 256 to 4096`);
+      const { multiple_of: m, min, max } = EXPLICIT_SIZE;
+      if (v % m !== 0 || v < min || v > max) throw new BadInputError(`size: ${side} ${v} must be a multiple of ${m} from ${min} to ${max}`);
     }
     if (size_from_ref) throw new BadInputError('give either size or size_from_ref, not both');
     aspect = aspectOf(width, height);

@@ -1,4 +1,4 @@
-import type { JobKind } from './catalog';
+import type { JobKind } from '../catalog';
 
 export type JobStatus = 'queued' | 'running' | 'done' | 'failed';
 

@@ -3,6 +3,7 @@ import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { removeStaleTemps } from '../media/files';
 import { extname, join } from 'node:path';
 import type { Logger } from 'pino';
+import { MAX_INPUT_BYTES } from '../catalog';
 import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../common/tokens';
@@ -102,13 +103,13 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
 
   async probeImages(images: InputFile[]): Promise<{ width: number; height: number; format: string }[]> {
     return Promise.all(images.map((f) => {
-      if (f.data.length > 25 * 1024 * 1024) throw new BadInputError(`${f.label}: file is ${(f.data.length / 1048576).toFixed(1)} MB; images may be at most 25 MB`);
+      if (f.data.length > MAX_INPUT_BYTES) throw new BadInputError(`${f.label}: file is ${(f.data.length / 1048576).toFixed(1)} MB; images may be at most ${MAX_INPUT_BYTES / 1048576} MB`);
       return this.probe.image(f.data, f.label);
     }));
   }
 
-  async checkAudioLengths(audios: InputFile[], min: number, max: number): Promise<number[]> {
-    return Promise.all(audios.map((f) => this.probe.audioSeconds(f.data, f.label, { minS: min, maxS: max })));
+  async checkAudioLengths(audios: InputFile[], limits: { minS: number; maxS: number }): Promise<number[]> {
+    return Promise.all(audios.map((f) => this.probe.audioSeconds(f.data, f.label, limits)));
   }
 
   /** Stores a validated job (inputs first, then the record) and queues it. */

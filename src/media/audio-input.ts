@@ -19,11 +19,6 @@ import { deinterleave, type PcmAudio } from './types';
 
 /** Uploads larger than this are refused before decoding (30 s of 96 kHz 32-bit stereo wav is 23 MB). */
 export const MAX_AUDIO_BYTES = 50 * 1024 * 1024;
-/** The spec's clip limits: video jobs' audios[i], and the speech reference clip. */
-export const CLIP_LIMITS = {
-  video: { minS: 2, maxS: 15 },
-  speech: { minS: 3, maxS: 30 },
-} as const;
 const DEFAULT_TOLERANCE_S = 0.1;
 const DEFAULT_TIMEOUT_MS = 30_000;
 /** Demuxers ffmpeg may use (its names; "mov" covers mp4/m4a/3gp, "matroska" covers webm). */

@@ -12,13 +12,14 @@
 //   tier:  scaled keeping the aspect ratio to about a tier's area, sides multiples of 32 (or 16),
 //          with a centre crop of at most one multiple (references, edit inputs).
 import sharp from 'sharp';
+import { MAX_INPUT_BYTES } from '../catalog';
 import { BadInputError, CancelledError } from '../common/errors';
 import { abortReason } from './ffmpeg';
 import { rgb8ToTensor } from './pixels';
 import type { ImageTensor } from './types';
 
-/** The spec's per-image byte limit (25 MiB). */
-export const MAX_IMAGE_BYTES = 25 * 1024 * 1024;
+/** The spec's per-image byte limit (25 MiB, the catalog's input limit). */
+export const MAX_IMAGE_BYTES = MAX_INPUT_BYTES;
 /** 8192 x 8192 = 67 megapixels: above phone cameras' 48-50 MP; decoding stays under ~270 MB of RGBA. */
 export const MAX_IMAGE_PIXELS = 8192 * 8192;
 export const IMAGE_FORMATS = ['png', 'jpeg', 'webp', 'gif'] as const;

@@ -6,7 +6,7 @@ export * from './types';
 export { floatToRgb8, rgb8ToTensor, tensorToRgb8, type FloatRange, type PixelLayout, type RgbImage } from './pixels';
 export * from './image-input';
 export * from './audio-input';
-export { openVideoWriter, VIDEO_FPS, VIDEO_AUDIO_RATE, DEFAULT_CRF, DEFAULT_PRESET, type VideoWriter, type VideoWriterOptions, type VideoResult } from './video-writer';
+export { openVideoWriter, VIDEO_AUDIO_RATE, DEFAULT_CRF, DEFAULT_PRESET, type VideoWriter, type VideoWriterOptions, type VideoResult } from './video-writer';
 export { writePng, encodePng, readPngText, readPngParameters, type PngParameters, type WritePngOptions } from './png';
 export { writeWav, encodeWav, SPEECH_SAMPLE_RATE } from './wav';
 export { removeStaleTemps, isTempName } from './files';

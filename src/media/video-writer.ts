@@ -12,13 +12,13 @@
 // 音频解码): audio can be given at open or at close. The copy pass costs well under a second.
 import { stat } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
+import { FPS } from '../catalog';
 import { CancelledError } from '../common/errors';
 import { abortReason, describeExit, FfmpegProcess, type FfmpegExit } from './ffmpeg';
 import { commitFile, removeQuietly, tempSibling } from './files';
 import { floatToRgb8, type FloatRange, type PixelLayout } from './pixels';
 import { interleave, sampleCount, type PcmAudio } from './types';
 
-export const VIDEO_FPS = 24;
 export const VIDEO_AUDIO_RATE = 32000;
 /**
  * x264 CRF 18: visually near-lossless for generated footage (smooth gradients, fine texture); higher
@@ -111,7 +111,7 @@ class Mp4Writer implements VideoWriter {
     this.videoTmp = tempSibling(opts.path);
     // prettier-ignore
     const args = [
-      '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${opts.width}x${opts.height}`, '-framerate', String(VIDEO_FPS), '-i', 'pipe:0',
+      '-f', 'rawvideo', '-pix_fmt', 'rgb24', '-s', `${opts.width}x${opts.height}`, '-framerate', String(FPS), '-i', 'pipe:0',
       '-an',
       // RGB to BT.709 limited-range YUV, and tag it so, so players do not guess BT.601 for small sizes.
       '-vf', 'scale=out_color_matrix=bt709:out_range=tv,format=yuv420p',
@@ -270,7 +270,7 @@ function checkAudio(a: PcmAudio): void {
  */
 function fitAudio(pcm: PcmAudio | undefined, frames: number): { bytes: Buffer; rate: number; channels: 2 } {
   const rate = pcm?.sampleRate ?? VIDEO_AUDIO_RATE;
-  const want = Math.round((frames * rate) / VIDEO_FPS);
+  const want = Math.round((frames * rate) / FPS);
   const out = new Float32Array(want * 2); // zeros: the padding
   if (pcm) {
     const src = interleave(pcm);

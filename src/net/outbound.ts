@@ -2,10 +2,9 @@ import axios, { AxiosError } from 'axios';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
+import { MAX_INPUT_BYTES } from '../catalog';
 import { BadInputError } from '../common/errors';
 import { BlockedAddressError, guardedLookup, isBlockedAddress } from './address-policy';
-
-export const MAX_INPUT_BYTES = 25 * 1024 * 1024;
 
 export interface OutboundOptions {
   allowPrivate: boolean;

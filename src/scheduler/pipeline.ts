@@ -1,4 +1,4 @@
-import type { Stage } from '../jobs/catalog';
+import type { Stage } from '../catalog';
 
 /** What a running pipeline reports and checks. `signal` fires on cancel/interrupt: check it (throwIfCancelled)
  * at least between sampling steps and between stages. */

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { CancelledError } from '../common/errors';
-import { STAGE, Stage } from '../jobs/catalog';
+import { STAGE, Stage } from '../catalog';
 import { Pipeline, PipelineRegistry, RunContext } from './pipeline';
 
 /** Something to run on the GPU. `payload` goes to the pipeline untouched. */

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDefined, IsString } from 'class-validator';
 import { Optional } from '../common/validation';
-import { TTS_LANGUAGES } from '../jobs/catalog';
+import { TTS_LANGUAGES } from '../catalog';
 
 export class TtsFieldsDto {
   @ApiProperty({ description: 'What the cloned voice says' })

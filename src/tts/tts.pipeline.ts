@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { LOGGER } from '../common/tokens';
 import { SETTINGS, Settings } from '../config/settings';
 import { EngineHolder } from '../engine/engine';
-import { TTS_PROFILE } from '../jobs/catalog';
+import { TTS_PROFILE } from '../catalog';
 import { planDemoQwen3Tts } from '../models/qwen3_tts/demo';
 import { Qwen3TtsPipeline } from '../models/qwen3_tts/pipeline';
 import { PipelineEntry, PipelineRegistry } from '../scheduler/pipeline';

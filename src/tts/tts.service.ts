@@ -3,7 +3,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { BadInputError, UnavailableError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
-import { TTS_PROFILE } from '../jobs/catalog';
+import { CLIP_SECONDS, TTS_PROFILE } from '../catalog';
 import { newJobId } from '../jobs/job-id';
 import { checkLanguage, checkPrompt } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
@@ -34,7 +34,7 @@ export class TtsService {
     }
     const ref = await loadRef();
     if (!ref) throw new BadInputError('ref_audio is required: a reference clip of 3 to 30 s');
-    await this.jobs.checkAudioLengths([ref], 3, 30);
+    await this.jobs.checkAudioLengths([ref], CLIP_SECONDS.speech);
     const id = `tts_${newJobId()}`;
     const dir = join(this.settings.dataDir, 'inputs', id);
     await mkdir(dir, { recursive: true });

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../common/validation';
-import { TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_PROFILES, VIDEO_RES } from '../jobs/catalog';
+import { CLIP_SECONDS, FPS, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, snapFrames } from '../catalog';
 
 /** Fields shared by the JSON and multipart video forms. */
 export class VideoFieldsDto {
@@ -21,7 +21,7 @@ export class VideoFieldsDto {
   @Optional() @IsString()
   res?: string;
 
-  @ApiPropertyOptional({ default: 5, minimum: 1, maximum: 15, description: 'Rounded up to the 17k+5 frame grid at 24 fps (5 s gives 124 frames)' })
+  @ApiPropertyOptional({ default: VIDEO_SECONDS.default, minimum: VIDEO_SECONDS.min, maximum: VIDEO_SECONDS.max, description: `Rounded up to the 17k+5 frame grid at ${FPS} fps (5 s gives ${snapFrames(5)} frames)` })
   @Optional() @IsNumber({ allowNaN: false, allowInfinity: false })
   seconds?: number;
 
@@ -56,11 +56,11 @@ export class VideoFieldsDto {
 
 /** POST /api/v1/generate */
 export class GenerateVideoDto extends VideoFieldsDto {
-  @ApiPropertyOptional({ type: [String], description: '0 to 6 images: https URLs or data:image/...;base64 strings' })
+  @ApiPropertyOptional({ type: [String], description: `0 to ${VIDEO_MAX_IMAGES} images: https URLs or data:image/...;base64 strings` })
   @Optional() @IsArray() @IsString({ each: true })
   images?: string[];
 
-  @ApiPropertyOptional({ type: [String], description: '0 to 3 clips of 2 to 15 s: https URLs or data:audio/...;base64 strings' })
+  @ApiPropertyOptional({ type: [String], description: `0 to ${VIDEO_MAX_AUDIOS} clips of ${CLIP_SECONDS.video.minS} to ${CLIP_SECONDS.video.maxS} s: https URLs or data:audio/...;base64 strings` })
   @Optional() @IsArray() @IsString({ each: true })
   audios?: string[];
 

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { CLIP_SECONDS } from '../catalog';
 import { draftVideo, checkTimeout, VideoRequest } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
 import { JobsService } from '../jobs/jobs.service';
@@ -18,7 +19,7 @@ export class VideoService {
     this.jobs.admit(req.callback_url);
     const [images, audios] = await inputs.load();
     await this.jobs.probeImages(images);
-    await this.jobs.checkAudioLengths(audios, 2, 15);
+    await this.jobs.checkAudioLengths(audios, CLIP_SECONDS.video);
     const job = await this.jobs.submit(
       {
         kind: 'video', prompt: d.prompt, profile: d.profile.profile, mode: d.mode, aspect: d.aspect, res: d.res,

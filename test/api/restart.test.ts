@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, describe, test } from 'node:test';
-import { STAGE } from '../../src/jobs/catalog';
+import { STAGE } from '../../src/catalog';
 import { HoldGate, restartPipelines } from './fixtures/restart-pipelines';
 import { startApp, TestApp, TOKEN } from './harness';
 

@@ -3,7 +3,7 @@
 import { writeFile, rename } from 'node:fs/promises';
 import sharp from 'sharp';
 import { throwIfCancelled } from '../../src/common/errors';
-import { STAGE } from '../../src/jobs/catalog';
+import { STAGE } from '../../src/catalog';
 import type { JobTaskPayload } from '../../src/jobs/jobs.service';
 import type { Pipeline, PipelineEntry, RunContext } from '../../src/scheduler/pipeline';
 

@@ -3,7 +3,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, test } from 'node:test';
 import { BadInputError, CancelledError } from '../../src/common/errors';
-import { CLIP_LIMITS, decodeAudio, probeAudio } from '../../src/media/audio-input';
+import { CLIP_SECONDS } from '../../src/catalog';
+import { decodeAudio, probeAudio } from '../../src/media/audio-input';
 import { ffmpeg, rms, tempDir } from './helpers';
 
 const dir = tempDir();
@@ -91,16 +92,16 @@ describe('decodeAudio / probeAudio', () => {
 
   test('clip length limits say the measured length', async () => {
     await assert.rejects(
-      decodeAudio(file('short.wav'), { label: 'audios[0]', sampleRate: 32000, channels: 2, limits: CLIP_LIMITS.video }),
+      decodeAudio(file('short.wav'), { label: 'audios[0]', sampleRate: 32000, channels: 2, limits: CLIP_SECONDS.video }),
       isBad(/^audios\[0\]: clip is 1\.62 s long; clips must be 2 to 15 s$/),
     );
-    await assert.rejects(probeAudio(file('long.mp3'), 'audios[2]', { limits: CLIP_LIMITS.video }), isBad(/^audios\[2\]: clip is 16\.0\d s long; clips must be 2 to 15 s$/));
-    await assert.rejects(probeAudio(file('mono11025.wav'), 'ref_audio', { limits: CLIP_LIMITS.speech }), isBad(/^ref_audio: clip is 2\.50 s long; clips must be 3 to 30 s$/));
+    await assert.rejects(probeAudio(file('long.mp3'), 'audios[2]', { limits: CLIP_SECONDS.video }), isBad(/^audios\[2\]: clip is 16\.0\d s long; clips must be 2 to 15 s$/));
+    await assert.rejects(probeAudio(file('mono11025.wav'), 'ref_audio', { limits: CLIP_SECONDS.speech }), isBad(/^ref_audio: clip is 2\.50 s long; clips must be 3 to 30 s$/));
     // a clip cut at exactly 15 s decodes slightly longer as AAC; the tolerance accepts it, zero tolerance does not
-    const p = await probeAudio(file('fifteen.m4a'), 'audios[0]', { limits: CLIP_LIMITS.video });
+    const p = await probeAudio(file('fifteen.m4a'), 'audios[0]', { limits: CLIP_SECONDS.video });
     assert.ok(p.durationS > 15 && p.durationS < 15.1, `${p.durationS}`);
-    await assert.rejects(probeAudio(file('fifteen.m4a'), 'audios[0]', { limits: { ...CLIP_LIMITS.video, toleranceS: 0 } }), isBad(/clip is 15\.0\d s long/));
-    const ok = await decodeAudio(file('stereo44100.mp3'), { label: 'ref_audio', sampleRate: 24000, channels: 1, limits: CLIP_LIMITS.speech });
+    await assert.rejects(probeAudio(file('fifteen.m4a'), 'audios[0]', { limits: { ...CLIP_SECONDS.video, toleranceS: 0 } }), isBad(/clip is 15\.0\d s long/));
+    const ok = await decodeAudio(file('stereo44100.mp3'), { label: 'ref_audio', sampleRate: 24000, channels: 1, limits: CLIP_SECONDS.speech });
     assert.ok(Math.abs(ok.durationS - 3) < 0.01);
   });
 

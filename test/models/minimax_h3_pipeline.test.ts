@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { CancelledError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import { numelOf } from '../../src/engine/tensor';
-import { STAGE } from '../../src/jobs/catalog';
+import { STAGE } from '../../src/catalog';
 import type { JobRecord } from '../../src/jobs/job.model';
 import type { JobTaskPayload } from '../../src/jobs/jobs.service';
 import { planDemoH3, type H3DemoPlan } from '../../src/models/minimax_h3/demo';

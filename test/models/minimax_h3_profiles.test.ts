@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { VIDEO_PROFILES } from '../../src/jobs/catalog';
+import { VIDEO_PROFILES } from '../../src/catalog';
 import { writeDemoAdapter } from '../../src/models/minimax_h3/adapter';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
 import { h3Forwards, h3Profile, h3TransformerFiles, H3_PROFILE_NAMES, H3_PROFILES, loadH3Transformer } from '../../src/models/minimax_h3/profiles';

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { parseQwen3TtsConfig } from '../../src/models/qwen3_tts/config';
 import { codecLanguageId, missingLanguages, TtsLanguageError } from '../../src/models/qwen3_tts/languages';
 import { assistantText, buildTalkerPrompt, refText, TalkerPromptError, type PromptRequest, type TalkerPrompt } from '../../src/models/qwen3_tts/prompt';
-import { TTS_LANGUAGES } from '../../src/jobs/catalog';
+import { TTS_LANGUAGES } from '../../src/catalog';
 import { goldenTests, repoRoot, type GoldenCase } from './golden';
 
 const realConfig = () =>

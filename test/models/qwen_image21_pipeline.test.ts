@@ -11,7 +11,7 @@ import { CancelledError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import { planDemoQwenImage21, type QwenImage21DemoPlan } from '../../src/models/qwen_image21/demo';
 import { imageTaskOf, referenceArea } from '../../src/image/image.pipeline';
-import { STAGE, type Stage } from '../../src/jobs/catalog';
+import { STAGE, type Stage } from '../../src/catalog';
 import type { JobTaskPayload } from '../../src/jobs/jobs.service';
 import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from '../../src/models/qwen_image21/checkpoint';
 import { latentGrid, QwenImage21Pipeline, type ImageTask, sampleLatents, seededNoise, textLayout } from '../../src/models/qwen_image21/pipeline';

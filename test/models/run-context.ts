@@ -1,5 +1,5 @@
 // A pipeline RunContext for model tests: records the stages and progress a job reports into the caller's arrays.
-import type { Stage } from '../../src/jobs/catalog';
+import type { Stage } from '../../src/catalog';
 import type { RunContext } from '../../src/scheduler/pipeline';
 
 export interface RecordingOptions {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { aspectOf, sizeForTier, snapFrames } from '../../src/jobs/catalog';
+import { aspectOf, sizeForTier, snapFrames } from '../../src/catalog';
 import { draftImage, draftVideo } from '../../src/jobs/job-requests';
 import { loadSettings, SettingsError } from '../../src/config/settings';
 

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { TTS_PROFILE, VIDEO_PROFILES } from '../../src/jobs/catalog';
+import { TTS_PROFILE, VIDEO_PROFILES } from '../../src/catalog';
 import { loadCatalog, manifestsDir, parseManifest, WeightsCatalog } from '../../src/weights/manifest';
 import { checkProfile } from '../../src/weights/state';
 

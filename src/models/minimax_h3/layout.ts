@@ -11,6 +11,7 @@
 // The spatial grid is aspect-normalised: (dim / sqrt(h * w)) centred on [0, 1), times 32, one point per patch.
 // Conditioning rows (keyframes now; references in part 2) are further rows with their own positions and
 // indices: the transformer only reads `PackedLayout`, so a new row kind needs no change there.
+import { alignFrames, FPS, FRAME_GRID } from '../../catalog';
 import { pythonRound } from '../../common/python-round';
 
 export const VIDEO_TAG = 0;
@@ -19,12 +20,13 @@ export const AUDIO_TAG = 2;
 /** AdaLN rows per timestep: one per modality tag. */
 export const MODALITIES = 3;
 
-export const FPS = 24;
+export { FPS };
 export const AUDIO_LATENTS_PER_SECOND = 40;
 export const AUDIO_CHANNELS = 2;
-/** The video VAE encodes 17-frame clips into 5 latent frames: frame counts are 17k + 5 (latent frames 5k + 2). */
-export const FRAMES_PER_CHUNK = 17;
-export const LATENTS_PER_CHUNK = 5;
+/** The video VAE encodes each 17-frame chunk of the catalog's grid (17k + 5 frames) into 5 latent frames, the
+ * 5-frame head into 2: latent frames 5k + 2. */
+const LATENTS_PER_CHUNK = 5;
+const HEAD_LATENTS = 2;
 export const VAE_SPATIAL = 16;
 /** A keyframe anchor is held at t = 0.999, just short of clean (the training distribution). */
 export const KEYFRAME_NOISE_AUG = 0.999;
@@ -35,18 +37,17 @@ const SPATIAL_SCALE = 32;
 
 export type KeyframeAnchor = 'first' | 'last';
 
-/** Snaps a frame count up to the next 17k + 5. */
+/** Snaps a frame count up to the next 17k + 5 (the catalog's grid). */
 export function alignNumFrames(numFrames: number): number {
   if (!Number.isInteger(numFrames) || numFrames < 1) throw new RangeError(`numFrames ${numFrames} must be a positive integer`);
-  let n = numFrames;
-  while (n % FRAMES_PER_CHUNK !== LATENTS_PER_CHUNK) n++;
-  return n;
+  return alignFrames(numFrames);
 }
 
 /** Latent frames of an aligned frame count: 5k + 2. */
 export function videoLatentFrames(numFrames: number): number {
-  if (numFrames % FRAMES_PER_CHUNK !== LATENTS_PER_CHUNK) throw new RangeError(`numFrames ${numFrames} is not of the form 17k + 5`);
-  return ((numFrames - LATENTS_PER_CHUNK) / FRAMES_PER_CHUNK) * LATENTS_PER_CHUNK + 2;
+  const { period, offset } = FRAME_GRID;
+  if (numFrames % period !== offset) throw new RangeError(`numFrames ${numFrames} is not of the form ${period}k + ${offset}`);
+  return ((numFrames - offset) / period) * LATENTS_PER_CHUNK + HEAD_LATENTS;
 }
 
 /** Audio latents (per channel) covering numFrames frames: Python's round(numFrames / 24 * 40). */

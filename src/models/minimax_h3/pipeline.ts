@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { BadInputError, throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import type { Tensor } from '../../engine/tensor';
-import { STAGE } from '../../jobs/catalog';
+import { STAGE } from '../../catalog';
 import type { JobTaskPayload } from '../../jobs/jobs.service';
 import { commitFile, removeQuietly, tempSibling } from '../../media/files';
 import { openVideoWriter, type VideoWriter } from '../../media/video-writer';

@@ -7,7 +7,7 @@
 // with S steps runs S - 1 transformer forwards (h3Forwards). See docs/models/minimax-h3.md "Profiles".
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
-import { VIDEO_PROFILES } from '../../jobs/catalog';
+import { VIDEO_PROFILES } from '../../catalog';
 import type { ProfileWeights } from '../../weights/state';
 import type { ComputeDType } from '../qwen3/weights';
 import type { H3Config } from './config';

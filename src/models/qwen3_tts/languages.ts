@@ -2,7 +2,7 @@
 // codec language ids. Upstream (Qwen3TTSForConditionalGeneration.generate) lower-cases the name; "auto" means no
 // language id at all (the codec prefix then starts with codec_nothink instead of codec_think ... language ...), and
 // there is no language detection anywhere upstream: with Auto the model itself decides. We do the same.
-import { TTS_LANGUAGES } from '../../jobs/catalog';
+import { TTS_LANGUAGES } from '../../catalog';
 import type { Qwen3TtsConfig } from './config';
 
 export type TtsLanguage = (typeof TTS_LANGUAGES)[number];

@@ -14,8 +14,8 @@ import { BadInputError, throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
-import { STAGE } from '../../jobs/catalog';
-import { CLIP_LIMITS, decodeAudio, probeAudio } from '../../media/audio-input';
+import { CLIP_SECONDS, STAGE } from '../../catalog';
+import { decodeAudio, probeAudio } from '../../media/audio-input';
 import { SPEECH_SAMPLE_RATE, writeWav } from '../../media/wav';
 import type { Pipeline, RunContext } from '../../scheduler/pipeline';
 import type { ComputeDType } from '../qwen3/weights';
@@ -277,9 +277,9 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
  */
 export async function readReferenceClip(path: string, signal?: AbortSignal): Promise<Float32Array> {
   const buf = await readFile(path);
-  const probe = await probeAudio(buf, 'ref_audio', { limits: CLIP_LIMITS.speech, signal });
+  const probe = await probeAudio(buf, 'ref_audio', { limits: CLIP_SECONDS.speech, signal });
   const rate = Math.min(192000, Math.max(8000, probe.sampleRate || SPEECH_SAMPLE_RATE));
-  const audio = await decodeAudio(buf, { label: 'ref_audio', sampleRate: rate, channels: 1, limits: CLIP_LIMITS.speech, signal });
+  const audio = await decodeAudio(buf, { label: 'ref_audio', sampleRate: rate, channels: 1, limits: CLIP_SECONDS.speech, signal });
   for (const v of audio.data) if (!Number.isFinite(v)) throw new BadInputError('ref_audio: the decoded clip holds non-finite samples');
   return rate === SPEECH_SAMPLE_RATE ? audio.data : resampleAudio(audio.data, rate, SPEECH_SAMPLE_RATE);
 }

@@ -17,7 +17,7 @@ import { throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import { add, mul, sub } from '../../engine/ops/elementwise';
 import type { Tensor } from '../../engine/tensor';
-import { STAGE } from '../../jobs/catalog';
+import { STAGE } from '../../catalog';
 import { loadImage, probeImage, writePng, type ImageTensor, type PngParameters } from '../../media';
 import type { Pipeline, RunContext } from '../../scheduler/pipeline';
 import type { ComputeDType } from '../qwen3/weights';

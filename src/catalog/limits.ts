@@ -1,0 +1,17 @@
+// The spec's limits (service-api.md "Limits") and the ones this service chose where it is silent (README "API").
+
+export const MAX_PROMPT_CHARS = 10_000;
+export const MAX_STEPS = 200;
+export const MAX_SEED = 4294967295;
+/** Longest `timeout` of a waiting request, seconds. */
+export const MAX_WAIT_S = 1800;
+/** Largest input file (image or audio, upload or URL): 25 MiB. */
+export const MAX_INPUT_BYTES = 25 * 1024 * 1024;
+/** Images and audio clips a video request may carry. */
+export const VIDEO_MAX_IMAGES = 6;
+export const VIDEO_MAX_AUDIOS = 3;
+/** Clip lengths in seconds: a video job's audios[i], and the speech reference clip. */
+export const CLIP_SECONDS = {
+  video: { minS: 2, maxS: 15 },
+  speech: { minS: 3, maxS: 30 },
+} as const;
