@@ -1,4 +1,6 @@
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
+import type { TaskKind } from '../catalog';
 
 /** Every setting the service reads, parsed and validated once at boot. Nothing else reads process.env
  * (the engine's own KILN_* switches aside, which it reads for itself since it never imports Nest). */
@@ -25,6 +27,29 @@ export interface Settings {
   maxBodyMb: number;
   /** Seconds an input URL download may take. Default 30. */
   fetchTimeoutS: number;
+  /** `local`: the API starts and supervises one GPU worker process. `none`: no GPU here; jobs wait. Default local. */
+  workers: 'local' | 'none';
+  /** Seconds a running task may take to stop after its DELETE before the worker is killed and restarted. Default 10. */
+  interruptGraceS: number;
+  /** Longest run of one task per kind, seconds (model load included): the worker is then killed and restarted and
+   * the job fails `timed out after N s`. Default video 10800, image 3600, tts 1800. */
+  maxJobS: Record<TaskKind, number>;
+  /** Seconds without a heartbeat from the worker (a hung driver, a stuck native call) before it is killed and
+   * restarted. Default 60. */
+  workerStallS: number;
+  /** CPU priority of the worker process (nice 0..19), so the API answers promptly while the worker's CPU-side work
+   * (weight conversion, a software GPU) keeps every core busy. Default 10. */
+  workerNice: number;
+}
+
+/** What a GPU worker process reads (src/worker/main.ts): where weights and demo checkpoints are, its name, its logs. */
+export interface WorkerSettings {
+  dataDir: string;
+  weightsDir: string;
+  demoWeightsDir: string;
+  logLevel: string;
+  /** Shown in /api/health. Default <host name>-<pid>. */
+  workerName: string;
 }
 
 export class SettingsError extends Error {
@@ -52,30 +77,78 @@ function bool(env: Env, key: string, def: boolean): boolean {
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+function logLevelOf(env: Env): string {
+  const level = (env.LOG_LEVEL ?? 'info').trim().toLowerCase();
+  if (!LEVELS.includes(level)) throw new SettingsError(`LOG_LEVEL=${JSON.stringify(env.LOG_LEVEL)}: expected one of ${LEVELS.join(', ')}`);
+  return level;
+}
+
+function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'demoWeightsDir'> {
+  const dataDir = resolve(env.DATA_DIR?.trim() || './data');
+  return {
+    dataDir,
+    weightsDir: resolve(env.WEIGHTS_DIR?.trim() || './weights'),
+    demoWeightsDir: resolve(env.DEMO_WEIGHTS_DIR?.trim() || join(dataDir, 'demo-weights')),
+  };
+}
+
+export const DEFAULT_MAX_JOB_S: Readonly<Record<TaskKind, number>> = { video: 10_800, image: 3_600, tts: 1_800 };
+
+/** MAX_JOB_S: one number for every kind, or `video=7200,image=900,tts=600` (kinds left out keep their default). */
+function maxJobS(env: Env): Record<TaskKind, number> {
+  const raw = env.MAX_JOB_S?.trim();
+  const out = { ...DEFAULT_MAX_JOB_S };
+  if (!raw) return out;
+  const bad = () => new SettingsError(`MAX_JOB_S=${JSON.stringify(raw)}: expected whole seconds from 1 to 604800, for every kind (3600) or per kind (video=7200,image=900,tts=600)`);
+  const seconds = (v: string) => {
+    if (!/^\d+$/.test(v.trim()) || Number(v) < 1 || Number(v) > 604_800) throw bad();
+    return Number(v);
+  };
+  if (!raw.includes('=')) {
+    const v = seconds(raw);
+    return { video: v, image: v, tts: v };
+  }
+  for (const part of raw.split(',')) {
+    const [kind, v, more] = part.split('=');
+    if (more !== undefined || v === undefined || !(kind.trim() in out)) throw bad();
+    out[kind.trim() as TaskKind] = seconds(v);
+  }
+  return out;
+}
+
 /** Reads and validates the settings; a bad value throws SettingsError naming the variable. */
 export function loadSettings(env: Env = process.env): Settings {
   const token = env.API_TOKEN;
   if (token !== undefined && token !== '' && (token.length < 8 || /\s/.test(token))) {
     throw new SettingsError('API_TOKEN: must be at least 8 characters with no spaces (or unset to generate one)');
   }
-  const logLevel = (env.LOG_LEVEL ?? 'info').trim().toLowerCase();
-  if (!LEVELS.includes(logLevel)) throw new SettingsError(`LOG_LEVEL=${JSON.stringify(env.LOG_LEVEL)}: expected one of ${LEVELS.join(', ')}`);
   const host = (env.HOST ?? '127.0.0.1').trim();
   if (host === '') throw new SettingsError('HOST: must not be empty');
-  const dataDir = resolve(env.DATA_DIR?.trim() || './data');
+  const workers = (env.WORKERS ?? 'local').trim().toLowerCase();
+  if (workers !== 'local' && workers !== 'none') throw new SettingsError(`WORKERS=${JSON.stringify(env.WORKERS)}: expected local (start a GPU worker here) or none (no GPU on this host)`);
   return {
     port: int(env, 'PORT', 8000, 0, 65535),
     host,
     apiToken: token === '' ? undefined : token,
-    dataDir,
-    weightsDir: resolve(env.WEIGHTS_DIR?.trim() || './weights'),
-    demoWeightsDir: resolve(env.DEMO_WEIGHTS_DIR?.trim() || join(dataDir, 'demo-weights')),
+    ...dirsOf(env),
     allowPrivateUrls: bool(env, 'ALLOW_PRIVATE_URLS', false),
-    logLevel,
+    logLevel: logLevelOf(env),
     maxQueue: int(env, 'MAX_QUEUE', 1000, 1, 1_000_000),
     maxBodyMb: int(env, 'MAX_BODY_MB', 360, 1, 4096),
     fetchTimeoutS: int(env, 'FETCH_TIMEOUT_S', 30, 1, 3600),
+    workers,
+    interruptGraceS: int(env, 'INTERRUPT_GRACE_S', 10, 1, 3600),
+    maxJobS: maxJobS(env),
+    workerStallS: int(env, 'WORKER_STALL_S', 60, 2, 3600),
+    workerNice: int(env, 'WORKER_NICE', 10, 0, 19),
   };
+}
+
+/** The GPU worker's settings, validated like the API's. */
+export function loadWorkerSettings(env: Env = process.env): WorkerSettings {
+  const name = env.WORKER_NAME?.trim() || `${hostname()}-${process.pid}`;
+  if (!/^[\w.@:-]{1,100}$/.test(name)) throw new SettingsError(`WORKER_NAME=${JSON.stringify(env.WORKER_NAME)}: use 1 to 100 letters, digits and . _ - @ :`);
+  return { ...dirsOf(env), logLevel: logLevelOf(env), workerName: name };
 }
 
 /** Nest injection token for the Settings object. */

@@ -193,6 +193,11 @@ export class EngineHolder {
     return this.creating;
   }
 
+  /** Whether the engine built last has lost its device (the next get() builds another). */
+  get lost(): boolean {
+    return this.current?.lost ?? false;
+  }
+
   /** The engine if one is built and alive, without building one. */
   peek(): Engine | null {
     return this.current && !this.current.lost ? this.current : null;

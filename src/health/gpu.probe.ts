@@ -1,21 +1,19 @@
-/** The GPU section of /api/health. Separate from the engine so tests and machines without a GPU stack can
- * provide their own; the default (app.module) describes the process's shared engine. */
+import type { Scheduler } from '../scheduler/scheduler';
+
+/** The GPU section of /api/health. The API never touches the GPU: by default (app.module) it is what the GPU worker
+ * reported. Tests provide their own where no adapter should be needed. */
 export abstract class GpuProbe {
   abstract describe(): Promise<Record<string, unknown>>;
 }
 
-/** Describes whatever `get()` builds; a failure to get an adapter is reported, not thrown. */
-export class EngineGpuProbe extends GpuProbe {
-  constructor(private readonly get: () => Promise<{ describe(): object }>) {
+/** The adapter the GPU worker reported at its start, with its latest memory figures. */
+export class WorkerGpuProbe extends GpuProbe {
+  constructor(private readonly scheduler: Scheduler) {
     super();
   }
 
   async describe(): Promise<Record<string, unknown>> {
-    try {
-      const engine = await this.get();
-      return { available: true, ...(engine.describe() as Record<string, unknown>) };
-    } catch (err) {
-      return { available: false, error: err instanceof Error ? err.message : String(err) };
-    }
+    if (!this.scheduler.hasWorker()) return { available: false, error: 'no GPU worker on this host (WORKERS=none)' };
+    return this.scheduler.gpu() ?? { available: false, error: 'the GPU worker has not reported its adapter yet' };
   }
 }

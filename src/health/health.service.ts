@@ -6,13 +6,12 @@ import { join } from 'node:path';
 import { SETTINGS, Settings } from '../config/settings';
 import {
   CLIP_SECONDS, EXPLICIT_SIZE, FPS, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_INPUT_BYTES, MAX_PROMPT_CHARS, MAX_STEPS,
-  MAX_WAIT_S, ProfileInfo, TTS_LANGUAGES, TTS_PROFILE, VIDEO_ASPECTS, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES,
+  MAX_WAIT_S, ProfileInfo, TTS_LANGUAGES, TTS_MODEL, TTS_PROFILE, VIDEO_ASPECTS, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES,
   VIDEO_SECONDS, VIDEO_SIZES, snapFrames,
 } from '../catalog';
 import { JobsService } from '../jobs/jobs.service';
 import { JobWaiters } from '../jobs/job.waiters';
 import { projectRoot } from '../paths';
-import { PipelineRegistry } from '../scheduler/pipeline';
 import { Scheduler } from '../scheduler/scheduler';
 import { GpuProbe } from './gpu.probe';
 
@@ -27,7 +26,6 @@ export class HealthService {
     @Inject(SETTINGS) private readonly settings: Settings,
     private readonly jobs: JobsService,
     private readonly scheduler: Scheduler,
-    private readonly registry: PipelineRegistry,
     private readonly gpu: GpuProbe,
     private readonly waiters: JobWaiters,
   ) {}
@@ -37,14 +35,17 @@ export class HealthService {
     return { online: true, current_job: current, queued };
   }
 
-  private profile(p: ProfileInfo | { profile: string; kind: string }) {
-    const entry = this.registry.get(p.kind, p.profile);
-    return {
-      ...p,
-      available: entry !== undefined,
-      weights: entry ? entry.weights() : 'missing',
-      note: entry ? entry.note?.() ?? '' : `the ${'model' in p ? p.model : 'Qwen3-TTS'} model behind ${p.profile} is not built into this service yet; its jobs fail with that reason`,
-    };
+  /** A catalog profile with what the GPU worker says of it (its last report, kept while it restarts). */
+  private profile(p: ProfileInfo | { profile: string; kind: 'tts' }) {
+    const served = this.scheduler.profiles().find((s) => s.kind === p.kind && s.profile === p.profile);
+    if (served) return { ...p, available: true, weights: served.weights, note: served.note };
+    const model = 'model' in p ? p.model : TTS_MODEL;
+    const note = !this.scheduler.hasWorker()
+      ? `no GPU worker on this host (WORKERS=none): ${p.kind === 'tts' ? 'speech requests answer 503' : 'its jobs wait in the queue'}`
+      : this.scheduler.serves(p.kind, p.profile) === undefined
+        ? 'the GPU worker is starting'
+        : `the ${model} model behind ${p.profile} is not built into this service yet; its jobs fail with that reason`;
+    return { ...p, available: false, weights: 'missing', note };
   }
 
   config() {
@@ -85,27 +86,33 @@ export class HealthService {
         return { path: this.settings.dataDir, error: String(err) };
       }
     })();
-    const beat = this.scheduler.heartbeat();
+    const worker = this.scheduler.worker();
     const cur = this.scheduler.current();
+    const workerOk = worker?.state === 'ready';
     return {
-      ok: beat.age_s < 10,
+      ok: workerOk,
       gpu: await this.gpu.describe(),
       cpu: { model: cpus()[0]?.model ?? 'unknown', cores: cpus().length, loadavg: loadavg() },
       ram: { total_bytes: totalmem(), free_bytes: freemem(), process_rss_bytes: process.memoryUsage().rss },
       disk,
       services: {
         api: 'ok',
-        scheduler: beat.age_s < 10 ? 'ok' : 'stalled',
+        scheduler: 'ok',
+        worker: worker ? (workerOk ? 'ok' : worker.state) : 'none',
         database: 'ok',
         waiters: this.waiters.count(),
       },
+      worker: worker ?? { mode: 'none', note: 'WORKERS=none: this API starts no GPU worker; jobs wait in the queue' },
       current_job: cur ? { id: cur.task.id, kind: cur.task.kind, profile: cur.task.profile, stage: cur.stage, progress: cur.progress, elapsed: Date.now() / 1000 - cur.started } : null,
       queued: this.scheduler.queuedCount(),
       vpn: null,
       vpn_note: 'VPN status is outside this service; it is always null here',
       source_revision: this.revision,
       uptime_s: { process: Math.round(Date.now() / 1000 - started), machine: Math.round(uptime()) },
-      watchdog: { last_heartbeat: beat.last, age_s: Math.round(beat.age_s * 1000) / 1000, stalled_after_s: 10 },
+      // the GPU worker's heartbeat (the API's own loop is alive: it answered)
+      watchdog: worker
+        ? { age_s: worker.heartbeat_age_s, stalled_after_s: worker.stalled_after_s, interrupt_grace_s: this.settings.interruptGraceS, max_job_s: this.settings.maxJobS }
+        : { age_s: null, note: 'no GPU worker to watch (WORKERS=none)' },
     };
   }
 }

@@ -8,23 +8,14 @@ import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../common/tokens';
 import { OutboundClient } from '../net/outbound';
-import { Outcome, Scheduler, Task } from '../scheduler/scheduler';
+import { Outcome, Scheduler } from '../scheduler/scheduler';
+import type { ImageTask, VideoTask, WorkerTask } from '../worker/protocol';
 import { CallbackSender } from './callback.sender';
 import { InputFile, InputProbe } from './input-probe';
 import { newJobId } from './job-id';
 import { JobRecord, round3, toJobObject } from './job.model';
 import { JobStore } from './job.store';
 import { JobWaiters } from './job.waiters';
-
-/** What a video/image pipeline receives as its task payload. */
-export interface JobTaskPayload {
-  job: JobRecord;
-  /** Where the finished file must end up (write a temp name in the same folder, then rename). */
-  outputPath: string;
-  /** Input files, in the order of job.params.images / audios (absolute paths). */
-  images: string[];
-  audios: string[];
-}
 
 export const OUTPUT_EXT = { video: '.mp4', image: '.png' } as const;
 
@@ -48,8 +39,9 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     this.outDir = join(settings.dataDir, 'out');
     this.inputsDir = join(settings.dataDir, 'inputs');
     scheduler.on('started', (task, started) => this.onStarted(task, started));
-    scheduler.on('finished', (task, outcome) => this.track(this.onFinished(task, outcome)));
-    scheduler.on('cancelled', (task) => this.track(this.onFinished(task, { status: 'failed', error: 'cancelled', started: 0, finished: Date.now() / 1000 })));
+    // A job's end is saved before the next job starts (the scheduler waits for this).
+    scheduler.settleWith((task, outcome) => this.tracked(this.onFinished(task, outcome)));
+    scheduler.on('cancelled', (task) => this.track(this.onFinished(task, { status: 'failed', code: 'cancelled', error: 'cancelled', started: 0, finished: Date.now() / 1000 })));
   }
 
   async onModuleInit(): Promise<void> {
@@ -60,7 +52,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     // A job that was running when the process died cannot resume mid-way: it fails, with its callback.
     for (const job of this.store.withStatus('running')) {
       this.log.warn({ id: job.id }, 'job was running at shutdown; marking it failed');
-      await this.finish(job, { status: 'failed', error: 'interrupted by restart', started: job.started ?? job.created, finished: Date.now() / 1000 });
+      await this.finish(job, { status: 'failed', code: 'shutdown', error: 'interrupted by restart', started: job.started ?? job.created, finished: Date.now() / 1000 });
     }
     // Queued jobs resume in their original order.
     for (const job of this.store.withStatus('queued')) this.scheduler.enqueue(this.taskFor(job));
@@ -70,8 +62,13 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   private readonly writing = new Set<Promise<void>>();
 
   private track(p: Promise<void>): void {
+    void this.tracked(p);
+  }
+
+  private tracked(p: Promise<void>): Promise<void> {
     const q = p.catch((err) => this.log.error({ err }, 'job transition failed')).finally(() => this.writing.delete(q));
     this.writing.add(q);
+    return q;
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -138,15 +135,29 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     return job;
   }
 
-  private taskFor(job: JobRecord): Task {
+  /** The job as the GPU worker's task: its model parameters and its files. */
+  private taskFor(job: JobRecord): WorkerTask {
     const dir = join(this.inputsDir, job.id);
-    const payload: JobTaskPayload = {
-      job,
-      outputPath: join(this.outDir, `${job.id}${OUTPUT_EXT[job.kind]}`),
+    const files = {
+      id: job.id,
+      profile: job.profile,
       images: job.params.images.map((n) => join(dir, n)),
       audios: job.params.audios.map((n) => join(dir, n)),
+      output: join(this.outDir, `${job.id}${OUTPUT_EXT[job.kind]}`),
     };
-    return { id: job.id, kind: job.kind, profile: job.profile, payload };
+    const p = job.params;
+    const common = { prompt: job.prompt, seed: job.seed, steps: job.steps, width: p.width, height: p.height, mode: job.mode };
+    if (job.kind === 'image') {
+      return { ...files, kind: 'image', params: { ...common, negative: job.negative ?? '', cfg: job.cfg ?? 1, res: job.res } } satisfies ImageTask;
+    }
+    return {
+      ...files,
+      kind: 'video',
+      params: {
+        ...common, seconds: job.seconds ?? 0, frames: job.frames ?? 0, image_mode: p.image_mode ?? 'keyframe', audio_mode: p.audio_mode ?? 'voice',
+        tts_text: p.tts_text ?? '', tts_ref_text: p.tts_ref_text ?? '', tts_language: p.tts_language ?? 'Auto',
+      },
+    } satisfies VideoTask;
   }
 
   // ---- read ---------------------------------------------------------------------------------------------
@@ -211,7 +222,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
 
   // ---- transitions --------------------------------------------------------------------------------------
 
-  private onStarted(task: Task, started: number): void {
+  private onStarted(task: WorkerTask, started: number): void {
     const job = this.store.get(task.id);
     if (!job) return;
     job.status = 'running';
@@ -220,28 +231,25 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     this.log.info({ id: job.id }, 'job started');
   }
 
-  private async onFinished(task: Task, outcome: Outcome): Promise<void> {
+  private async onFinished(task: WorkerTask, outcome: Outcome): Promise<void> {
     const job = this.store.get(task.id);
     if (job) await this.finish(job, outcome);
   }
 
-  private async finish(job: JobRecord, outcome: Outcome): Promise<void> {
+  /** Saves the end first (the worker checked the output file is there), then cleans up and tells. */
+  private async finish(job: JobRecord, result: Outcome): Promise<void> {
     const name = `${job.id}${OUTPUT_EXT[job.kind]}`;
-    let result = outcome;
-    if (result.status === 'done' && !(await exists(join(this.outDir, name)))) {
-      result = { ...result, status: 'failed', error: 'the pipeline finished without writing its output file' };
-    }
     job.finished = round3(result.finished);
     if (result.status === 'done') {
       job.status = 'done';
       job.output = name;
-      job.exec_s = round3(result.finished - result.started);
+      job.exec_s = round3(result.exec_s);
     } else {
       job.status = 'failed';
-      job.error = result.error === 'shutdown' ? 'interrupted by restart' : result.error;
-      await rm(join(this.outDir, name), { force: true });
+      job.error = result.code === 'shutdown' ? 'interrupted by restart' : result.error;
     }
     this.store.update(job);
+    if (result.status === 'failed') await rm(join(this.outDir, name), { force: true });
     await rm(join(this.inputsDir, job.id), { recursive: true, force: true });
     this.log.info({ id: job.id, status: job.status, error: job.error }, 'job ended');
     this.waiters.wake(job.id);
@@ -257,8 +265,4 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   summary(): { current: string | null; queued: number } {
     return { current: this.scheduler.current()?.task.id ?? null, queued: this.scheduler.queuedCount() };
   }
-}
-
-async function exists(p: string): Promise<boolean> {
-  return stat(p).then(() => true, () => false);
 }

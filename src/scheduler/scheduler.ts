@@ -1,100 +1,95 @@
+// The single-GPU queue, API side: strict FIFO for jobs, a lane of their own for interactive requests (speech), and
+// the watchdog over each task the GPU worker holds. No Nest code in here, and nothing of the engine or the models:
+// the work itself happens in the worker process (WorkerLink).
+//
+// Order: interactive requests go to the worker as soon as it is ready (it runs them at the running job's next safe
+// point when the model fits beside it, else after the job); the next job goes only when the worker holds nothing,
+// and only once the previous task's end is saved (`settle`), so a crash between two jobs never finds both running.
 import { EventEmitter } from 'node:events';
-import { CancelledError } from '../common/errors';
-import { STAGE, Stage } from '../catalog';
-import { Pipeline, PipelineRegistry, RunContext } from './pipeline';
-
-/** Something to run on the GPU. `payload` goes to the pipeline untouched. */
-export interface Task {
-  id: string;
-  kind: string;
-  profile: string;
-  payload: unknown;
-}
+import { STAGE, STAGE_WORDS, type Stage, type TaskKind } from '../catalog';
+import type { FailCode, ServedProfile, WorkerTask } from '../worker/protocol';
+import type { TaskEvent, WorkerLink, WorkerStatus } from './worker-link';
 
 export interface Running {
-  task: Task;
-  started: number; // Unix seconds
+  task: WorkerTask;
+  /** Unix seconds it was sent to the worker. */
+  started: number;
   stage: Stage;
   progress: { value: number; max: number };
-  abort: AbortController;
+  /** The worker began it (an interactive request may wait there for a safe point). */
+  begun: boolean;
+  /** Why it must stop: a DELETE (interrupted), or its time limit (timeout); set once. */
+  stopping?: 'interrupted' | 'timeout';
+  timers: NodeJS.Timeout[];
 }
 
-export type Outcome = { status: 'done'; started: number; finished: number } | { status: 'failed'; error: string; started: number; finished: number; cause?: unknown };
+export type Outcome =
+  | { status: 'done'; started: number; finished: number; exec_s: number }
+  | { status: 'failed'; code: FailCode | 'crashed' | 'timeout'; error: string; started: number; finished: number };
 
 export interface SchedulerEvents {
-  /** A task left the queue and started: positions of all queued tasks moved. */
-  started: (task: Task, started: number) => void;
-  progress: (task: Task) => void;
-  /** A task ended (`started` is when it began running; a task cancelled while queued never started). */
-  finished: (task: Task, outcome: Outcome) => void;
+  /** A task left the queue and went to the worker: positions of all queued tasks moved. */
+  started: (task: WorkerTask, started: number) => void;
+  progress: (task: WorkerTask) => void;
+  /** A task ended (`started` is when it went to the worker). */
+  finished: (task: WorkerTask, outcome: Outcome) => void;
   /** A queued task was removed before it ran. */
-  cancelled: (task: Task) => void;
+  cancelled: (task: WorkerTask) => void;
+}
+
+export interface SchedulerOptions {
+  /** Which kinds are interactive (speech). */
+  interactive: (task: WorkerTask) => boolean;
+  /** Seconds a task may take to stop after its DELETE before the worker is killed (INTERRUPT_GRACE_S). */
+  interruptGraceS: number;
+  /** Longest run per kind, seconds (MAX_JOB_S). */
+  maxJobS: Record<TaskKind, number>;
+  log?: (msg: string, extra?: object) => void;
 }
 
 const now = () => Date.now() / 1000;
 
-type Loaded = { key: string; pipeline: Pipeline };
-
-/** The single-GPU queue: strict FIFO for jobs, one task on the GPU at a time. No Nest code in here.
- *
- * Interactive requests (speech: entries with `interactive`) have their own lane. They run before the next
- * queued job, and while a job runs they run at its next `safePoint()` (between two sampling steps) when their
- * pipeline is already loaded beside it or `fitsBeside(residentBytes)` says it fits in GPU memory next to the
- * loaded model. Otherwise they wait for the running job to end. Their pipeline then stays loaded in the side
- * slot until a job needs another model. So a speech request waits at most one sampling step when memory
- * allows, and at most the rest of the running job when it does not. */
 export class Scheduler extends EventEmitter {
-  private readonly queue: Task[] = [];
-  private readonly interactive: Task[] = [];
-  private running: Running | undefined;
-  /** An interactive task running at a safe point of `running`. */
-  private interjected: Running | undefined;
-  private loaded: Loaded | undefined;
-  /** The interactive pipeline kept beside `loaded`. */
-  private side: Loaded | undefined;
+  private readonly queue: WorkerTask[] = [];
+  private readonly interactive: WorkerTask[] = [];
+  /** Sent to the worker, not ended. */
+  private readonly inHand = new Map<string, Running>();
+  /** Ends being saved: the next job waits for them. */
+  private settling = 0;
+  private settle: (task: WorkerTask, outcome: Outcome) => Promise<void> = async () => {};
   private stopped = false;
-  private idle: Promise<void> = Promise.resolve();
-  private lastBeat = now();
-  private readonly beatTimer: NodeJS.Timeout;
 
+  /** `link` undefined: no worker on this host (WORKERS=none): tasks wait. */
   constructor(
-    private readonly registry: PipelineRegistry,
-    private readonly log: (msg: string, extra?: object) => void = () => {},
-    /** The failure reason for a task whose profile has no pipeline; it should name the missing model. */
-    private readonly missing: (task: Task) => string = (t) => `profile ${t.profile}: no ${t.kind} pipeline is registered`,
-    /** Whether `bytes` more GPU memory fits now (the engine's canFit). Default: never, so interactive requests
-     * wait for the running job to end instead of loading a second model beside it. */
-    private readonly fitsBeside: (bytes: number) => boolean = () => false,
+    private readonly link: WorkerLink | undefined,
+    private readonly o: SchedulerOptions,
   ) {
     super();
-    // The watchdog's heartbeat: proves the event loop (and so the scheduler loop) is not stuck.
-    this.beatTimer = setInterval(() => (this.lastBeat = now()), 1000);
-    this.beatTimer.unref();
+    link?.on('ready', () => this.pump());
+    link?.on('event', (e: TaskEvent) => this.onEvent(e));
+    link?.on('lost', (reason: string) => this.onLost(reason));
   }
 
   override on<E extends keyof SchedulerEvents>(event: E, listener: SchedulerEvents[E]): this {
     return super.on(event, listener);
   }
 
-  enqueue(task: Task): void {
+  /** Saves a task's end (the job store); the next job is sent only after it resolves. */
+  settleWith(fn: (task: WorkerTask, outcome: Outcome) => Promise<void>): void {
+    this.settle = fn;
+  }
+
+  enqueue(task: WorkerTask): void {
     if (this.stopped) throw new Error('scheduler is stopped');
-    (this.isInteractive(task) ? this.interactive : this.queue).push(task);
+    (this.o.interactive(task) ? this.interactive : this.queue).push(task);
     queueMicrotask(() => this.pump());
   }
 
   /** Enqueues and resolves with the outcome (synchronous endpoints: speech). */
-  runToEnd(task: Task): Promise<Outcome> {
+  runToEnd(task: WorkerTask): Promise<Outcome> {
     return new Promise((resolve) => {
-      const onFinished = (t: Task, outcome: Outcome) => {
-        if (t.id !== task.id) return;
-        off();
-        resolve(outcome);
-      };
-      const onCancelled = (t: Task) => {
-        if (t.id !== task.id) return;
-        off();
-        resolve({ status: 'failed', error: 'cancelled', started: 0, finished: now() });
-      };
+      const onFinished = (t: WorkerTask, outcome: Outcome) => t.id === task.id && (off(), resolve(outcome));
+      const onCancelled = (t: WorkerTask) => t.id === task.id && (off(), resolve({ status: 'failed', code: 'cancelled', error: 'cancelled', started: 0, finished: now() }));
       const off = () => {
         this.off('finished', onFinished);
         this.off('cancelled', onCancelled);
@@ -116,17 +111,37 @@ export class Scheduler extends EventEmitter {
     return this.queue.length;
   }
 
-  /** The running job (an interactive request run at its safe point does not replace it). */
+  /** The running job (an interactive request beside it does not replace it). */
   current(): Readonly<Running> | undefined {
-    return this.running;
+    for (const r of this.inHand.values()) if (!this.o.interactive(r.task)) return r;
+    return undefined;
   }
 
-  heartbeat(): { last: number; age_s: number } {
-    return { last: this.lastBeat, age_s: Math.max(0, now() - this.lastBeat) };
+  /** Whether a worker serves (kind, profile): undefined while no worker has said what it serves. */
+  serves(kind: TaskKind, profile: string): boolean | undefined {
+    if (!this.link?.ready && this.link?.profiles.length === 0) return undefined;
+    return this.profiles().some((p) => p.kind === kind && p.profile === profile);
   }
 
-  /** Queued: removed (returns 'cancelled'). Running: the signal fires, the pipeline stops at its next check
-   * (returns 'interrupted'). Otherwise undefined. */
+  /** What the worker serves (its last report). */
+  profiles(): readonly ServedProfile[] {
+    return this.link?.profiles ?? [];
+  }
+
+  worker(): WorkerStatus | undefined {
+    return this.link?.status();
+  }
+
+  gpu(): Record<string, unknown> | undefined {
+    return this.link?.gpu();
+  }
+
+  hasWorker(): boolean {
+    return this.link !== undefined;
+  }
+
+  /** Queued: removed (returns 'cancelled'). With the worker: it stops at its next check (returns 'interrupted');
+   * if it has not ended INTERRUPT_GRACE_S later, the worker is killed and restarted. Otherwise undefined. */
   cancel(id: string): 'cancelled' | 'interrupted' | undefined {
     for (const lane of [this.queue, this.interactive]) {
       const i = lane.findIndex((t) => t.id === id);
@@ -135,141 +150,107 @@ export class Scheduler extends EventEmitter {
       this.emit('cancelled', task);
       return 'cancelled';
     }
-    for (const r of [this.interjected, this.running]) {
-      if (r?.task.id !== id) continue;
-      r.abort.abort('interrupted');
-      return 'interrupted';
+    const r = this.inHand.get(id);
+    if (!r) return undefined;
+    if (!r.stopping) {
+      r.stopping = 'interrupted';
+      this.link?.cancel(id, 'interrupted');
+      const grace = this.o.interruptGraceS;
+      r.timers.push(setTimeout(() => this.link?.kill(`${id} did not stop within ${grace} s of its DELETE`), grace * 1000));
     }
-    return undefined;
+    return 'interrupted';
   }
 
-  /** Stops taking tasks, interrupts the running one and unloads the models. Queued jobs stay where they are
-   * (the job store re-queues them at the next start); waiting interactive requests fail as cancelled. */
+  /** Stops taking tasks and stops the worker (its running task ends as `shutdown`). Queued jobs stay where they
+   * are (the job store re-queues them at the next start); waiting interactive requests fail as cancelled. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.beatTimer);
-    this.interjected?.abort.abort('shutdown');
-    this.running?.abort.abort('shutdown');
     for (const task of this.interactive.splice(0)) this.emit('cancelled', task);
-    await this.idle;
-    await this.unloadSide();
-    await this.unloadMain();
-  }
-
-  private isInteractive(task: Task): boolean {
-    return this.registry.get(task.kind, task.profile)?.interactive === true;
+    await this.link?.stop(this.o.interruptGraceS * 1000);
   }
 
   private pump(): void {
-    if (this.running || this.stopped) return;
-    const task = this.interactive.shift() ?? this.queue.shift();
-    if (!task) return;
-    const running = this.newRunning(task);
-    this.running = running;
-    this.emit('started', task, running.started);
-    this.idle = this.execute(running, false).finally(() => {
-      this.running = undefined;
-      this.lastBeat = now();
-      setImmediate(() => this.pump());
-    });
+    if (this.stopped || !this.link?.ready) return;
+    while (this.interactive.length > 0) this.dispatch(this.interactive.shift()!);
+    if (this.inHand.size > 0 || this.settling > 0) return;
+    const job = this.queue.shift();
+    if (job) this.dispatch(job);
   }
 
-  private newRunning(task: Task): Running {
-    return { task, started: now(), stage: STAGE.loadModel, progress: { value: 0, max: 0 }, abort: new AbortController() };
+  private dispatch(task: WorkerTask): void {
+    const r: Running = { task, started: now(), stage: STAGE.loadModel, progress: { value: 0, max: 0 }, begun: false, timers: [] };
+    const limit = this.o.maxJobS[task.kind];
+    r.timers.push(setTimeout(() => {
+      r.stopping ??= 'timeout';
+      this.link?.kill(`${task.id} ran past MAX_JOB_S (${limit} s for ${task.kind})`);
+    }, limit * 1000));
+    for (const t of r.timers) t.unref();
+    this.inHand.set(task.id, r);
+    this.link!.run(task);
+    // an interactive request is running once the worker begins it; a job from now (it holds nothing else)
+    if (!this.o.interactive(task)) this.emit('started', task, r.started);
   }
 
-  /** Runs waiting interactive requests at a safe point of the running job, while their model fits beside it. */
-  private async serveInteractive(): Promise<void> {
-    while (!this.stopped && this.interactive.length > 0 && !this.running?.abort.signal.aborted) {
-      const task = this.interactive[0];
-      const entry = this.registry.get(task.kind, task.profile);
-      const ready = this.side?.key === keyOf(task) || this.loaded?.key === keyOf(task);
-      // No entry: it fails at once with the missing-model reason, touching no GPU memory.
-      if (entry && !ready && !this.fitsBeside(entry.residentBytes?.() ?? Number.POSITIVE_INFINITY)) return;
-      this.interactive.shift();
-      const r = this.newRunning(task);
-      this.interjected = r;
-      this.emit('started', task, r.started);
-      try {
-        await this.execute(r, true);
-      } finally {
-        this.interjected = undefined;
+  private onEvent(e: TaskEvent): void {
+    const r = this.inHand.get(e.id);
+    if (!r) return;
+    switch (e.type) {
+      case 'started':
+        r.begun = true;
+        if (this.o.interactive(r.task)) this.emit('started', r.task, now());
+        return;
+      case 'stage':
+        r.stage = e.stage;
+        return void this.emit('progress', r.task);
+      case 'progress':
+        r.progress = { value: e.value, max: e.max };
+        return void this.emit('progress', r.task);
+      case 'loaded':
+        return;
+      case 'done':
+        return this.end(r, { status: 'done', started: r.started, finished: now(), exec_s: e.exec_s });
+      case 'failed': {
+        const interrupted = r.stopping === 'interrupted' && (e.code === 'interrupted' || e.code === 'cancelled');
+        return this.end(r, { status: 'failed', code: interrupted ? 'interrupted' : e.code, error: interrupted ? 'interrupted' : e.message, started: r.started, finished: now() });
       }
     }
   }
 
-  private async execute(r: Running, beside: boolean): Promise<void> {
-    const ctx: RunContext = {
-      signal: r.abort.signal,
-      stage: (s) => {
-        r.stage = s;
-        this.lastBeat = now();
-        this.emit('progress', r.task);
-      },
-      progress: (value, max) => {
-        r.progress = { value, max };
-        this.lastBeat = now();
-        this.emit('progress', r.task);
-      },
-      // Interactive requests have no safe points of their own: nothing runs inside them.
-      safePoint: beside || this.isInteractive(r.task) ? async () => {} : () => this.serveInteractive(),
-    };
-    let outcome: Outcome;
-    try {
-      const pipeline = await this.pipelineFor(r.task, ctx, beside);
-      if (r.abort.signal.aborted) throw new CancelledError(String(r.abort.signal.reason));
-      await pipeline.run(r.task.payload, ctx);
-      if (r.abort.signal.aborted) throw new CancelledError(String(r.abort.signal.reason));
-      outcome = { status: 'done', started: r.started, finished: now() };
-    } catch (err) {
-      const error = r.abort.signal.aborted ? String(r.abort.signal.reason ?? 'interrupted') : errorText(err);
-      if (!r.abort.signal.aborted) this.log('task failed', { id: r.task.id, error, stack: err instanceof Error ? err.stack : undefined });
-      outcome = { status: 'failed', error, started: r.started, finished: now(), cause: err };
+  /** The worker process ended: every task it held ends with the reason, except interactive requests it had not
+   * begun, which go back to the front of their lane for the next worker. */
+  private onLost(reason: string): void {
+    const requeue: WorkerTask[] = [];
+    for (const r of [...this.inHand.values()]) {
+      if (!r.begun && !r.stopping && this.o.interactive(r.task) && !this.stopped) {
+        this.inHand.delete(r.task.id);
+        r.timers.forEach(clearTimeout);
+        requeue.push(r.task);
+        continue;
+      }
+      this.end(r, { status: 'failed', ...lostOutcome(r, reason, this.stopped, this.o.maxJobS[r.task.kind]), started: r.started, finished: now() });
     }
+    this.interactive.unshift(...requeue);
+  }
+
+  private end(r: Running, outcome: Outcome): void {
+    r.timers.forEach(clearTimeout);
+    this.inHand.delete(r.task.id);
+    this.settling++;
     this.emit('finished', r.task, outcome);
-  }
-
-  /** The task's pipeline, loading it if needed. An interactive pipeline goes into the side slot when a model is
-   * loaded and it fits beside it (always, when `beside`: serveInteractive checked the fit); anything else
-   * empties both slots first. */
-  private async pipelineFor(task: Task, ctx: RunContext, beside: boolean): Promise<Pipeline> {
-    const key = keyOf(task);
-    if (this.loaded?.key === key) return this.loaded.pipeline;
-    if (this.side?.key === key) return this.side.pipeline;
-    const entry = this.registry.get(task.kind, task.profile);
-    if (!entry) throw new Error(this.missing(task));
-    ctx.stage(STAGE.loadModel);
-    const intoSide = beside || (entry.interactive === true && this.loaded !== undefined && this.fitsBeside(entry.residentBytes?.() ?? Number.POSITIVE_INFINITY));
-    await this.unloadSide();
-    if (!intoSide) await this.unloadMain();
-    const pipeline = entry.create();
-    try {
-      await pipeline.load(ctx);
-    } catch (err) {
-      await pipeline.unload().catch(() => {});
-      throw err;
-    }
-    if (intoSide) this.side = { key, pipeline };
-    else this.loaded = { key, pipeline };
-    return pipeline;
-  }
-
-  private async unloadMain(): Promise<void> {
-    const old = this.loaded;
-    this.loaded = undefined;
-    if (old) await old.pipeline.unload().catch((err) => this.log('unload failed', { error: errorText(err) }));
-  }
-
-  private async unloadSide(): Promise<void> {
-    const old = this.side;
-    this.side = undefined;
-    if (old) await old.pipeline.unload().catch((err) => this.log('unload failed', { error: errorText(err) }));
+    this.settle(r.task, outcome)
+      .catch((err) => this.o.log?.('saving a task end failed', { id: r.task.id, error: String(err) }))
+      .finally(() => {
+        this.settling--;
+        this.pump();
+      });
   }
 }
 
-const keyOf = (task: Task) => `${task.kind}/${task.profile}`;
-
-function errorText(err: unknown): string {
-  if (err instanceof Error) return err.message || err.name;
-  return String(err);
+/** The error of a task whose worker died under it. */
+function lostOutcome(r: Running, reason: string, stopping: boolean, limitS: number): Pick<Extract<Outcome, { status: 'failed' }>, 'code' | 'error'> {
+  if (stopping) return { code: 'shutdown', error: 'shutdown' };
+  if (r.stopping === 'interrupted') return { code: 'interrupted', error: 'interrupted' };
+  if (r.stopping === 'timeout') return { code: 'timeout', error: `timed out after ${limitS} s` };
+  const what = r.task.kind === 'tts' ? 'request' : 'job';
+  return { code: 'crashed', error: `GPU worker ${reason} while ${STAGE_WORDS[r.stage]}; the ${what} was not finished` };
 }

@@ -8,13 +8,8 @@ import { newJobId } from '../jobs/job-id';
 import { checkLanguage, checkPrompt } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
 import { JobsService } from '../jobs/jobs.service';
-import type { SpeechTask } from '../models/qwen3_tts/pipeline';
-import { PipelineRegistry } from '../scheduler/pipeline';
 import { Scheduler } from '../scheduler/scheduler';
-
-/** What the speech pipeline receives: the pipeline's own SpeechTask. The speech endpoints have no seed field, so they
- * leave it out and every request draws a fresh one; callers with a seed of their own (a video job's tts_text) pass it. */
-export type TtsTaskPayload = SpeechTask;
+import type { SpeechTask } from '../worker/protocol';
 
 /** Speech is synchronous for the client but runs through the same single-GPU queue as every job. */
 @Injectable()
@@ -22,16 +17,14 @@ export class TtsService {
   constructor(
     @Inject(SETTINGS) private readonly settings: Settings,
     private readonly scheduler: Scheduler,
-    private readonly registry: PipelineRegistry,
     private readonly jobs: JobsService,
   ) {}
 
   async speak(req: { text?: string; language?: string; ref_text?: string }, loadRef: () => Promise<InputFile | undefined>, signal?: AbortSignal): Promise<{ audio: string }> {
     const text = checkPrompt(req.text, 'text');
     const language = checkLanguage(req.language, 'language');
-    if (!this.registry.get('tts', TTS_PROFILE)) {
-      throw new UnavailableError('speech synthesis is not available yet: no Qwen3-TTS pipeline is built into this service (see /api/config)');
-    }
+    if (!this.scheduler.hasWorker()) throw new UnavailableError('speech synthesis needs a GPU worker, and this API runs without one (WORKERS=none)');
+    if (this.scheduler.serves('tts', TTS_PROFILE) === false) throw notServed();
     const ref = await loadRef();
     if (!ref) throw new BadInputError('ref_audio is required: a reference clip of 3 to 30 s');
     await this.jobs.checkAudioLengths([ref], CLIP_SECONDS.speech);
@@ -40,14 +33,17 @@ export class TtsService {
     await mkdir(dir, { recursive: true });
     const refAudioPath = join(dir, `ref${extname(ref.name ?? '').slice(0, 8) || '.bin'}`);
     await writeFile(refAudioPath, ref.data);
-    const payload: TtsTaskPayload = { text, language, refText: req.ref_text ?? '', refAudioPath, outputPath: join(this.jobs.outDir, `${id}.wav`) };
-    const task = { id, kind: 'tts', profile: TTS_PROFILE, payload };
+    // no seed: the speech endpoints have none, so every request draws a fresh one
+    const task: SpeechTask = {
+      id, kind: 'tts', profile: TTS_PROFILE, params: { text, language, ref_text: req.ref_text ?? '' }, images: [], audios: [refAudioPath], output: join(this.jobs.outDir, `${id}.wav`),
+    };
     const onGone = () => this.scheduler.cancel(id);
     signal?.addEventListener('abort', onGone, { once: true });
     try {
       const outcome = await this.scheduler.runToEnd(task);
       if (outcome.status === 'failed') {
-        if (outcome.cause instanceof BadInputError) throw outcome.cause;
+        if (outcome.code === 'bad_input') throw new BadInputError(outcome.error);
+        if (outcome.code === 'unavailable') throw notServed();
         throw new UnavailableError(`speech synthesis failed: ${outcome.error}`);
       }
       return { audio: `/out/${id}.wav` };
@@ -57,3 +53,5 @@ export class TtsService {
     }
   }
 }
+
+const notServed = () => new UnavailableError('speech synthesis is not available yet: no Qwen3-TTS pipeline is built into this service (see /api/config)');

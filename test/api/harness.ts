@@ -1,5 +1,5 @@
-// Boots the real app (the same AppModule and configureApp as main.ts) on a temp data dir, with test pipelines
-// registered through the Nest testing module, and returns a supertest agent bound to it.
+// Boots the real app (the same AppModule and configureApp as main.ts) on a temp data dir, with its real GPU worker
+// process serving test pipelines (test-pipelines.ts) and/or the built-in models, and returns a supertest agent.
 import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -15,11 +15,8 @@ import { GpuProbe } from '../../src/health/gpu.probe';
 import { InputProbe } from '../../src/jobs/input-probe';
 import { JobsService } from '../../src/jobs/jobs.service';
 import { OutboundClient, OutboundOptions } from '../../src/net/outbound';
-import { PipelineEntry, PipelineRegistry } from '../../src/scheduler/pipeline';
 import { Scheduler } from '../../src/scheduler/scheduler';
-import { IMAGE_PIPELINES } from '../../src/image/image.pipeline';
-import { TTS_PIPELINE } from '../../src/tts/tts.pipeline';
-import { VIDEO_PIPELINES } from '../../src/video/video.pipeline';
+import type { PipelineModule } from '../../src/worker/protocol';
 
 export const TOKEN = 'test-token-0123456789';
 
@@ -29,7 +26,6 @@ export interface TestApp {
   url: string;
   dataDir: string;
   settings: Settings;
-  registry: PipelineRegistry;
   scheduler: Scheduler;
   jobs: JobsService;
   /** Closes the app (the data dir stays unless `removeData`). */
@@ -39,7 +35,8 @@ export interface TestApp {
 export interface TestAppOptions {
   dataDir?: string;
   env?: Record<string, string>;
-  pipelines?: PipelineEntry[];
+  /** Test pipelines the worker serves (over the built-in models of the same profile). */
+  pipelines?: PipelineModule[];
   outbound?: Partial<OutboundOptions>;
   probe?: InputProbe;
   gpu?: GpuProbe | 'real';
@@ -59,19 +56,15 @@ export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'kiln-api-'));
   const settings = loadSettings({ DATA_DIR: dataDir, API_TOKEN: TOKEN, LOG_LEVEL: 'silent', ...opts.env });
   const log = pino({ level: process.env.KILN_TEST_LOG ?? 'silent' });
-  let builder = Test.createTestingModule({ imports: [AppModule.forRoot({ settings, token: TOKEN, log })] })
+  const worker = { pipelines: opts.pipelines, builtins: opts.builtinPipelines !== false };
+  let builder = Test.createTestingModule({ imports: [AppModule.forRoot({ settings, token: TOKEN, log, worker })] })
     .overrideProvider(OutboundClient)
     .useValue(new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000, callbackRetryDelaysMs: [50, 100], ...opts.outbound }));
   if (opts.gpu !== 'real') builder = builder.overrideProvider(GpuProbe).useValue(opts.gpu ?? new StaticGpuProbe());
   if (opts.probe) builder = builder.overrideProvider(InputProbe).useValue(opts.probe);
-  if (opts.builtinPipelines === false) {
-    for (const token of [TTS_PIPELINE, IMAGE_PIPELINES, VIDEO_PIPELINES]) builder = builder.overrideProvider(token).useValue(null);
-  }
   const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false });
   configureApp(app, settings);
-  const registry = app.get(PipelineRegistry);
-  for (const p of opts.pipelines ?? []) registry.register(p);
   await app.init();
   await app.listen(0, '127.0.0.1');
   const url = await app.getUrl();
@@ -81,7 +74,6 @@ export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
     url: url.replace('[::1]', '127.0.0.1'),
     dataDir,
     settings,
-    registry,
     scheduler: app.get(Scheduler),
     jobs: app.get(JobsService),
     async close(removeData = false) {

@@ -3,7 +3,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { auth, startApp, TestApp, until } from './harness';
-import { makeGate, StepLog, testPipeline } from './test-pipelines';
+import { makeGate, makeLog } from './control';
+import { testPipeline } from './test-pipelines';
 
 const VIDEO_FIELDS = ['id', 'kind', 'status', 'prompt', 'profile', 'mode', 'aspect', 'res', 'size', 'seconds', 'frames', 'seed', 'steps', 'image_count', 'created'];
 const IMAGE_FIELDS = ['id', 'kind', 'status', 'prompt', 'profile', 'mode', 'aspect', 'res', 'size', 'seed', 'steps', 'image_count', 'created', 'negative', 'cfg', 'size_from_ref'];
@@ -13,12 +14,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe('jobs: lifecycle, queue, wait, downloads, delete', () => {
   let t: TestApp;
   const gate = makeGate();
-  const log: StepLog = { events: [] };
+  const log = makeLog();
   before(async () => {
     t = await startApp({
       pipelines: [
-        testPipeline('video', 'fastvid', { gate: gate.wait, log }),
-        testPipeline('image', 'imgmain', { gate: gate.wait, log }),
+        testPipeline('video', 'fastvid', { gate, log }),
+        testPipeline('image', 'imgmain', { gate, log }),
         testPipeline('image', 'imgmain_bf16', { fail: 'out of memory on the test GPU', log }),
       ],
     });

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { compileSdk, generateSdk, sdkExports, sdkName, writeTs } from './fixtures/sdk';
 import { auth, startApp, TestApp, TOKEN } from './harness';
-import { makeGate, testPipeline } from './test-pipelines';
+import { makeGate } from './control';
+import { testPipeline } from './test-pipelines';
 
 type Doc = { openapi: string; paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any>; securitySchemes: Record<string, any> } };
 
@@ -38,7 +39,7 @@ describe('OpenAPI document and a generated SDK', () => {
   const tmp = mkdtempSync(join(tmpdir(), 'kiln-sdk-'));
 
   before(async () => {
-    t = await startApp({ pipelines: [testPipeline('image', 'imgmain', { stepMs: 1, gate: gate.wait })] });
+    t = await startApp({ pipelines: [testPipeline('image', 'imgmain', { stepMs: 1, gate })] });
     const res = await fetch(`${t.url}/openapi.json`); // no token: the document is public
     assert.equal(res.status, 200);
     doc = (await res.json()) as Doc;

@@ -10,7 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { BlockedAddressError, guardedLookup, isBlockedAddress } from '../../src/net/address-policy';
 import { auth, startApp, TestApp, until } from './harness';
 import { pngBytes } from './inputs';
-import { makeGate, testPipeline } from './test-pipelines';
+import { makeGate } from './control';
+import { testPipeline } from './test-pipelines';
 
 /** A self-signed certificate for 127.0.0.1 / localhost, made by openssl for this run. */
 function selfSigned(): { key: string; cert: string } {
@@ -110,7 +111,7 @@ describe('outbound with ALLOW_PRIVATE_URLS=1: https downloads, size cap while st
       res.writeHead(204).end();
     });
     cbPort = await listen(cb);
-    t = await startApp({ env: { ALLOW_PRIVATE_URLS: '1' }, outbound: { ca: tls.cert }, pipelines: [testPipeline('image', 'imgmain'), testPipeline('image', 'imgmain_bf16', { fail: 'boom' }), testPipeline('image', 'imgart_turbo', { gate: hold.wait })] });
+    t = await startApp({ env: { ALLOW_PRIVATE_URLS: '1' }, outbound: { ca: tls.cert }, pipelines: [testPipeline('image', 'imgmain'), testPipeline('image', 'imgmain_bf16', { fail: 'boom' }), testPipeline('image', 'imgart_turbo', { gate: hold })] });
   });
   after(async () => {
     await t.close(true);

@@ -9,8 +9,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, describe, test } from 'node:test';
 import { STAGE } from '../../src/catalog';
-import { HoldGate, restartPipelines } from './fixtures/restart-pipelines';
+import { makeGate, makeLog } from './control';
 import { startApp, TestApp, TOKEN } from './harness';
+import { restartPipelines } from './test-pipelines';
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 type Job = Record<string, any>;
@@ -75,8 +76,8 @@ async function seed(c: Client, hold: () => void = () => {}): Promise<Seeded> {
   return { done, doneVideo, failed, running, queued };
 }
 
-/** The three properties, on the app reopened on the same data dir (`runs`: its pipelines' run log). */
-async function checkAfterRestart(c: Client, s: Seeded, runs: string[]): Promise<void> {
+/** The three properties, on the app reopened on the same data dir (`log`: its pipelines' events). */
+async function checkAfterRestart(c: Client, s: Seeded, log: { events: string[] }): Promise<void> {
   const interrupted = (await c.get(`/api/jobs/${s.running}`)).body;
   assert.equal(interrupted.status, 'failed');
   assert.equal(interrupted.error, 'interrupted by restart');
@@ -86,6 +87,7 @@ async function checkAfterRestart(c: Client, s: Seeded, runs: string[]): Promise<
     const j = (await c.get(`/api/jobs/${id}?wait=true&timeout=10`)).body;
     assert.equal(j.status, 'done', `queued job ${id}: ${JSON.stringify(j)}`);
   }
+  const runs = log.events.filter((e) => e.startsWith('run ')).map((e) => e.slice(4));
   assert.deepEqual(runs, s.queued, 'queued jobs run once each, in their original order, and the interrupted one is not rerun');
 
   const failed = (await c.get(`/api/jobs/${s.failed}`)).body;
@@ -122,16 +124,16 @@ describe('restart durability', () => {
 
   test('close the app and reopen it on the same data dir', { timeout: 20_000 }, async () => {
     const dir = dataDir();
-    const gate = new HoldGate();
-    const first = await startApp({ dataDir: dir, pipelines: restartPipelines({ runs: [], gate }) });
+    const gate = makeGate(true);
+    const first = await startApp({ dataDir: dir, pipelines: restartPipelines({ gate }) });
     apps.push(first);
     const seeded = await seed(client(first.url), () => gate.close());
     await first.close(); // the held job sees its signal fire and stops
 
-    const runs: string[] = [];
-    const second = await startApp({ dataDir: dir, pipelines: restartPipelines({ runs }) });
+    const log = makeLog();
+    const second = await startApp({ dataDir: dir, pipelines: restartPipelines({ log }) });
     apps.push(second);
-    await checkAfterRestart(client(second.url), seeded, runs);
+    await checkAfterRestart(client(second.url), seeded, log);
   });
 
   test('kill -9 the service process while a job runs, then reopen the data dir', { timeout: 20_000 }, async () => {
@@ -157,9 +159,9 @@ describe('restart durability', () => {
     child.kill('SIGKILL');
     assert.equal(await exited, 'SIGKILL');
 
-    const runs: string[] = [];
-    const reopened = await startApp({ dataDir: dir, pipelines: restartPipelines({ runs }) });
+    const log = makeLog();
+    const reopened = await startApp({ dataDir: dir, pipelines: restartPipelines({ log }) });
     apps.push(reopened);
-    await checkAfterRestart(client(reopened.url), seeded, runs);
+    await checkAfterRestart(client(reopened.url), seeded, log);
   });
 });

@@ -1,81 +1,141 @@
-// Pipelines for API tests: real files out, real progress and stages, real cooperative cancellation, but no
-// model. They stand in for models only in tests (injected into the registry), never in the service.
-import { writeFile, rename } from 'node:fs/promises';
+// Pipelines for API tests: real files out, real progress and stages, real cooperative cancellation, but no model.
+// They stand in for models only in tests, inside the real GPU worker process: a test passes `testPipeline(...)`
+// (a PipelineModule: this file, an export and plain-data arguments) to startApp, and the worker calls the make*
+// export to build the entry. Gates and logs reach back into the test process (control.ts).
+import { rename, writeFile } from 'node:fs/promises';
 import sharp from 'sharp';
-import { throwIfCancelled } from '../../src/common/errors';
 import { STAGE } from '../../src/catalog';
-import type { JobTaskPayload } from '../../src/jobs/jobs.service';
-import type { Pipeline, PipelineEntry, RunContext } from '../../src/scheduler/pipeline';
+import { throwIfCancelled } from '../../src/common/errors';
+import { wavHeader } from '../../src/media/wav';
+import type { Pipeline, RunContext } from '../../src/models/common/pipeline';
+import type { PipelineModule, WorkerTask } from '../../src/worker/protocol';
+import type { ProfileEntry } from '../../src/worker/registry';
+import { logEvent, waitAtGate, type ControlRef, type EventLog, type Gate } from './control';
 
-export interface StepLog {
-  events: string[];
+/** How a test pipeline misbehaves at its first step (the GPU worker fault tests). */
+export type Fault =
+  /** process.abort(): the worker dies by SIGABRT, as in a native fault. */
+  | 'abort'
+  /** An error thrown from a callback nobody awaits (as from a GPU completion callback): uncaught in the worker. */
+  | 'uncaught'
+  /** Never checks its cancel signal again (and never ends). */
+  | 'ignore-cancel'
+  /** Blocks the worker's event loop in a busy loop, as a native call that never returns: no more heartbeats. */
+  | 'block';
+
+export interface TestPipelineOptions {
+  /** Milliseconds per step (default 2). */
+  stepMs?: number;
+  /** Must open before each step: tests hold a job in `running` with it. A cancelled step stops waiting. */
+  gate?: Gate;
+  /** Gets `load <profile>`, `run <job id>` and `unload <profile>`. */
+  log?: EventLog;
+  /** The run fails with this error after its steps. */
+  fail?: string;
+  fault?: Fault;
 }
 
-/** Steps `job.steps` times, `stepMs` each, then writes a small png (image) or a byte file (video). `gate`, when
- * given, must resolve before each step: tests hold a job in `running` with it. */
-export function testPipeline(kind: 'video' | 'image', profile: string, opts: { stepMs?: number; log?: StepLog; gate?: () => Promise<void>; fail?: string } = {}): PipelineEntry {
-  const log = opts.log ?? { events: [] };
+type Wire = Omit<TestPipelineOptions, 'gate' | 'log'> & { gate?: ControlRef; log?: ControlRef };
+
+const wire = (o: TestPipelineOptions): Wire => ({ stepMs: o.stepMs, fail: o.fail, fault: o.fault, gate: o.gate?.ref, log: o.log?.ref });
+
+/** Steps `steps` times, then writes a small png (image) or a byte file (video). */
+export function testPipeline(kind: 'video' | 'image', profile: string, opts: TestPipelineOptions = {}): PipelineModule {
+  return { module: __filename, export: 'makeTestPipeline', args: [kind, profile, wire(opts)] };
+}
+
+/** The same entry for several profiles (the restart tests: imgmain and fastvid work, imgart_turbo fails). */
+export function restartPipelines(opts: Omit<TestPipelineOptions, 'fail'>): PipelineModule[] {
+  return [
+    testPipeline('image', 'imgmain', opts),
+    testPipeline('video', 'fastvid', opts),
+    testPipeline('image', 'imgart_turbo', { ...opts, fail: 'test pipeline failure' }),
+  ];
+}
+
+/** Speech that writes one second of silence; a text containing "explode" fails. */
+export function silentSpeech(): PipelineModule {
+  return { module: __filename, export: 'makeSilentSpeech', args: [] };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+// ---- built inside the GPU worker ----
+
+export function makeTestPipeline(kind: 'video' | 'image', profile: string, o: Wire): ProfileEntry {
+  const log = (event: string) => (o.log ? logEvent(o.log, event) : Promise.resolve());
   return {
     kind,
     profile,
     weights: () => 'demo',
     note: () => 'test pipeline',
-    create(): Pipeline<JobTaskPayload> {
+    create(): Pipeline<WorkerTask> {
       return {
         async load(ctx: RunContext) {
-          log.events.push(`load ${profile}`);
+          await log(`load ${profile}`);
           throwIfCancelled(ctx.signal);
         },
         async unload() {
-          log.events.push(`unload ${profile}`);
+          await log(`unload ${profile}`);
         },
-        async run(task: JobTaskPayload, ctx: RunContext) {
-          log.events.push(`run ${task.job.id}`);
+        async run(task: WorkerTask, ctx: RunContext) {
+          if (task.kind === 'tts') throw new Error('a job pipeline was given a speech task');
+          await log(`run ${task.id}`);
           ctx.stage(STAGE.encode);
-          for (let i = 0; i < task.job.steps; i++) {
+          const steps = task.params.steps;
+          for (let i = 0; i < steps; i++) {
             ctx.stage(STAGE.sample);
-            if (opts.gate) await opts.gate();
-            await new Promise((r) => setTimeout(r, opts.stepMs ?? 2));
+            if (o.gate) await waitAtGate(o.gate, ctx.signal);
+            if (i === 0 && o.fault) await misbehave(o.fault);
+            await sleep(o.stepMs ?? 2);
             throwIfCancelled(ctx.signal);
-            ctx.progress(i + 1, task.job.steps);
+            ctx.progress(i + 1, steps);
           }
-          if (opts.fail) throw new Error(opts.fail);
+          if (o.fail) throw new Error(o.fail);
           ctx.stage(STAGE.save);
-          const tmp = `${task.outputPath}.tmp`;
+          const tmp = `${task.output}.tmp`;
           if (kind === 'image') {
-            const { width, height } = task.job.params;
-            await sharp({ create: { width: Math.min(width, 64), height: Math.min(height, 64), channels: 3, background: { r: task.job.seed % 256, g: 0, b: 0 } } }).png().toFile(tmp);
+            const { width, height, seed } = task.params;
+            await sharp({ create: { width: Math.min(width, 64), height: Math.min(height, 64), channels: 3, background: { r: seed % 256, g: 0, b: 0 } } }).png().toFile(tmp);
           } else {
-            await writeFile(tmp, Buffer.from(`test video ${task.job.id}`));
+            await writeFile(tmp, Buffer.from(`test video ${task.id}`));
           }
-          await rename(tmp, task.outputPath);
+          await rename(tmp, task.output);
         },
       };
     },
   };
 }
 
-/** A gate tests open step by step: `await gate.wait()` blocks until `open()` (or forever until `openAll()`). */
-export function makeGate() {
-  let waiters: (() => void)[] = [];
-  let all = false;
+async function misbehave(fault: Fault): Promise<never> {
+  if (fault === 'abort') process.abort();
+  if (fault === 'uncaught') {
+    setImmediate(() => {
+      throw new Error('boom in a GPU callback');
+    });
+  }
+  if (fault === 'block') {
+    const until = Date.now() + 10 * 60_000;
+    while (Date.now() < until);
+  }
+  for (;;) await sleep(50); // 'ignore-cancel', and whatever the others leave running
+}
+
+export function makeSilentSpeech(): ProfileEntry {
   return {
-    wait: () => (all ? Promise.resolve() : new Promise<void>((r) => waiters.push(r))),
-    open() {
-      const w = waiters;
-      waiters = [];
-      w.forEach((r) => r());
-    },
-    openAll() {
-      all = true;
-      this.open();
-    },
-    /** Blocks steps again. */
-    close() {
-      all = false;
-    },
-    get waiting() {
-      return waiters.length;
-    },
+    kind: 'tts',
+    profile: 'tts',
+    interactive: true,
+    weights: () => 'demo',
+    create: () => ({
+      load: async () => {},
+      unload: async () => {},
+      run: async (task: WorkerTask) => {
+        if (task.kind !== 'tts') throw new Error('the speech pipeline was given a job');
+        if (task.params.text.includes('explode')) throw new Error('synthesis broke');
+        await writeFile(`${task.output}.tmp`, Buffer.concat([wavHeader(24000, 1, 24000), Buffer.alloc(48000)]));
+        await rename(`${task.output}.tmp`, task.output);
+      },
+    }),
   };
 }

@@ -1,28 +1,10 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { writeFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { wavHeader } from '../../src/media/wav';
-import type { PipelineEntry } from '../../src/scheduler/pipeline';
-import type { TtsTaskPayload } from '../../src/tts/tts.service';
 import { auth, startApp, TestApp } from './harness';
 import { dataUri, wavBytes } from './inputs';
-
-/** Test speech pipeline: writes one second of silence to the output path. */
-const silentTts: PipelineEntry = {
-  kind: 'tts', profile: 'tts', weights: () => 'demo',
-  create: () => ({
-    load: async () => {},
-    unload: async () => {},
-    run: async (p: unknown) => {
-      const task = p as TtsTaskPayload;
-      if (task.text.includes('explode')) throw new Error('synthesis broke');
-      await writeFile(`${task.outputPath}.tmp`, Buffer.concat([wavHeader(24000, 1, 24000), Buffer.alloc(48000)]));
-      await rename(`${task.outputPath}.tmp`, task.outputPath);
-    },
-  }),
-};
+import { silentSpeech } from './test-pipelines';
 
 describe('speech endpoints', () => {
   test('without a speech pipeline: 503 naming what is missing (after the 400/422 checks)', async () => {
@@ -43,7 +25,7 @@ describe('speech endpoints', () => {
 
   describe('with a speech pipeline', () => {
     let t: TestApp;
-    before(async () => (t = await startApp({ pipelines: [silentTts] })));
+    before(async () => (t = await startApp({ pipelines: [silentSpeech()] })));
     after(() => t.close(true));
 
     test('JSON and multipart answer {audio: /out/tts_<id>.wav}, served without a token', async () => {

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { Browser, chromium, Locator, Page } from 'playwright-core';
 import { startApp, TestApp, TOKEN, auth } from '../api/harness';
 import { wavBytes } from '../api/inputs';
-import { makeGate } from '../api/test-pipelines';
+import { makeGate } from '../api/control';
 import { ensureClientBuilt, repoRoot, typecheckClient } from './client-build';
 import { gradientPng, REF_SIDE, refPixel } from './fixtures';
 import { negativeOfReferencePipeline } from './reference-pipeline';
@@ -110,7 +110,7 @@ describe('web page (Chromium)', { skip }, () => {
 
   it('token, image job from a reference file watched to done, result opened, settings reused, job deleted', { timeout: 90_000 }, async () => {
     const gate = makeGate();
-    const t = await startApp({ pipelines: [negativeOfReferencePipeline('imgmain', { gate: gate.wait })] });
+    const t = await startApp({ pipelines: [negativeOfReferencePipeline('imgmain', { gate })] });
     const o = await open(browser, t.url);
     const { page } = o;
     try {

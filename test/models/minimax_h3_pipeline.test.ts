@@ -13,18 +13,17 @@ import { CancelledError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import { numelOf } from '../../src/engine/tensor';
 import { STAGE } from '../../src/catalog';
-import type { JobRecord } from '../../src/jobs/job.model';
-import type { JobTaskPayload } from '../../src/jobs/jobs.service';
 import { planDemoH3, type H3DemoPlan } from '../../src/models/minimax_h3/demo';
 import { DIFFUSERS_INDEX } from '../../src/models/minimax_h3/transformer';
-import { audioRows, channelsFromRows, gaussianNoise, h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions } from '../../src/models/minimax_h3/pipeline';
+import { audioRows, channelsFromRows, gaussianNoise, h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type VideoTask } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
-import type { RunContext } from '../../src/scheduler/pipeline';
+import type { RunContext } from '../../src/models/common/pipeline';
 import { ensureDemoCheckpoint } from '../../src/weights';
 import type { EngineHolder } from '../../src/engine/engine';
 import { H3_PROFILE_NAMES, h3Profile } from '../../src/models/minimax_h3/profiles';
 import { checkProfile } from '../../src/weights';
-import { realDirs, videoPipelineEntry } from '../../src/video/video.pipeline';
+import { realDirs, videoProfileEntry } from '../../src/worker/profiles/video';
+import type { VideoTask as WorkerVideoTask } from '../../src/worker/protocol';
 import { testEngine } from '../engine/helpers';
 import { countVideoFrames, decodeAudioTrack, probe, rms } from '../media/helpers';
 
@@ -49,14 +48,10 @@ function context(signal: AbortSignal = new AbortController().signal): { ctx: Run
   return { ctx, rec };
 }
 
-function task(out: string, over: Partial<JobRecord> = {}): JobTaskPayload {
-  const job = {
-    id: 'test', kind: 'video', status: 'running', prompt: 'a cat sings "hello" in the rain', profile: 'fastvid', mode: 't2v',
-    aspect: '3:2', res: 'custom', size: '96x64', seconds: 1, frames: 22, seed: 7, steps: 3, image_count: 0, created: 0,
-    params: { width: 96, height: 64, images: [], audios: [] },
-    ...over,
-  } as JobRecord;
-  return { job, outputPath: join(out, `${job.id}.mp4`), images: [], audios: [] };
+/** A 96x64 22-frame clip, written to <out>/<id>.mp4. */
+function task(out: string, over: Partial<VideoTask> & { id?: string } = {}): VideoTask {
+  const { id = 'test', ...rest } = over;
+  return { prompt: 'a cat sings "hello" in the rain', seed: 7, steps: 3, width: 96, height: 64, frames: 22, images: [], audios: [], outputPath: join(out, `${id}.mp4`), ...rest };
 }
 
 const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
@@ -186,17 +181,20 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
     mkdirSync(weightsDir);
     const holder = { get: async () => e } as unknown as EngineHolder;
     for (const name of H3_PROFILE_NAMES) {
-      const entry = videoPipelineEntry(name, { weightsDir, demoWeightsDir: join(dir, 'demo') }, holder);
+      const entry = videoProfileEntry(name, { weightsDir, demoWeightsDir: join(dir, 'demo') }, holder);
       assert.deepEqual([entry.kind, entry.profile, entry.weights()], ['video', name, 'demo']);
       assert.match(entry.note!(), /^demo: a tiny random MiniMax H3 checkpoint \(generated, .*\); the video and its sound are noise\. Real weights: .*npm run weights -- pull /);
       const p = entry.create();
       const { ctx, rec } = context();
       await p.load(ctx);
-      const t = task(out, { id: `profile-${name}`, profile: name, frames: 22, size: '64x64', steps: 4, params: { width: 64, height: 64, images: [], audios: [] } });
+      const t: WorkerVideoTask = {
+        id: `profile-${name}`, kind: 'video', profile: name, images: [], audios: [], output: join(out, `profile-${name}.mp4`),
+        params: { prompt: 'a cat sings', seed: 7, steps: 4, width: 64, height: 64, seconds: 1, frames: 22, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
+      };
       await p.run(t, ctx);
       await p.unload();
       assert.equal(rec.events.at(-1), STAGE.save, name);
-      assert.equal(countVideoFrames(t.outputPath), 22, name);
+      assert.equal(countVideoFrames(t.output), 22, name);
     }
   });
 

@@ -1,4 +1,4 @@
-// The six H3 profiles' model table (profiles.ts) against its sources -- catalog.ts steps, weights/minimax-h3.json
+// The six H3 profiles' model table (profiles.ts) against its sources -- the catalog's steps, weights/minimax-h3.json
 // variants -- and loadH3Transformer for every profile on the golden case's tiny weights: int8 where the table says
 // int8, the adapter merged where it names one, steps meaning upstream's grid points.
 import assert from 'node:assert/strict';
@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import { VIDEO_PROFILES } from '../../src/catalog';
 import { writeDemoAdapter } from '../../src/models/minimax_h3/adapter';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
-import { h3Forwards, h3Profile, h3TransformerFiles, H3_PROFILE_NAMES, H3_PROFILES, loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { h3Forwards, h3Profile, H3_PROFILE_NAMES, H3_PROFILES, loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { h3TransformerFiles } from '../../src/worker/profiles/video';
 import { FlowSchedule, VIDEO_SHIFT } from '../../src/models/minimax_h3/scheduler';
 import { defaultCatalog } from '../../src/weights/manifest';
 import type { ProfileWeights } from '../../src/weights/state';
@@ -15,7 +16,7 @@ import { testEngine } from '../engine/helpers';
 import { goldenCaseFiles, GoldenCase } from './golden';
 import { caseWeights, runCase, tmpDir, writeDiffusers } from './minimax_h3_profiles-fixture';
 
-test('profiles: the six video profiles of the catalog, steps from catalog.ts, DiT and adapter as the manifest', () => {
+test('profiles: the six video profiles of the catalog, steps from the catalog, DiT and adapter as the manifest', () => {
   assert.deepEqual([...H3_PROFILE_NAMES].sort(), VIDEO_PROFILES.map((p) => p.profile).sort());
   const catalog = defaultCatalog();
   for (const name of H3_PROFILE_NAMES) {

@@ -10,9 +10,8 @@ import { after, before, describe, test } from 'node:test';
 import { CancelledError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import { planDemoQwenImage21, type QwenImage21DemoPlan } from '../../src/models/qwen_image21/demo';
-import { imageTaskOf, referenceArea } from '../../src/image/image.pipeline';
+import { imageTaskOf, referenceArea } from '../../src/worker/profiles/image';
 import { STAGE, type Stage } from '../../src/catalog';
-import type { JobTaskPayload } from '../../src/jobs/jobs.service';
 import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from '../../src/models/qwen_image21/checkpoint';
 import { latentGrid, QwenImage21Pipeline, type ImageTask, sampleLatents, seededNoise, textLayout } from '../../src/models/qwen_image21/pipeline';
 import { referenceDimensions, rgbOverWhite } from '../../src/models/qwen_image21/references';
@@ -60,7 +59,7 @@ describe('seededNoise', () => {
   });
 });
 
-describe('image jobs -> pipeline tasks (src/image/image.pipeline.ts)', () => {
+describe('image tasks -> pipeline tasks (src/worker/profiles/image.ts)', () => {
   test('referenceArea: the res tier\'s area; an explicit size its own area within [512^2, 2048^2]', () => {
     assert.equal(referenceArea('1K', 1344, 768), 1024 * 1024);
     assert.equal(referenceArea('2K', 2752, 1536), 2048 * 2048);
@@ -80,12 +79,11 @@ describe('image jobs -> pipeline tasks (src/image/image.pipeline.ts)', () => {
     assert.deepEqual(referenceDimensions(1024 * 1024, 8000, 10), { width: 28960, height: 32 }, 'never below one 32 step');
   });
 
-  test('imageTaskOf: the job record\'s prompt, negative, cfg, seed, steps, resolved size and input files', () => {
-    const job = {
-      id: 'j', kind: 'image', status: 'running', prompt: 'p', profile: 'imgmain_bf16', mode: 'edit', aspect: '16:9', res: '1K', size: '1344x768',
-      seed: 9, steps: 3, image_count: 1, created: 0, negative: 'n', cfg: 2.5, params: { width: 1344, height: 768, images: ['a.png'], audios: [] },
-    } as const;
-    const t = imageTaskOf({ job: job as unknown as JobTaskPayload['job'], outputPath: '/o/j.png', images: ['/in/a.png'], audios: [] });
+  test('imageTaskOf: the task\'s prompt, negative, cfg, seed, steps, resolved size and input files', () => {
+    const t = imageTaskOf({
+      id: 'j', kind: 'image', profile: 'imgmain_bf16', images: ['/in/a.png'], audios: [], output: '/o/j.png',
+      params: { prompt: 'p', negative: 'n', cfg: 2.5, seed: 9, steps: 3, width: 1344, height: 768, res: '1K', mode: 'edit' },
+    });
     assert.deepEqual(
       [t.prompt, t.negative, t.cfg, t.seed, t.steps, t.width, t.height, t.references, t.referenceArea, t.outputPath],
       ['p', 'n', 2.5, 9, 3, 1344, 768, ['/in/a.png'], 1024 * 1024, '/o/j.png'],

@@ -1,6 +1,6 @@
 // A pipeline RunContext for model tests: records the stages and progress a job reports into the caller's arrays.
 import type { Stage } from '../../src/catalog';
-import type { RunContext } from '../../src/scheduler/pipeline';
+import type { RunContext } from '../../src/models/common/pipeline';
 
 export interface RecordingOptions {
   signal?: AbortSignal;

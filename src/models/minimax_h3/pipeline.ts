@@ -21,10 +21,9 @@ import { BadInputError, throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../catalog';
-import type { JobTaskPayload } from '../../jobs/jobs.service';
 import { commitFile, removeQuietly, tempSibling } from '../../media/files';
 import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
-import type { Pipeline, RunContext } from '../../scheduler/pipeline';
+import type { Pipeline, RunContext } from '../common/pipeline';
 import type { ComputeDType } from '../qwen3/weights';
 import { TextTokenizer } from '../tokenizer';
 import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
@@ -35,6 +34,25 @@ import { H3TextEncoder, H3TextEncoderHost } from './text-encoder';
 import type { MiniMaxH3Transformer } from './transformer';
 import { openVideoVaeCheckpoint, parseVideoVaeConfig, VideoVaeDecoder, type VideoLatents, type VideoVaeDecodeOptions } from './video-vae';
 import { Checkpoint } from '../../engine/safetensors';
+
+/** What one video job asks for (the GPU worker builds it from its task: src/worker/profiles/video.ts). */
+export interface VideoTask {
+  prompt: string;
+  /** u32; the noise is a function of it (h3Noise), so the same task gives the same clip. */
+  seed: number;
+  /** Sigma grid points, the final 0 included (profiles.ts h3Forwards). */
+  steps: number;
+  /** Pixels, from the catalog's size table. */
+  width: number;
+  height: number;
+  /** On the 17k + 5 grid (the catalog's snapFrames). */
+  frames: number;
+  /** Keyframe / reference images and voice / soundtrack clips (part 2: refused until built). */
+  images: string[];
+  audios: string[];
+  /** mp4, written through a temp name. */
+  outputPath: string;
+}
 
 /** The folders of one checkpoint's parts, each as in the published repo (transformer/, text_encoder/, ...). */
 export interface H3Dirs {
@@ -77,7 +95,7 @@ export interface H3PipelineOptions {
   sampler?: Partial<H3SampleOptions>;
   /** Video VAE spatial tiling (default the released 256 / 64 px tiles). */
   tiling?: VideoVaeDecodeOptions['tiling'];
-  /** Told the GPU bytes held once loaded (PipelineEntry.residentBytes). */
+  /** Told the GPU bytes held once loaded (ProfileEntry.residentBytes). */
   onLoaded?(bytes: number, dirs: H3Dirs): void;
   trace?: H3PipelineTrace;
 }
@@ -93,8 +111,8 @@ interface Loaded {
   bytes: number;
 }
 
-/** The 'video' pipeline of one profile (src/video/video.pipeline.ts registers the six). */
-export class MiniMaxH3Pipeline implements Pipeline<JobTaskPayload> {
+/** The 'video' pipeline of one profile (the GPU worker serves the six: src/worker/profiles/video.ts). */
+export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
   private m: Loaded | null = null;
   /** The text encoder's prepared weights in host memory between jobs (not GPU memory: not in residentBytes). */
   private readonly textEncoderHost = new H3TextEncoderHost();
@@ -145,19 +163,18 @@ export class MiniMaxH3Pipeline implements Pipeline<JobTaskPayload> {
     }
   }
 
-  async run(task: JobTaskPayload, ctx: RunContext): Promise<void> {
+  async run(task: VideoTask, ctx: RunContext): Promise<void> {
     if (!this.m || this.m.e.lost) await this.load(ctx);
     const m = this.m!;
     const { e, transformer } = m;
-    const job = task.job;
     if (task.images.length || task.audios.length) throw new BadInputError('MiniMax H3: keyframes, reference images and audio inputs are not built yet (text to video only)');
-    const { width, height } = job.params;
-    const geo = jobGeometry(job.frames, height, width, transformer.config.patchSize);
+    const { width, height } = task;
+    const geo = jobGeometry(task.frames, height, width, transformer.config.patchSize);
     const patch = transformer.config.patchSize;
 
     // text: load the encoder, encode, free it before anything of the sampling is allocated
     ctx.stage(STAGE.loadTextEncoder);
-    const ids = H3TextEncoder.promptIds(m.tokenizer, job.prompt);
+    const ids = H3TextEncoder.promptIds(m.tokenizer, task.prompt);
     let encoder: H3TextEncoder | null = await this.textEncoderHost.load(e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
     let text: Tensor;
     try {
@@ -199,14 +216,14 @@ export class MiniMaxH3Pipeline implements Pipeline<JobTaskPayload> {
       const seq = transformer.prepare(layout);
       const C = transformer.config.inChannels;
       const A = transformer.config.audioInChannels;
-      const noise = h3Noise(job.seed, geo, C, A);
+      const noise = h3Noise(task.seed, geo, C, A);
       const lat = e.upload(noise.video, [1, C, geo.numLatentFrames, geo.latentHeight, geo.latentWidth], 'f32', 'h3 video noise');
       const video = patchify(e, lat, patch);
       lat.free();
       live.push(video);
       const audio = e.upload(audioRows(noise.audio, 2, A, geo.numAudioLatents), [2 * geo.numAudioLatents, A], 'f32', 'h3 audio noise');
       live.push(audio);
-      const grid = Math.max(2, job.steps);
+      const grid = Math.max(2, task.steps);
       ctx.progress(0, grid - 1);
       this.trace('sampling');
       try {
@@ -240,15 +257,15 @@ export class MiniMaxH3Pipeline implements Pipeline<JobTaskPayload> {
       ctx.stage(STAGE.videoDecode);
       this.trace('video decoding');
       const out = m.videoVae.outputShape(videoHost.shape);
-      if (out.frames !== job.frames || out.width !== width || out.height !== height) {
-        throw new Error(`MiniMax H3: the video VAE decodes ${out.frames} frames of ${out.width}x${out.height}, the job wants ${job.frames} of ${width}x${height}`);
+      if (out.frames !== task.frames || out.width !== width || out.height !== height) {
+        throw new Error(`MiniMax H3: the video VAE decodes ${out.frames} frames of ${out.width}x${out.height}, the task wants ${task.frames} of ${width}x${height}`);
       }
-      writer = await openVideoWriter({ path: tmp, width, height, frames: job.frames, floatRange: 'unit', signal: ctx.signal });
+      writer = await openVideoWriter({ path: tmp, width, height, frames: task.frames, floatRange: 'unit', signal: ctx.signal });
       let n = 0;
-      ctx.progress(0, job.frames);
+      ctx.progress(0, task.frames);
       for await (const frame of m.videoVae.frames(videoHost, { tiling: this.o.tiling })) {
         await writer.writeFrame(frame);
-        ctx.progress(++n, job.frames);
+        ctx.progress(++n, task.frames);
         throwIfCancelled(ctx.signal);
       }
 

@@ -1,14 +1,12 @@
 // The six MiniMax H3 video profiles, model side: which transformer weights each one loads (manifest checkpoint /
-// variant in weights/minimax-h3.json), its default steps (src/jobs/catalog.ts is the one source), whether its
+// variant in weights/minimax-h3.json), its default steps (src/catalog is the one source), whether its
 // linears are int8, which turbo adapter is merged in, and whether the sampler caches steps. The pipeline reads the
 // table and calls loadH3Transformer(); everything else (text encoder, VAEs) is the same for all six.
 //
 // Steps mean what upstream's `num_inference_steps` means: sigma grid points, the terminal 0 included, so a profile
 // with S steps runs S - 1 transformer forwards (h3Forwards). See docs/models/minimax-h3.md "Profiles".
-import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
 import { VIDEO_PROFILES } from '../../catalog';
-import type { ProfileWeights } from '../../weights/state';
 import type { ComputeDType } from '../qwen3/weights';
 import type { H3Config } from './config';
 import { MiniMaxH3Transformer, type H3LoadOptions } from './transformer';
@@ -24,7 +22,7 @@ export type H3AdapterComponent = 'adapter_8step' | 'adapter_4step';
 
 export interface H3Profile {
   name: H3ProfileName;
-  /** Default sigma grid points (catalog.ts default_steps); forwards = steps - 1. */
+  /** Default sigma grid points (the catalog's default_steps); forwards = steps - 1. */
   steps: number;
   /** Manifest checkpoint of the DiT in the preferred variant ('minimax-h3' = the official 50-step release). */
   transformerCheckpoint: 'minimax-h3' | 'minimax-h3-8step';
@@ -39,7 +37,7 @@ export interface H3Profile {
 
 function catalogSteps(name: H3ProfileName): number {
   const p = VIDEO_PROFILES.find((v) => v.profile === name);
-  if (!p) throw new Error(`catalog.ts has no video profile ${name}`);
+  if (!p) throw new Error(`the catalog has no video profile ${name}`);
   return p.default_steps;
 }
 
@@ -70,7 +68,8 @@ export function h3Forwards(steps: number): number {
   return steps - 1;
 }
 
-/** Where a profile's transformer comes from, as paths (tests, demo checkpoints, or resolved from ProfileWeights). */
+/** Where a profile's transformer comes from, as paths (tests, demo checkpoints, or the real weights' files, which the
+ * worker resolves from the weights manifest: src/worker/profiles/video.ts h3TransformerFiles). */
 export interface H3TransformerFiles {
   /** A diffusers transformer/ folder (config.json + index or single file), a native folder, or one .safetensors file. */
   transformer: string;
@@ -98,28 +97,12 @@ export interface LoadH3Options {
   adalnWeights?: H3LoadOptions['adalnWeights'];
 }
 
-/** The transformer and adapter paths of the variant ProfileWeights chose (checkProfile). */
-export function h3TransformerFiles(profile: H3Profile, w: ProfileWeights): H3TransformerFiles {
-  const comp = w.variant.components.transformer;
-  if (!comp) throw new RangeError(`profile ${w.profile} variant ${w.variant.name} has no transformer component`);
-  // by-hand single files (the int8 builds) are listed among the component's files; the diffusers folder is transformer/
-  const single = comp.files.find((f) => f.path.startsWith('transformer/') && f.path.endsWith('.safetensors') && !f.path.includes('diffusion_pytorch_model'));
-  const transformer = single && comp.checkpoint === 'minimax-h3-int8' ? single.abs : join(comp.root, 'transformer');
-  if (!profile.adapter) return { transformer };
-  const a = w.variant.components[profile.adapter];
-  const file = a?.files.find((f) => f.path.endsWith('.safetensors') && f.state === 'ok');
-  if (!file) throw new RangeError(`profile ${w.profile}: no ${profile.adapter} .safetensors file in variant ${w.variant.name}`);
-  return { transformer, adapter: file.abs };
-}
-
 /**
  * Loads the transformer of `profile`: the diffusers or native layout (native-layout.ts), the profile's adapter merged
- * into the weights (adapter.ts), then int8 per output channel if the profile is int8. `weights` is checkProfile()'s
- * answer for real weights, or explicit paths (demo checkpoints, tests).
+ * into the weights (adapter.ts), then int8 per output channel if the profile is int8.
  */
-export async function loadH3Transformer(e: Engine, profile: H3Profile | H3ProfileName, weights: ProfileWeights | H3TransformerFiles, opts: LoadH3Options = {}): Promise<MiniMaxH3Transformer> {
+export async function loadH3Transformer(e: Engine, profile: H3Profile | H3ProfileName, files: H3TransformerFiles, opts: LoadH3Options = {}): Promise<MiniMaxH3Transformer> {
   const p = typeof profile === 'string' ? h3Profile(profile) : profile;
-  const files = 'variant' in weights ? h3TransformerFiles(p, weights) : weights;
   if (p.adapter && !files.adapter) throw new RangeError(`profile ${p.name} merges ${p.adapter}: no adapter file given`);
   const source = await openH3Weights(files.transformer, { prefix: opts.prefix, config: opts.config ?? RELEASED_H3_CONFIG, qkvRows: opts.qkvRows });
   try {

@@ -17,7 +17,7 @@ import type { Tensor } from '../../engine/tensor';
 import { CLIP_SECONDS, STAGE } from '../../catalog';
 import { decodeAudio, probeAudio } from '../../media/audio-input';
 import { SPEECH_SAMPLE_RATE, writeWav } from '../../media/wav';
-import type { Pipeline, RunContext } from '../../scheduler/pipeline';
+import type { Pipeline, RunContext } from '../common/pipeline';
 import type { ComputeDType } from '../qwen3/weights';
 import { TextTokenizer } from '../tokenizer';
 import { CodecDecoder, CodecEncoder } from './codec';
@@ -33,7 +33,7 @@ import { resampleAudio } from './speaker-resample';
 import { Qwen3TtsTalker } from './talker';
 import { DEFAULT_CHUNK_UNITS, splitForSpeech, textUnits } from './text-split';
 
-/** What one speech request asks for (the service's TtsTaskPayload is this type). */
+/** What one speech request asks for (the GPU worker builds it from its task: src/worker/profiles/speech.ts). */
 export interface SpeechTask {
   text: string;
   /** A service language name (Auto, English, ...). */
@@ -140,13 +140,13 @@ export interface Qwen3TtsPipelineOptions {
   engine(): Promise<Engine>;
   /** The checkpoint folder to load: real weights, or the demo checkpoint (generated on first use). */
   checkpoint(e: Engine, signal: AbortSignal): Promise<string>;
-  /** Told the GPU bytes held once loaded (PipelineEntry.residentBytes reports them). */
+  /** Told the GPU bytes held once loaded (ProfileEntry.residentBytes reports them). */
   onLoaded?(bytes: number, dir: string): void;
   /** Sentence-chunk limit in text units (text-split.ts). */
   chunkUnits?: number;
 }
 
-/** The 'tts' pipeline (src/tts/tts.pipeline.ts registers it). */
+/** The 'tts' pipeline (the GPU worker serves it: src/worker/profiles/speech.ts). */
 export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
   private m: Loaded | null = null;
 

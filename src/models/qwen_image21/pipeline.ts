@@ -19,7 +19,7 @@ import { add, mul, sub } from '../../engine/ops/elementwise';
 import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../catalog';
 import { loadImage, probeImage, writePng, type ImageTensor, type PngParameters } from '../../media';
-import type { Pipeline, RunContext } from '../../scheduler/pipeline';
+import type { Pipeline, RunContext } from '../common/pipeline';
 import type { ComputeDType } from '../qwen3/weights';
 import { TextTokenizer } from '../tokenizer';
 import { imageMaskWithTarget, jointLayout, type ImageShape, type JointLayout } from './layout';
@@ -30,7 +30,7 @@ import { QwenImage21Vae } from './vae';
 import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from './checkpoint';
 import { encodeReferences, referenceDimensions, rgbOverWhite } from './references';
 
-/** What one image job asks for (src/image/image.pipeline.ts builds it from the job record). */
+/** What one image job asks for (the GPU worker builds it from its task: src/worker/profiles/image.ts). */
 export interface ImageTask {
   prompt: string;
   /** Used only when cfg > 1 (then also when empty, as upstream runs CFG with any given negative prompt). */
@@ -206,7 +206,7 @@ export interface QwenImage21PipelineOptions {
   onLoaded?(bytes: number, dir: string): void;
 }
 
-/** The 'image' pipeline of imgmain / imgmain_bf16 (src/image/image.pipeline.ts registers it). */
+/** The 'image' pipeline of imgmain / imgmain_bf16 (the GPU worker serves it: src/worker/profiles/image.ts). */
 export class QwenImage21Pipeline implements Pipeline<ImageTask> {
   private m: Loaded | null = null;
 

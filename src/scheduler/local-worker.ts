@@ -1,0 +1,224 @@
+// The GPU worker this API process starts and supervises (WORKERS=local): a child process (dist/worker.js) with an
+// IPC channel. It is restarted whenever it ends: at once after a crash while it ran tasks, with a growing delay
+// (1, 2, 4 ... 60 s) while it keeps dying before it says hello. A worker that says nothing for WORKER_STALL_S (its
+// heartbeat is every second) is stuck, in a driver call most likely: it is killed and restarted the same way.
+import { ChildProcess, spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { PROTOCOL_VERSION, WORKER_ENV, type FromWorker, type PipelineModule, type ServedProfile, type ToWorker, type WorkerTask } from '../worker/protocol';
+import type { WorkerLink, WorkerStatus } from './worker-link';
+
+export interface LocalWorkerOptions {
+  /** The settings the worker shares with the API, passed in its environment. */
+  dataDir: string;
+  weightsDir: string;
+  demoWeightsDir: string;
+  logLevel: string;
+  stallS: number;
+  /** nice value of the worker process (0 = as the API). */
+  nice: number;
+  log: Logger;
+  /** Profile entries of the caller's own (tests, benches) and whether the built-in models are served too. */
+  pipelines?: PipelineModule[];
+  builtins?: boolean;
+  /** The worker's entry script. Default: worker.js beside this build's main.js. */
+  script?: string;
+}
+
+const now = () => Date.now() / 1000;
+const MAX_BACKOFF_S = 60;
+/** Seconds a new worker may take to say hello. */
+const START_S = 60;
+const NICE = '/usr/bin/nice';
+
+export class LocalWorker extends EventEmitter implements WorkerLink {
+  private child: ChildProcess | undefined;
+  private state: WorkerStatus['state'] = 'starting';
+  private pid: number | null = null;
+  private name: string | null = null;
+  private readySince: number | null = null;
+  private lastWord = 0;
+  private restarts = 0;
+  /** Deaths before hello in a row: the restart delay doubles with each. */
+  private failedStarts = 0;
+  private lastExit: WorkerStatus['last_exit'] = null;
+  /** Why we killed the current process, or what it said before dying. */
+  private exitReason: string | undefined;
+  private heartbeat: Extract<FromWorker, { type: 'heartbeat' }> | undefined;
+  private adapter: Record<string, unknown> | undefined;
+  private served: ServedProfile[] = [];
+  private restartTimer: NodeJS.Timeout | undefined;
+  private readonly watchdog: NodeJS.Timeout;
+
+  constructor(private readonly o: LocalWorkerOptions) {
+    super();
+    this.watchdog = setInterval(() => this.checkStall(), 1000);
+    this.watchdog.unref();
+  }
+
+  get ready(): boolean {
+    return this.state === 'ready';
+  }
+
+  get profiles(): readonly ServedProfile[] {
+    return this.served;
+  }
+
+  gpu(): Record<string, unknown> | undefined {
+    if (!this.adapter) return undefined;
+    return this.heartbeat?.memory ? { ...this.adapter, memory: this.heartbeat.memory } : this.adapter;
+  }
+
+  /** Starts the worker; resolves at its hello, or after `waitMs` if it has not said it by then (it goes on starting). */
+  start(waitMs = 30_000): Promise<void> {
+    this.spawn();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, waitMs);
+      this.once('ready', () => (clearTimeout(timer), resolve()));
+    });
+  }
+
+  run(task: WorkerTask): void {
+    this.send({ type: 'run', task });
+  }
+
+  cancel(id: string, reason: 'cancelled' | 'interrupted'): void {
+    this.send({ type: 'cancel', id, reason });
+  }
+
+  kill(reason: string): void {
+    if (!this.child || this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.exitReason ??= reason;
+    this.o.log.warn({ pid: this.pid, reason }, 'killing the GPU worker');
+    this.child.kill('SIGKILL');
+  }
+
+  async stop(graceMs: number): Promise<void> {
+    clearInterval(this.watchdog);
+    clearTimeout(this.restartTimer);
+    const child = this.child;
+    this.state = 'stopped';
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    this.send({ type: 'shutdown' });
+    const timer = setTimeout(() => this.kill(`it did not stop within ${graceMs / 1000} s of the shutdown`), graceMs);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  status(): WorkerStatus {
+    return {
+      mode: 'local',
+      state: this.state,
+      pid: this.pid,
+      name: this.name,
+      restarts: this.restarts,
+      ready_since: this.readySince,
+      last_exit: this.lastExit,
+      loaded: this.heartbeat?.loaded ?? [],
+      running: this.heartbeat?.running ?? [],
+      heartbeat_age_s: this.state === 'ready' ? Math.round((now() - this.lastWord) * 1000) / 1000 : null,
+      stalled_after_s: this.o.stallS,
+    };
+  }
+
+  private send(m: ToWorker): void {
+    if (this.child?.connected) this.child.send(m);
+  }
+
+  private spawn(): void {
+    const script = this.o.script ?? join(__dirname, '..', 'worker.js');
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATA_DIR: this.o.dataDir,
+      WEIGHTS_DIR: this.o.weightsDir,
+      DEMO_WEIGHTS_DIR: this.o.demoWeightsDir,
+      LOG_LEVEL: this.o.logLevel,
+      [WORKER_ENV.pipelines]: JSON.stringify(this.o.pipelines ?? []),
+      [WORKER_ENV.builtins]: this.o.builtins === false ? '0' : '1',
+    };
+    delete env.API_TOKEN; // the worker serves no HTTP
+    const node = [process.execPath, ...process.execArgv.filter((a) => !a.startsWith('--test')), script];
+    const [cmd, ...args] = this.o.nice > 0 && existsSync(NICE) ? [NICE, '-n', String(this.o.nice), ...node] : node;
+    const child = spawn(cmd, args, { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.child = child;
+    this.state = 'starting';
+    this.pid = child.pid ?? null;
+    this.name = null;
+    this.readySince = null;
+    this.exitReason = undefined;
+    this.heartbeat = undefined;
+    this.lastWord = now();
+    child.on('message', (m: FromWorker) => this.onMessage(m));
+    child.on('error', (err) => this.o.log.error({ err }, 'GPU worker process error'));
+    child.once('exit', (code, signal) => this.onExit(child, code, signal));
+  }
+
+  private onMessage(m: FromWorker): void {
+    this.lastWord = now();
+    switch (m.type) {
+      case 'hello':
+        if (m.version !== PROTOCOL_VERSION) {
+          this.kill(`it speaks protocol version ${m.version}, this API ${PROTOCOL_VERSION} (mixed builds)`);
+          return;
+        }
+        this.state = 'ready';
+        this.name = m.name;
+        this.readySince = now();
+        this.served = m.profiles;
+        this.adapter = m.gpu;
+        this.failedStarts = 0;
+        this.o.log.info({ pid: m.pid, name: m.name }, 'GPU worker ready');
+        this.emit('ready');
+        return;
+      case 'profiles':
+        this.served = m.profiles;
+        return;
+      case 'heartbeat':
+        this.heartbeat = m;
+        return;
+      case 'fatal':
+        this.exitReason ??= m.message;
+        return;
+      default:
+        this.emit('event', m);
+    }
+  }
+
+  private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (child !== this.child) return;
+    const wasReady = this.state === 'ready';
+    const reason = exitText(code, signal, this.exitReason);
+    this.lastExit = { at: now(), reason };
+    this.heartbeat = undefined;
+    if (this.state === 'stopped') {
+      this.emit('lost', reason);
+      return;
+    }
+    this.o.log.error({ pid: this.pid, code, signal, reason }, 'GPU worker ended');
+    this.state = 'restarting';
+    this.emit('lost', reason);
+    if (!wasReady) this.failedStarts++;
+    const delayS = this.failedStarts === 0 ? 0 : Math.min(MAX_BACKOFF_S, 2 ** (this.failedStarts - 1));
+    this.restartTimer = setTimeout(() => {
+      this.restarts++;
+      this.spawn();
+    }, delayS * 1000);
+  }
+
+  private checkStall(): void {
+    const quiet = now() - this.lastWord;
+    if (this.state === 'ready' && quiet > this.o.stallS) this.kill(`it stopped answering (no heartbeat for ${Math.round(quiet)} s)`);
+    // loading the modules and opening the GPU takes a second or two, more on a busy machine; a hung driver longer
+    if (this.state === 'starting' && quiet > Math.max(this.o.stallS, START_S)) this.kill(`it did not start (no hello after ${Math.round(quiet)} s)`);
+  }
+}
+
+/** "crashed (SIGSEGV)", "exited (code 70: uncaught error: boom)", "was killed (SIGKILL: ...)". */
+function exitText(code: number | null, signal: NodeJS.Signals | null, why: string | undefined): string {
+  if (signal === 'SIGKILL') return why ? `was killed: ${why}` : 'was killed (SIGKILL; the system kills a process this way when memory runs out)';
+  if (signal) return `crashed (${signal}${why ? `: ${why}` : ''})`;
+  return `exited (code ${code}${why ? `: ${why}` : ''})`;
+}

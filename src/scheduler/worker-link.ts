@@ -1,0 +1,47 @@
+// The API's view of a GPU worker: what the scheduler sends it and hears from it. LocalWorker (local-worker.ts) is
+// the worker process this API starts and supervises (WORKERS=local).
+import type { EventEmitter } from 'node:events';
+import type { FromWorker, ServedProfile, WorkerTask } from '../worker/protocol';
+
+/** The events of one task. */
+export type TaskEvent = Extract<FromWorker, { id: string }>;
+
+/** /api/health's worker section. */
+export interface WorkerStatus {
+  mode: 'local';
+  /** starting: spawned, no hello yet; ready: takes tasks; restarting: died, a new one is due; stopped: shut down. */
+  state: 'starting' | 'ready' | 'restarting' | 'stopped';
+  pid: number | null;
+  name: string | null;
+  /** Worker processes started after the first. */
+  restarts: number;
+  /** Unix seconds the current process said hello. */
+  ready_since: number | null;
+  /** Why the last worker process ended, and when. */
+  last_exit: { at: number; reason: string } | null;
+  /** Profiles loaded on the GPU (kind/profile) and tasks running, from the last heartbeat. */
+  loaded: string[];
+  running: string[];
+  /** Seconds since the worker last said anything (its heartbeat is every second). */
+  heartbeat_age_s: number | null;
+  /** The watchdog: no heartbeat for this long and the worker is killed and restarted. */
+  stalled_after_s: number;
+}
+
+export interface WorkerLink extends EventEmitter {
+  /** Said hello and not gone since: takes tasks. */
+  readonly ready: boolean;
+  /** What the worker serves (its last report; empty before the first hello). */
+  readonly profiles: readonly ServedProfile[];
+  /** The adapter the worker reported, with the latest memory figures; undefined until it reports. */
+  gpu(): Record<string, unknown> | undefined;
+  run(task: WorkerTask): void;
+  cancel(id: string, reason: 'cancelled' | 'interrupted'): void;
+  /** Kills the worker process now (it is restarted): `reason` becomes its exit reason. */
+  kill(reason: string): void;
+  /** Asks the worker to stop (its running task fails `shutdown`), kills it after `graceMs`; no restart. */
+  stop(graceMs: number): Promise<void>;
+  status(): WorkerStatus;
+  // events: 'ready' (hello, also after each restart), 'event' (TaskEvent), 'lost' (reason: the process ended and
+  // every task it held is gone)
+}

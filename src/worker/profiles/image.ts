@@ -1,0 +1,94 @@
+// The 'image' entries imgmain (int8 transformer linears) and imgmain_bf16 (16-bit): Qwen-Image-2.1 on the engine,
+// from the real checkpoint in WEIGHTS_DIR when it is complete (npm run weights -- pull imgmain), else from the demo
+// checkpoint generated once into DEMO_WEIGHTS_DIR (shared by both profiles: same files, the int8 happens at load).
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { EngineHolder } from '../../engine/engine';
+import { planDemoQwenImage21 } from '../../models/qwen_image21/demo';
+import { QwenImage21Pipeline, type ImageTask as ModelImageTask } from '../../models/qwen_image21/pipeline';
+import { componentRoot } from '../../weights';
+import type { ImageTask } from '../protocol';
+import type { ProfileEntry } from '../registry';
+import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
+
+/** The Qwen-Image-2.1 profiles: whether the transformer's linears are quantised to int8 at load. */
+export const QWEN_IMAGE21_PROFILES = { imgmain: { int8: true }, imgmain_bf16: { int8: false } } as const;
+
+/** GPU working set on top of the weights (prefix K/V caches, activations at 2K, VAE decode), for the fits-beside estimate. */
+const WORKING_BYTES = 6 * 2 ** 30;
+
+/**
+ * Pixels a reference image is scaled to: the res tier's area (spec: "in editing, reference images are scaled to this
+ * tier too"; upstream's output_resolution^2); for an explicit size the output's own area, at least 512^2 (so the
+ * vision processor's 256^2 minimum holds at any aspect) and at most 2K's.
+ */
+export function referenceArea(res: string, width: number, height: number): number {
+  if (res === '2K') return 2048 * 2048;
+  if (res === '1K') return 1024 * 1024;
+  return Math.min(2048 * 2048, Math.max(512 * 512, width * height));
+}
+
+/** The protocol's task as the model pipeline's task. */
+export function imageTaskOf(t: ImageTask): ModelImageTask {
+  const p = t.params;
+  return {
+    prompt: p.prompt,
+    negative: p.negative,
+    cfg: p.cfg,
+    seed: p.seed,
+    steps: p.steps,
+    width: p.width,
+    height: p.height,
+    references: t.images,
+    referenceArea: referenceArea(p.res, p.width, p.height),
+    outputPath: t.output,
+    png: { prompt: p.prompt, profile: t.profile, seed: p.seed, steps: p.steps, negative_prompt: p.negative, cfg: p.cfg, mode: p.mode },
+  };
+}
+
+export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
+  const { int8 } = QWEN_IMAGE21_PROFILES[profile];
+  const source = new WeightsSource(
+    {
+      profile,
+      model: `Qwen-Image-2.1, ${int8 ? 'int8 transformer linears' : '16-bit weights'},`,
+      demoModel: 'a tiny random Qwen-Image-2.1 checkpoint',
+      demoResult: 'the pictures are noise',
+      demoWhen: 'the first image job',
+      workingBytes: WORKING_BYTES,
+      // bf16 -> f16 on the GPU; int8 halves the transformer
+      estimateBytes: (w) => {
+        if (w.state !== 'real') return 64 * 2 ** 20; // the demo checkpoint is a few MB
+        const root = componentRoot(w, 'transformer');
+        return safetensorsBytes(join(root, 'transformer')) * (int8 ? 0.5 : 1) + safetensorsBytes(join(root, 'text_encoder')) + safetensorsBytes(join(root, 'vae'));
+      },
+    },
+    dirs,
+  );
+  return {
+    kind: 'image',
+    profile,
+    weights: () => source.state(),
+    note: () => source.note(),
+    residentBytes: () => source.residentBytes(),
+    create: () =>
+      taskPipeline(
+        new QwenImage21Pipeline({
+          int8,
+          engine: () => holder.get(),
+          checkpoint: (e) => source.choose(e, { real: (w) => componentRoot(w, 'transformer'), demo: (root) => root, plan: planDemoQwenImage21 }),
+          onLoaded: (bytes, dir) => {
+            source.loaded(bytes);
+            log?.info({ dir, profile, gpu_bytes: bytes }, 'image model loaded');
+          },
+        }),
+        'image',
+        imageTaskOf,
+      ),
+  };
+}
+
+/** imgmain and imgmain_bf16. */
+export function imageProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry[] {
+  return (Object.keys(QWEN_IMAGE21_PROFILES) as (keyof typeof QWEN_IMAGE21_PROFILES)[]).map((p) => imageProfileEntry(p, dirs, holder, log));
+}

@@ -1,0 +1,63 @@
+// The 'tts' entry: Qwen3-TTS on the engine, from the real checkpoint in WEIGHTS_DIR when it is complete (npm run
+// weights -- pull tts), else from the demo checkpoint generated once into DEMO_WEIGHTS_DIR. Interactive: speech
+// requests go ahead of queued jobs and run at a running job's safe point when the model fits beside it.
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { TTS_PROFILE } from '../../catalog';
+import type { EngineHolder } from '../../engine/engine';
+import { planDemoQwen3Tts } from '../../models/qwen3_tts/demo';
+import { Qwen3TtsPipeline, type SpeechTask as ModelSpeechTask } from '../../models/qwen3_tts/pipeline';
+import { componentRoot } from '../../weights';
+import type { SpeechTask } from '../protocol';
+import type { ProfileEntry } from '../registry';
+import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
+
+/** GPU working set on top of the weights (KV caches, activations, codec chunks), for the fits-beside estimate. */
+const WORKING_BYTES = 256 * 2 ** 20;
+
+/** The protocol's task as the model pipeline's task: the reference clip is audios[0]. */
+export function speechTaskOf(t: SpeechTask): ModelSpeechTask {
+  const p = t.params;
+  return { text: p.text, language: p.language, refText: p.ref_text, refAudioPath: t.audios[0] ?? '', outputPath: t.output, seed: p.seed };
+}
+
+export function speechProfileEntry(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
+  const source = new WeightsSource(
+    {
+      profile: TTS_PROFILE,
+      model: 'Qwen3-TTS-12Hz',
+      demoModel: 'a tiny random Qwen3-TTS checkpoint',
+      demoResult: "the speech is noise in the reference voice's place",
+      demoWhen: 'the first speech request',
+      workingBytes: WORKING_BYTES,
+      // bf16 on disk loads as f16; the codec stays f32
+      estimateBytes: (w) => {
+        if (w.state !== 'real') return 64 * 2 ** 20; // the demo checkpoint is a few MB
+        const root = componentRoot(w, 'model');
+        return safetensorsBytes(join(root, 'model.safetensors')) + safetensorsBytes(join(root, 'speech_tokenizer', 'model.safetensors'));
+      },
+    },
+    dirs,
+  );
+  return {
+    kind: 'tts',
+    profile: TTS_PROFILE,
+    interactive: true,
+    weights: () => source.state(),
+    note: () => source.note(),
+    residentBytes: () => source.residentBytes(),
+    create: () =>
+      taskPipeline(
+        new Qwen3TtsPipeline({
+          engine: () => holder.get(),
+          checkpoint: (e) => source.choose(e, { real: (w) => componentRoot(w, 'model'), demo: (root) => root, plan: planDemoQwen3Tts }),
+          onLoaded: (bytes, dir) => {
+            source.loaded(bytes);
+            log?.info({ dir, gpu_bytes: bytes }, 'speech model loaded');
+          },
+        }),
+        'tts',
+        speechTaskOf,
+      ),
+  };
+}

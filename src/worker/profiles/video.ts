@@ -1,0 +1,116 @@
+// The six 'video' entries: MiniMax H3 on the engine, one per profile of src/models/minimax_h3/profiles.ts, from the
+// real checkpoints in WEIGHTS_DIR when the profile's variant is complete (npm run weights -- pull <profile>), else
+// from the demo checkpoint generated once into DEMO_WEIGHTS_DIR (all six share it).
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { EngineHolder } from '../../engine/engine';
+import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
+import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Dirs, type VideoTask as ModelVideoTask } from '../../models/minimax_h3/pipeline';
+import { H3_PROFILE_NAMES, h3Profile, loadH3Transformer, type H3Profile, type H3TransformerFiles } from '../../models/minimax_h3/profiles';
+import { componentRoot, type ProfileWeights } from '../../weights';
+import type { VideoTask } from '../protocol';
+import type { ProfileEntry } from '../registry';
+import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
+
+/** GPU working set on top of the weights (activations of a 768p 10 s step, one VAE tile, the audio chunk), for the
+ * fits-beside estimate. A guess until bench:video measures it at the real size. */
+const WORKING_BYTES = 8 * 2 ** 30;
+
+/** The protocol's task as the model pipeline's task. */
+export function videoTaskOf(t: VideoTask): ModelVideoTask {
+  const p = t.params;
+  return { prompt: p.prompt, seed: p.seed, steps: p.steps, width: p.width, height: p.height, frames: p.frames, images: t.images, audios: t.audios, outputPath: t.output };
+}
+
+export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
+  const profile = h3Profile(profileName);
+  const source = new WeightsSource(
+    {
+      profile: profile.name,
+      model: 'MiniMax H3',
+      demoModel: 'a tiny random MiniMax H3 checkpoint',
+      demoResult: 'the video and its sound are noise',
+      demoWhen: 'the first video job',
+      workingBytes: WORKING_BYTES,
+      estimateBytes,
+    },
+    dirs,
+  );
+  return {
+    kind: 'video',
+    profile: profile.name,
+    weights: () => source.state(),
+    note: () => source.note(),
+    residentBytes: () => source.residentBytes(),
+    create: () => {
+      // which transformer files the load takes: the real variant's, or the demo checkpoint's (decided at load time)
+      let files: H3TransformerFiles | undefined;
+      const pipeline = new MiniMaxH3Pipeline({
+        engine: () => holder.get(),
+        dirs: (e) =>
+          source.choose<H3Dirs>(e, {
+            real: (w) => {
+              files = h3TransformerFiles(profile, w);
+              return realDirs(profile, w);
+            },
+            demo: (root) => {
+              files = { transformer: join(root, 'transformer'), adapter: profile.adapter ? join(root, DEMO_ADAPTERS[profile.adapter]) : undefined };
+              return h3DirsFromRoot(root);
+            },
+            plan: planDemoH3,
+          }),
+        loadTransformer: (e, _dirs, o) => loadH3Transformer(e, profile, files!, { dtype: o.dtype }),
+        textEncoderInt8: profile.weights === 'int8',
+        sampler: profile.stepCache ? { stepCache: profile.stepCache } : undefined,
+        onLoaded: (bytes, loaded) => {
+          source.loaded(bytes);
+          log?.info({ profile: profile.name, transformer: loaded.transformer, gpu_bytes: bytes }, 'video model loaded');
+        },
+      });
+      return taskPipeline(pipeline, 'video', videoTaskOf);
+    },
+  };
+}
+
+/** The transformer and adapter paths of the variant ProfileWeights chose (checkProfile). */
+export function h3TransformerFiles(profile: H3Profile, w: ProfileWeights): H3TransformerFiles {
+  const comp = w.variant.components.transformer;
+  if (!comp) throw new RangeError(`profile ${w.profile} variant ${w.variant.name} has no transformer component`);
+  // by-hand single files (the int8 builds) are listed among the component's files; the diffusers folder is transformer/
+  const single = comp.files.find((f) => f.path.startsWith('transformer/') && f.path.endsWith('.safetensors') && !f.path.includes('diffusion_pytorch_model'));
+  const transformer = single && comp.checkpoint === 'minimax-h3-int8' ? single.abs : join(comp.root, 'transformer');
+  if (!profile.adapter) return { transformer };
+  const a = w.variant.components[profile.adapter];
+  const file = a?.files.find((f) => f.path.endsWith('.safetensors') && f.state === 'ok');
+  if (!file) throw new RangeError(`profile ${w.profile}: no ${profile.adapter} .safetensors file in variant ${w.variant.name}`);
+  return { transformer, adapter: file.abs };
+}
+
+/** The folders of a complete variant: the transformer where the profile's variant has it (the 8-step checkpoint, an
+ * int8 file), every other part from its own component's checkpoint folder. */
+export function realDirs(profile: H3Profile, w: ProfileWeights): H3Dirs {
+  const part = (component: string, folder: string) => join(componentRoot(w, component), folder);
+  return {
+    transformer: h3TransformerFiles(profile, w).transformer,
+    textEncoder: part('text_encoder', 'text_encoder'),
+    tokenizer: part('tokenizer', 'tokenizer'),
+    vae: part('vae', 'vae'),
+    audioVae: part('audio_vae', 'audio_vae'),
+  };
+}
+
+/** Before a first load: the transformer's and VAEs' files (int8 profiles: about half the 16-bit transformer). */
+function estimateBytes(w: ProfileWeights): number {
+  if (w.state !== 'real') return 256 * 2 ** 20; // the demo checkpoint is a few MB
+  const profile = h3Profile(w.profile);
+  const dirs = realDirs(profile, w);
+  // a 16-bit folder quantised at load halves; an int8 file loads as it is
+  const halves = profile.weights === 'int8' && existsSync(dirs.transformer) && statSync(dirs.transformer).isDirectory();
+  return safetensorsBytes(dirs.transformer) * (halves ? 0.5 : 1) + safetensorsBytes(dirs.vae) + safetensorsBytes(dirs.audioVae);
+}
+
+/** The six video profiles. */
+export function videoProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry[] {
+  return H3_PROFILE_NAMES.map((name) => videoProfileEntry(name, dirs, holder, log));
+}

@@ -1,0 +1,130 @@
+// The task protocol between the API process and a GPU worker process (docs/architecture.md). Typed, versioned,
+// small: a task names its input files under DATA_DIR/inputs and its output file; no large data ever travels in a
+// message. Today the messages go over the IPC channel of the worker the API starts (src/scheduler/local-worker.ts);
+// the same messages are what a worker on another host will exchange through a shared queue.
+//
+// This module is imported by both processes, so it holds types and plain data only: no engine, no models.
+import type { Stage, TaskKind } from '../catalog';
+
+/** Bumped when a message changes shape; the API refuses a worker that says another version at hello. */
+export const PROTOCOL_VERSION = 1;
+
+/** Model parameters of a video job (the job record's public fields the model reads). */
+export interface VideoParams {
+  prompt: string;
+  seed: number;
+  steps: number;
+  width: number;
+  height: number;
+  seconds: number;
+  /** On the catalog's 17k + 5 grid. */
+  frames: number;
+  mode: string;
+  image_mode: 'keyframe' | 'reference';
+  audio_mode: 'voice' | 'track';
+  tts_text: string;
+  tts_ref_text: string;
+  tts_language: string;
+}
+
+/** Model parameters of an image job. */
+export interface ImageParams {
+  prompt: string;
+  negative: string;
+  seed: number;
+  steps: number;
+  cfg: number;
+  width: number;
+  height: number;
+  /** The size tier ('1K', '2K') or 'custom': reference images are scaled to it. */
+  res: string;
+  mode: string;
+}
+
+/** A speech request's parameters; its reference clip is audios[0]. */
+export interface SpeechParams {
+  text: string;
+  language: string;
+  /** Transcript of the reference clip; empty: clone from the speaker embedding alone. */
+  ref_text: string;
+  /** Absent: a fresh seed per request (the speech endpoints have no seed field). */
+  seed?: number;
+}
+
+interface TaskBase {
+  /** Job id, or tts_<id> for a speech request. */
+  id: string;
+  profile: string;
+  /** Absolute paths of the input files (under DATA_DIR/inputs/<id>/), in request order. */
+  images: string[];
+  audios: string[];
+  /** Absolute path the finished file must end up at (written under a temp name, then renamed). */
+  output: string;
+}
+
+export type VideoTask = TaskBase & { kind: 'video'; params: VideoParams };
+export type ImageTask = TaskBase & { kind: 'image'; params: ImageParams };
+export type SpeechTask = TaskBase & { kind: 'tts'; params: SpeechParams };
+/** One unit of GPU work. */
+export type WorkerTask = VideoTask | ImageTask | SpeechTask;
+
+/** Why a task failed, for the API to act on: `bad_input` is the user's (a 400 for a speech request), `unavailable`
+ * means the worker has no model for the profile, `cancelled` / `interrupted` answer a cancel, `shutdown` a stop. */
+export type FailCode = 'bad_input' | 'unavailable' | 'cancelled' | 'interrupted' | 'shutdown' | 'error';
+
+/** Where a profile's weights stand: real checkpoint, the tiny demo one, or none (README "Weights"). */
+export type WeightsState = 'real' | 'demo' | 'missing';
+
+/** A profile the worker can run, as /api/config shows it. */
+export interface ServedProfile {
+  kind: TaskKind;
+  profile: string;
+  /** Short requests a client waits on (speech): they go ahead of queued jobs and may run at a job's safe point. */
+  interactive: boolean;
+  weights: WeightsState;
+  /** Free text shown with the weights state (checkpoint path, or what is missing). */
+  note: string;
+}
+
+/** The API -> worker messages. */
+export type ToWorker =
+  | { type: 'run'; task: WorkerTask }
+  /** Stop a task: a waiting one is dropped (failed `cancelled`), a running one stops at its next check. */
+  | { type: 'cancel'; id: string; reason: 'cancelled' | 'interrupted' }
+  /** Stop the running task (failed `shutdown`), unload the models, exit 0. */
+  | { type: 'shutdown' };
+
+/** The worker -> API events. Every event of a task carries its id. */
+export type FromWorker =
+  /** First message once the worker can take tasks; `gpu` is its adapter (or why there is none): /api/health's gpu. */
+  | { type: 'hello'; version: number; pid: number; name: string; profiles: ServedProfile[]; gpu: Record<string, unknown> }
+  /** The served profiles changed (a weights pull finished, a demo checkpoint was generated). */
+  | { type: 'profiles'; profiles: ServedProfile[] }
+  | { type: 'started'; id: string }
+  | { type: 'stage'; id: string; stage: Stage }
+  | { type: 'progress'; id: string; value: number; max: number }
+  /** A model was loaded for the task (`load_s` seconds, `gpu_bytes` held). */
+  | { type: 'loaded'; id: string; profile: string; load_s: number; gpu_bytes: number }
+  | { type: 'done'; id: string; output: string; exec_s: number; meta?: Record<string, unknown> }
+  | { type: 'failed'; id: string; code: FailCode; message: string }
+  /** Every second from the worker's event loop: proof it is not stuck in a native call. */
+  | { type: 'heartbeat'; running: string[]; loaded: string[]; memory?: Record<string, number> }
+  /** The worker is about to exit on its own (an uncaught error, a lost device): why. */
+  | { type: 'fatal'; message: string };
+
+/** Profile entries of the caller's own that a worker loads besides (or instead of) the built-in models: tests and
+ * benches. `require(module)[export](...args)` must return a ProfileEntry or a list of them; a later entry for the
+ * same (kind, profile) replaces an earlier one. A local worker gets them as JSON in KILN_WORKER_PIPELINES. */
+export interface PipelineModule {
+  module: string;
+  export: string;
+  args?: unknown[];
+}
+
+/** The environment variables a local worker is started with beyond the settings it shares with the API. */
+export const WORKER_ENV = {
+  /** JSON list of PipelineModule. */
+  pipelines: 'KILN_WORKER_PIPELINES',
+  /** `0`: serve only the PipelineModule entries, not the built-in models. */
+  builtins: 'KILN_WORKER_BUILTINS',
+} as const;

@@ -1,0 +1,43 @@
+// The profiles a GPU worker serves: one entry per (kind, profile), each building the model pipeline behind it.
+// The built-in entries are in profiles/ (video, image, speech); tests add their own (main.ts, KILN_WORKER_PIPELINES).
+import type { TaskKind } from '../catalog';
+import type { Pipeline } from '../models/common/pipeline';
+import type { ServedProfile, WeightsState, WorkerTask } from './protocol';
+
+/** How the worker serves one profile. */
+export interface ProfileEntry {
+  kind: TaskKind;
+  profile: string;
+  /** Builds an unloaded pipeline that takes the protocol's task (mapped to the model's own task type inside). */
+  create(): Pipeline<WorkerTask>;
+  weights(): WeightsState;
+  /** Free text shown with the weights state (checkpoint path, or what is missing). */
+  note?(): string;
+  /** Short requests a client waits on (speech): they go ahead of queued jobs, and run at a running job's safe
+   * point when `residentBytes` fits beside it. */
+  interactive?: boolean;
+  /** GPU bytes the loaded pipeline holds (weights and working set), for the fits-beside check. */
+  residentBytes?(): number;
+}
+
+export class ProfileRegistry {
+  private readonly entries = new Map<string, ProfileEntry>();
+
+  /** Adds an entry; one registered later for the same (kind, profile) replaces it. */
+  register(entry: ProfileEntry): void {
+    this.entries.set(`${entry.kind}/${entry.profile}`, entry);
+  }
+
+  get(kind: string, profile: string): ProfileEntry | undefined {
+    return this.entries.get(`${kind}/${profile}`);
+  }
+
+  all(): ProfileEntry[] {
+    return [...this.entries.values()];
+  }
+
+  /** What the worker tells the API it serves (hello, and when it changes). */
+  served(): ServedProfile[] {
+    return this.all().map((e) => ({ kind: e.kind, profile: e.profile, interactive: e.interactive === true, weights: e.weights(), note: e.note?.() ?? '' }));
+  }
+}
