@@ -1,0 +1,41 @@
+// The GPU worker's settings, on the API side (WORKERS, INTERRUPT_GRACE_S, MAX_JOB_S, WORKER_STALL_S, WORKER_NICE)
+// and in the worker (loadWorkerSettings): defaults, the accepted forms, and a bad value naming the variable.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { DEFAULT_MAX_JOB_S, loadSettings, loadWorkerSettings, SettingsError } from '../../src/config/settings';
+
+const refused = (env: Record<string, string>, name: string) =>
+  assert.throws(() => loadSettings(env), (e: Error) => e instanceof SettingsError && e.message.startsWith(name), `${JSON.stringify(env)} is refused naming ${name}`);
+
+test('worker settings: defaults', () => {
+  const s = loadSettings({});
+  assert.deepEqual([s.workers, s.interruptGraceS, s.workerStallS, s.workerNice], ['local', 10, 60, 10]);
+  assert.deepEqual(s.maxJobS, { video: 10_800, image: 3_600, tts: 1_800 });
+  assert.deepEqual(s.maxJobS, DEFAULT_MAX_JOB_S);
+});
+
+test('MAX_JOB_S: one number for every kind, or per kind with the rest left at their defaults', () => {
+  assert.deepEqual(loadSettings({ MAX_JOB_S: '600' }).maxJobS, { video: 600, image: 600, tts: 600 });
+  assert.deepEqual(loadSettings({ MAX_JOB_S: 'image=900, tts=60' }).maxJobS, { video: 10_800, image: 900, tts: 60 });
+  for (const bad of ['0', '-5', '1.5', 'audio=60', 'image=', 'image=60=2', 'image=ten', '604801']) refused({ MAX_JOB_S: bad }, 'MAX_JOB_S=');
+});
+
+test('WORKERS, INTERRUPT_GRACE_S, WORKER_STALL_S, WORKER_NICE: ranges and names', () => {
+  assert.equal(loadSettings({ WORKERS: 'None' }).workers, 'none');
+  refused({ WORKERS: 'remote' }, 'WORKERS=');
+  refused({ INTERRUPT_GRACE_S: '0' }, 'INTERRUPT_GRACE_S=');
+  refused({ WORKER_STALL_S: '1' }, 'WORKER_STALL_S=');
+  refused({ WORKER_NICE: '20' }, 'WORKER_NICE=');
+  assert.equal(loadSettings({ WORKER_NICE: '0' }).workerNice, 0);
+});
+
+test('the worker reads the directories and log level as the API does, and its name', () => {
+  const env = { DATA_DIR: '/d', WEIGHTS_DIR: '/w', LOG_LEVEL: 'warn', WORKER_NAME: 'gpu-box-1' };
+  const w = loadWorkerSettings(env);
+  const api = loadSettings(env);
+  assert.deepEqual([w.dataDir, w.weightsDir, w.demoWeightsDir, w.logLevel], [api.dataDir, api.weightsDir, api.demoWeightsDir, api.logLevel]);
+  assert.equal(w.workerName, 'gpu-box-1');
+  assert.match(loadWorkerSettings({}).workerName, new RegExp(`-${process.pid}$`));
+  assert.throws(() => loadWorkerSettings({ WORKER_NAME: 'a b' }), /^Error: WORKER_NAME=|WORKER_NAME=/);
+  assert.throws(() => loadWorkerSettings({ LOG_LEVEL: 'loud' }), /LOG_LEVEL/);
+});
