@@ -37,7 +37,7 @@ export async function loadTensor(e: Engine, ckpt: Checkpoint, name: string, opts
 /**
  * Streams the tensor of `entry` (the caller's ckpt.entry lookup, shape checked there) converted to `dtype` (same bits passed through, else decoded and re-encoded; a value beyond
  * f16's range fails): `sink` gets each converted chunk and its byte offset in the `dtype` layout. loadTensor writes
- * the chunks to the GPU; a host copy (src/models/qwen3/host-weights.ts) keeps them, so both hold the same bytes.
+ * the chunks to the GPU; a host copy (src/models/common/host-weights.ts) keeps them, so both hold the same bytes.
  */
 export async function readConverted(
   ckpt: Checkpoint, entry: TensorEntry, dtype: DType, sink: (bytes: Uint8Array, dstOffset: number) => void, chunkBytes = 8 * 2 ** 20,

@@ -13,7 +13,7 @@ import { RowModulation } from '../../src/models/minimax_h3/modulation';
 import { timestepEmbedding } from '../../src/models/minimax_h3/rope';
 import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
-import type { WeightLoader } from '../../src/models/qwen3/weights';
+import type { WeightLoader } from '../../src/models/common/weights';
 import { testEngine, type HostTensor } from '../engine/helpers';
 import { expectClose, goldenTests, WEIGHT_PREFIX, type GoldenCase } from './golden';
 import { caseLayout, VARIANTS, type Variant } from './minimax_h3-golden';

@@ -1,7 +1,7 @@
 // Shared by the Qwen3 golden tests: fixture inputs -> Qwen3Model forward inputs, and the comparisons.
 import type { Engine } from '../../src/engine/engine';
 import { parseQwen3Config, Qwen3Model, type Qwen3Config, type Qwen3ForwardInput, type Qwen3Positions } from '../../src/models/qwen3';
-import type { ComputeDType } from '../../src/models/qwen3/weights';
+import type { ComputeDType } from '../../src/models/common/weights';
 import { expectClose, selectRows, WEIGHT_PREFIX, type GoldenCase } from './golden';
 
 /** How a case is run: compute dtype, int8 linears, and the tolerance key in the fixture's metadata. */

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { imagePatches, parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig, qwen3VlVisionShapes, Qwen3VlVisionModel, QWEN3_VL_IMAGE_PROCESSOR, smartResize } from '../../src/models/qwen3_vl_vision';
-import type { ComputeDType } from '../../src/models/qwen3/weights';
+import type { ComputeDType } from '../../src/models/common/weights';
 import { testEngine } from '../engine/helpers';
 import { expectClose, goldenTests, WEIGHT_PREFIX } from './golden';
 import { goldenImages, goldenProcessor } from './qwen3_vl_vision-golden';

@@ -2,7 +2,7 @@
 import type { Engine } from '../../src/engine/engine';
 import type { Tensor } from '../../src/engine/tensor';
 import { jointLayout, parseQwenImage21Config, QwenImage21Transformer, type ImageShape, type JointLayout, type QwenImage21Config } from '../../src/models/qwen_image21';
-import type { ComputeDType } from '../../src/models/qwen3/weights';
+import type { ComputeDType } from '../../src/models/common/weights';
 import type { HostTensor, Tolerance } from '../engine/helpers';
 import { WEIGHT_PREFIX, type GoldenCase } from './golden';
 import type { Variant } from './qwen3-golden';

@@ -3,7 +3,7 @@
 // f16 and int8 weight-only, and a 2-step sampling trajectory through the prefix KV cache.
 import assert from 'node:assert/strict';
 import type { Engine } from '../../src/engine/engine';
-import type { WeightLoader } from '../../src/models/qwen3/weights';
+import type { WeightLoader } from '../../src/models/common/weights';
 import { eulerDt, eulerStep, flowMatchSchedule, modelTimestep, modRow, parseFlowMatchConfig, QwenImage21Block, ropeRows, tanhGates } from '../../src/models/qwen_image21';
 import type { Tensor } from '../../src/engine/tensor';
 import { testEngine } from '../engine/helpers';

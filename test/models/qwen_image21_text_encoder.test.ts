@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { parseQwen3Config } from '../../src/models/qwen3';
 import { parseQwen3VlVisionConfig, qwen3VlRopeIndex } from '../../src/models/qwen3_vl_vision';
-import type { ComputeDType } from '../../src/models/qwen3/weights';
+import type { ComputeDType } from '../../src/models/common/weights';
 import {
   expandImagePads,
   qwenImage21PromptText,

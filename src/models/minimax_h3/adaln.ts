@@ -17,7 +17,7 @@ import { silu } from '../../engine/ops/activation';
 import { cast } from '../../engine/ops/layout';
 import type { Int8Weight } from '../../engine/ops/linear';
 import type { Tensor } from '../../engine/tensor';
-import type { ComputeDType } from '../qwen3/weights';
+import type { ComputeDType } from '../common/weights';
 import { applyLinear, isHostLinear, type AdaLNProjection, type HostLinear, type Linear } from './blocks';
 import type { H3Config } from './config';
 import { timestepEmbedding } from './rope';

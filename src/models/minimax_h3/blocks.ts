@@ -3,10 +3,9 @@
 //   ff.net.0.proj.weight (H -> 2F: first half the value, second half the SiLU gate), ff.net.2.weight (F -> H)
 //   norm1/norm2.weight (RMSNorm with weight), adaln_proj.linear.{weight,bias} (time_embed_dim -> 18 H)
 // Shapes: the packed sequence is x [1, L, H]; attention runs numHeads x headDim (> H in the released model).
-import { DTYPE_BYTES, encode, f32ToF16Bits, type DType } from '../../engine/dtype';
+import { DTYPE_BYTES, encode, type DType } from '../../engine/dtype';
 import type { Engine } from '../../engine/engine';
 import { quantizeInt8PerChannel } from '../../engine/quantize';
-import { decodeSafe, SAFE_DTYPE_BYTES } from '../../engine/safetensors';
 import { glu } from '../../engine/ops/activation';
 import { attention } from '../../engine/ops/attention';
 import { contiguous } from '../../engine/ops/elementwise';
@@ -14,7 +13,8 @@ import { linear, type LinearOptions } from '../../engine/ops/linear';
 import { headRmsNorm, rmsNorm } from '../../engine/ops/norm';
 import { rope } from '../../engine/ops/rope';
 import type { Tensor } from '../../engine/tensor';
-import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../qwen3/weights';
+import { hostBytes } from '../common/host-weights';
+import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../common/weights';
 import type { H3Config } from './config';
 import type { RowModulation } from './modulation';
 
@@ -58,27 +58,13 @@ export function isHostLinear(m: AdaLNProjection): m is HostLinear {
 /** loadLinearModule's bytes kept on the host: the same quantisation (int8) or chunked conversion (load.ts) as upload. */
 export async function loadHostLinearModule(w: WeightLoader, p: string, n: number, k: number, bias: boolean): Promise<HostLinear> {
   const key = `${p}weight`;
-  const entry = w.ckpt.entry(key, [n, k]); // shape check with the checkpoint's message
   let host: HostLinear['host'];
   if (w.int8) {
+    w.ckpt.entry(key, [n, k]); // shape check with the checkpoint's message
     const q = quantizeInt8PerChannel(await w.ckpt.readFloat32(key), n, k);
     host = { N: n, K: k, weightDtype: 'i8', weight: new Uint8Array(q.q.buffer, q.q.byteOffset, q.q.byteLength), scales: encode(q.scales, w.dtype), scaleDtype: w.dtype };
   } else {
-    if (entry.dtype === 'I8') throw new RangeError(`${w.ckpt.path}: tensor "${key}" is I8; cannot load it as ${w.dtype}`); // as loadTensor
-    const srcElem = SAFE_DTYPE_BYTES[entry.dtype];
-    const weight = new Uint8Array(n * k * DTYPE_BYTES[w.dtype]);
-    await w.ckpt.readChunks(key, 8 * 2 ** 20, (bytes, off) => {
-      const at = (off / srcElem) * DTYPE_BYTES[w.dtype];
-      if (entry.dtype === (w.dtype === 'f32' ? 'F32' : 'F16')) return void weight.set(bytes, at);
-      const values = decodeSafe(bytes, entry.dtype);
-      if (w.dtype === 'f16') {
-        for (const v of values) {
-          if (Number.isFinite(v) && (f32ToF16Bits(v) & 0x7fff) === 0x7c00) throw new RangeError(`${w.ckpt.path}: tensor "${key}" holds ${v}, beyond f16's range (65504); load it as f32`);
-        }
-      }
-      weight.set(encode(values, w.dtype), at);
-    });
-    host = { N: n, K: k, weightDtype: w.dtype, weight, scales: null, scaleDtype: w.dtype };
+    host = { N: n, K: k, weightDtype: w.dtype, weight: await hostBytes(w.ckpt, key, [n, k], w.dtype), scales: null, scaleDtype: w.dtype };
   }
   return { host, bias: bias ? await loadPlain(w, `${p}bias`, [n]) : null };
 }

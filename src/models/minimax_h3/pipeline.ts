@@ -24,7 +24,7 @@ import { STAGE } from '../../catalog';
 import { commitFile, removeQuietly, tempSibling } from '../../media/files';
 import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
 import type { Pipeline, RunContext } from '../common/pipeline';
-import type { ComputeDType } from '../qwen3/weights';
+import type { ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
 import { buildPackedLayout, resolveGeometry, TEXT_TAG, type Geometry } from './layout';

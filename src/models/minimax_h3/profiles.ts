@@ -7,7 +7,7 @@
 // with S steps runs S - 1 transformer forwards (h3Forwards). See docs/models/minimax-h3.md "Profiles".
 import type { Engine } from '../../engine/engine';
 import { VIDEO_PROFILES } from '../../catalog';
-import type { ComputeDType } from '../qwen3/weights';
+import type { ComputeDType } from '../common/weights';
 import type { H3Config } from './config';
 import { MiniMaxH3Transformer, type H3LoadOptions } from './transformer';
 import { mergeAdapter, openH3Adapter } from './adapter';

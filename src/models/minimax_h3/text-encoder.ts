@@ -15,8 +15,8 @@ import { RowTable } from '../../engine/row-table';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { parseQwen3Config, Qwen3Model, type Qwen3Config } from '../qwen3';
-import { attachHostWeights, detachHostWeights, HostWeights } from '../qwen3/host-weights';
-import type { ComputeDType } from '../qwen3/weights';
+import { attachHostWeights, detachHostWeights, HostWeights } from '../common/host-weights';
+import type { ComputeDType } from '../common/weights';
 
 /** components.text_encoder_layer upstream: the hidden state that conditions the transformer. */
 export const H3_TEXT_ENCODER_LAYER = 50;

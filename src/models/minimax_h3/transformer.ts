@@ -19,7 +19,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
-import { loadPlain, type ComputeDType, type WeightLoader } from '../qwen3/weights';
+import { loadPlain, type ComputeDType, type WeightLoader } from '../common/weights';
 import { computeAdaLN, type AdaLNTables, type TimeEmbedder } from './adaln';
 import { applyLinear, freeLinearModule, H3RefinerBlock, H3TransformerBlock, loadLinearModule, type AdaLNProjection, type Linear, type RotaryTables } from './blocks';
 import { videoPatchDim, type H3Config } from './config';

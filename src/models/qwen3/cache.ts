@@ -6,7 +6,7 @@ import type { Engine } from '../../engine/engine';
 import type { Tensor } from '../../engine/tensor';
 import type { Qwen3Config } from './config';
 import type { LayerCache } from './layer';
-import type { ComputeDType } from './weights';
+import type { ComputeDType } from '../common/weights';
 
 /** Block id of a padding position: above every real token's id (f32 holds it exactly). */
 export const PAD_BLOCK = 2 ** 30;

@@ -11,7 +11,7 @@ import { headRmsNorm, rmsNorm } from '../../engine/ops/norm';
 import { rope } from '../../engine/ops/rope';
 import type { Tensor } from '../../engine/tensor';
 import type { Qwen3Config } from './config';
-import { freeLinear, loadLinear, loadPlain, type LinearWeight, type WeightLoader } from './weights';
+import { freeLinear, loadLinear, loadPlain, type LinearWeight, type WeightLoader } from '../common/weights';
 
 /** What every layer of one forward call shares. */
 export interface LayerContext {

@@ -16,7 +16,7 @@ import { fmtShape, type Tensor } from '../../engine/tensor';
 import { PAD_BLOCK, Qwen3KvCache, type KvCacheOptions } from './cache';
 import { parseQwen3Config, type Qwen3Config } from './config';
 import { Qwen3DecoderLayer, type LayerContext } from './layer';
-import { loadPlain, type ComputeDType, type WeightLoader } from './weights';
+import { loadPlain, type ComputeDType, type WeightLoader } from '../common/weights';
 
 export interface Qwen3LoadOptions {
   /** Compute dtype of activations, norms, embeddings (and linears unless int8). Default f16. */

@@ -14,7 +14,7 @@ import { linear } from '../../engine/ops/linear';
 import type { Checkpoint } from '../../engine/safetensors';
 import { Tensor } from '../../engine/tensor';
 import { Qwen3KvCache, Qwen3Model } from '../qwen3';
-import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../qwen3/weights';
+import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../common/weights';
 import type { TalkerConfig } from './talker';
 
 /**

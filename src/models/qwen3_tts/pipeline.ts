@@ -18,7 +18,7 @@ import { CLIP_SECONDS, STAGE } from '../../catalog';
 import { decodeAudio, probeAudio } from '../../media/audio-input';
 import { SPEECH_SAMPLE_RATE, writeWav } from '../../media/wav';
 import type { Pipeline, RunContext } from '../common/pipeline';
-import type { ComputeDType } from '../qwen3/weights';
+import type { ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { CodecDecoder, CodecEncoder } from './codec';
 import {

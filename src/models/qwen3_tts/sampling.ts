@@ -13,7 +13,7 @@ import type { Engine } from '../../engine/engine';
 import { add } from '../../engine/ops/elementwise';
 import { MAX_TOP_K, readIds, sample } from '../../engine/ops/sampling';
 import type { Tensor } from '../../engine/tensor';
-import type { ComputeDType } from '../qwen3/weights';
+import type { ComputeDType } from '../common/weights';
 
 export interface SamplingOptions {
   /** false: greedy argmax (upstream do_sample / subtalker_dosample). */

@@ -14,7 +14,7 @@ import { RowTable, type RowTablePlacement } from '../../engine/row-table';
 import type { Checkpoint } from '../../engine/safetensors';
 import { Tensor } from '../../engine/tensor';
 import { Qwen3KvCache, Qwen3Model, type Qwen3Positions } from '../qwen3';
-import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../qwen3/weights';
+import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../common/weights';
 import { checkIds, Qwen3TtsCodePredictor } from './code-predictor';
 import type { Qwen3TtsConfig } from './config';
 

@@ -23,7 +23,7 @@ import { layerNorm } from '../../engine/ops/norm';
 import { rope } from '../../engine/ops/rope';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
-import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../qwen3/weights';
+import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../common/weights';
 import { parseQwen3VlVisionConfig, type Qwen3VlVisionConfig } from './config';
 import { interpolatePositions, positionCorners, visionRotaryTable } from './positions';
 import type { VisionInput } from './preprocess';

@@ -17,7 +17,7 @@ import { linear } from '../../engine/ops/linear';
 import { headRmsNorm, layerNorm } from '../../engine/ops/norm';
 import { rope } from '../../engine/ops/rope';
 import type { Tensor } from '../../engine/tensor';
-import { freeLinear, loadLinear, loadPlain, type LinearWeight, type WeightLoader } from '../qwen3/weights';
+import { freeLinear, loadLinear, loadPlain, type LinearWeight, type WeightLoader } from '../common/weights';
 import type { QwenImage21Config } from './config';
 import type { ModRow } from './modulation';
 

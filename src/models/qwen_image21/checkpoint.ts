@@ -11,7 +11,7 @@ import { parseQwen3Config, type Qwen3Config } from '../qwen3/config';
 import {
   parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig, QWEN3_VL_IMAGE_PROCESSOR, type Qwen3VlImageProcessorConfig, type Qwen3VlVisionConfig,
 } from '../qwen3_vl_vision';
-import type { ComputeDType } from '../qwen3/weights';
+import type { ComputeDType } from '../common/weights';
 import type { TextTokenizer } from '../tokenizer';
 import { parseQwenImage21Config, type QwenImage21Config } from './config';
 import { parseFlowMatchConfig, type FlowMatchConfig } from './scheduler';

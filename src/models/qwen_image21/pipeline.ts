@@ -20,7 +20,7 @@ import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../catalog';
 import { loadImage, probeImage, writePng, type ImageTensor, type PngParameters } from '../../media';
 import type { Pipeline, RunContext } from '../common/pipeline';
-import type { ComputeDType } from '../qwen3/weights';
+import type { ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { imageMaskWithTarget, jointLayout, type ImageShape, type JointLayout } from './layout';
 import { eulerStep } from './sampler';

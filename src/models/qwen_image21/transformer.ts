@@ -28,7 +28,7 @@ import { linear } from '../../engine/ops/linear';
 import { layerNorm, rmsNorm } from '../../engine/ops/norm';
 import { Checkpoint } from '../../engine/safetensors';
 import { fmtShape, type Tensor } from '../../engine/tensor';
-import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../qwen3/weights';
+import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../common/weights';
 import { QwenImage21Block, type BlockPart, type LayerKv } from './block';
 import { parseQwenImage21Config, type QwenImage21Config } from './config';
 import { ropeRows, type JointLayout } from './layout';

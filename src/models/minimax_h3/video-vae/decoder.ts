@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { Engine } from '../../../engine/engine';
 import { Checkpoint } from '../../../engine/safetensors';
 import type { Tensor } from '../../../engine/tensor';
-import type { ComputeDType, WeightLoader } from '../../qwen3/weights';
+import type { ComputeDType, WeightLoader } from '../../common/weights';
 import { decodePlan, parseVideoVaeConfig, RELEASED_TILING, splitTiles, temporalGeometry, type TilingOptions, type VideoVaeConfig } from './config';
 import { tileRope, VaeViTDecoder, type Capture, type TileRope } from './vit';
 

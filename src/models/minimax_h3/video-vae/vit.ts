@@ -20,7 +20,7 @@ import { headRmsNorm, layerNorm, rmsNorm } from '../../../engine/ops/norm';
 import { rope } from '../../../engine/ops/rope';
 import { ropeAxes, uploadRope } from '../../../engine/rope-tables';
 import type { Tensor } from '../../../engine/tensor';
-import { freeLinear, loadLinear, loadPlain, type LinearWeight, type WeightLoader } from '../../qwen3/weights';
+import { freeLinear, loadLinear, loadPlain, type LinearWeight, type WeightLoader } from '../../common/weights';
 import { vaeDim, type VideoVaeConfig } from './config';
 
 /** nn.Linear with bias. */

@@ -17,7 +17,7 @@ import { linear } from '../../../engine/ops/linear';
 import { layerNorm } from '../../../engine/ops/norm';
 import type { Checkpoint } from '../../../engine/safetensors';
 import type { Tensor } from '../../../engine/tensor';
-import type { ComputeDType } from '../../qwen3/weights';
+import type { ComputeDType } from '../../common/weights';
 import type { CodecDecoderConfig, SpeechTokenizerConfig } from '../config';
 import { SnakeBeta } from './activations';
 import { CausalConv1d, CausalConvTranspose1d } from './conv';

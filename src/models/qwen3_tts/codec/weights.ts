@@ -1,11 +1,11 @@
 // Loading helpers for the 12 Hz codec (speech_tokenizer/model.safetensors): plain tensors in the compute dtype
-// (src/models/qwen3/weights.ts), conv weights re-laid once for the conv kernel, and derived tensors computed on the
+// (src/models/common/weights.ts), conv weights re-laid once for the conv kernel, and derived tensors computed on the
 // CPU in float64 from checkpoint values (codebooks = embedding_sum / max(cluster_usage, eps)).
 import type { Engine } from '../../../engine/engine';
 import { loadTensor } from '../../../engine/load';
 import { prepareConvWeight, type PreparedConvWeight } from '../../../engine/ops/conv';
 import type { Tensor } from '../../../engine/tensor';
-import { loadPlain, type WeightLoader } from '../../qwen3/weights';
+import { loadPlain, type WeightLoader } from '../../common/weights';
 
 export { loadPlain, type WeightLoader };
 

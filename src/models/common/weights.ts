@@ -1,7 +1,7 @@
-// Loading the decoder's tensors from a checkpoint: norms and embeddings in the compute dtype, linear weights in
-// the compute dtype or as weight-only int8 (quantised per output channel at load, see src/engine/quantize.ts).
-// bf16 checkpoints are converted on upload (load.ts); a value beyond f16's range fails loudly. A checkpoint with a
-// host copy attached (host-weights.ts) is served from / recorded into that copy instead.
+// Loading a model's tensors from a checkpoint, for every model: norms, biases and embeddings in the compute dtype,
+// linear weights in the compute dtype or as weight-only int8 (quantised per output channel at load, see
+// src/engine/quantize.ts). bf16 checkpoints are converted on upload (load.ts); a value beyond f16's range fails
+// loudly. A checkpoint with a host copy attached (host-weights.ts) is served from / recorded into that copy instead.
 import type { Engine } from '../../engine/engine';
 import { loadTensor } from '../../engine/load';
 import type { Int8Weight } from '../../engine/ops/linear';
@@ -10,6 +10,7 @@ import type { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { hostWeightsOf } from './host-weights';
 
+/** The dtype a model computes in: its activations and its (non-int8) weights. */
 export type ComputeDType = 'f32' | 'f16';
 /** A linear weight (N, K) as PyTorch stores it: plain, or int8 with per-output-channel scales. */
 export type LinearWeight = Tensor | Int8Weight;
@@ -18,6 +19,7 @@ export interface WeightLoader {
   e: Engine;
   ckpt: Checkpoint;
   dtype: ComputeDType;
+  /** loadLinear quantises to int8 (weight-only, per output channel). */
   int8: boolean;
   /** Every tensor loaded so far, to free them all if a later one fails. */
   loaded: Tensor[];

@@ -76,7 +76,7 @@ export class HostWeights {
       this.counts.replayed++;
     } else {
       this.miss(key);
-      h = { shape: [...shape], dtype, bytes: await prepare(ckpt, key, shape, dtype) };
+      h = { shape: [...shape], dtype, bytes: await hostBytes(ckpt, key, shape, dtype) };
       this.counts.read++;
       this.plain.set(key, h);
     }
@@ -111,8 +111,11 @@ export class HostWeights {
   }
 }
 
-/** The tensor's bytes in `dtype`, converted chunk by chunk by load.ts's readConverted (so the GPU gets loadTensor's bits). */
-async function prepare(ckpt: Checkpoint, key: string, shape: readonly number[], dtype: ComputeDType): Promise<Uint8Array> {
+/**
+ * The tensor's bytes in `dtype` (F32, F16 or BF16 stored), converted chunk by chunk by load.ts's readConverted: the
+ * bytes loadTensor would upload. Shape checked with the checkpoint's message.
+ */
+export async function hostBytes(ckpt: Checkpoint, key: string, shape: readonly number[], dtype: ComputeDType): Promise<Uint8Array> {
   const entry = ckpt.entry(key, shape);
   if (entry.dtype !== 'F32' && entry.dtype !== 'F16' && entry.dtype !== 'BF16') {
     throw new CheckpointError(`${ckpt.path}: tensor "${key}" is ${entry.dtype}; cannot load it as ${dtype}`);
