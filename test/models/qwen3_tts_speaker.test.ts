@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { Engine } from '../../src/engine/engine';
 import type { Tensor } from '../../src/engine/tensor';
+import type { ComputeDType } from '../../src/models/common/weights';
 import { parseQwen3TtsConfig } from '../../src/models/qwen3_tts/config';
-import { minSpeakerSamples, SpeakerEncoder, speakerEmbedding, type SpeakerDType } from '../../src/models/qwen3_tts/speaker-encoder';
+import { minSpeakerSamples, SpeakerEncoder, speakerEmbedding } from '../../src/models/qwen3_tts/speaker-encoder';
 import { resampleAudio, resampledLength } from '../../src/models/qwen3_tts/speaker-resample';
 import { expectClose, goldenDir, GoldenCase, goldenTests } from './golden';
 
@@ -16,13 +17,13 @@ let engine: Promise<Engine> | null = null;
 const getEngine = () => (engine ??= Engine.create({ debug: true, allowSoftware: true }));
 after(async () => (await engine)?.destroy());
 
-async function load(c: GoldenCase, dtype: SpeakerDType): Promise<{ e: Engine; enc: SpeakerEncoder }> {
+async function load(c: GoldenCase, dtype: ComputeDType): Promise<{ e: Engine; enc: SpeakerEncoder }> {
   const e = await getEngine();
   const cfg = parseQwen3TtsConfig(c.config, c.path);
   return { e, enc: await SpeakerEncoder.load(e, c.ckpt, cfg.speakerEncoder, { dtype, prefix: 'weight.' }) };
 }
 
-for (const dtype of ['f32', 'f16'] as SpeakerDType[]) {
+for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
   goldenTests('qwen3_tts', 'speaker_encoder', async (c) => {
     const { e, enc } = await load(c, dtype);
     const tol = c.tol(dtype);

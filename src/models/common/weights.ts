@@ -2,6 +2,7 @@
 // linear weights in the compute dtype or as weight-only int8 (quantised per output channel at load, see
 // src/engine/quantize.ts). bf16 checkpoints are converted on upload (load.ts); a value beyond f16's range fails
 // loudly. A checkpoint with a host copy attached (host-weights.ts) is served from / recorded into that copy instead.
+// Conv weights: conv-weights.ts.
 import type { Engine } from '../../engine/engine';
 import { loadTensor } from '../../engine/load';
 import type { Int8Weight } from '../../engine/ops/linear';
@@ -21,29 +22,49 @@ export interface WeightLoader {
   dtype: ComputeDType;
   /** loadLinear quantises to int8 (weight-only, per output channel). */
   int8: boolean;
-  /** Every tensor loaded so far, to free them all if a later one fails. */
-  loaded: Tensor[];
+  /** Prepended to every key the loaders read (golden fixtures: "weight."). Default: none. */
+  prefix?: string;
+  /** Everything loaded so far (tensors, prepared conv weights, ...), to free them all if a later one fails. */
+  loaded: { free(): void }[];
+}
+
+export function newWeightLoader(e: Engine, ckpt: Checkpoint, dtype: ComputeDType, o: { int8?: boolean; prefix?: string } = {}): WeightLoader {
+  return { e, ckpt, dtype, int8: !!o.int8, prefix: o.prefix ?? '', loaded: [] };
+}
+
+/** The checkpoint key of `key` (the loader's prefix prepended). */
+export function keyOf(w: WeightLoader, key: string): string {
+  return w.prefix ? w.prefix + key : key;
 }
 
 export async function loadPlain(w: WeightLoader, key: string, shape: readonly number[]): Promise<Tensor> {
+  const k = keyOf(w, key);
   const host = hostWeightsOf(w.ckpt);
-  const t = host ? await host.loadPlain(w.e, w.ckpt, key, shape, w.dtype) : await loadTensor(w.e, w.ckpt, key, { dtype: w.dtype, shape });
+  const t = host ? await host.loadPlain(w.e, w.ckpt, k, shape, w.dtype) : await loadTensor(w.e, w.ckpt, k, { dtype: w.dtype, shape });
   w.loaded.push(t);
   return t;
 }
 
 export async function loadLinear(w: WeightLoader, key: string, shape: readonly [number, number]): Promise<LinearWeight> {
   if (!w.int8) return loadPlain(w, key, shape);
+  const k = keyOf(w, key);
   const host = hostWeightsOf(w.ckpt);
   if (host) {
-    const t = await host.loadInt8(w.e, w.ckpt, key, shape, w.dtype);
+    const t = await host.loadInt8(w.e, w.ckpt, k, shape, w.dtype);
     w.loaded.push(t.q, t.scales);
     return t;
   }
-  w.ckpt.entry(key, shape); // shape check with the checkpoint's message
-  const q = quantizeInt8PerChannel(await w.ckpt.readFloat32(key), shape[0], shape[1]);
-  const t = uploadInt8(w.e, q, w.dtype, key);
+  w.ckpt.entry(k, shape); // shape check with the checkpoint's message
+  const q = quantizeInt8PerChannel(await w.ckpt.readFloat32(k), shape[0], shape[1]);
+  const t = uploadInt8(w.e, q, w.dtype, k);
   w.loaded.push(t.q, t.scales);
+  return t;
+}
+
+/** Host values (weights folded or derived at load) uploaded in the loader's dtype (or `dtype`), tracked. */
+export function uploadTracked(w: WeightLoader, values: ArrayLike<number>, shape: readonly number[], label: string, dtype: ComputeDType = w.dtype): Tensor {
+  const t = w.e.upload(values, shape, dtype, label);
+  w.loaded.push(t);
   return t;
 }
 

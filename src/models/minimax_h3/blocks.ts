@@ -14,7 +14,7 @@ import { headRmsNorm, rmsNorm } from '../../engine/ops/norm';
 import { rope } from '../../engine/ops/rope';
 import type { Tensor } from '../../engine/tensor';
 import { hostBytes } from '../common/host-weights';
-import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../common/weights';
+import { freeLinear, keyOf, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../common/weights';
 import type { H3Config } from './config';
 import type { RowModulation } from './modulation';
 
@@ -57,7 +57,7 @@ export function isHostLinear(m: AdaLNProjection): m is HostLinear {
 
 /** loadLinearModule's bytes kept on the host: the same quantisation (int8) or chunked conversion (load.ts) as upload. */
 export async function loadHostLinearModule(w: WeightLoader, p: string, n: number, k: number, bias: boolean): Promise<HostLinear> {
-  const key = `${p}weight`;
+  const key = keyOf(w, `${p}weight`);
   let host: HostLinear['host'];
   if (w.int8) {
     w.ckpt.entry(key, [n, k]); // shape check with the checkpoint's message

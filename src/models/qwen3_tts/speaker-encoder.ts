@@ -16,8 +16,7 @@
 // pads with zeros or edge values only); k = 1 convs need none. Weights are re-laid once at load
 // (prepareConvWeight). Dtype: f32 or f16 for weights and activations; the mel front end stays f32 and is cast.
 import type { Engine } from '../../engine/engine';
-import { loadTensor } from '../../engine/load';
-import { conv1d, prepareConvWeight, type PreparedConvWeight } from '../../engine/ops/conv';
+import { conv1d, type PreparedConvWeight } from '../../engine/ops/conv';
 import { add, mul, sub } from '../../engine/ops/elementwise';
 import { cast, concat, pad } from '../../engine/ops/layout';
 import { mean, sum } from '../../engine/ops/reduce';
@@ -25,22 +24,14 @@ import { softmax } from '../../engine/ops/softmax';
 import { relu, sigmoid, sqrt, square, tanh } from '../../engine/ops/unary';
 import type { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
+import { loadConvWeight } from '../common/conv-weights';
+import { loadPlain, newWeightLoader, type ComputeDType, type WeightLoader } from '../common/weights';
 import type { SpeakerEncoderConfig } from './config';
 import { MelFrontEnd, melMinSamples, SPEAKER_MEL } from './mel';
 import { resampleAudio } from './speaker-resample';
 
-export type SpeakerDType = 'f32' | 'f16';
-
 /** AttentiveStatisticsPooling's floor under the variance before the square root. */
 const STD_EPS = 1e-12;
-
-interface Loader {
-  e: Engine;
-  ckpt: Checkpoint;
-  dtype: SpeakerDType;
-  /** Everything loaded so far, freed if a later load fails. */
-  owned: { free(): void }[];
-}
 
 /** nn.Conv1d(padding="same", padding_mode="reflect") with bias: `weight` prepared for the engine's conv. */
 export class ReflectConv1d {
@@ -51,18 +42,9 @@ export class ReflectConv1d {
     readonly dilation: number,
   ) {}
 
-  static async load(l: Loader, key: string, cout: number, cin: number, k: number, dilation = 1): Promise<ReflectConv1d> {
-    const w = await loadTensor(l.e, l.ckpt, `${key}.weight`, { dtype: l.dtype, shape: [cout, cin, k] });
-    let weight: PreparedConvWeight;
-    try {
-      weight = prepareConvWeight(l.e, w);
-    } finally {
-      w.free();
-    }
-    l.owned.push(weight);
-    const bias = await loadTensor(l.e, l.ckpt, `${key}.bias`, { dtype: l.dtype, shape: [cout] });
-    l.owned.push(bias);
-    return new ReflectConv1d(weight, bias, k, dilation);
+  static async load(l: WeightLoader, key: string, cout: number, cin: number, k: number, dilation = 1): Promise<ReflectConv1d> {
+    const weight = await loadConvWeight(l, `${key}.weight`, [cout, cin, k]);
+    return new ReflectConv1d(weight, await loadPlain(l, `${key}.bias`, [cout]), k, dilation);
   }
 
   /** PyTorch's "same" split of dilation * (k - 1): the odd sample goes behind. */
@@ -95,7 +77,7 @@ export class ReflectConv1d {
 export class TimeDelayNetBlock {
   constructor(readonly conv: ReflectConv1d) {}
 
-  static async load(l: Loader, key: string, cout: number, cin: number, k: number, dilation = 1): Promise<TimeDelayNetBlock> {
+  static async load(l: WeightLoader, key: string, cout: number, cin: number, k: number, dilation = 1): Promise<TimeDelayNetBlock> {
     return new TimeDelayNetBlock(await ReflectConv1d.load(l, `${key}.conv`, cout, cin, k, dilation));
   }
 
@@ -115,7 +97,7 @@ export class TimeDelayNetBlock {
 export class Res2NetBlock {
   constructor(readonly blocks: TimeDelayNetBlock[], readonly scale: number) {}
 
-  static async load(l: Loader, key: string, channels: number, scale: number, k: number, dilation: number): Promise<Res2NetBlock> {
+  static async load(l: WeightLoader, key: string, channels: number, scale: number, k: number, dilation: number): Promise<Res2NetBlock> {
     if (channels % scale) throw new RangeError(`${key}: ${channels} channels do not split into ${scale} chunks`);
     const w = channels / scale;
     const blocks: TimeDelayNetBlock[] = [];
@@ -147,7 +129,7 @@ export class Res2NetBlock {
 export class SqueezeExcitationBlock {
   constructor(readonly conv1: ReflectConv1d, readonly conv2: ReflectConv1d) {}
 
-  static async load(l: Loader, key: string, channels: number, se: number): Promise<SqueezeExcitationBlock> {
+  static async load(l: WeightLoader, key: string, channels: number, se: number): Promise<SqueezeExcitationBlock> {
     return new SqueezeExcitationBlock(await ReflectConv1d.load(l, `${key}.conv1`, se, channels, 1), await ReflectConv1d.load(l, `${key}.conv2`, channels, se, 1));
   }
 
@@ -182,7 +164,7 @@ export class SqueezeExcitationRes2NetBlock {
     readonly se_block: SqueezeExcitationBlock,
   ) {}
 
-  static async load(l: Loader, key: string, cin: number, cout: number, c: SpeakerEncoderConfig, i: number): Promise<SqueezeExcitationRes2NetBlock> {
+  static async load(l: WeightLoader, key: string, cin: number, cout: number, c: SpeakerEncoderConfig, i: number): Promise<SqueezeExcitationRes2NetBlock> {
     if (cin !== cout) throw new RangeError(`${key}: the residual needs ${cin} in = ${cout} out channels`);
     return new SqueezeExcitationRes2NetBlock(
       await TimeDelayNetBlock.load(l, `${key}.tdnn1`, cout, cin, 1),
@@ -221,7 +203,7 @@ export class SqueezeExcitationRes2NetBlock {
 export class AttentiveStatisticsPooling {
   constructor(readonly tdnn: TimeDelayNetBlock, readonly conv: ReflectConv1d) {}
 
-  static async load(l: Loader, key: string, channels: number, attention: number): Promise<AttentiveStatisticsPooling> {
+  static async load(l: WeightLoader, key: string, channels: number, attention: number): Promise<AttentiveStatisticsPooling> {
     return new AttentiveStatisticsPooling(
       await TimeDelayNetBlock.load(l, `${key}.tdnn`, attention, 3 * channels, 1),
       await ReflectConv1d.load(l, `${key}.conv`, channels, attention, 1),
@@ -289,7 +271,7 @@ export interface SpeakerEncoderTrace {
 
 export interface SpeakerEncoderLoadOptions {
   /** Weights and activations (default f32). */
-  dtype?: SpeakerDType;
+  dtype?: ComputeDType;
   /** Prepended to every key ("weight." in golden fixtures). Default "". */
   prefix?: string;
 }
@@ -297,7 +279,7 @@ export interface SpeakerEncoderLoadOptions {
 export class SpeakerEncoder {
   private constructor(
     readonly config: SpeakerEncoderConfig,
-    readonly dtype: SpeakerDType,
+    readonly dtype: ComputeDType,
     /** blocks.0 (TDNN) then the SE-Res2Net blocks. */
     readonly blocks: readonly [TimeDelayNetBlock, ...SqueezeExcitationRes2NetBlock[]],
     readonly mfa: TimeDelayNetBlock,
@@ -317,7 +299,7 @@ export class SpeakerEncoder {
     if (mfaIn !== c.channels[n - 1]) {
       throw new RangeError(`speaker encoder: mfa takes the concat of blocks 1..${n - 2} (${mfaIn} channels) but enc_channels[-1] is ${c.channels[n - 1]}`);
     }
-    const l: Loader = { e, ckpt, dtype: o.dtype ?? 'f32', owned: [] };
+    const l = newWeightLoader(e, ckpt, o.dtype ?? 'f32');
     const p = `${o.prefix ?? ''}speaker_encoder.`;
     try {
       const first = await TimeDelayNetBlock.load(l, `${p}blocks.0`, c.channels[0]!, c.melDim, c.kernelSizes[0]!, c.dilations[0]!);
@@ -329,7 +311,7 @@ export class SpeakerEncoder {
       const fc = await ReflectConv1d.load(l, `${p}fc`, c.encDim, 2 * last, 1);
       return new SpeakerEncoder(c, l.dtype, [first, ...se], mfa, asp, fc, MelFrontEnd.create(e));
     } catch (err) {
-      for (const t of l.owned) t.free();
+      for (const t of l.loaded) t.free();
       throw err;
     }
   }
@@ -388,7 +370,7 @@ export function minSpeakerSamples(enc: SpeakerEncoder): number {
 
 export interface SpeakerEmbeddingOptions {
   /** dtype of the returned vector (default: the encoder's). The talker takes it in its own compute dtype. */
-  dtype?: SpeakerDType;
+  dtype?: ComputeDType;
 }
 
 /**

@@ -17,8 +17,9 @@ import { copy } from '../../../engine/ops/layout';
 import { Activation1d } from '../../../engine/ops/resample_alias_free';
 import type { Checkpoint } from '../../../engine/safetensors';
 import type { Tensor } from '../../../engine/tensor';
+import { loadPlain, newWeightLoader, type ComputeDType, type WeightLoader } from '../../common/weights';
 import { hopLength, type AudioVaeConfig } from './config';
-import { checkFilter, loadConvWeight, loadPlain, type AudioVaeDType, type AudioVaeLoader } from './weights';
+import { checkFilter, loadWeightNormConv } from './weights';
 
 /** Stage outputs kept by forward() when asked (copies, channels-last; the caller frees them). */
 export type AudioVaeTrace = Map<string, Tensor>;
@@ -34,12 +35,12 @@ interface Snake {
   beta: Tensor;
 }
 
-async function loadConv(w: AudioVaeLoader, p: string, shape: [number, number, number], bias: boolean, transposed = false): Promise<Conv> {
-  const weight = await loadConvWeight(w, p, shape, transposed);
+async function loadConv(w: WeightLoader, p: string, shape: [number, number, number], bias: boolean, transposed = false): Promise<Conv> {
+  const weight = await loadWeightNormConv(w, p, shape, transposed);
   return { w: weight, bias: bias ? await loadPlain(w, `${p}bias`, [transposed ? shape[1] : shape[0]]) : undefined };
 }
 
-async function loadSnake(w: AudioVaeLoader, act: Activation1d, p: string, channels: number): Promise<Snake> {
+async function loadSnake(w: WeightLoader, act: Activation1d, p: string, channels: number): Promise<Snake> {
   await checkFilter(w, `${p}upsample.filter`, act.up);
   await checkFilter(w, `${p}downsample.lowpass.filter`, act.down);
   return { alpha: await loadPlain(w, `${p}act.alpha`, [channels]), beta: await loadPlain(w, `${p}act.beta`, [channels]) };
@@ -55,7 +56,7 @@ class AmpBlock {
     readonly acts: Snake[],
   ) {}
 
-  static async load(w: AudioVaeLoader, act: Activation1d, p: string, channels: number, kernel: number, dilations: number[]): Promise<AmpBlock> {
+  static async load(w: WeightLoader, act: Activation1d, p: string, channels: number, kernel: number, dilations: number[]): Promise<AmpBlock> {
     const shape: [number, number, number] = [channels, channels, kernel];
     const convs1: Conv[] = [];
     const convs2: Conv[] = [];
@@ -115,7 +116,7 @@ export function receptiveFieldFrames(c: AudioVaeConfig, resamplerTaps = 12, rati
 
 export interface AudioVaeLoadOptions {
   /** Compute dtype (default f32; the real checkpoint is fp32 and upstream keeps the VAE in fp32). */
-  dtype?: AudioVaeDType;
+  dtype?: ComputeDType;
   /** Key prefix (fixtures: "weight."). */
   prefix?: string;
 }
@@ -152,7 +153,7 @@ export function interleave(channels: readonly Float32Array[]): Float32Array {
 export class AudioVaeDecoder {
   private constructor(
     readonly config: AudioVaeConfig,
-    readonly dtype: AudioVaeDType,
+    readonly dtype: ComputeDType,
     private readonly act: Activation1d,
     private readonly inProj: Conv,
     private readonly convPre: Conv,
@@ -171,7 +172,7 @@ export class AudioVaeDecoder {
 
   static async load(e: Engine, ckpt: Checkpoint, cfg: AudioVaeConfig, opts: AudioVaeLoadOptions = {}): Promise<AudioVaeDecoder> {
     const dtype = opts.dtype ?? 'f32';
-    const w: AudioVaeLoader = { e, ckpt, dtype, prefix: opts.prefix ?? '', loaded: [] };
+    const w = newWeightLoader(e, ckpt, dtype, { prefix: opts.prefix });
     const act = Activation1d.create(e); // ratio 2, 12 taps (upstream's defaults, checked against the stored filters)
     w.loaded.push(act);
     try {

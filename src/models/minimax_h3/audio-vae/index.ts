@@ -5,4 +5,4 @@ export {
   AudioVaeDecoder, interleave, receptiveFieldFrames,
   type AudioVaeDecodeOptions, type AudioVaeLoadOptions, type AudioVaeTrace, type DecodedAudio,
 } from './decoder';
-export { foldWeightNorm, type AudioVaeDType } from './weights';
+export { foldWeightNorm } from './weights';

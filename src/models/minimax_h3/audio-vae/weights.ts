@@ -6,33 +6,14 @@
 // conv weight's shape); the effective weight is g * v / ||v|| with the norm over every dim but 0 (for a transposed
 // conv, whose weight is [Cin, Cout, k], that is per *input* channel). The newer parametrisation spelling
 // (`<p>parametrizations.weight.original0/1` = g, v) and a plain `<p>weight` are read too.
-import type { Engine } from '../../../engine/engine';
-import { loadTensor } from '../../../engine/load';
-import { prepareConvWeight, type PreparedConvWeight } from '../../../engine/ops/conv';
 import type { AliasFreeResampler } from '../../../engine/ops/resample_alias_free';
-import { CheckpointError, type Checkpoint } from '../../../engine/safetensors';
-import type { Tensor } from '../../../engine/tensor';
-
-export type AudioVaeDType = 'f32' | 'f16';
-
-export interface AudioVaeLoader {
-  e: Engine;
-  ckpt: Checkpoint;
-  dtype: AudioVaeDType;
-  /** Prepended to every checkpoint key (fixtures: "weight."). */
-  prefix: string;
-  /** Everything uploaded so far, freed if a later tensor fails. */
-  loaded: { free(): void }[];
-}
+import type { PreparedConvWeight } from '../../../engine/ops/conv';
+import { CheckpointError } from '../../../engine/safetensors';
+import { loadConvWeight, prepareRawConvWeight } from '../../common/conv-weights';
+import { keyOf, type WeightLoader } from '../../common/weights';
 
 /** Max |stored - computed| accepted for a resampling filter tap: upstream builds them in float32 (~1e-7 off). */
 const FILTER_ATOL = 1e-6;
-
-export async function loadPlain(w: AudioVaeLoader, key: string, shape: readonly number[]): Promise<Tensor> {
-  const t = await loadTensor(w.e, w.ckpt, w.prefix + key, { dtype: w.dtype, shape });
-  w.loaded.push(t);
-  return t;
-}
 
 /** g * v / ||v||, norm over every dim but 0, in float64: v [d0, ...rest] flat, g [d0]. */
 export function foldWeightNorm(g: ArrayLike<number>, v: ArrayLike<number>, d0: number): Float64Array {
@@ -52,29 +33,19 @@ export function foldWeightNorm(g: ArrayLike<number>, v: ArrayLike<number>, d0: n
  * A conv weight of PyTorch shape `shape` ([Cout, Cin, k], or [Cin, Cout, k] when `transposed`) under module
  * prefix `p` (e.g. "decoder.conv_pre."), weight-norm pairs folded, prepared for the conv kernel.
  */
-export async function loadConvWeight(w: AudioVaeLoader, p: string, shape: readonly number[], transposed = false): Promise<PreparedConvWeight> {
-  const key = (k: string) => w.prefix + p + k;
+export async function loadWeightNormConv(w: WeightLoader, p: string, shape: readonly number[], transposed = false): Promise<PreparedConvWeight> {
+  const key = (k: string) => keyOf(w, p + k);
   const pairs: [string, string][] = [['weight_g', 'weight_v'], ['parametrizations.weight.original0', 'parametrizations.weight.original1']];
   const pair = pairs.find(([g, v]) => w.ckpt.has(key(g)) && w.ckpt.has(key(v)));
-  let raw: Tensor;
   if (pair) {
     const d0 = shape[0]!;
     w.ckpt.entry(key(pair[0]), [d0, ...shape.slice(1).map(() => 1)]);
     w.ckpt.entry(key(pair[1]), shape);
     const folded = foldWeightNorm(await w.ckpt.readFloat32(key(pair[0])), await w.ckpt.readFloat32(key(pair[1])), d0);
-    raw = w.e.upload(folded, shape, w.dtype, `${p}weight`);
-  } else if (w.ckpt.has(key('weight'))) {
-    raw = await loadTensor(w.e, w.ckpt, key('weight'), { dtype: w.dtype, shape });
-  } else {
-    throw new CheckpointError(`${w.ckpt.path}: no ${key('weight')} nor a weight-norm pair (${key('weight_g')} / ${key('weight_v')})`);
+    return prepareRawConvWeight(w, w.e.upload(folded, shape, w.dtype, `${p}weight`), { transposed });
   }
-  try {
-    const prepared = prepareConvWeight(w.e, raw, { transposed });
-    w.loaded.push(prepared);
-    return prepared;
-  } finally {
-    raw.free(); // ordered on the queue after the copy that reads it
-  }
+  if (w.ckpt.has(key('weight'))) return loadConvWeight(w, `${p}weight`, shape, { transposed });
+  throw new CheckpointError(`${w.ckpt.path}: no ${key('weight')} nor a weight-norm pair (${key('weight_g')} / ${key('weight_v')})`);
 }
 
 /**
@@ -82,8 +53,8 @@ export async function loadConvWeight(w: AudioVaeLoader, p: string, shape: readon
  * the same Kaiser-sinc taps itself. A checkpoint without the buffer passes (the taps are a function of the
  * ratio and kernel size alone); one whose taps differ would need the stored filter and fails loudly.
  */
-export async function checkFilter(w: AudioVaeLoader, key: string, r: AliasFreeResampler): Promise<void> {
-  const k = w.prefix + key;
+export async function checkFilter(w: WeightLoader, key: string, r: AliasFreeResampler): Promise<void> {
+  const k = keyOf(w, key);
   if (!w.ckpt.has(k)) return;
   w.ckpt.entry(k, [1, 1, r.kernelSize]);
   const stored = await w.ckpt.readFloat32(k);

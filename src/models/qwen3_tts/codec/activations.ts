@@ -6,7 +6,7 @@ import type { Engine } from '../../../engine/engine';
 import { snake } from '../../../engine/ops/activation';
 import { elu as unaryElu } from '../../../engine/ops/unary';
 import type { Tensor } from '../../../engine/tensor';
-import { loadPlain, type WeightLoader } from './weights';
+import { loadPlain, type WeightLoader } from '../../common/weights';
 
 export class SnakeBeta {
   constructor(

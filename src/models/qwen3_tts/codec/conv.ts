@@ -9,7 +9,8 @@
 import type { Engine } from '../../../engine/engine';
 import { conv1d, convTranspose1d, type PadMode, type PreparedConvWeight } from '../../../engine/ops/conv';
 import type { Tensor } from '../../../engine/tensor';
-import { loadConvWeight, loadPlain, type WeightLoader } from './weights';
+import { loadConvWeight } from '../../common/conv-weights';
+import { loadPlain, type WeightLoader } from '../../common/weights';
 
 /** Right padding that makes the strided conv cover every input sample (upstream _get_extra_padding_for_conv1d). */
 export function extraPadding(length: number, kEff: number, stride: number): number {

@@ -17,13 +17,13 @@ import { linear } from '../../../engine/ops/linear';
 import { layerNorm } from '../../../engine/ops/norm';
 import type { Checkpoint } from '../../../engine/safetensors';
 import type { Tensor } from '../../../engine/tensor';
-import type { ComputeDType } from '../../common/weights';
+import { loadPlain, newWeightLoader, type ComputeDType, type WeightLoader } from '../../common/weights';
 import type { CodecDecoderConfig, SpeechTokenizerConfig } from '../config';
 import { SnakeBeta } from './activations';
 import { CausalConv1d, CausalConvTranspose1d } from './conv';
 import { SplitRvqDecoder } from './rvq';
 import { CodecDecoderTransformer } from './transformer';
-import { loadPlain, loadPointwise, newLoader, type WeightLoader } from './weights';
+import { loadPointwise } from './weights';
 
 /** Upstream Qwen3TTSTokenizerV2ConvNeXtBlock: x + gamma * pwconv2(gelu(pwconv1(LayerNorm(dwconv(x))))). */
 export class ConvNeXtBlock {
@@ -170,7 +170,7 @@ export class CodecDecoder {
     const c = 'decoder' in cfg ? cfg.decoder : cfg;
     const samplesPerFrame = [...c.upsamplingRatios, ...c.upsampleRates].reduce((a, b) => a * b, 1);
     const p = `${o.prefix ?? ''}decoder.`;
-    const w = newLoader(e, ckpt, o.dtype ?? 'f32');
+    const w = newWeightLoader(e, ckpt, o.dtype ?? 'f32');
     try {
       const quantizer = await SplitRvqDecoder.load(w, c, `${p}quantizer.`);
       const pre_conv = await CausalConv1d.load(w, `${p}pre_conv.`, { cin: c.codebookDim, cout: c.latentDim, k: 3 });

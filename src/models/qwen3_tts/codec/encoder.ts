@@ -14,12 +14,12 @@ import type { Engine } from '../../../engine/engine';
 import { add } from '../../../engine/ops/elementwise';
 import type { Checkpoint } from '../../../engine/safetensors';
 import type { Tensor } from '../../../engine/tensor';
+import { newWeightLoader, type WeightLoader } from '../../common/weights';
 import type { CodecEncoderConfig, SpeechTokenizerConfig } from '../config';
 import { elu } from './activations';
 import { CausalConv1d } from './conv';
 import { MimiRvqEncoder } from './rvq';
 import { MimiTransformer } from './transformer';
-import { newLoader, type WeightLoader } from './weights';
 
 /** MimiResnetBlock with one dilation pair [1, 1] (num_residual_layers 1, as every Qwen3-TTS checkpoint): block.1, block.3. */
 export class MimiResnetBlock {
@@ -78,7 +78,7 @@ export class CodecEncoder {
     if (!Number.isInteger(nq) || nq < nSem || nq > c.numQuantizers) {
       throw new RangeError(`CodecEncoder.load: quantizers ${nq} not in ${nSem}..${c.numQuantizers}`);
     }
-    const w = newLoader(e, ckpt, 'f32');
+    const w = newWeightLoader(e, ckpt, 'f32');
     try {
       const L = `${p}encoder.layers.`;
       const first = await CausalConv1d.load(w, `${L}0.`, { cin: 1, cout: c.numFilters, k: c.kernelSize });

@@ -13,7 +13,8 @@ import { gather } from '../../../engine/ops/layout';
 import { linear } from '../../../engine/ops/linear';
 import { argmax, sum } from '../../../engine/ops/reduce';
 import type { Tensor } from '../../../engine/tensor';
-import { codebookVectors, loadPointwise, uploadTracked, type WeightLoader } from './weights';
+import { uploadTracked, type WeightLoader } from '../../common/weights';
+import { codebookVectors, loadPointwise } from './weights';
 
 /** ResidualVectorQuantizer (decode side): the stacked codebooks of its layers and output_proj. */
 export class RvqGroupDecoder {

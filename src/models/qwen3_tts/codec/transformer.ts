@@ -14,7 +14,7 @@ import { layerNorm, rmsNorm } from '../../../engine/ops/norm';
 import { rope } from '../../../engine/ops/rope';
 import { rope1d, uploadRope } from '../../../engine/rope-tables';
 import type { Tensor } from '../../../engine/tensor';
-import { loadPlain, type WeightLoader } from './weights';
+import { loadPlain, type WeightLoader } from '../../common/weights';
 
 export interface CodecAttentionShape {
   hiddenSize: number;

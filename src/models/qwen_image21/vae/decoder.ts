@@ -8,9 +8,10 @@ import type { Engine } from '../../../engine/engine';
 import { copyInto } from '../../../engine/ops/layout';
 import { clamp } from '../../../engine/ops/unary';
 import type { Tensor } from '../../../engine/tensor';
+import type { WeightLoader } from '../../common/weights';
 import { decoderHaloRows, decoderLevels, decoderMidDim, type QwenImage21VaeConfig, type UpLevel } from './config';
 import {
-  DupUpShortcut, normSilu, runResnets, upsample2x, VaeConv2d, VaeMidBlock, VaeResidualBlock, VaeRmsNorm, type VaeLoader,
+  DupUpShortcut, normSilu, runResnets, upsample2x, VaeConv2d, VaeMidBlock, VaeResidualBlock, VaeRmsNorm,
 } from './modules';
 
 /** Tests: intermediates by upstream module name (post_quant_conv, conv_in, mid_block, up_block.<i>, decoder). */
@@ -25,7 +26,7 @@ export class VaeUpBlock {
     readonly avg_shortcut: DupUpShortcut | null,
   ) {}
 
-  static async load(w: VaeLoader, p: string, c: QwenImage21VaeConfig, l: UpLevel): Promise<VaeUpBlock> {
+  static async load(w: WeightLoader, p: string, c: QwenImage21VaeConfig, l: UpLevel): Promise<VaeUpBlock> {
     const resnets: VaeResidualBlock[] = [];
     for (let i = 0; i <= c.numResBlocks; i++) resnets.push(await VaeResidualBlock.load(w, `${p}resnets.${i}.`, i === 0 ? l.inDim : l.outDim, l.outDim));
     const up = l.up ? { resample: [null, await VaeConv2d.load(w, `${p}upsampler.resample.1.`, l.outDim, l.outDim, 3)] as [null, VaeConv2d] } : null;
@@ -63,7 +64,7 @@ export class VaeDecoder {
     readonly conv_out: VaeConv2d,
   ) {}
 
-  static async load(w: VaeLoader, p: string, c: QwenImage21VaeConfig): Promise<VaeDecoder> {
+  static async load(w: WeightLoader, p: string, c: QwenImage21VaeConfig): Promise<VaeDecoder> {
     const mid = decoderMidDim(c);
     const conv_in = await VaeConv2d.load(w, `${p}conv_in.`, c.zDim, mid, 3);
     const mid_block = await VaeMidBlock.load(w, `${p}mid_block.`, mid);

@@ -6,9 +6,10 @@
 import type { Engine } from '../../../engine/engine';
 import { add } from '../../../engine/ops/elementwise';
 import type { Tensor } from '../../../engine/tensor';
+import type { WeightLoader } from '../../common/weights';
 import { encoderLevels, encoderMidDim, type DownLevel, type QwenImage21VaeConfig } from './config';
 import type { VaeCapture } from './decoder';
-import { avgDownWeights, downsample2x, normSilu, runResnets, VaeConv2d, VaeMidBlock, VaeResidualBlock, VaeRmsNorm, type VaeLoader } from './modules';
+import { avgDownWeights, downsample2x, normSilu, runResnets, VaeConv2d, VaeMidBlock, VaeResidualBlock, VaeRmsNorm } from './modules';
 
 /** QwenImage21ResidualDownBlock: resnets, then downsampler.resample.1 (pad right/bottom, 3x3 stride 2), + AvgDown3D(x). */
 export class VaeDownBlock {
@@ -19,7 +20,7 @@ export class VaeDownBlock {
     readonly avg_shortcut: VaeConv2d | null,
   ) {}
 
-  static async load(w: VaeLoader, p: string, c: QwenImage21VaeConfig, l: DownLevel): Promise<VaeDownBlock> {
+  static async load(w: WeightLoader, p: string, c: QwenImage21VaeConfig, l: DownLevel): Promise<VaeDownBlock> {
     const resnets: VaeResidualBlock[] = [];
     for (let i = 0; i < c.numResBlocks; i++) resnets.push(await VaeResidualBlock.load(w, `${p}resnets.${i}.`, i === 0 ? l.inDim : l.outDim, l.outDim));
     const down = l.down ? { resample: [null, await VaeConv2d.load(w, `${p}downsampler.resample.1.`, l.outDim, l.outDim, 3)] as [null, VaeConv2d] } : null;
@@ -62,7 +63,7 @@ export class VaeEncoder {
     readonly conv_out: VaeConv2d,
   ) {}
 
-  static async load(w: VaeLoader, p: string, c: QwenImage21VaeConfig): Promise<VaeEncoder> {
+  static async load(w: WeightLoader, p: string, c: QwenImage21VaeConfig): Promise<VaeEncoder> {
     const levels = encoderLevels(c);
     const conv_in = await VaeConv2d.load(w, `${p}conv_in.`, c.inChannels, levels[0]!.inDim, 3);
     const down: VaeDownBlock[] = [];

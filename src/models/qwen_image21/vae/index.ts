@@ -7,4 +7,3 @@ export {
 export { DEFAULT_STRIP_BYTES, planStrips, type DecodeOptions, type VaeCapture } from './decoder';
 export { openVaeCheckpoint, QwenImage21Vae, VAE_INDEX, VAE_WEIGHTS, type QwenImage21VaeLoadOptions } from './vae';
 export { DEMO_VAE_CONFIG, QWEN_IMAGE21_LATENTS_MEAN, QWEN_IMAGE21_LATENTS_STD, vaeCheckpointShapes, writeDemoVae, type DemoVaeOptions } from './demo';
-export type { VaeDType } from './modules';

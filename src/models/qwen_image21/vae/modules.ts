@@ -3,64 +3,35 @@
 // plus its field names are its keys. Upstream's "causal 3D" convs are Conv2d here (one frame, the time axis is
 // squeezed away); its RMS_norm is F.normalize over channels * sqrt(C) * gamma, i.e. RMSNorm with eps ~ 0 per pixel.
 import type { Engine } from '../../../engine/engine';
-import { loadTensor } from '../../../engine/load';
 import { silu } from '../../../engine/ops/activation';
-import { conv2d, prepareConvWeight, type PadPair, type PreparedConvWeight } from '../../../engine/ops/conv';
+import { conv2d, type PadPair, type PreparedConvWeight } from '../../../engine/ops/conv';
 import { add, mul } from '../../../engine/ops/elementwise';
 import { linear } from '../../../engine/ops/linear';
 import { matmul } from '../../../engine/ops/matmul';
 import { rmsNorm } from '../../../engine/ops/norm';
 import { upsampleNearest } from '../../../engine/ops/resample';
 import { softmax } from '../../../engine/ops/softmax';
-import type { Checkpoint } from '../../../engine/safetensors';
 import { Tensor } from '../../../engine/tensor';
-
-export type VaeDType = 'f32' | 'f16';
-
-export interface VaeLoader {
-  e: Engine;
-  ckpt: Checkpoint;
-  dtype: VaeDType;
-  /** Prepended to every key (fixtures: "weight."). */
-  prefix: string;
-  /** Everything uploaded so far, freed if a later tensor fails. */
-  loaded: { free(): void }[];
-}
+import { loadConvWeight, prepareRawConvWeight } from '../../common/conv-weights';
+import { loadPlain, uploadTracked, type WeightLoader } from '../../common/weights';
 
 /** Upstream's F.normalize clamps the norm at 1e-12; as RMSNorm that is mean(x^2) >= 1e-24 / C (only 0 rows differ). */
 const rmsEps = (c: number) => 1e-24 / c;
-
-async function plain(w: VaeLoader, key: string, shape: readonly number[]): Promise<Tensor> {
-  const t = await loadTensor(w.e, w.ckpt, w.prefix + key, { dtype: w.dtype, shape });
-  w.loaded.push(t);
-  return t;
-}
-
-function prepared(w: VaeLoader, raw: Tensor): PreparedConvWeight {
-  try {
-    const p = prepareConvWeight(w.e, raw);
-    w.loaded.push(p);
-    return p;
-  } finally {
-    raw.free(); // ordered on the queue after the copy that reads it
-  }
-}
 
 /** nn.Conv2d with bias: weight [Cout, Cin, k, k] (prepared for the conv kernel), bias [Cout]. */
 export class VaeConv2d {
   private constructor(readonly weight: PreparedConvWeight, readonly bias: Tensor, readonly k: number, readonly cout: number) {}
 
-  static async load(w: VaeLoader, p: string, cin: number, cout: number, k: number): Promise<VaeConv2d> {
-    const raw = await loadTensor(w.e, w.ckpt, `${w.prefix}${p}weight`, { dtype: w.dtype, shape: [cout, cin, k, k] });
-    return new VaeConv2d(prepared(w, raw), await plain(w, `${p}bias`, [cout]), k, cout);
+  static async load(w: WeightLoader, p: string, cin: number, cout: number, k: number): Promise<VaeConv2d> {
+    const weight = await loadConvWeight(w, `${p}weight`, [cout, cin, k, k]);
+    return new VaeConv2d(weight, await loadPlain(w, `${p}bias`, [cout]), k, cout);
   }
 
   /** From host values (weights folded at load, fixed shortcut weights): weight [Cout, Cin, k, k] flat. */
-  static fromHost(w: VaeLoader, weight: ArrayLike<number>, bias: ArrayLike<number>, cin: number, cout: number, k: number, label: string): VaeConv2d {
+  static fromHost(w: WeightLoader, weight: ArrayLike<number>, bias: ArrayLike<number>, cin: number, cout: number, k: number, label: string): VaeConv2d {
     const raw = w.e.upload(weight, [cout, cin, k, k], w.dtype, `${label}.weight`);
-    const b = w.e.upload(bias, [cout], w.dtype, `${label}.bias`);
-    w.loaded.push(b);
-    return new VaeConv2d(prepared(w, raw), b, k, cout);
+    const b = uploadTracked(w, bias, [cout], `${label}.bias`);
+    return new VaeConv2d(prepareRawConvWeight(w, raw), b, k, cout);
   }
 
   /** 3x3: padding 1 (upstream's symmetric pad); 1x1: none. `padding`/`stride` override (the downsampler). */
@@ -81,8 +52,8 @@ export class VaeConv2d {
 export class VaeRmsNorm {
   private constructor(readonly gamma: Tensor) {}
 
-  static async load(w: VaeLoader, p: string, c: number, images = false): Promise<VaeRmsNorm> {
-    return new VaeRmsNorm((await plain(w, `${p}gamma`, images ? [c, 1, 1] : [c, 1, 1, 1])).reshape([c]));
+  static async load(w: WeightLoader, p: string, c: number, images = false): Promise<VaeRmsNorm> {
+    return new VaeRmsNorm((await loadPlain(w, `${p}gamma`, images ? [c, 1, 1] : [c, 1, 1, 1])).reshape([c]));
   }
 
   forward(e: Engine, x: Tensor): Tensor {
@@ -112,7 +83,7 @@ export class VaeResidualBlock {
     readonly conv_shortcut: VaeConv2d | null,
   ) {}
 
-  static async load(w: VaeLoader, p: string, cin: number, cout: number): Promise<VaeResidualBlock> {
+  static async load(w: WeightLoader, p: string, cin: number, cout: number): Promise<VaeResidualBlock> {
     return new VaeResidualBlock(
       await VaeRmsNorm.load(w, `${p}norm1.`, cin),
       await VaeConv2d.load(w, `${p}conv1.`, cin, cout, 3),
@@ -153,13 +124,13 @@ const SCORE_CHUNK_BYTES = 256 * 2 ** 20;
 export class VaeAttentionBlock {
   private constructor(readonly norm: VaeRmsNorm, readonly qkvW: Tensor, readonly qkvB: Tensor, readonly projW: Tensor, readonly projB: Tensor) {}
 
-  static async load(w: VaeLoader, p: string, c: number): Promise<VaeAttentionBlock> {
+  static async load(w: WeightLoader, p: string, c: number): Promise<VaeAttentionBlock> {
     return new VaeAttentionBlock(
       await VaeRmsNorm.load(w, `${p}norm.`, c, true),
-      (await plain(w, `${p}to_qkv.weight`, [3 * c, c, 1, 1])).reshape([3 * c, c]),
-      await plain(w, `${p}to_qkv.bias`, [3 * c]),
-      (await plain(w, `${p}proj.weight`, [c, c, 1, 1])).reshape([c, c]),
-      await plain(w, `${p}proj.bias`, [c]),
+      (await loadPlain(w, `${p}to_qkv.weight`, [3 * c, c, 1, 1])).reshape([3 * c, c]),
+      await loadPlain(w, `${p}to_qkv.bias`, [3 * c]),
+      (await loadPlain(w, `${p}proj.weight`, [c, c, 1, 1])).reshape([c, c]),
+      await loadPlain(w, `${p}proj.bias`, [c]),
     );
   }
 
@@ -201,7 +172,7 @@ export class VaeAttentionBlock {
 export class VaeMidBlock {
   private constructor(readonly resnets: VaeResidualBlock[], readonly attentions: VaeAttentionBlock[]) {}
 
-  static async load(w: VaeLoader, p: string, c: number): Promise<VaeMidBlock> {
+  static async load(w: WeightLoader, p: string, c: number): Promise<VaeMidBlock> {
     const r0 = await VaeResidualBlock.load(w, `${p}resnets.0.`, c, c);
     const a0 = await VaeAttentionBlock.load(w, `${p}attentions.0.`, c);
     const r1 = await VaeResidualBlock.load(w, `${p}resnets.1.`, c, c);

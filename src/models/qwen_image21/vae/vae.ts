@@ -19,14 +19,15 @@ import type { Tensor } from '../../../engine/tensor';
 import { parseQwenImage21VaeConfig, type QwenImage21VaeConfig } from './config';
 import { decodeLatents, VaeDecoder, type DecodeOptions, type VaeCapture } from './decoder';
 import { VaeEncoder } from './encoder';
-import { VaeConv2d, type VaeDType, type VaeLoader } from './modules';
+import { keyOf, newWeightLoader, type ComputeDType, type WeightLoader } from '../../common/weights';
+import { VaeConv2d } from './modules';
 
 export const VAE_WEIGHTS = 'diffusion_pytorch_model.safetensors';
 export const VAE_INDEX = 'diffusion_pytorch_model.safetensors.index.json';
 
 export interface QwenImage21VaeLoadOptions {
   /** Compute dtype (default f32). Weights convert on upload (bf16 checkpoints included). */
-  dtype?: VaeDType;
+  dtype?: ComputeDType;
   /** Key prefix (fixtures: "weight."). */
   prefix?: string;
   /** Which halves to load (default both); the other's keys are never read. */
@@ -44,7 +45,7 @@ export class QwenImage21Vae {
   private constructor(
     readonly e: Engine,
     readonly config: QwenImage21VaeConfig,
-    readonly dtype: VaeDType,
+    readonly dtype: ComputeDType,
     /** post_quant_conv with z * std + mean folded in (decoder side). */
     private readonly postQuant: VaeConv2d | null,
     readonly decoder: VaeDecoder | null,
@@ -68,7 +69,7 @@ export class QwenImage21Vae {
   static async fromCheckpoint(e: Engine, ckpt: Checkpoint, rawConfig: Record<string, unknown>, opts: QwenImage21VaeLoadOptions = {}): Promise<QwenImage21Vae> {
     const c = parseQwenImage21VaeConfig(rawConfig, `${ckpt.path} config`);
     const dtype = opts.dtype ?? 'f32';
-    const w: VaeLoader = { e, ckpt, dtype, prefix: opts.prefix ?? '', loaded: [] };
+    const w = newWeightLoader(e, ckpt, dtype, { prefix: opts.prefix });
     try {
       const wantDec = opts.decoder ?? true;
       const wantEnc = opts.encoder ?? true;
@@ -127,9 +128,9 @@ export class QwenImage21Vae {
 }
 
 /** post_quant_conv(z * std + mean) = (W diag(std)) z + (W mean + b), in float64 on the host. */
-async function foldedPostQuant(w: VaeLoader, c: QwenImage21VaeConfig): Promise<VaeConv2d> {
+async function foldedPostQuant(w: WeightLoader, c: QwenImage21VaeConfig): Promise<VaeConv2d> {
   const z = c.zDim;
-  const key = (k: string) => `${w.prefix}post_quant_conv.${k}`;
+  const key = (k: string) => keyOf(w, `post_quant_conv.${k}`);
   w.ckpt.entry(key('weight'), [z, z, 1, 1]);
   w.ckpt.entry(key('bias'), [z]);
   const W = await w.ckpt.readFloat32(key('weight'));
@@ -148,9 +149,9 @@ async function foldedPostQuant(w: VaeLoader, c: QwenImage21VaeConfig): Promise<V
 }
 
 /** The first zDim rows of quant_conv (the mean), then (mode - mean) / std, in float64 on the host. */
-async function foldedQuantMode(w: VaeLoader, c: QwenImage21VaeConfig): Promise<VaeConv2d> {
+async function foldedQuantMode(w: WeightLoader, c: QwenImage21VaeConfig): Promise<VaeConv2d> {
   const z = c.zDim;
-  const key = (k: string) => `${w.prefix}quant_conv.${k}`;
+  const key = (k: string) => keyOf(w, `quant_conv.${k}`);
   w.ckpt.entry(key('weight'), [2 * z, 2 * z, 1, 1]);
   w.ckpt.entry(key('bias'), [2 * z]);
   const W = await w.ckpt.readFloat32(key('weight'));
