@@ -14,9 +14,10 @@
 // about N/32; for slow adapters (lavapipe: also pass small --sizes and --job-size, e.g. 256).
 import { spawnSync } from 'node:child_process';
 import { Engine } from '../../src/engine/engine';
+import { WeightSynth } from '../../src/models/common/random-weights';
+import { SyntheticCheckpoint } from '../../src/models/common/synthetic-checkpoint';
 import { parseQwen3Config } from '../../src/models/qwen3/config';
 import { QWEN3_VL_IMAGE_PROCESSOR } from '../../src/models/qwen3_vl_vision';
-import { SyntheticCheckpoint, WeightSynth } from '../../src/models/qwen3_tts/demo';
 import { parseQwenImage21Config, QWEN_IMAGE21_SCHEDULER, parseFlowMatchConfig } from '../../src/models/qwen_image21';
 import { loadQwenImage21Parts, type QwenImage21Configs } from '../../src/models/qwen_image21/checkpoint';
 import { latentGrid, sampleLatents, seededNoise, textLayout } from '../../src/models/qwen_image21/pipeline';

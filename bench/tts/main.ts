@@ -1,7 +1,7 @@
 // npm run bench:tts [-- --variant 1.7b|0.6b] [--layers N] [--frames N] [--text-tokens N] [--int8] [--codec f16|f32] [--icl]
 //                   [--config-dir DIR]   (a checkpoint folder's config.json + speech_tokenizer/config.json)
 // Qwen3-TTS at the real sizes (the released config.json files in test/fixtures/qwen3_tts_configs) with random weights
-// generated in memory (demo.ts SyntheticCheckpoint + WeightSynth; nothing is written to disk), through the same
+// generated in memory (models/common SyntheticCheckpoint + WeightSynth; nothing is written to disk), through the same
 // loaders, prompt, generation loop and codec decoder as the service. Measures, after a 1-frame warm-up that compiles
 // every kernel:
 //   time to first audio   prompt embed + prefill + the first frame (talker + code predictor) + decoding that frame alone
@@ -16,7 +16,9 @@
 import { join, resolve } from 'node:path';
 import { Engine } from '../../src/engine/engine';
 import { add } from '../../src/engine/ops/elementwise';
-import { qwen3TtsCheckpointHints, SyntheticCheckpoint, WeightSynth } from '../../src/models/qwen3_tts/demo';
+import { WeightSynth } from '../../src/models/common/random-weights';
+import { SyntheticCheckpoint } from '../../src/models/common/synthetic-checkpoint';
+import { qwen3TtsCheckpointHints } from '../../src/models/qwen3_tts/demo';
 import { embedPrompt, freePromptEmbeds, generateCodes } from '../../src/models/qwen3_tts/generate';
 import { loadQwen3TtsParts, readQwen3TtsConfigs, type Qwen3TtsConfigs } from '../../src/models/qwen3_tts/pipeline';
 import { buildTalkerPrompt } from '../../src/models/qwen3_tts/prompt';

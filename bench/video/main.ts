@@ -18,6 +18,8 @@ import { join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { Engine } from '../../src/engine/engine';
 import { snapFrames, VIDEO_SIZES } from '../../src/catalog';
+import { WeightSynth } from '../../src/models/common/random-weights';
+import { SyntheticCheckpoint } from '../../src/models/common/synthetic-checkpoint';
 import { AudioVaeDecoder, parseAudioVaeConfig } from '../../src/models/minimax_h3/audio-vae';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
 import { buildPackedLayout, resolveGeometry, TEXT_TAG, type Geometry } from '../../src/models/minimax_h3/layout';
@@ -26,7 +28,6 @@ import { audioRows, gaussianNoise, h3Noise } from '../../src/models/minimax_h3/p
 import { sampleH3 } from '../../src/models/minimax_h3/sampler';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { decodePlan, parseVideoVaeConfig, RELEASED_TILING, splitTiles, VideoVaeDecoder } from '../../src/models/minimax_h3/video-vae';
-import { SyntheticCheckpoint, WeightSynth } from '../../src/models/qwen3_tts/demo';
 
 const args = process.argv.slice(2);
 const arg = (name: string) => {

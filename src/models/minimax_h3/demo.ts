@@ -13,20 +13,21 @@
 //   Minimax-h3-Turbo/{8step,4step}/*.safetensors                           random turbo adapters (adapter.ts writeDemoAdapter)
 // The real compression ratios keep every geometry rule (frames 17k + 5, latents 5k + 2, audio round(frames / 24 x 40),
 // pixels / 16) identical to the released model, so a job's sizes and lengths are the real ones.
-// Which tensors exist is not written down here: each part's loader runs against a SyntheticCheckpoint that records
-// every key and shape it asks for (as qwen3_tts/demo.ts does), and exactly those are written; the version stamp hashes
-// that list, so a loader that starts reading another key regenerates the demo. The text encoder holds only what H3
-// reads (embed_tokens, layers 0..49), the video VAE only the decoder side, the audio VAE no resampling filters (the
-// loader checks them only when present).
+// Which tensors exist is not written down here: each part's loader runs against a SyntheticCheckpoint
+// (src/models/common/synthetic-checkpoint.ts) that records every key and shape it asks for, and exactly those are
+// written; the version stamp hashes that list, so a loader that starts reading another key regenerates the demo. The
+// text encoder holds only what H3 reads (embed_tokens, layers 0..49), the video VAE only the decoder side, the audio
+// VAE no resampling filters (the loader checks them only when present).
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
-import { shardBytesFor, writeSafetensors, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
+import { shardBytesFor, writeSafetensors, writeShardedSafetensors, type SafeDType } from '../../engine/safetensors';
+import { WeightSynth } from '../common/random-weights';
+import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3';
-import { SyntheticCheckpoint, WeightSynth } from '../qwen3_tts/demo';
 import { writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
 import { writeDemoAdapter } from './adapter';
@@ -142,9 +143,7 @@ export interface H3DemoKeys {
 
 /** Runs each part's loader on `e` against a recording synthetic checkpoint (zeros) and returns what it read. */
 export async function recordH3Keys(e: Engine, textEncoderConfig: Record<string, unknown>): Promise<H3DemoKeys> {
-  const zeros = (_: TensorEntry, out: Uint8Array) => out.fill(0);
-  const synth = (label: string, has?: (n: string) => boolean) => new SyntheticCheckpoint({ label, dtype: 'F32', fill: zeros, has });
-  const shapes = (c: SyntheticCheckpoint): Keys => new Map([...c.entries].map(([k, v]) => [k, v.shape]));
+  const synth = (label: string, has?: (n: string) => boolean) => new SyntheticCheckpoint({ label, dtype: 'F32', fill: zeroFill, has });
 
   const tr = synth('transformer');
   (await MiniMaxH3Transformer.load(e, tr.checkpoint, parseH3Config(DEMO_TRANSFORMER_CONFIG, 'demo transformer config'), { dtype: 'f32' })).free();
@@ -155,7 +154,7 @@ export async function recordH3Keys(e: Engine, textEncoderConfig: Record<string, 
   // as released: weight-norm pairs except dec_in_proj's plain weight; no resampling filters (checked only when present)
   const audio = synth('audio_vae', (n) => !n.endsWith('.filter') && !n.startsWith('dec_in_proj.weight_') && !(n.endsWith('.weight') && !n.startsWith('dec_in_proj.')));
   (await AudioVaeDecoder.load(e, audio.checkpoint, parseAudioVaeConfig(DEMO_AUDIO_VAE_CONFIG, 'demo audio_vae config'), { dtype: 'f32' })).free();
-  return { transformer: shapes(tr), textEncoder: shapes(te), vae: shapes(vae), audioVae: shapes(audio) };
+  return { transformer: tr.shapes(), textEncoder: te.shapes(), vae: vae.shapes(), audioVae: audio.shapes() };
 }
 
 export interface H3DemoPlan {
@@ -185,14 +184,7 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
     const json = (path: string, v: unknown) => writeJsonFile(join(dir, path), v);
     const meta = { format: 'pt', kiln_demo: `random MiniMax H3 weights (${digest}); the video and sound are noise` };
     const synth = new WeightSynth(DEMO_SEED);
-    const values = (k: string, shape: number[]) => {
-      const v = synth.values(k, shape);
-      const s = DAMPED[k];
-      if (s !== undefined) for (let i = 0; i < v.length; i++) v[i]! *= s;
-      return v;
-    };
-    const tensors = (shapes: Keys, dtype: (k: string) => SafeDType): Record<string, WriteTensor> =>
-      Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype: dtype(k), shape, data: values(k, shape) }]));
+    const tensors = (shapes: Keys, dtype: SafeDType | ((k: string) => SafeDType)) => synth.tensors(shapes, dtype, (k) => DAMPED[k]);
 
     await json('model_index.json', MODEL_INDEX);
     await json('scheduler/scheduler_config.json', SCHEDULER(12));
@@ -206,11 +198,11 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
     await writeShardedSafetensors(join(dir, 'transformer'), tr, shardBytesFor(tr, DEMO_SHARDS), meta, DIFFUSERS_STEM);
 
     await json('text_encoder/config.json', textConfig);
-    const te = tensors(keys.textEncoder, () => 'BF16');
+    const te = tensors(keys.textEncoder, 'BF16');
     await writeShardedSafetensors(join(dir, 'text_encoder'), te, shardBytesFor(te, DEMO_SHARDS), meta);
 
     await json('vae/config.json', DEMO_VAE_CONFIG);
-    const vae = tensors(keys.vae, () => 'F16');
+    const vae = tensors(keys.vae, 'F16');
     await writeShardedSafetensors(join(dir, 'vae'), vae, shardBytesFor(vae, DEMO_SHARDS), meta, DIFFUSERS_STEM);
 
     // the turbo adapters of turbo_int8 / fastvid_4step_int8, in their own repo's folders (weights/minimax-h3.json)
@@ -220,7 +212,7 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
     }
 
     await json('audio_vae/config.json', DEMO_AUDIO_VAE_CONFIG);
-    await writeSafetensors(join(dir, 'audio_vae', 'diffusion_pytorch_model.safetensors'), tensors(keys.audioVae, () => 'F32'), meta);
+    await writeSafetensors(join(dir, 'audio_vae', 'diffusion_pytorch_model.safetensors'), tensors(keys.audioVae, 'F32'), meta);
   };
   return { version: `${DEMO_FORMAT}-${digest}`, keys, write };
 }

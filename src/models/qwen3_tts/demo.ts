@@ -7,17 +7,17 @@
 //   model.safetensors (BF16, as released)                           talker.*, speaker_encoder.*
 //   speech_tokenizer/{config.json, preprocessor_config.json, model.safetensors (F32)}   decoder.*, encoder.*
 // Which tensors exist is not written down here: loadQwen3TtsParts (pipeline.ts) is run against a SyntheticCheckpoint
-// that records every key and shape the loaders ask for, and exactly those are written. The version stamp hashes that
-// list, so a loader that starts reading another key regenerates the demo instead of failing on it.
-// SyntheticCheckpoint also serves the benchmark: random weights at the real sizes straight from memory.
+// (src/models/common/synthetic-checkpoint.ts) that records every key and shape the loaders ask for, and exactly those
+// are written (common/random-weights.ts values). The version stamp hashes that list, so a loader that starts reading
+// another key regenerates the demo instead of failing on it.
 import { createHash } from 'node:crypto';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
-import { f32ToF16Bits } from '../../engine/dtype';
-import { Checkpoint, CheckpointError, encodeSafe, readWholeFloat32, SAFE_DTYPE_BYTES, writeSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
-import { numelOf } from '../../engine/tensor';
+import { writeSafetensors } from '../../engine/safetensors';
+import { WeightSynth } from '../common/random-weights';
+import { SyntheticCheckpoint, zeroFill, type SyntheticCheckpointOptions } from '../common/synthetic-checkpoint';
 import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { parseGenerationConfig, parseQwen3TtsConfig, parseSpeechTokenizerConfig } from './config';
 import { loadQwen3TtsParts, type Qwen3TtsConfigs } from './pipeline';
@@ -27,183 +27,6 @@ const DEMO_TTS_NAME = 'qwen3-tts';
 /** Bump when the generator's values change (the key list is hashed into the version by itself). */
 const DEMO_FORMAT = 1;
 const DEMO_SEED = 20260317;
-
-// ---- a checkpoint whose tensors exist when asked for ----
-
-export interface SyntheticCheckpointOptions {
-  /** Shown in error messages, like a file path. */
-  label: string;
-  /** Stored dtype of every tensor (what loadTensor converts from). */
-  dtype: SafeDType;
-  /** Writes values for elements [first, first + n) of `entry` into `out` (n = out.byteLength / element size). */
-  fill(entry: TensorEntry, out: Uint8Array, first: number): void;
-  /** Whether an optional tensor exists (a loader asking has()). Default: everything exists. */
-  has?(name: string): boolean;
-  /** Shape of a tensor a loader asks for without giving one. */
-  shapeOf?(name: string): number[] | undefined;
-}
-
-/**
- * Stands in for a Checkpoint (has, entry, readChunks, readFloat32): every tensor a loader asks for is created with
- * the shape it expects, and its bytes come from `fill`. `entries` then lists exactly what the loaders read.
- */
-export class SyntheticCheckpoint {
-  readonly entries = new Map<string, TensorEntry>();
-  readonly metadata: Record<string, string> = {};
-
-  constructor(private readonly o: SyntheticCheckpointOptions) {}
-
-  get path(): string {
-    return this.o.label;
-  }
-
-  /** This object where a loader takes a Checkpoint (it has every member the loaders use). */
-  get checkpoint(): Checkpoint {
-    return this as unknown as Checkpoint;
-  }
-
-  has(name: string): boolean {
-    return this.entries.has(name) || (this.o.has?.(name) ?? true);
-  }
-
-  keys(): string[] {
-    return [...this.entries.keys()];
-  }
-
-  entry(name: string, shape?: readonly number[]): TensorEntry {
-    const known = this.entries.get(name);
-    if (known) {
-      if (shape && (shape.length !== known.shape.length || shape.some((n, i) => n !== known.shape[i]))) {
-        throw new CheckpointError(`${this.path}: tensor "${name}" asked for as [${shape}] after [${known.shape}]`);
-      }
-      return known;
-    }
-    if (!this.has(name)) throw new CheckpointError(`${this.path}: no tensor "${name}"`);
-    const s = shape ? [...shape] : this.o.shapeOf?.(name);
-    if (!s) throw new CheckpointError(`${this.path}: tensor "${name}" asked for without a shape, and shapeOf does not know it`);
-    const e: TensorEntry = { name, dtype: this.o.dtype, shape: s, file: this.path, start: 0, byteLength: numelOf(s) * SAFE_DTYPE_BYTES[this.o.dtype] };
-    this.entries.set(name, e);
-    return e;
-  }
-
-  async readChunks(name: string, chunkBytes: number, onChunk: (bytes: Uint8Array, byteOffset: number) => void | Promise<void>): Promise<void> {
-    const e = this.entry(name);
-    const elem = SAFE_DTYPE_BYTES[e.dtype];
-    const step = Math.max(elem, Math.floor(chunkBytes / elem) * elem);
-    const buf = new Uint8Array(Math.min(step, Math.max(elem, e.byteLength)));
-    for (let off = 0; off < e.byteLength; off += step) {
-      const chunk = buf.subarray(0, Math.min(step, e.byteLength - off));
-      this.o.fill(e, chunk, off / elem);
-      await onChunk(chunk, off);
-    }
-  }
-
-  async readFloat32(name: string): Promise<Float32Array> {
-    return readWholeFloat32(this, name);
-  }
-
-  async close(): Promise<void> {}
-}
-
-// ---- random values with the scales upstream's layers expect ----
-
-type Rule = { kind: 'normal' | 'uniform'; lo: number; scale: number };
-
-/**
- * The distribution of a tensor, by its key and shape (the rules tools/golden/qwen3_tts.py uses, so activations stay
- * O(1) through every block): codebook usage counts positive, Snake alphas/betas small (log scale), layer scales and
- * ConvNeXt gammas in [0.5, 1], norms around 1, biases small, embeddings and codebooks N(0, 1), matrices and conv
- * kernels N(0, 1 / fan_in).
- */
-export function weightRule(name: string, shape: readonly number[]): Rule {
-  const leaf = name.slice(name.lastIndexOf('.') + 1);
-  if (leaf === 'cluster_usage') return { kind: 'uniform', lo: 0.5, scale: 1.5 };
-  if (leaf === 'embedding_sum' || leaf === 'embed_sum') return { kind: 'normal', lo: 0, scale: 1 };
-  if (leaf === 'alpha' || leaf === 'beta') return { kind: 'normal', lo: 0, scale: 0.3 };
-  if (leaf === 'scale' || leaf === 'gamma') return { kind: 'uniform', lo: 0.5, scale: 0.5 };
-  if (shape.length === 1 && leaf === 'weight') return { kind: 'normal', lo: 1, scale: 0.2 };
-  if (leaf === 'bias') return { kind: 'normal', lo: 0, scale: 0.1 };
-  if (shape.length === 2 && name.includes('embed')) return { kind: 'normal', lo: 0, scale: 1 };
-  if (shape.length >= 2) return { kind: 'normal', lo: 0, scale: 1 / Math.sqrt(shape.slice(1).reduce((a, b) => a * b, 1)) };
-  return { kind: 'normal', lo: 0, scale: 1 };
-}
-
-/** A prime, so a pool replayed along a matrix never lines rows up with each other. */
-const POOL = 1_000_003;
-
-/**
- * Seeded random weights, fast at any size: one pool of POOL standard draws (normal and uniform), each tensor a window
- * of it at an offset hashed from its name, scaled by its rule. F16 pools are kept as bits, so filling gigabytes of
- * f16 weights is a copy. Deterministic: the same seed gives the same bytes for the same key whatever the order.
- */
-export class WeightSynth {
-  private readonly normal: Float32Array;
-  private readonly uniform: Float32Array;
-  private readonly f16 = new Map<string, Uint16Array>();
-
-  constructor(seed = DEMO_SEED) {
-    let s = seed >>> 0 || 1;
-    const next = () => {
-      // xorshift32: plenty for weights nobody is meant to learn anything from
-      s ^= s << 13;
-      s >>>= 0;
-      s ^= s >>> 17;
-      s ^= s << 5;
-      s >>>= 0;
-      return (s + 0.5) / 2 ** 32;
-    };
-    this.uniform = new Float32Array(POOL);
-    this.normal = new Float32Array(POOL);
-    for (let i = 0; i < POOL; i++) {
-      this.uniform[i] = next();
-      this.normal[i] = Math.sqrt(-2 * Math.log(next())) * Math.cos(2 * Math.PI * next());
-    }
-  }
-
-  /** Where tensor `name` starts in the pool. */
-  private offset(name: string): number {
-    return createHash('sha256').update(name).digest().readUInt32LE(0) % POOL;
-  }
-
-  /** Values of elements [first, first + n) of `name`. */
-  values(name: string, shape: readonly number[], first = 0, n = numelOf(shape) - first): Float32Array {
-    const r = weightRule(name, shape);
-    const src = r.kind === 'normal' ? this.normal : this.uniform;
-    const out = new Float32Array(n);
-    let p = (this.offset(name) + first) % POOL;
-    for (let i = 0; i < n; i++) {
-      out[i] = r.lo + r.scale * src[p]!;
-      if (++p === POOL) p = 0;
-    }
-    return out;
-  }
-
-  /** SyntheticCheckpointOptions.fill for any stored dtype (F16 by copying cached bits). */
-  readonly fill = (entry: TensorEntry, out: Uint8Array, first: number): void => {
-    const n = out.byteLength / SAFE_DTYPE_BYTES[entry.dtype];
-    if (entry.dtype !== 'F16') {
-      out.set(encodeSafe(this.values(entry.name, entry.shape, first, n), entry.dtype));
-      return;
-    }
-    const r = weightRule(entry.name, entry.shape);
-    const key = `${r.kind}:${r.lo}:${r.scale}`;
-    let bits = this.f16.get(key);
-    if (!bits) {
-      const src = r.kind === 'normal' ? this.normal : this.uniform;
-      bits = new Uint16Array(POOL);
-      for (let i = 0; i < POOL; i++) bits[i] = f32ToF16Bits(r.lo + r.scale * src[i]!);
-      this.f16.set(key, bits);
-    }
-    const dst = new Uint16Array(out.buffer, out.byteOffset, n);
-    let p = (this.offset(entry.name) + first) % POOL;
-    for (let i = 0; i < n; ) {
-      const take = Math.min(n - i, POOL - p);
-      dst.set(bits.subarray(p, p + take), i);
-      i += take;
-      p = 0;
-    }
-  };
-}
 
 /** How Qwen3-TTS checkpoints answer the two questions a loader may ask without a shape. */
 export function qwen3TtsCheckpointHints(cfg: Qwen3TtsConfigs): { model: Pick<SyntheticCheckpointOptions, 'has'>; speech: Pick<SyntheticCheckpointOptions, 'shapeOf'> } {
@@ -220,13 +43,11 @@ export function qwen3TtsCheckpointHints(cfg: Qwen3TtsConfigs): { model: Pick<Syn
  * checkpoints (zeros; at the demo's size this takes a moment). */
 export async function recordQwen3TtsKeys(e: Engine, cfg: Qwen3TtsConfigs): Promise<{ model: Map<string, number[]>; speech: Map<string, number[]> }> {
   const hints = qwen3TtsCheckpointHints(cfg);
-  const zeros = (_: TensorEntry, out: Uint8Array) => out.fill(0);
-  const model = new SyntheticCheckpoint({ label: 'model.safetensors', dtype: 'F32', fill: zeros, ...hints.model });
-  const speech = new SyntheticCheckpoint({ label: 'speech_tokenizer/model.safetensors', dtype: 'F32', fill: zeros, ...hints.speech });
+  const model = new SyntheticCheckpoint({ label: 'model.safetensors', dtype: 'F32', fill: zeroFill, ...hints.model });
+  const speech = new SyntheticCheckpoint({ label: 'speech_tokenizer/model.safetensors', dtype: 'F32', fill: zeroFill, ...hints.speech });
   const parts = await loadQwen3TtsParts(e, model.checkpoint, speech.checkpoint, cfg, { dtype: 'f32' });
   parts.free();
-  const shapes = (c: SyntheticCheckpoint) => new Map([...c.entries].map(([k, v]) => [k, v.shape]));
-  return { model: shapes(model), speech: shapes(speech) };
+  return { model: model.shapes(), speech: speech.shapes() };
 }
 
 // ---- the demo's configs ----
@@ -362,11 +183,9 @@ export async function planDemoQwen3Tts(e: Engine): Promise<DemoPlan> {
     await json('speech_tokenizer/config.json', DEMO_SPEECH_TOKENIZER_CONFIG);
     await json('speech_tokenizer/preprocessor_config.json', SPEECH_PREPROCESSOR);
     const synth = new WeightSynth(DEMO_SEED);
-    const tensors = (shapes: Map<string, number[]>, dtype: SafeDType): Record<string, WriteTensor> =>
-      Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype, shape, data: synth.values(k, shape) }]));
     const meta = { format: 'pt', kiln_demo: `random Qwen3-TTS weights (${DEMO_TTS_NAME} ${digest}); the speech is noise` };
-    await writeSafetensors(join(dir, 'model.safetensors'), tensors(keys.model, 'BF16'), meta);
-    await writeSafetensors(join(dir, 'speech_tokenizer', 'model.safetensors'), tensors(keys.speech, 'F32'), meta);
+    await writeSafetensors(join(dir, 'model.safetensors'), synth.tensors(keys.model, 'BF16'), meta);
+    await writeSafetensors(join(dir, 'speech_tokenizer', 'model.safetensors'), synth.tensors(keys.speech, 'F32'), meta);
   };
   return { version: `${DEMO_FORMAT}-${digest}`, configs, keys, write };
 }

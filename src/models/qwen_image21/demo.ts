@@ -15,10 +15,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
-import { shardBytesFor, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
+import { shardBytesFor, writeShardedSafetensors, type WriteTensor } from '../../engine/safetensors';
+import { WeightSynth } from '../common/random-weights';
+import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3/config';
 import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../qwen3_vl_vision';
-import { SyntheticCheckpoint, WeightSynth } from '../qwen3_tts/demo';
 import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { parseQwenImage21Config } from './config';
 import { loadQwenImage21Parts, QWEN_IMAGE21_COMPONENTS, type QwenImage21Configs } from './checkpoint';
@@ -105,13 +106,11 @@ const PREPROCESSOR = {
 
 /** Every key and shape loadQwenImage21Parts reads, per component, found by running it against synthetic checkpoints. */
 export async function recordQwenImage21Keys(e: Engine, cfg: QwenImage21Configs): Promise<{ transformer: Map<string, number[]>; textEncoder: Map<string, number[]> }> {
-  const zeros = (_: TensorEntry, out: Uint8Array) => out.fill(0);
-  const transformer = new SyntheticCheckpoint({ label: 'transformer', dtype: 'F32', fill: zeros });
-  const textEncoder = new SyntheticCheckpoint({ label: 'text_encoder', dtype: 'F32', fill: zeros });
+  const transformer = new SyntheticCheckpoint({ label: 'transformer', dtype: 'F32', fill: zeroFill });
+  const textEncoder = new SyntheticCheckpoint({ label: 'text_encoder', dtype: 'F32', fill: zeroFill });
   const parts = await loadQwenImage21Parts(e, { transformer: transformer.checkpoint, textEncoder: textEncoder.checkpoint }, cfg, { dtype: 'f32', int8: false }, null);
   parts.free();
-  const shapes = (c: SyntheticCheckpoint) => new Map([...c.entries].map(([k, v]) => [k, v.shape]));
-  return { transformer: shapes(transformer), textEncoder: shapes(textEncoder) };
+  return { transformer: transformer.shapes(), textEncoder: textEncoder.shapes() };
 }
 
 export interface QwenImage21DemoPlan {
@@ -154,13 +153,11 @@ export async function planDemoQwenImage21(e: Engine): Promise<QwenImage21DemoPla
     await writeDemoTokenizer(join(dir, 'processor'), { specialTokens: DEMO_QWEN_IMAGE21_TOKENS });
     await json('processor/preprocessor_config.json', PREPROCESSOR);
     const synth = new WeightSynth(DEMO_SEED);
-    const tensors = (shapes: Map<string, number[]>, dtype: SafeDType): Record<string, WriteTensor> =>
-      Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype, shape, data: synth.values(k, shape) }]));
     // about two shards per part, in the published file names (diffusers' for the transformer, transformers' for the encoder)
     const sharded = (sub: string, t: Record<string, WriteTensor>, stem: string) => writeShardedSafetensors(join(dir, sub), t, shardBytesFor(t, 2), meta, stem);
     const meta = { format: 'pt', kiln_demo: `random Qwen-Image-2.1 weights (${DEMO_QWEN_IMAGE21_NAME} ${digest}); the pictures are noise` };
-    await sharded('transformer', tensors(keys.transformer, 'BF16'), 'diffusion_pytorch_model');
-    await sharded('text_encoder', tensors(keys.textEncoder, 'BF16'), 'model');
+    await sharded('transformer', synth.tensors(keys.transformer, 'BF16'), 'diffusion_pytorch_model');
+    await sharded('text_encoder', synth.tensors(keys.textEncoder, 'BF16'), 'model');
     await writeDemoVae(join(dir, 'vae'), { dtype: 'BF16' });
   };
   return { version: `${DEMO_FORMAT}-${digest}`, configs, keys, write };
