@@ -21,7 +21,7 @@ import { QWEN3_VL_IMAGE_PROCESSOR } from '../../src/models/qwen3_vl_vision';
 import { parseQwenImage21Config, QWEN_IMAGE21_SCHEDULER, parseFlowMatchConfig } from '../../src/models/qwen_image21';
 import { loadQwenImage21Parts, type QwenImage21Configs } from '../../src/models/qwen_image21/checkpoint';
 import { latentGrid, sampleLatents, seededNoise, textLayout } from '../../src/models/qwen_image21/pipeline';
-import { modelTimestep, flowMatchSchedule } from '../../src/models/qwen_image21/scheduler';
+import { modelTimestep, flowMatchSchedule } from '../../src/models/qwen_image21/sigmas';
 import { QWEN_IMAGE21_LATENTS_MEAN, QWEN_IMAGE21_LATENTS_STD, QWEN_IMAGE21_VAE_DEFAULTS, QwenImage21Vae } from '../../src/models/qwen_image21/vae';
 
 const args = process.argv.slice(2);

@@ -10,14 +10,14 @@ import type { Tensor } from '../../src/engine/tensor';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
 import { patchify, unpatchify } from '../../src/models/minimax_h3/patchify';
 import { rowTimestepPlan, sampleH3, tableGroups } from '../../src/models/minimax_h3/sampler';
-import { AUDIO_SHIFT, FlowSchedule, flowSigmas, VIDEO_SHIFT } from '../../src/models/minimax_h3/scheduler';
+import { AUDIO_SHIFT, FlowSchedule, flowSigmas, VIDEO_SHIFT } from '../../src/models/minimax_h3/sigmas';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { testEngine, type Tolerance } from '../engine/helpers';
 import { expectClose, goldenCaseFiles, goldenDir, GoldenCase, goldenTests, WEIGHT_PREFIX } from './golden';
 import { caseLayout, VARIANTS } from './minimax_h3-golden';
 
 // Sigmas: float32 in upstream's order; torch.linspace's vectorised path may differ from the scalar formula by
-// an ulp (see scheduler.ts), which the shift can at most double: 2.5e-7 absolute covers it, an off-by-one grid
+// an ulp (see sigmas.ts), which the shift can at most double: 2.5e-7 absolute covers it, an off-by-one grid
 // or a wrong shift is off by 1e-2.
 const SIGMA_TOL: Tolerance = { atol: 2.5e-7, rtol: 0 };
 

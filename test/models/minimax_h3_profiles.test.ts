@@ -9,7 +9,7 @@ import { writeDemoAdapter } from '../../src/models/minimax_h3/adapter';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
 import { h3Forwards, h3Profile, H3_PROFILE_NAMES, H3_PROFILES, loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { h3TransformerFiles } from '../../src/worker/profiles/video';
-import { FlowSchedule, VIDEO_SHIFT } from '../../src/models/minimax_h3/scheduler';
+import { FlowSchedule, VIDEO_SHIFT } from '../../src/models/minimax_h3/sigmas';
 import { defaultCatalog } from '../../src/weights/manifest';
 import type { ProfileWeights } from '../../src/weights/state';
 import { testEngine } from '../engine/helpers';

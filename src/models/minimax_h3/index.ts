@@ -12,6 +12,6 @@ export { H3Attention, H3FeedForward, H3RefinerBlock, H3TransformerBlock, ADALN, 
 export { RowModulation, rowRuns, MAX_SEGMENTS } from './modulation';
 export { MiniMaxH3Transformer, openH3Checkpoint, DIFFUSERS_INDEX, type H3ForwardInput, type H3ForwardOutput, type H3LoadOptions, type H3Sequence } from './transformer';
 export { patchify, unpatchify } from './patchify';
-export { eulerStep, flowSigmas, FlowSchedule, AUDIO_SHIFT, VIDEO_SHIFT } from './scheduler';
+export { eulerStep, flowSigmas, FlowSchedule, AUDIO_SHIFT, VIDEO_SHIFT } from './sigmas';
 export { rowTimestepPlan, sampleH3, type H3SampleOptions, type RowTimestepPlan } from './sampler';
 export * from './text-encoder';

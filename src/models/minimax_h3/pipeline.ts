@@ -7,7 +7,7 @@
 //   编码提示词/图片            prompt verbatim -> hidden_states[50] -> the encoder is FREED -> context_embedder + refiner
 //   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
 //                              (rows channel-major); packed layout [text | audio | video]; dual-schedule Euler
-//                              (video shift 12, audio shift 3); progress, cancel and the scheduler's safe point per step
+//                              (video shift 12, audio shift 3); progress, cancel and the runner's safe point per step
 //   视频解码                   unpatchify -> VideoVaeDecoder.frames() (tiled, chunked) streamed into the H.264 encoder
 //   音频解码                   audio rows -> [2, 32, Na] -> AudioVaeDecoder (32 kHz, one batch item per stereo channel)
 //   封装                       the writer finishes x264 and muxes AAC into a hidden temp sibling of the output

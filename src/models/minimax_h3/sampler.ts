@@ -14,7 +14,7 @@ import type { Engine } from '../../engine/engine';
 import { copyInto } from '../../engine/ops/layout';
 import type { Tensor } from '../../engine/tensor';
 import { KEYFRAME_NOISE_AUG, type PackedLayout } from './layout';
-import { AUDIO_SHIFT, FlowSchedule, VIDEO_SHIFT } from './scheduler';
+import { AUDIO_SHIFT, FlowSchedule, VIDEO_SHIFT } from './sigmas';
 import { StepCache, type StepCachePolicy } from './step-cache';
 import type { AdaLNTables } from './adaln';
 import type { H3Sequence, MiniMaxH3Transformer } from './transformer';

@@ -14,7 +14,7 @@ import {
 import type { ComputeDType } from '../common/weights';
 import type { TextTokenizer } from '../tokenizer';
 import { parseQwenImage21Config, type QwenImage21Config } from './config';
-import { parseFlowMatchConfig, type FlowMatchConfig } from './scheduler';
+import { parseFlowMatchConfig, type FlowMatchConfig } from './sigmas';
 import { QwenImage21TextEncoder } from './text-encoder';
 import { diffusersWeights, QwenImage21Transformer } from './transformer';
 

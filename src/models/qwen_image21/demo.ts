@@ -23,7 +23,7 @@ import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../q
 import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { parseQwenImage21Config } from './config';
 import { loadQwenImage21Parts, QWEN_IMAGE21_COMPONENTS, type QwenImage21Configs } from './checkpoint';
-import { parseFlowMatchConfig, QWEN_IMAGE21_SCHEDULER } from './scheduler';
+import { parseFlowMatchConfig, QWEN_IMAGE21_SCHEDULER } from './sigmas';
 import { DEMO_VAE_CONFIG, parseQwenImage21VaeConfig, vaeCheckpointShapes, writeDemoVae } from './vae';
 
 /** The folder under DEMO_WEIGHTS_DIR (the manifest's profile "demo" field). */

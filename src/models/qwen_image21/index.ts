@@ -20,9 +20,9 @@ export {
   modelTimestep,
   parseFlowMatchConfig,
   QWEN_IMAGE21_SCHEDULER,
-  SchedulerConfigError,
+  FlowMatchConfigError,
   type FlowMatchConfig,
   type Schedule,
-} from './scheduler';
+} from './sigmas';
 export { eulerStep } from './sampler';
 export * from './text-encoder';

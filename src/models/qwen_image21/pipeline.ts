@@ -7,7 +7,7 @@
 //                                                                                       (text-encoder.ts)
 //   (cfg > 1: the negative prompt the same way; true CFG: v = v_neg + cfg (v_cond - v_neg), no rescale upstream)
 //   noise (1, H/16 * W/16, 64) from the seed (seededNoise, channel-major like upstream's randn then packed)
-//   schedule (scheduler.ts) -> steps x [transformer with the prefix K/V cache -> Euler]     progress per step
+//   schedule (sigmas.ts) -> steps x [transformer with the prefix K/V cache -> Euler]     progress per step
 //   latents -> VAE decode (it un-normalises with latents_mean/std) -> RGBA -> RGB over white -> png (media)
 // Loading reads a checkpoint folder in the published diffusers layout (checkpoint.ts; real weights or the demo,
 // demo.ts); reference pixels and the png's RGB are in references.ts.
@@ -24,7 +24,7 @@ import type { ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { imageMaskWithTarget, jointLayout, type ImageShape, type JointLayout } from './layout';
 import { eulerStep } from './sampler';
-import { eulerDt, flowMatchSchedule, modelTimestep, type FlowMatchConfig } from './scheduler';
+import { eulerDt, flowMatchSchedule, modelTimestep, type FlowMatchConfig } from './sigmas';
 import { QwenImage21Transformer, type QwenImage21PrefixCache } from './transformer';
 import { QwenImage21Vae } from './vae';
 import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from './checkpoint';
@@ -108,7 +108,7 @@ export interface SampleRequest {
   width: number;
   height: number;
   signal?: AbortSignal;
-  /** After each step (the step's GPU work has finished): progress and the scheduler's safe point. */
+  /** After each step (the step's GPU work has finished): progress and the runner's safe point (RunContext.safePoint). */
   onStep?(done: number, total: number): Promise<void> | void;
 }
 

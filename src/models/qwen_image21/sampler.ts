@@ -1,4 +1,4 @@
-// The flow-matching Euler step on the GPU: x <- x + dt * v (scheduler.ts gives dt = sigma[i+1] - sigma[i]).
+// The flow-matching Euler step on the GPU: x <- x + dt * v (sigmas.ts gives dt = sigma[i+1] - sigma[i]).
 // Upstream upcasts to f32 for the step and casts back to the latents' dtype; here the step runs in the latents'
 // dtype with the multiply-add done in f32 inside each kernel.
 import type { Engine } from '../../engine/engine';

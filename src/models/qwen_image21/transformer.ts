@@ -68,7 +68,7 @@ export interface QwenImage21Input {
   referenceLatents?: Tensor;
   /** (B, layout.targetLength, inChannels): the noisy target latents. */
   latents: Tensor;
-  /** The value the pipeline passes upstream's transformer: scheduler timestep / 1000 (shared by the batch). */
+  /** The value the pipeline passes upstream's transformer: the schedule's timestep / 1000 (shared by the batch). */
   timestep: number;
   /** Keeps the prefix's keys and values across steps (see createCache). Default: a temporary one. */
   cache?: QwenImage21PrefixCache;

@@ -25,8 +25,8 @@ export interface FlowMatchConfig {
   invertSigmas: boolean;
 }
 
-export class SchedulerConfigError extends Error {
-  override readonly name = 'SchedulerConfigError';
+export class FlowMatchConfigError extends Error {
+  override readonly name = 'FlowMatchConfigError';
 }
 
 /** The reported scheduler_config.json of Qwen/Qwen-Image-2.1 (shared/upstream/README.md). */
@@ -67,25 +67,25 @@ const DEFAULTS: Record<string, unknown> = {
 };
 
 export function parseFlowMatchConfig(json: unknown, source = 'scheduler/scheduler_config.json'): FlowMatchConfig {
-  if (!json || typeof json !== 'object' || Array.isArray(json)) throw new SchedulerConfigError(`${source}: not a JSON object`);
+  if (!json || typeof json !== 'object' || Array.isArray(json)) throw new FlowMatchConfigError(`${source}: not a JSON object`);
   const c = json as Record<string, unknown>;
   if (c._class_name !== undefined && c._class_name !== 'FlowMatchEulerDiscreteScheduler') {
-    throw new SchedulerConfigError(`${source}: _class_name ${JSON.stringify(c._class_name)} is not FlowMatchEulerDiscreteScheduler`);
+    throw new FlowMatchConfigError(`${source}: _class_name ${JSON.stringify(c._class_name)} is not FlowMatchEulerDiscreteScheduler`);
   }
   const get = (k: string): unknown => (c[k] === undefined ? DEFAULTS[k] : c[k]);
   const num = (k: string): number => {
     const v = get(k);
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw new SchedulerConfigError(`${source}: ${k} = ${JSON.stringify(v)} must be a number`);
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw new FlowMatchConfigError(`${source}: ${k} = ${JSON.stringify(v)} must be a number`);
     return v;
   };
   for (const k of ['use_karras_sigmas', 'use_exponential_sigmas', 'use_beta_sigmas', 'stochastic_sampling']) {
-    if (get(k) === true) throw new SchedulerConfigError(`${source}: ${k} is not supported (Qwen-Image-2.1 does not use it)`);
+    if (get(k) === true) throw new FlowMatchConfigError(`${source}: ${k} is not supported (Qwen-Image-2.1 does not use it)`);
   }
   const type = get('time_shift_type');
-  if (type !== 'exponential' && type !== 'linear') throw new SchedulerConfigError(`${source}: time_shift_type ${JSON.stringify(type)}`);
+  if (type !== 'exponential' && type !== 'linear') throw new FlowMatchConfigError(`${source}: time_shift_type ${JSON.stringify(type)}`);
   const terminal = get('shift_terminal');
   if (terminal !== null && (typeof terminal !== 'number' || !(terminal >= 0 && terminal < 1))) {
-    throw new SchedulerConfigError(`${source}: shift_terminal ${JSON.stringify(terminal)} must be null or in [0, 1)`);
+    throw new FlowMatchConfigError(`${source}: shift_terminal ${JSON.stringify(terminal)} must be null or in [0, 1)`);
   }
   const cfg: FlowMatchConfig = {
     numTrainTimesteps: num('num_train_timesteps'),
@@ -100,7 +100,7 @@ export function parseFlowMatchConfig(json: unknown, source = 'scheduler/schedule
     timeShiftType: type,
     invertSigmas: get('invert_sigmas') === true,
   };
-  if (cfg.maxImageSeqLen === cfg.baseImageSeqLen) throw new SchedulerConfigError(`${source}: max_image_seq_len equals base_image_seq_len`);
+  if (cfg.maxImageSeqLen === cfg.baseImageSeqLen) throw new FlowMatchConfigError(`${source}: max_image_seq_len equals base_image_seq_len`);
   return cfg;
 }
 
