@@ -2,7 +2,7 @@
 //                     [--no-int8] [--vae-layers N] [--audio-seconds S] [--skip-transformer|--skip-vae|--skip-audio]
 // MiniMax H3 at the released sizes (test/fixtures/golden/minimax_h3/configs/transformer.json, video_vae/real-config.json,
 // bench/video/configs/audio_vae.json) with random weights made in memory (SyntheticCheckpoint + WeightSynth, f16 source
-// values; the DiT's linears int8 per output channel unless --no-int8), through the service's loaders, layout, sampler
+// values; the DiT's linears int8 per output channel unless --no-int8), through the service's loaders, packed sequence, sampler
 // and VAE decoders. Measures, after one warm-up forward that compiles every kernel:
 //   transformer step   one sampleH3 step (AdaLN tables + forward + both Euler updates) per case, at the case's real
 //                      packed sequence (text rows + 2 x audio latents + video rows); with --layers N < 50 also the
@@ -22,7 +22,7 @@ import { WeightSynth } from '../../src/models/common/random-weights';
 import { SyntheticCheckpoint } from '../../src/models/common/synthetic-checkpoint';
 import { AudioVaeDecoder, parseAudioVaeConfig } from '../../src/models/minimax_h3/audio-vae';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
-import { buildPackedLayout, resolveGeometry, TEXT_TAG, type Geometry } from '../../src/models/minimax_h3/layout';
+import { buildPackedSequence, resolveGeometry, TEXT_TAG, type Geometry } from '../../src/models/minimax_h3/sequence';
 import { patchify } from '../../src/models/minimax_h3/patchify';
 import { audioRows, gaussianNoise, h3Noise } from '../../src/models/minimax_h3/pipeline';
 import { sampleH3 } from '../../src/models/minimax_h3/sampler';
@@ -90,11 +90,11 @@ async function main(): Promise<void> {
     console.log(`transformer load: ${fmt(now() - t0)} (random weights made and uploaded), ${gib(weights)} on the GPU (${gib((weights / Math.max(1, layers)) * full.numLayers)} at ${full.numLayers} blocks, approx.)`);
     for (const c of cases) {
       const { geo } = c;
-      const layout = buildPackedLayout({
+      const packed = buildPackedSequence({
         textTags: new Uint8Array(textTokens).fill(TEXT_TAG), numLatentFrames: geo.numLatentFrames, latentHeight: geo.latentHeight,
         latentWidth: geo.latentWidth, numAudioLatents: geo.numAudioLatents, patchSize: config.patchSize,
       });
-      const seq = model.prepare(layout);
+      const seq = model.prepare(packed);
       const embeds = e.upload(gaussianNoise(3, 2, textTokens * config.textDim), [1, textTokens, config.textDim], dtype, 'bench text');
       const text = model.encodeText(embeds);
       embeds.free();
@@ -119,7 +119,7 @@ async function main(): Promise<void> {
           },
         });
         const step = times.reduce((a, b) => a + b, 0) / times.length;
-        console.log(`${c.label} (${c.width}x${c.height}, ${geo.numFrames} frames): ${layout.length} rows (${textTokens} text, ${2 * geo.numAudioLatents} audio, ${layout.videoIndices.length} video); warm-up ${fmt(warm)}; step ${fmt(step)} (mean of ${times.length}); peak ${peak()}`);
+        console.log(`${c.label} (${c.width}x${c.height}, ${geo.numFrames} frames): ${packed.length} rows (${textTokens} text, ${2 * geo.numAudioLatents} audio, ${packed.videoIndices.length} video); warm-up ${fmt(warm)}; step ${fmt(step)} (mean of ${times.length}); peak ${peak()}`);
         if (layers < full.numLayers && layers > 0) {
           // a step without blocks: the same sampler step on a copy of the model with none (shares the weights)
           const bare = Object.create(model, { transformer_blocks: { value: [] } }) as MiniMaxH3Transformer;

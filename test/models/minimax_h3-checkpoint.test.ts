@@ -15,7 +15,7 @@ import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler';
 import { DIFFUSERS_INDEX, MiniMaxH3Transformer, openH3Checkpoint, type H3ForwardOutput } from '../../src/models/minimax_h3/transformer';
 import { testEngine } from '../engine/helpers';
 import { expectClose, goldenCaseFiles, goldenDir, GoldenCase } from './golden';
-import { caseLayout } from './minimax_h3-golden';
+import { caseSequence } from './minimax_h3-golden';
 
 const configs = goldenDir('minimax_h3', 'configs');
 const readJson = (f: string) => JSON.parse(readFileSync(join(configs, f), 'utf8')) as Record<string, unknown>;
@@ -90,7 +90,7 @@ test('a sharded bf16 diffusers checkpoint loads like the f32 file of the same va
 
 /** The golden case's forward through `model` (then freed): the two heads' outputs as host arrays. */
 async function run(e: Engine, c: GoldenCase, model: MiniMaxH3Transformer): Promise<{ video: Float32Array; audio: Float32Array }> {
-  const { layout } = await caseLayout(c);
+  const { packed } = await caseSequence(c);
   const up = async (name: string, drop: boolean) => {
     const h = await c.input(name);
     return e.upload(h.data, drop ? h.shape.slice(1) : h.shape, 'f32');
@@ -98,8 +98,8 @@ async function run(e: Engine, c: GoldenCase, model: MiniMaxH3Transformer): Promi
   const video = await up('hidden_states', true);
   const audio = await up('audio_hidden_states', true);
   const text32 = await up('encoder_hidden_states', false);
-  const sequence = model.prepare(layout);
-  const plan = rowTimestepPlan(layout, (await c.input('video_t')).data[0]!, (await c.input('audio_t')).data[0]!);
+  const sequence = model.prepare(packed);
+  const plan = rowTimestepPlan(packed, (await c.input('video_t')).data[0]!, (await c.input('audio_t')).data[0]!);
   let out: H3ForwardOutput | undefined;
   try {
     const text = model.encodeText(text32);

@@ -1,16 +1,16 @@
-// Shared by the MiniMax H3 golden tests: a case's geometry inputs -> our layout, and fixture decoding helpers.
-import { buildPackedLayout, resolveGeometry, type Geometry, type KeyframeAnchor, type PackedLayout } from '../../src/models/minimax_h3/layout';
+// Shared by the MiniMax H3 golden tests: a case's geometry inputs -> our packed sequence, and fixture decoding helpers.
+import { buildPackedSequence, resolveGeometry, type Geometry, type KeyframeAnchor, type PackedSequence } from '../../src/models/minimax_h3/sequence';
 import type { GoldenCase } from './golden';
 
 const ANCHORS: readonly KeyframeAnchor[] = ['first', 'last'];
 
 /** The case's request (input.num_frames/height/width/text_token_tags/keyframe_anchors) through our own code. */
-export async function caseLayout(c: GoldenCase): Promise<{ geometry: Geometry; layout: PackedLayout }> {
+export async function caseSequence(c: GoldenCase): Promise<{ geometry: Geometry; packed: PackedSequence }> {
   const one = async (name: string) => (await c.ints(name)).data[0]!;
   const geometry = resolveGeometry(await one('num_frames'), await one('height'), await one('width'));
   const anchors = c.has('input', 'keyframe_anchors') ? (await c.ints('keyframe_anchors')).data.map((a) => ANCHORS[a]!) : [];
-  const layout = buildPackedLayout({ ...geometry, textTags: (await c.ints('text_token_tags')).data, keyframeAnchors: anchors });
-  return { geometry, layout };
+  const packed = buildPackedSequence({ ...geometry, textTags: (await c.ints('text_token_tags')).data, keyframeAnchors: anchors });
+  return { geometry, packed };
 }
 
 /** output.position_bits: each float64 as 4 little-endian 16-bit words (stored exactly in F32). */

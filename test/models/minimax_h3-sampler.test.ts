@@ -14,7 +14,7 @@ import { AUDIO_SHIFT, FlowSchedule, flowSigmas, VIDEO_SHIFT } from '../../src/mo
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { testEngine, type Tolerance } from '../engine/helpers';
 import { expectClose, goldenCaseFiles, goldenDir, GoldenCase, goldenTests, WEIGHT_PREFIX } from './golden';
-import { caseLayout, VARIANTS } from './minimax_h3-golden';
+import { caseSequence, VARIANTS } from './minimax_h3-golden';
 
 // Sigmas: float32 in upstream's order; torch.linspace's vectorised path may differ from the scalar formula by
 // an ulp (see sigmas.ts), which the shift can at most double: 2.5e-7 absolute covers it, an off-by-one grid
@@ -54,7 +54,7 @@ for (const v of VARIANTS) {
     const cfg = parseH3Config(c.config, `${c.path} config`);
     const steps = (await c.ints('num_inference_steps')).data[0]!;
     const model = await MiniMaxH3Transformer.load(e, c.ckpt, cfg, { dtype: v.dtype, int8: v.int8, prefix: WEIGHT_PREFIX });
-    const { geometry, layout } = await caseLayout(c);
+    const { geometry, packed } = await caseSequence(c);
     const noise = await c.input('noise');
     const noiseT = e.upload(noise.data, noise.shape, 'f32');
     const rows = patchify(e, noiseT, cfg.patchSize);
@@ -66,22 +66,22 @@ for (const v of VARIANTS) {
 
     // video rows: keyframe conditioning rows first, then the noise; audio rows: the noise (channel-major)
     const cond = await c.input('condition_rows');
-    const nc = layout.numConditionVideoRows;
+    const nc = packed.numConditionVideoRows;
     assert.equal(cond.shape[0], nc);
-    const video = e.empty([layout.videoIndices.length, rows.shape[1]!], 'f32');
+    const video = e.empty([packed.videoIndices.length, rows.shape[1]!], 'f32');
     if (nc) {
       const condT = e.upload(cond.data, cond.shape, 'f32');
       copyInto(e, condT, video.slice(0, 0, nc));
       condT.free();
     }
-    copyInto(e, rows, video.slice(0, nc, layout.videoIndices.length));
+    copyInto(e, rows, video.slice(0, nc, packed.videoIndices.length));
     rows.free();
     const an = await c.input('audio_noise');
     const audio = e.upload(an.data, an.shape, 'f32');
     const textIn = await c.input('encoder_hidden_states');
     const text32 = e.upload(textIn.data, textIn.shape, 'f32');
     const text = model.encodeText(text32);
-    const sequence = model.prepare(layout);
+    const sequence = model.prepare(packed);
     const tol = c.tol(v.int8 ? 'int8' : v.dtype);
     const pending: Promise<void>[] = [];
     const seen = new Map<string, Tensor>();
@@ -149,11 +149,11 @@ test('an explicit sigma grid (a distilled checkpoint\'s own positions) is used v
 });
 
 test('rowTimestepPlan: text and video at the video t, audio at its own, keyframes at max(t, 0.999)', () => {
-  const layout = { length: 6, positions: new Float64Array(18), tags: new Uint8Array(6), textIndices: Int32Array.from([0]), videoIndices: Int32Array.from([1, 4, 5]), audioIndices: Int32Array.from([2, 3]), numConditionVideoRows: 1, numConditionAudioRows: 0 };
-  const p = rowTimestepPlan(layout, 0.25, 0.5);
+  const packed = { length: 6, positions: new Float64Array(18), tags: new Uint8Array(6), textIndices: Int32Array.from([0]), videoIndices: Int32Array.from([1, 4, 5]), audioIndices: Int32Array.from([2, 3]), numConditionVideoRows: 1, numConditionAudioRows: 0 };
+  const p = rowTimestepPlan(packed, 0.25, 0.5);
   assert.deepEqual(Array.from(p.timesteps), [0.25, 0.5, Math.fround(0.999)]);
   assert.deepEqual(Array.from(p.indices), [0, 2, 1, 1, 0, 0]);
-  const same = rowTimestepPlan({ ...layout, numConditionVideoRows: 0 }, 0, 0);
+  const same = rowTimestepPlan({ ...packed, numConditionVideoRows: 0 }, 0, 0);
   assert.deepEqual(Array.from(same.timesteps), [0]);
   assert.deepEqual(Array.from(same.indices), [0, 0, 0, 0, 0, 0]);
 });
@@ -163,8 +163,8 @@ async function openT2vaCase() {
   const e = await testEngine();
   const c = await GoldenCase.open(goldenCaseFiles('minimax_h3', 'trajectory').find((f) => f.endsWith('t2va_2_steps.safetensors'))!);
   const model = await MiniMaxH3Transformer.load(e, c.ckpt, parseH3Config(c.config), { prefix: WEIGHT_PREFIX });
-  const { layout } = await caseLayout(c);
-  const sequence = model.prepare(layout);
+  const { packed } = await caseSequence(c);
+  const sequence = model.prepare(packed);
   const textIn = await c.input('encoder_hidden_states');
   const text32 = e.upload(textIn.data, textIn.shape, 'f32');
   const text = model.encodeText(text32);
@@ -175,12 +175,12 @@ async function openT2vaCase() {
     model.free();
     await c.close();
   };
-  return { e, c, model, layout, sequence, text, an, close };
+  return { e, c, model, packed, sequence, text, an, close };
 }
 
 test('after two warm-up steps a sampling step creates no GPU buffer', async () => {
-  const { e, c, model, layout, sequence, text, an, close } = await openT2vaCase();
-  const video = e.upload((await c.output('video_rows')).data, [layout.videoIndices.length, 16], 'f32');
+  const { e, c, model, packed, sequence, text, an, close } = await openT2vaCase();
+  const video = e.upload((await c.output('video_rows')).data, [packed.videoIndices.length, 16], 'f32');
   const audio = e.upload(an.data, an.shape, 'f32');
   const created: number[] = [];
   try {
@@ -210,7 +210,7 @@ test('tableGroups: consecutive steps share a table build up to the timestep boun
 });
 
 test('AdaLN tables: one build for a distilled job, the same latents as a build per step', async () => {
-  const { e, c, model, layout, sequence, text, an, close } = await openT2vaCase();
+  const { e, c, model, packed, sequence, text, an, close } = await openT2vaCase();
   const builds: number[] = [];
   const adaln = model.adaln.bind(model);
   model.adaln = (ts) => {
@@ -218,7 +218,7 @@ test('AdaLN tables: one build for a distilled job, the same latents as a build p
     return adaln(ts);
   };
   const run = async (tableTimesteps?: number) => {
-    const video = e.upload((await c.output('video_rows')).data, [layout.videoIndices.length, 16], 'f32');
+    const video = e.upload((await c.output('video_rows')).data, [packed.videoIndices.length, 16], 'f32');
     const audio = e.upload(an.data, an.shape, 'f32');
     builds.length = 0;
     await sampleH3(e, model, sequence, text, video, audio, { steps: 6, tableTimesteps });

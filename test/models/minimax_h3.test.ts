@@ -16,7 +16,7 @@ import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import type { WeightLoader } from '../../src/models/common/weights';
 import { testEngine, type HostTensor } from '../engine/helpers';
 import { expectClose, goldenTests, WEIGHT_PREFIX, type GoldenCase } from './golden';
-import { caseLayout, VARIANTS, type Variant } from './minimax_h3-golden';
+import { caseSequence, VARIANTS, type Variant } from './minimax_h3-golden';
 
 const cfgOf = (c: GoldenCase): H3Config => parseH3Config(c.config, `${c.path} config`);
 const tolOf = (c: GoldenCase, v: Variant) => c.tol(v.int8 ? 'int8' : v.dtype);
@@ -111,12 +111,12 @@ for (const v of VARIANTS) {
     const e = await testEngine();
     const cfg = cfgOf(c);
     const model = await MiniMaxH3Transformer.load(e, c.ckpt, cfg, { dtype: v.dtype, int8: v.int8, prefix: WEIGHT_PREFIX });
-    const { layout } = await caseLayout(c);
+    const { packed } = await caseSequence(c);
     const ints = async (name: string) => Array.from((await c.output(name)).data);
-    assert.deepEqual(Array.from(layout.videoIndices), await ints('video_indices'));
-    assert.deepEqual(Array.from(layout.tags), await ints('token_tags'));
+    assert.deepEqual(Array.from(packed.videoIndices), await ints('video_indices'));
+    assert.deepEqual(Array.from(packed.tags), await ints('token_tags'));
     // our row plan from the two schedule timesteps = the one the fixture ran with
-    const plan = rowTimestepPlan(layout, (await c.input('video_t')).data[0]!, (await c.input('audio_t')).data[0]!);
+    const plan = rowTimestepPlan(packed, (await c.input('video_t')).data[0]!, (await c.input('audio_t')).data[0]!);
     assert.deepEqual(Array.from(plan.timesteps), Array.from((await c.input('timestep')).data));
     assert.deepEqual(Array.from(plan.indices), Array.from((await c.input('timestep_indices')).data));
 
@@ -128,7 +128,7 @@ for (const v of VARIANTS) {
     const audio = await rows('audio_hidden_states');
     const textIn = await c.input('encoder_hidden_states');
     const text32 = e.upload(textIn.data, textIn.shape, 'f32');
-    const sequence = model.prepare(layout);
+    const sequence = model.prepare(packed);
     const rec = recorder(e);
     try {
       const text = model.encodeText(text32);

@@ -8,7 +8,7 @@ import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors
 import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler';
 import type { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { WEIGHT_PREFIX, type GoldenCase } from './golden';
-import { caseLayout } from './minimax_h3-golden';
+import { caseSequence } from './minimax_h3-golden';
 import { writeFile } from 'node:fs/promises';
 
 export interface HostWeight {
@@ -38,8 +38,8 @@ export async function writeDiffusers(dir: string, config: Record<string, unknown
 
 /** One forward of the case's inputs (refiner, adaln, every block, heads): host velocities. */
 export async function runCase(e: Engine, model: MiniMaxH3Transformer, c: GoldenCase): Promise<{ video: Float32Array; audio: Float32Array }> {
-  const { layout } = await caseLayout(c);
-  const plan = rowTimestepPlan(layout, (await c.input('video_t')).data[0]!, (await c.input('audio_t')).data[0]!);
+  const { packed } = await caseSequence(c);
+  const plan = rowTimestepPlan(packed, (await c.input('video_t')).data[0]!, (await c.input('audio_t')).data[0]!);
   const rows = async (name: string) => {
     const h = await c.input(name);
     return e.upload(h.data, h.shape.slice(1), 'f32');
@@ -48,7 +48,7 @@ export async function runCase(e: Engine, model: MiniMaxH3Transformer, c: GoldenC
   const audio = await rows('audio_hidden_states');
   const textIn = await c.input('encoder_hidden_states');
   const text32 = e.upload(textIn.data, textIn.shape, 'f32');
-  const sequence = model.prepare(layout);
+  const sequence = model.prepare(packed);
   try {
     const text = model.encodeText(text32);
     const adaln = model.adaln(plan.timesteps);

@@ -14,7 +14,7 @@ import { relativeL1, StepCache, type StepCachePolicy } from '../../src/models/mi
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { testEngine } from '../engine/helpers';
 import { goldenCaseFiles, GoldenCase, WEIGHT_PREFIX } from './golden';
-import { caseLayout } from './minimax_h3-golden';
+import { caseSequence } from './minimax_h3-golden';
 
 const STEPS = H3_PROFILES.basevid50_sol.steps;
 
@@ -24,15 +24,15 @@ async function sampler() {
   const c = await GoldenCase.open(goldenCaseFiles('minimax_h3', 'trajectory').find((f) => f.includes('t2va'))!);
   const cfg = parseH3Config(c.config, c.path);
   const model = await MiniMaxH3Transformer.load(e, c.ckpt, cfg, { dtype: 'f32', prefix: WEIGHT_PREFIX });
-  const { layout } = await caseLayout(c);
-  assert.equal(layout.numConditionVideoRows, 0);
+  const { packed } = await caseSequence(c);
+  assert.equal(packed.numConditionVideoRows, 0);
   const noise = await c.input('noise');
   const an = await c.input('audio_noise');
   const textIn = await c.input('encoder_hidden_states');
   const text32 = e.upload(textIn.data, textIn.shape, 'f32');
   const text = model.encodeText(text32);
   text32.free();
-  const sequence = model.prepare(layout);
+  const sequence = model.prepare(packed);
   const run = async (steps: number, stepCache: StepCachePolicy | null) => {
     const noiseT = e.upload(noise.data, noise.shape, 'f32');
     const video = patchify(e, noiseT, cfg.patchSize);

@@ -2,10 +2,10 @@
 // (src/models/qwen3), the VAEs.
 export { parseH3Config, videoPatchDim, H3ConfigError, type H3Config, type H3Layout } from './config';
 export {
-  alignNumFrames, audioLatentFrames, buildPackedLayout, checkLayout, resolveGeometry, videoLatentFrames,
+  alignNumFrames, audioLatentFrames, buildPackedSequence, checkPackedSequence, resolveGeometry, videoLatentFrames,
   AUDIO_CHANNELS, AUDIO_TAG, FPS, KEYFRAME_NOISE_AUG, MODALITIES, TEXT_TAG, VIDEO_TAG,
-  type Geometry, type KeyframeAnchor, type LayoutRequest, type PackedLayout,
-} from './layout';
+  type Geometry, type KeyframeAnchor, type PackedSequenceRequest, type PackedSequence,
+} from './sequence';
 export { h3InvFreq, h3RopeTable, timestepEmbedding } from './rope';
 export { computeAdaLN, type AdaLNTables, type TimeEmbedder } from './adaln';
 export { H3Attention, H3FeedForward, H3RefinerBlock, H3TransformerBlock, ADALN, type BlockContext, type Linear, type RotaryTables } from './blocks';

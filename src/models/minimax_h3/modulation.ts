@@ -1,6 +1,6 @@
 // Per-row AdaLN modulation of the packed sequence. Every row reads one row of a table (T * 3, k * H): the table
 // row is timestep_index * 3 + modality tag for the blocks, timestep_index for norm_out. Rows of one stream are
-// contiguous in the packed layout, so the sequence is a handful of runs that share a table row:
+// contiguous in the packed sequence, so the sequence is a handful of runs that share a table row:
 //   norms:  rmsNorm with `segments` = the run lengths and shift/scale = the runs' table rows gathered [S, H]
 //           (up to 8 runs, the norm kernel's limit; more runs fall back to per-row shift/scale tensors);
 //   gates:  the gated residual rides in the GEMM epilogue, which broadcasts but knows no runs, so the gate is

@@ -6,14 +6,14 @@
 //                              (H3TextEncoderHost) that unload() drops
 //   编码提示词/图片            prompt verbatim -> hidden_states[50] -> the encoder is FREED -> context_embedder + refiner
 //   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
-//                              (rows channel-major); packed layout [text | audio | video]; dual-schedule Euler
+//                              (rows channel-major); packed sequence [text | audio | video]; dual-schedule Euler
 //                              (video shift 12, audio shift 3); progress, cancel and the runner's safe point per step
 //   视频解码                   unpatchify -> VideoVaeDecoder.frames() (tiled, chunked) streamed into the H.264 encoder
 //   音频解码                   audio rows -> [2, 32, Na] -> AudioVaeDecoder (32 kHz, one batch item per stereo channel)
 //   封装                       the writer finishes x264 and muxes AAC into a hidden temp sibling of the output
 //   保存                       fsync + rename onto the job's output path
 // Frames follow the model grid 17k + 5 (latent frames 5k + 2), audio latents round(frames / 24 * 40) per channel
-// (layout.ts resolveGeometry). Steps are sigma grid points as upstream counts them (profiles.ts h3Forwards): S
+// (sequence.ts resolveGeometry). Steps are sigma grid points as upstream counts them (profiles.ts h3Forwards): S
 // steps run S - 1 forwards; a 1-step request runs one forward (the smallest grid, [1, 0]).
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -27,7 +27,7 @@ import type { Pipeline, RunContext } from '../common/pipeline';
 import type { ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
-import { buildPackedLayout, resolveGeometry, TEXT_TAG, type Geometry } from './layout';
+import { buildPackedSequence, resolveGeometry, TEXT_TAG, type Geometry } from './sequence';
 import { patchify, unpatchify } from './patchify';
 import { sampleH3, type H3SampleOptions } from './sampler';
 import { H3TextEncoder, H3TextEncoderHost } from './text-encoder';
@@ -204,7 +204,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     try {
       throwIfCancelled(ctx.signal);
       ctx.stage(STAGE.sample);
-      const layout = buildPackedLayout({
+      const packed = buildPackedSequence({
         textTags: new Uint8Array(ids.length).fill(TEXT_TAG),
         numLatentFrames: geo.numLatentFrames,
         latentHeight: geo.latentHeight,
@@ -213,7 +213,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         patchSize: patch,
         audioChannels: 2,
       });
-      const seq = transformer.prepare(layout);
+      const seq = transformer.prepare(packed);
       const C = transformer.config.inChannels;
       const A = transformer.config.audioInChannels;
       const noise = h3Noise(task.seed, geo, C, A);

@@ -13,7 +13,7 @@
 import type { Engine } from '../../engine/engine';
 import { copyInto } from '../../engine/ops/layout';
 import type { Tensor } from '../../engine/tensor';
-import { KEYFRAME_NOISE_AUG, type PackedLayout } from './layout';
+import { KEYFRAME_NOISE_AUG, type PackedSequence } from './sequence';
 import { AUDIO_SHIFT, FlowSchedule, VIDEO_SHIFT } from './sigmas';
 import { StepCache, type StepCachePolicy } from './step-cache';
 import type { AdaLNTables } from './adaln';
@@ -30,11 +30,11 @@ export interface RowTimestepPlan {
   indices: Int32Array;
 }
 
-export function rowTimestepPlan(layout: PackedLayout, videoT: number, audioT: number, conditionVideoT = Math.max(videoT, KEYFRAME_NOISE_AUG), conditionAudioT = 1): RowTimestepPlan {
-  const row = new Float32Array(layout.length).fill(videoT);
-  layout.videoIndices.subarray(0, layout.numConditionVideoRows).forEach((i) => (row[i] = conditionVideoT));
-  layout.audioIndices.subarray(layout.numConditionAudioRows).forEach((i) => (row[i] = audioT));
-  layout.audioIndices.subarray(0, layout.numConditionAudioRows).forEach((i) => (row[i] = conditionAudioT));
+export function rowTimestepPlan(packed: PackedSequence, videoT: number, audioT: number, conditionVideoT = Math.max(videoT, KEYFRAME_NOISE_AUG), conditionAudioT = 1): RowTimestepPlan {
+  const row = new Float32Array(packed.length).fill(videoT);
+  packed.videoIndices.subarray(0, packed.numConditionVideoRows).forEach((i) => (row[i] = conditionVideoT));
+  packed.audioIndices.subarray(packed.numConditionAudioRows).forEach((i) => (row[i] = audioT));
+  packed.audioIndices.subarray(0, packed.numConditionAudioRows).forEach((i) => (row[i] = conditionAudioT));
   const timesteps = Float32Array.from(new Set(row)).sort();
   const where = new Map(Array.from(timesteps, (t, i) => [t, i]));
   return { timesteps, indices: Int32Array.from(row, (t) => where.get(t)!) };
@@ -58,8 +58,8 @@ export interface H3SampleOptions {
 }
 
 /**
- * Denoises `video` [Nv, patch] and `audio` [Na, channels] (f32, layout row order, conditioning rows first) in
- * place. `text` is model.encodeText's output, `sequence` model.prepare(layout)'s.
+ * Denoises `video` [Nv, patch] and `audio` [Na, channels] (f32, packed row order, conditioning rows first) in
+ * place. `text` is model.encodeText's output, `sequence` model.prepare(packed)'s.
  */
 export interface H3SampleResult {
   /** Transformer forwards run (steps minus the reused ones). */
@@ -74,13 +74,13 @@ export async function sampleH3(e: Engine, model: MiniMaxH3Transformer, sequence:
   const vs = opts.sigmas ? FlowSchedule.fromSigmas(opts.sigmas.video) : new FlowSchedule(opts.steps, opts.videoShift ?? VIDEO_SHIFT);
   const as = opts.sigmas ? FlowSchedule.fromSigmas(opts.sigmas.audio) : new FlowSchedule(opts.steps, opts.audioShift ?? AUDIO_SHIFT);
   if (vs.length !== as.length) throw new RangeError(`sampleH3: the video (${vs.length}) and audio (${as.length}) schedules have different lengths`);
-  const { layout } = sequence;
-  const nc = layout.numConditionVideoRows;
-  const nca = layout.numConditionAudioRows;
+  const { packed } = sequence;
+  const nc = packed.numConditionVideoRows;
+  const nca = packed.numConditionAudioRows;
   const nv = video.shape[0]!;
   const na = audio.shape[0]!;
   const cache = opts.stepCache ? new StepCache(opts.stepCache, vs.length) : null;
-  const plans = Array.from({ length: vs.length }, (_, i) => rowTimestepPlan(layout, vs.timesteps[i]!, as.timesteps[i]!));
+  const plans = Array.from({ length: vs.length }, (_, i) => rowTimestepPlan(packed, vs.timesteps[i]!, as.timesteps[i]!));
   const groups = tableGroups(plans, opts.tableTimesteps ?? TABLE_TIMESTEPS);
   let tables: { adaln: AdaLNTables; index: Map<number, number>; end: number } | null = null;
   try {

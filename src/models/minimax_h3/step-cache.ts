@@ -16,7 +16,7 @@ import type { Tensor } from '../../engine/tensor';
 
 /** When the sampler may skip a forward and reuse the last computed velocity. */
 export interface StepCachePolicy {
-  /** Leading steps always computed (the clip's layout forms there). */
+  /** Leading steps always computed (the clip's composition forms there). */
   warmup: number;
   /** Trailing steps always computed (fine detail). */
   tail: number;

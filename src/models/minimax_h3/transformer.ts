@@ -9,7 +9,7 @@
 // are f32 (latents in and velocities out are f32); everything else runs in the compute dtype (bf16 in the
 // checkpoint -> f16 or f32 on upload), its linears optionally int8 weight-only.
 //
-// Per job:  encodeText (context_embedder + refiner; the text never changes), prepare(layout) (RoPE tables, row
+// Per job:  encodeText (context_embedder + refiner; the text never changes), prepare(packed) (RoPE tables, row
 //           ids); per group of steps: adaln(timesteps) (tables for every block, sampler.ts); per forward: forward().
 import type { Engine } from '../../engine/engine';
 import { cast, copyInto, gather, uploadIds } from '../../engine/ops/layout';
@@ -23,7 +23,7 @@ import { loadPlain, type ComputeDType, type WeightLoader } from '../common/weigh
 import { computeAdaLN, type AdaLNTables, type TimeEmbedder } from './adaln';
 import { applyLinear, freeLinearModule, H3RefinerBlock, H3TransformerBlock, loadLinearModule, type AdaLNProjection, type Linear, type RotaryTables } from './blocks';
 import { videoPatchDim, type H3Config } from './config';
-import { checkLayout, MODALITIES, type PackedLayout } from './layout';
+import { checkPackedSequence, MODALITIES, type PackedSequence } from './sequence';
 import { RowModulation } from './modulation';
 import { h3InvFreq, h3RopeTable } from './rope';
 
@@ -51,9 +51,9 @@ export interface H3LoadOptions {
   adalnWeights?: 'host' | 'gpu';
 }
 
-/** The layout-dependent GPU state of a job: RoPE tables and stream row ids. */
+/** The GPU state of a job's packed sequence: RoPE tables and stream row ids. */
 export interface H3Sequence {
-  layout: PackedLayout;
+  packed: PackedSequence;
   rot: RotaryTables;
   videoIds: Tensor;
   audioIds: Tensor;
@@ -61,9 +61,9 @@ export interface H3Sequence {
 }
 
 export interface H3ForwardInput {
-  /** Video rows [Nv, patch] f32 in layout.videoIndices order (conditioning rows first). */
+  /** Video rows [Nv, patch] f32 in packed.videoIndices order (conditioning rows first). */
   video: Tensor;
-  /** Audio rows [Na, audio channels] f32 in layout.audioIndices order (channel-major). */
+  /** Audio rows [Na, audio channels] f32 in packed.audioIndices order (channel-major). */
   audio: Tensor;
   /** encodeText's result [1, Nt, H]. */
   text: Tensor;
@@ -157,14 +157,14 @@ export class MiniMaxH3Transformer {
     return out;
   }
 
-  /** Uploads what a layout needs for every step: RoPE tables and the video / audio row ids. */
-  prepare(layout: PackedLayout): H3Sequence {
-    checkLayout(layout);
-    const rot = uploadRope(this.e, h3RopeTable(layout.positions, this.invFreq));
-    const videoIds = uploadIds(this.e, layout.videoIndices);
-    const audioIds = uploadIds(this.e, layout.audioIndices);
+  /** Uploads what a packed sequence needs for every step: RoPE tables and the video / audio row ids. */
+  prepare(packed: PackedSequence): H3Sequence {
+    checkPackedSequence(packed);
+    const rot = uploadRope(this.e, h3RopeTable(packed.positions, this.invFreq));
+    const videoIds = uploadIds(this.e, packed.videoIndices);
+    const audioIds = uploadIds(this.e, packed.audioIndices);
     return {
-      layout,
+      packed,
       rot,
       videoIds,
       audioIds,
@@ -185,24 +185,24 @@ export class MiniMaxH3Transformer {
 
   forward(inp: H3ForwardInput): H3ForwardOutput {
     const { e, config: c } = this;
-    const { layout } = inp.sequence;
-    const L = layout.length;
+    const seq = inp.sequence.packed;
+    const L = seq.length;
     const H = c.hiddenSize;
     const expect = (name: string, t: Tensor, shape: number[], dtype?: string) => {
       if (t.rank !== shape.length || t.shape.some((n, i) => n !== shape[i]) || (dtype && t.dtype !== dtype)) {
         throw new RangeError(`MiniMaxH3Transformer.forward: ${name} ${t} must be ${dtype ?? ''}[${shape}]`);
       }
     };
-    expect('video', inp.video, [layout.videoIndices.length, videoPatchDim(c)], 'f32');
-    expect('audio', inp.audio, [layout.audioIndices.length, c.audioInChannels], 'f32');
-    expect('text', inp.text, [1, layout.textIndices.length, H], this.dtype);
+    expect('video', inp.video, [seq.videoIndices.length, videoPatchDim(c)], 'f32');
+    expect('audio', inp.audio, [seq.audioIndices.length, c.audioInChannels], 'f32');
+    expect('text', inp.text, [1, seq.textIndices.length, H], this.dtype);
     if (inp.timestepIndices.length !== L) throw new RangeError(`MiniMaxH3Transformer.forward: ${inp.timestepIndices.length} timestep indices for ${L} rows`);
     const T = inp.adaln.timesteps.length;
 
     // 1. project each stream and scatter its rows into the packed sequence
     const packed = e.empty([1, L, H], this.dtype, 'h3 packed');
-    scatterRows(e, inp.text.reshape([layout.textIndices.length, H]), layout.textIndices, packed);
-    for (const [m, rows, idx] of [[this.proj_in, inp.video, layout.videoIndices], [this.audio_proj_in, inp.audio, layout.audioIndices]] as const) {
+    scatterRows(e, inp.text.reshape([seq.textIndices.length, H]), seq.textIndices, packed);
+    for (const [m, rows, idx] of [[this.proj_in, inp.video, seq.videoIndices], [this.audio_proj_in, inp.audio, seq.audioIndices]] as const) {
       const y = applyLinear(e, m, rows);
       const yc = this.dtype === 'f32' ? y : cast(e, y, this.dtype);
       scatterRows(e, yc, idx, packed);
@@ -216,7 +216,7 @@ export class MiniMaxH3Transformer {
     for (let i = 0; i < L; i++) {
       const t = inp.timestepIndices[i]!;
       if (!(t >= 0 && t < T)) throw new RangeError(`MiniMaxH3Transformer.forward: row ${i} has timestep index ${t} of ${T}`);
-      adalnRows[i] = t * MODALITIES + layout.tags[i]!;
+      adalnRows[i] = t * MODALITIES + seq.tags[i]!;
     }
     const mod = RowModulation.create(e, adalnRows, { perRow: inp.perRowModulation });
     let x = packed;

@@ -1,44 +1,44 @@
-// MiniMax H3 packed-sequence layout and RoPE against the diffusers pipeline (golden minimax_h3/rope): frame
+// MiniMax H3 packed sequence (sequence.ts) and RoPE against the diffusers pipeline (golden minimax_h3/rope): frame
 // arithmetic, the float64 position grid bit for bit, tags and row indices, the cos/sin tables, and the partial
 // rotation (6F of the head dims) through the engine's rope op in f32 and f16.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { rope } from '../../src/engine/ops/rope';
 import { uploadRope } from '../../src/engine/rope-tables';
-import { buildPackedLayout, checkLayout, pairwiseSum, resolveGeometry, type KeyframeAnchor } from '../../src/models/minimax_h3/layout';
+import { buildPackedSequence, checkPackedSequence, pairwiseSum, resolveGeometry, type KeyframeAnchor } from '../../src/models/minimax_h3/sequence';
 import { h3InvFreq, h3RopeTable } from '../../src/models/minimax_h3/rope';
 import { testEngine } from '../engine/helpers';
 import { expectClose, goldenTests } from './golden';
-import { caseLayout, float64FromWords } from './minimax_h3-golden';
+import { caseSequence, float64FromWords } from './minimax_h3-golden';
 
 goldenTests('minimax_h3', 'rope', async (c) => {
-  const { geometry, layout } = await caseLayout(c);
+  const { geometry, packed } = await caseSequence(c);
   for (const [name, got] of [['num_frames', geometry.numFrames], ['num_latent_frames', geometry.numLatentFrames], ['num_audio_latents', geometry.numAudioLatents]] as const) {
     assert.equal(got, (await c.output(name)).data[0], name);
   }
-  checkLayout(layout);
+  checkPackedSequence(packed);
 
   // positions: every float64 bit
   const want = float64FromWords((await c.output('position_bits')).data);
-  assert.equal(layout.positions.length, want.length, 'position count');
+  assert.equal(packed.positions.length, want.length, 'position count');
   for (let i = 0; i < want.length; i++) {
-    if (!Object.is(layout.positions[i], want[i])) {
-      assert.fail(`position row ${Math.floor(i / 3)} axis ${i % 3}: got ${layout.positions[i]} want ${want[i]} (diff ${layout.positions[i]! - want[i]!})`);
+    if (!Object.is(packed.positions[i], want[i])) {
+      assert.fail(`position row ${Math.floor(i / 3)} axis ${i % 3}: got ${packed.positions[i]} want ${want[i]} (diff ${packed.positions[i]! - want[i]!})`);
     }
   }
   const ints = async (name: string) => Array.from((await c.output(name)).data);
-  assert.deepEqual(Array.from(layout.tags), await ints('token_tags'), 'token_tags');
-  assert.deepEqual(Array.from(layout.videoIndices), await ints('video_indices'), 'video_indices');
-  assert.deepEqual(Array.from(layout.audioIndices), await ints('audio_indices'), 'audio_indices');
-  assert.deepEqual(Array.from(layout.textIndices), await ints('text_indices'), 'text_indices');
-  assert.equal(layout.numConditionVideoRows, (await c.output('num_condition_video_rows')).data[0]);
-  assert.equal(layout.numConditionAudioRows, (await c.output('num_condition_audio_rows')).data[0]);
+  assert.deepEqual(Array.from(packed.tags), await ints('token_tags'), 'token_tags');
+  assert.deepEqual(Array.from(packed.videoIndices), await ints('video_indices'), 'video_indices');
+  assert.deepEqual(Array.from(packed.audioIndices), await ints('audio_indices'), 'audio_indices');
+  assert.deepEqual(Array.from(packed.textIndices), await ints('text_indices'), 'text_indices');
+  assert.equal(packed.numConditionVideoRows, (await c.output('num_condition_video_rows')).data[0]);
+  assert.equal(packed.numConditionAudioRows, (await c.output('num_condition_audio_rows')).data[0]);
 
   // tables: upstream's cos/sin are [L, 6F] = the 3F angles twice (rotate-half); ours hold the 3F angles
   const F = c.config.rope_freq_dim as number;
   const invFreq = h3InvFreq(F, c.config.rope_theta as number);
   assert.deepEqual(Array.from(invFreq), Array.from((await c.output('inv_freq')).data), 'inv_freq (float32 bits)');
-  const table = h3RopeTable(layout.positions, invFreq);
+  const table = h3RopeTable(packed.positions, invFreq);
   const tol = c.tol('f32');
   for (const [name, mine] of [['cos', table.cos], ['sin', table.sin]] as const) {
     const up = await c.output(name);
@@ -82,11 +82,11 @@ test('pairwiseSum is numpy order, not a running sum', () => {
   assert.equal(pairwiseSum(Float64Array.from([1, 2, 3])), 6);
 });
 
-test('buildPackedLayout refuses unknown anchors and foreign text tags', () => {
+test('buildPackedSequence refuses unknown anchors and foreign text tags', () => {
   const base = { numLatentFrames: 2, latentHeight: 4, latentWidth: 4, numAudioLatents: 3 };
-  assert.throws(() => buildPackedLayout({ ...base, textTags: [1], keyframeAnchors: ['middle' as KeyframeAnchor] }), /'first' or 'last'/);
-  assert.throws(() => buildPackedLayout({ ...base, textTags: [2] }), /text row 0 has tag 2/);
-  const l = buildPackedLayout({ ...base, textTags: [1, 1] });
+  assert.throws(() => buildPackedSequence({ ...base, textTags: [1], keyframeAnchors: ['middle' as KeyframeAnchor] }), /'first' or 'last'/);
+  assert.throws(() => buildPackedSequence({ ...base, textTags: [2] }), /text row 0 has tag 2/);
+  const l = buildPackedSequence({ ...base, textTags: [1, 1] });
   l.videoIndices[0] = 0;
-  assert.throws(() => checkLayout(l), /claimed twice/);
+  assert.throws(() => checkPackedSequence(l), /claimed twice/);
 });

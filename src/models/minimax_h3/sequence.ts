@@ -10,7 +10,7 @@
 // Time is in 40 Hz audio-latent units: one audio latent = 1, a video latent frame = 5/3 * (1 or 4) frames of 24 fps.
 // The spatial grid is aspect-normalised: (dim / sqrt(h * w)) centred on [0, 1), times 32, one point per patch.
 // Conditioning rows (keyframes now; references in part 2) are further rows with their own positions and
-// indices: the transformer only reads `PackedLayout`, so a new row kind needs no change there.
+// indices: the transformer only reads `PackedSequence`, so a new row kind needs no change there.
 import { alignFrames, FPS, FRAME_GRID } from '../../catalog';
 import { pythonRound } from '../../common/python-round';
 
@@ -75,7 +75,7 @@ export function resolveGeometry(numFrames: number, height: number, width: number
   return { numFrames: n, numLatentFrames: videoLatentFrames(n), latentHeight: height / VAE_SPATIAL, latentWidth: width / VAE_SPATIAL, numAudioLatents: audioLatentFrames(n) };
 }
 
-export interface PackedLayout {
+export interface PackedSequence {
   length: number;
   /** (t, h, w) per row, float64, [length, 3] row-major. */
   positions: Float64Array;
@@ -90,7 +90,7 @@ export interface PackedLayout {
   numConditionAudioRows: number;
 }
 
-export interface LayoutRequest {
+export interface PackedSequenceRequest {
   /** Tag of every text row: TEXT_TAG, or VIDEO_TAG for a keyframe's vision tokens. */
   textTags: ArrayLike<number>;
   numLatentFrames: number;
@@ -103,8 +103,8 @@ export interface LayoutRequest {
   keyframeAnchors?: readonly KeyframeAnchor[];
 }
 
-/** The t2va / fl2va layout [text | keyframes | audio | video] (diffusers build_packed_sequence). */
-export function buildPackedLayout(r: LayoutRequest): PackedLayout {
+/** The t2va / fl2va packed sequence [text | keyframes | audio | video] (diffusers build_packed_sequence). */
+export function buildPackedSequence(r: PackedSequenceRequest): PackedSequence {
   const [, ph, pw] = r.patchSize ?? [1, 2, 2];
   const channels = r.audioChannels ?? AUDIO_CHANNELS;
   const anchors = r.keyframeAnchors ?? [];
@@ -161,19 +161,19 @@ export function buildPackedLayout(r: LayoutRequest): PackedLayout {
   return { length, positions: pos, tags, textIndices, videoIndices, audioIndices, numConditionVideoRows: nc, numConditionAudioRows: 0 };
 }
 
-/** Checks that text, video and audio rows cover the sequence exactly once (any layout, built here or not). */
-export function checkLayout(l: PackedLayout): void {
-  const seen = new Uint8Array(l.length);
-  for (const [name, idx] of [['text', l.textIndices], ['video', l.videoIndices], ['audio', l.audioIndices]] as const) {
+/** Checks that text, video and audio rows cover the sequence exactly once (any packed sequence, built here or not). */
+export function checkPackedSequence(s: PackedSequence): void {
+  const seen = new Uint8Array(s.length);
+  for (const [name, idx] of [['text', s.textIndices], ['video', s.videoIndices], ['audio', s.audioIndices]] as const) {
     for (const i of idx) {
-      if (!(i >= 0 && i < l.length)) throw new RangeError(`layout: ${name} row ${i} outside the sequence of ${l.length}`);
-      if (seen[i]++) throw new RangeError(`layout: row ${i} is claimed twice (${name})`);
+      if (!(i >= 0 && i < s.length)) throw new RangeError(`packed sequence: ${name} row ${i} outside the sequence of ${s.length}`);
+      if (seen[i]++) throw new RangeError(`packed sequence: row ${i} is claimed twice (${name})`);
     }
   }
   const missing = seen.indexOf(0);
-  if (missing >= 0) throw new RangeError(`layout: row ${missing} belongs to no stream`);
-  if (l.positions.length !== 3 * l.length || l.tags.length !== l.length) throw new RangeError(`layout: positions/tags do not have ${l.length} rows`);
-  if (l.numConditionVideoRows > l.videoIndices.length || l.numConditionAudioRows > l.audioIndices.length) throw new RangeError('layout: more conditioning rows than rows');
+  if (missing >= 0) throw new RangeError(`packed sequence: row ${missing} belongs to no stream`);
+  if (s.positions.length !== 3 * s.length || s.tags.length !== s.length) throw new RangeError(`packed sequence: positions/tags do not have ${s.length} rows`);
+  if (s.numConditionVideoRows > s.videoIndices.length || s.numConditionAudioRows > s.audioIndices.length) throw new RangeError('packed sequence: more conditioning rows than rows');
 }
 
 /** The span in rotary time of each latent frame: 5/3 * (1, 4, 4, 4, 4, 1, 4, ...). */
