@@ -20,7 +20,7 @@ import { parseQwen3Config } from '../../src/models/qwen3/config';
 import { QWEN3_VL_IMAGE_PROCESSOR } from '../../src/models/qwen3_vl_vision';
 import { parseQwenImage21Config, QWEN_IMAGE21_SCHEDULER, parseFlowMatchConfig } from '../../src/models/qwen_image21';
 import { loadQwenImage21Parts, type QwenImage21Configs } from '../../src/models/qwen_image21/checkpoint';
-import { latentGrid, sampleLatents, seededNoise, textLayout } from '../../src/models/qwen_image21/pipeline';
+import { latentGrid, sampleLatents, seededNoise, textSequence } from '../../src/models/qwen_image21/pipeline';
 import { modelTimestep, flowMatchSchedule } from '../../src/models/qwen_image21/sigmas';
 import { QWEN_IMAGE21_LATENTS_MEAN, QWEN_IMAGE21_LATENTS_STD, QWEN_IMAGE21_VAE_DEFAULTS, QwenImage21Vae } from '../../src/models/qwen_image21/vae';
 
@@ -107,21 +107,21 @@ async function benchProfile(profile: string): Promise<void> {
       try {
         for (const size of sizes) {
           const { h, w } = latentGrid(size, size);
-          const layout = textLayout(cond.shape[1]!, h, w);
-          const sched = flowMatchSchedule(cfg.scheduler, 25, layout.targetLength);
+          const sequence = textSequence(cond.shape[1]!, h, w);
+          const sched = flowMatchSchedule(cfg.scheduler, 25, sequence.targetLength);
           const x = e.upload(seededNoise(1, cfg.transformer.inChannels, h, w), [1, h * w, cfg.transformer.inChannels], parts.transformer.dtype);
-          const cache = parts.transformer.createCache(layout);
+          const cache = parts.transformer.createCache(sequence);
           try {
             const step = async (i: number) => {
               const s = now();
-              parts.transformer.forward({ layout, encoderHiddenStates: cond, latents: x, timestep: modelTimestep(sched, i), cache }).sample.free();
+              parts.transformer.forward({ sequence, encoderHiddenStates: cond, latents: x, timestep: modelTimestep(sched, i), cache }).sample.free();
               await e.sync();
               return now() - s;
             };
             const first = await step(0);
             let best = Infinity;
             for (let i = 1; i <= 3; i++) best = Math.min(best, await step(i));
-            console.log(`step @ ${size}x${size} (${h * w} image + ${layout.prefixLength} prompt tokens): ${fmt(best)} (first step, prefix filled: ${fmt(first)})`);
+            console.log(`step @ ${size}x${size} (${h * w} image + ${sequence.prefixLength} prompt tokens): ${fmt(best)} (first step, prefix filled: ${fmt(first)})`);
           } finally {
             cache.free();
             x.free();

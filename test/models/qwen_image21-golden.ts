@@ -1,7 +1,7 @@
-// Shared by the Qwen-Image-2.1 golden tests: fixture inputs -> layout, model and tensors, and host-side row helpers.
+// Shared by the Qwen-Image-2.1 golden tests: fixture inputs -> joint sequence, model and tensors, and host-side row helpers.
 import type { Engine } from '../../src/engine/engine';
 import type { Tensor } from '../../src/engine/tensor';
-import { jointLayout, parseQwenImage21Config, QwenImage21Transformer, type ImageShape, type JointLayout, type QwenImage21Config } from '../../src/models/qwen_image21';
+import { jointSequence, parseQwenImage21Config, QwenImage21Transformer, type ImageShape, type JointSequence, type QwenImage21Config } from '../../src/models/qwen_image21';
 import type { ComputeDType } from '../../src/models/common/weights';
 import type { HostTensor, Tolerance } from '../engine/helpers';
 import { WEIGHT_PREFIX, type GoldenCase } from './golden';
@@ -29,8 +29,8 @@ export function caseConfig(c: GoldenCase): QwenImage21Config {
   return parseQwenImage21Config(raw, `${c.path} config`);
 }
 
-/** input.img_mask (B, Lvlm) (rows equal: samples share a layout) + input.img_shapes (N, 3) -> the joint layout. */
-export async function caseLayout(c: GoldenCase): Promise<JointLayout> {
+/** input.img_mask (B, Lvlm) (rows equal: samples share a sequence) + input.img_shapes (N, 3) -> the joint sequence. */
+export async function caseSequence(c: GoldenCase): Promise<JointSequence> {
   const mask = await c.ints('img_mask');
   const L = mask.shape[mask.shape.length - 1]!;
   const row = mask.data.slice(0, L);
@@ -40,7 +40,7 @@ export async function caseLayout(c: GoldenCase): Promise<JointLayout> {
   const shapes = await c.ints('img_shapes');
   const imgShapes: ImageShape[] = [];
   for (let i = 0; i < shapes.data.length; i += 3) imgShapes.push([shapes.data[i]!, shapes.data[i + 1]!, shapes.data[i + 2]!]);
-  return jointLayout(row, imgShapes);
+  return jointSequence(row, imgShapes);
 }
 
 export async function loadCaseModel(e: Engine, c: GoldenCase, v: Variant): Promise<QwenImage21Transformer> {

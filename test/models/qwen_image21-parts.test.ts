@@ -1,5 +1,5 @@
 // Qwen-Image-2.1 pieces without upstream fixtures of their own: the config parser (the reported config.json
-// variants), the joint layout's checks, the tanh-gate kernel against a float64 reference, the timestep sinusoid,
+// variants), the joint sequence's checks, the tanh-gate kernel against a float64 reference, the timestep sinusoid,
 // and loading the transformer from a diffusers-layout folder (sharded bf16 safetensors with an index).
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -10,7 +10,7 @@ import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors
 import type { Tensor } from '../../src/engine/tensor';
 import {
   imageMaskWithTarget,
-  jointLayout,
+  jointSequence,
   parseQwenImage21Config,
   QWEN_IMAGE21_DEFAULTS,
   QwenImage21Transformer,
@@ -19,7 +19,7 @@ import {
 } from '../../src/models/qwen_image21';
 import { assertClose, poisoned, randomHost, seeded, testEngine, type HostTensor } from '../engine/helpers';
 import { goldenCaseFiles, GoldenCase, WEIGHT_PREFIX } from './golden';
-import { caseLayout, loadCaseModel, rows, uploader, VARIANTS } from './qwen_image21-golden';
+import { caseSequence, loadCaseModel, rows, uploader, VARIANTS } from './qwen_image21-golden';
 
 test('config: both reported transformer/config.json variants give the real model', () => {
   const minimal = {
@@ -53,10 +53,10 @@ test('config: what the implementation cannot build is refused, naming the key', 
   assert.throws(() => parseQwenImage21Config(null), /not a JSON object/);
 });
 
-test('layout: text-to-image, references, and the checks on img_mask / img_shapes', () => {
+test('joint sequence: text-to-image, references, and the checks on img_mask / img_shapes', () => {
   // 3 text tokens, a 2x4 reference (2 slots), 1 text token, then a 4x4 target (4 slots)
   const mask = imageMaskWithTarget([0, 0, 0, 1, 1, 0], { height: 4, width: 4 });
-  const l = jointLayout(mask, [[1, 2, 4], [1, 4, 4]]);
+  const l = jointSequence(mask, [[1, 2, 4], [1, 4, 4]]);
   assert.equal(l.length, 3 + 8 + 1 + 16);
   assert.deepEqual([l.prefixLength, l.targetLength, l.encoderLength, l.referenceTokens], [12, 16, 6, 8]);
   assert.deepEqual(l.runs, [
@@ -71,11 +71,11 @@ test('layout: text-to-image, references, and the checks on img_mask / img_shapes
   assert.deepEqual(Array.from(l.blockIds), [0, 1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 4]);
   assert.equal(l.frame[12], 8, 'the target block starts after the text');
 
-  assert.throws(() => jointLayout(mask, [[1, 4, 4]]), /account for 16 image tokens but img_mask marks 24/);
-  assert.throws(() => jointLayout(mask, [[1, 2, 4], [2, 2, 4]]), /2 frames/);
-  assert.throws(() => jointLayout([0, 1, 1, 0], [[1, 2, 4]]), /follow the target/);
-  assert.throws(() => jointLayout([1, 0, 1], [[1, 2, 4]]), /consecutive image tokens/);
-  assert.throws(() => jointLayout([0, 1], [[1, 3, 3]]), /whole number of 2x2 slots/);
+  assert.throws(() => jointSequence(mask, [[1, 4, 4]]), /account for 16 image tokens but img_mask marks 24/);
+  assert.throws(() => jointSequence(mask, [[1, 2, 4], [2, 2, 4]]), /2 frames/);
+  assert.throws(() => jointSequence([0, 1, 1, 0], [[1, 2, 4]]), /follow the target/);
+  assert.throws(() => jointSequence([1, 0, 1], [[1, 2, 4]]), /consecutive image tokens/);
+  assert.throws(() => jointSequence([0, 1], [[1, 3, 3]]), /whole number of 2x2 slots/);
   assert.throws(() => imageMaskWithTarget([0], { height: 3, width: 2 }), /2x2 slots/);
 });
 
@@ -146,14 +146,14 @@ test('loading: a sharded bf16 diffusers folder loads through fromDir and matches
     await writeFile(join(dir, 'config.json'), JSON.stringify({ _class_name: 'QwenImage21Transformer2DModel', _diffusers_version: '0.37.0.dev0', ...c.config }));
     const loaded = await QwenImage21Transformer.fromDir(e, dir, { dtype: 'f32' });
     const exact = await loadCaseModel(e, c, VARIANTS[0]!);
-    const layout = await caseLayout(c);
+    const sequence = await caseSequence(c);
     const x = await c.input('hidden_states');
     const up = uploader(e, 'f32', temps);
     const input = {
-      layout,
+      sequence,
       encoderHiddenStates: up(await c.input('encoder_hidden_states')),
-      referenceLatents: up(rows(x, 0, layout.referenceTokens)),
-      latents: up(rows(x, layout.referenceTokens, x.shape[1]!)),
+      referenceLatents: up(rows(x, 0, sequence.referenceTokens)),
+      latents: up(rows(x, sequence.referenceTokens, x.shape[1]!)),
       timestep: (await c.input('timestep')).data[0]!,
     };
     const a = loaded.forward(input).sample;

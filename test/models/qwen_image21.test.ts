@@ -1,4 +1,4 @@
-// Qwen-Image-2.1 transformer against golden vectors from diffusers (tools/golden/qwen_image21.py): the joint layout
+// Qwen-Image-2.1 transformer against golden vectors from diffusers (tools/golden/qwen_image21.py): the joint sequence
 // and RoPE tables, one block, the whole forward (temb, shared modulation, every block, the target's output) in f32,
 // f16 and int8 weight-only, and a 2-step sampling trajectory through the prefix KV cache.
 import assert from 'node:assert/strict';
@@ -8,29 +8,29 @@ import { eulerDt, eulerStep, flowMatchSchedule, modelTimestep, modRow, parseFlow
 import type { Tensor } from '../../src/engine/tensor';
 import { testEngine } from '../engine/helpers';
 import { expectClose, goldenTests, WEIGHT_PREFIX, type GoldenCase } from './golden';
-import { caseConfig, caseLayout, concatRows, loadCaseModel, pickRows, rows, tolOf, uploader, VARIANTS, type Variant } from './qwen_image21-golden';
+import { caseConfig, caseSequence, concatRows, loadCaseModel, pickRows, rows, tolOf, uploader, VARIANTS, type Variant } from './qwen_image21-golden';
 
 const MODEL = 'qwen_image21';
 
 goldenTests(MODEL, 'rope', async (c) => {
-  const layout = await caseLayout(c);
+  const sequence = await caseSequence(c);
   const axes = c.config.axes_dims_rope as number[];
-  for (const [name, got] of [['frame', layout.frame], ['height', layout.height], ['width', layout.width]] as const) {
+  for (const [name, got] of [['frame', sequence.frame], ['height', sequence.height], ['width', sequence.width]] as const) {
     assert.deepEqual(Array.from(got), Array.from((await c.output(name)).data), `${name} positions`);
   }
-  assert.deepEqual(Array.from(layout.imageIds), Array.from((await c.output('image_ids')).data), 'image ids');
+  assert.deepEqual(Array.from(sequence.imageIds), Array.from((await c.output('image_ids')).data), 'image ids');
   const target = (await c.output('target_mask')).data;
-  assert.equal(layout.prefixLength, target.indexOf(1), 'the target starts where upstream marks it');
-  assert.equal(layout.targetLength, target.reduce((a, v) => a + v, 0));
+  assert.equal(sequence.prefixLength, target.indexOf(1), 'the target starts where upstream marks it');
+  assert.equal(sequence.targetLength, target.reduce((a, v) => a + v, 0));
   // the block ids give upstream's mask: k visible to q  <=>  k <= q or same image block
-  const ids = layout.imageIds;
-  for (let q = 0; q < layout.prefixLength; q++) {
-    for (let k = 0; k < layout.prefixLength; k++) {
+  const ids = sequence.imageIds;
+  for (let q = 0; q < sequence.prefixLength; q++) {
+    for (let k = 0; k < sequence.prefixLength; k++) {
       const want = k <= q || (ids[q]! >= 0 && ids[q] === ids[k]);
-      assert.equal(layout.blockIds[k]! <= layout.blockIds[q]!, want, `mask at q ${q}, k ${k}`);
+      assert.equal(sequence.blockIds[k]! <= sequence.blockIds[q]!, want, `mask at q ${q}, k ${k}`);
     }
   }
-  const table = ropeRows(layout, axes, c.config.theta as number);
+  const table = ropeRows(sequence, axes, c.config.theta as number);
   expectClose(table.cos, await c.output('cos'), c.tol('f32'), 'cos');
   expectClose(table.sin, await c.output('sin'), c.tol('f32'), 'sin');
 });
@@ -50,17 +50,17 @@ for (const v of VARIANTS) {
   goldenTests(MODEL, 'block', async (c) => {
     const e = await testEngine();
     const cfg = caseConfig(c);
-    const layout = await caseLayout(c);
+    const sequence = await caseSequence(c);
     const w: WeightLoader = { e, ckpt: c.ckpt, dtype: v.dtype, int8: v.int8, loaded: [] };
     const block = await QwenImage21Block.load(w, cfg, `${WEIGHT_PREFIX}transformer_blocks.0.`);
     const x = await c.input('hidden_states');
     const B = x.shape[0]!;
-    const { prefixLength: Lp, length: L } = layout;
+    const { prefixLength: Lp, length: L } = sequence;
     const kvShape = [B, cfg.numHeads, L, cfg.headDim];
     const temps: Tensor[] = [e.empty(kvShape, v.dtype), e.empty(kvShape, v.dtype), await caseModulation(e, c, v.dtype)];
     const [k, val, mod] = temps as [Tensor, Tensor, Tensor];
     const part = (a: number, b: number, row: number, blockIds?: Float32Array) => {
-      const r = ropeRows(layout, cfg.axesDimsRope, cfg.ropeTheta, a, b);
+      const r = ropeRows(sequence, cfg.axesDimsRope, cfg.ropeTheta, a, b);
       const t = {
         cos: e.upload(r.cos, [r.rows, r.pairs], 'f32'),
         sin: e.upload(r.sin, [r.rows, r.pairs], 'f32'),
@@ -73,7 +73,7 @@ for (const v of VARIANTS) {
       const xp = e.upload(rows(x, 0, Lp).data, [B, Lp, cfg.dim], v.dtype);
       const xt = e.upload(rows(x, Lp, L).data, [B, L - Lp, cfg.dim], v.dtype);
       temps.push(xp, xt);
-      const yp = block.forward(e, cfg, xp, part(0, Lp, 1, layout.blockIds), { k, v: val });
+      const yp = block.forward(e, cfg, xp, part(0, Lp, 1, sequence.blockIds), { k, v: val });
       const yt = block.forward(e, cfg, xt, part(Lp, L, 0), { k, v: val });
       temps.push(yp, yt);
       expectClose(concatRows(await e.read(yp), await e.read(yt), B), await c.output('hidden_states'), tolOf(c, v), `block (${v.name})`);
@@ -86,7 +86,7 @@ for (const v of VARIANTS) {
   goldenTests(MODEL, 'transformer', async (c) => {
     const e = await testEngine();
     const cfg = caseConfig(c);
-    const layout = await caseLayout(c);
+    const sequence = await caseSequence(c);
     const m = await loadCaseModel(e, c, v);
     const tol = tolOf(c, v);
     const temps: Tensor[] = [];
@@ -96,12 +96,12 @@ for (const v of VARIANTS) {
       const B = x.shape[0]!;
       const ts = (await c.input('timestep')).data;
       assert.ok(ts.every((t) => t === ts[0]), 'samples share the timestep');
-      const Lr = layout.referenceTokens;
+      const Lr = sequence.referenceTokens;
       const out = m.forward({
-        layout,
+        sequence,
         encoderHiddenStates: up(await c.input('encoder_hidden_states')),
         referenceLatents: Lr > 0 ? up(rows(x, 0, Lr)) : undefined,
-        latents: up(rows(x, Lr, Lr + layout.targetLength)),
+        latents: up(rows(x, Lr, Lr + sequence.targetLength)),
         timestep: ts[0]!,
         blockOutputs: true,
       });
@@ -121,7 +121,7 @@ for (const v of VARIANTS) {
         expectClose(concatRows(await e.read(b.prefix!), await e.read(b.target), B), await c.output(`block.${i}`), tol, `block.${i} (${v.name})`);
       }
       const sample = await c.output('sample');
-      expectClose(await e.read(out.sample), rows(sample, layout.prefixLength, layout.length), tol, `sample, target rows (${v.name})`);
+      expectClose(await e.read(out.sample), rows(sample, sequence.prefixLength, sequence.length), tol, `sample, target rows (${v.name})`);
     } finally {
       for (const t of temps) t.free();
       m.free();
@@ -130,22 +130,22 @@ for (const v of VARIANTS) {
 
   goldenTests(MODEL, 'trajectory', async (c) => {
     const e = await testEngine();
-    const layout = await caseLayout(c);
+    const sequence = await caseSequence(c);
     const m = await loadCaseModel(e, c, v);
     const tol = tolOf(c, v);
     const sched = parseFlowMatchConfig(c.config.scheduler);
     const steps = (await c.ints('steps')).data[0]!;
-    const s = flowMatchSchedule(sched, steps, layout.targetLength);
+    const s = flowMatchSchedule(sched, steps, sequence.targetLength);
     expectClose(s.sigmas, await c.output('sigmas'), { atol: 1e-6, rtol: 1e-6 }, 'sigmas');
     const temps: Tensor[] = [];
     const up = uploader(e, v.dtype, temps);
-    const cache = m.createCache(layout);
+    const cache = m.createCache(sequence);
     try {
       const enc = up(await c.input('encoder_hidden_states'));
       const refs = c.has('input', 'reference_latents') ? up(await c.input('reference_latents')) : undefined;
       let x = up(await c.input('latents'));
       for (let i = 0; i < steps; i++) {
-        const out = m.forward({ layout, encoderHiddenStates: enc, referenceLatents: refs, latents: x, timestep: modelTimestep(s, i), cache });
+        const out = m.forward({ sequence, encoderHiddenStates: enc, referenceLatents: refs, latents: x, timestep: modelTimestep(s, i), cache });
         assert.equal(cache.filled, true, 'the first step fills the prefix cache');
         expectClose(await e.read(out.sample), await c.output(`noise_pred.${i}`), tol, `noise_pred.${i} (${v.name})`);
         const next = eulerStep(e, x, out.sample, eulerDt(s, i));
@@ -166,26 +166,26 @@ for (const v of VARIANTS) {
 // fresh forward at that step gives, and once warm such a step creates no GPU buffer.
 goldenTests(MODEL, 'trajectory', async (c) => {
   const e = await testEngine();
-  const layout = await caseLayout(c);
+  const sequence = await caseSequence(c);
   const v = VARIANTS[0]!;
   const m = await loadCaseModel(e, c, v);
   const temps: Tensor[] = [];
   const up = uploader(e, v.dtype, temps);
-  const cache = m.createCache(layout);
+  const cache = m.createCache(sequence);
   try {
     const enc = up(await c.input('encoder_hidden_states'));
     const refs = c.has('input', 'reference_latents') ? up(await c.input('reference_latents')) : undefined;
     const x = up(await c.input('latents'));
-    const first = m.forward({ layout, encoderHiddenStates: enc, referenceLatents: refs, latents: x, timestep: 0.9, cache });
+    const first = m.forward({ sequence, encoderHiddenStates: enc, referenceLatents: refs, latents: x, timestep: 0.9, cache });
     first.sample.free();
     const ts = [0.7, 0.5, 0.3];
     for (const [i, t] of ts.entries()) {
       if (i === 2) e.pool.frozen = true;
       const created = e.pool.stats().buffersCreated;
-      const cached = m.forward({ layout, latents: x, timestep: t, cache });
+      const cached = m.forward({ sequence, latents: x, timestep: t, cache });
       if (i === 2) assert.equal(e.pool.stats().buffersCreated, created, 'a cached step created GPU buffers');
       e.pool.frozen = false;
-      const fresh = m.forward({ layout, encoderHiddenStates: enc, referenceLatents: refs, latents: x, timestep: t });
+      const fresh = m.forward({ sequence, encoderHiddenStates: enc, referenceLatents: refs, latents: x, timestep: t });
       const want = await e.read(fresh.sample);
       const got = await e.read(cached.sample);
       expectClose(got, { data: Float64Array.from(want), shape: fresh.sample.shape as number[] }, { atol: 1e-6, rtol: 1e-6 }, `cached vs fresh at t = ${t}`);
@@ -193,9 +193,9 @@ goldenTests(MODEL, 'trajectory', async (c) => {
       fresh.sample.free();
     }
     // the cache really is read: corrupting its prefix part changes the next cached step
-    const before = m.forward({ layout, latents: x, timestep: 0.5, cache });
+    const before = m.forward({ sequence, latents: x, timestep: 0.5, cache });
     e.fill(cache.layers[0]!.k, 0.25);
-    const after = m.forward({ layout, latents: x, timestep: 0.5, cache });
+    const after = m.forward({ sequence, latents: x, timestep: 0.5, cache });
     const a = await e.read(before.sample);
     const b = await e.read(after.sample);
     assert.ok(a.some((val, j) => Math.abs(val - b[j]!) > 1e-3), 'output ignores the cached prefix keys');

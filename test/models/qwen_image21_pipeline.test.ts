@@ -13,7 +13,7 @@ import { planDemoQwenImage21, type QwenImage21DemoPlan } from '../../src/models/
 import { imageTaskOf, referenceArea } from '../../src/worker/profiles/image';
 import { STAGE, type Stage } from '../../src/catalog';
 import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from '../../src/models/qwen_image21/checkpoint';
-import { latentGrid, QwenImage21Pipeline, type ImageTask, sampleLatents, seededNoise, textLayout } from '../../src/models/qwen_image21/pipeline';
+import { latentGrid, QwenImage21Pipeline, type ImageTask, sampleLatents, seededNoise, textSequence } from '../../src/models/qwen_image21/pipeline';
 import { referenceDimensions, rgbOverWhite } from '../../src/models/qwen_image21/references';
 import { TextTokenizer } from '../../src/models/tokenizer';
 import { pngBytes, pngSize } from '../api/inputs';
@@ -39,12 +39,12 @@ describe('seededNoise', () => {
     assert.notDeepEqual(Array.from(wide.subarray(48 * 16, 48 * 16 + 16)), Array.from(a.subarray(0, 16)));
   });
 
-  test('latentGrid and textLayout: 16 px per token, rounded down to whole 2x2 slots', () => {
+  test('latentGrid and textSequence: 16 px per token, rounded down to whole 2x2 slots', () => {
     assert.deepEqual(latentGrid(1024, 1024), { h: 64, w: 64 });
     assert.deepEqual(latentGrid(1344, 768), { h: 48, w: 84 });
     assert.deepEqual(latentGrid(300, 260), { h: 16, w: 18 });
     assert.throws(() => latentGrid(16, 512), /smaller than 32x32/);
-    const l = textLayout(5, 4, 6);
+    const l = textSequence(5, 4, 6);
     assert.deepEqual([l.prefixLength, l.targetLength, l.encoderLength, l.referenceTokens], [5, 24, 5, 0]);
   });
 

@@ -1,7 +1,7 @@
-// Qwen-Image-2.1 (profiles imgmain, imgmain_bf16): transformer, joint layout + RoPE, flow-matching schedule.
+// Qwen-Image-2.1 (profiles imgmain, imgmain_bf16): transformer, joint sequence + RoPE, flow-matching schedule.
 // Data flow and key names: docs/models/qwen-image-2.1.md.
 export { parseQwenImage21Config, QwenImage21ConfigError, QWEN_IMAGE21_DEFAULTS, type QwenImage21Config } from './config';
-export { imageMaskWithTarget, jointLayout, ropeRows, TOKENS_PER_SLOT, type ImageShape, type JointLayout, type PrefixRun, type RopeRows } from './layout';
+export { imageMaskWithTarget, jointSequence, ropeRows, TOKENS_PER_SLOT, type ImageShape, type JointSequence, type PrefixRun, type RopeRows } from './joint-sequence';
 export { modRow, tanhGates, timestepSinusoid, TIMESTEP_DIM, type ModRow } from './modulation';
 export { QwenImage21Attention, QwenImage21Block, QwenImage21SwiGLU, type BlockPart, type LayerKv } from './block';
 export {

@@ -22,7 +22,7 @@ import { loadImage, probeImage, writePng, type ImageTensor, type PngParameters }
 import type { Pipeline, RunContext } from '../common/pipeline';
 import type { ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
-import { imageMaskWithTarget, jointLayout, type ImageShape, type JointLayout } from './layout';
+import { imageMaskWithTarget, jointSequence, type ImageShape, type JointSequence } from './joint-sequence';
 import { eulerStep } from './sampler';
 import { eulerDt, flowMatchSchedule, modelTimestep, type FlowMatchConfig } from './sigmas';
 import { QwenImage21Transformer, type QwenImage21PrefixCache } from './transformer';
@@ -112,17 +112,17 @@ export interface SampleRequest {
   onStep?(done: number, total: number): Promise<void> | void;
 }
 
-/** The text-only joint layout of a conditioning of `rows` tokens and a target of h x w latent tokens. */
-export function textLayout(rows: number, h: number, w: number): JointLayout {
-  return jointLayout(imageMaskWithTarget(new Array<boolean>(rows).fill(false), { height: h, width: w }), [[1, h, w]]);
+/** The text-only joint sequence of a conditioning of `rows` tokens and a target of h x w latent tokens. */
+export function textSequence(rows: number, h: number, w: number): JointSequence {
+  return jointSequence(imageMaskWithTarget(new Array<boolean>(rows).fill(false), { height: h, width: w }), [[1, h, w]]);
 }
 
-/** The joint layout of one prompt's conditioning (reference slots marked) and a target of h x w latent tokens. */
-export function promptLayout(c: PromptCondition, references: readonly ImageShape[], h: number, w: number): JointLayout {
+/** The joint sequence of one prompt's conditioning (reference slots marked) and a target of h x w latent tokens. */
+export function promptSequence(c: PromptCondition, references: readonly ImageShape[], h: number, w: number): JointSequence {
   const rows = c.embeds.shape[1]!;
   const mask = c.imagePadMask ?? new Array<boolean>(rows).fill(false);
   if (mask.length !== rows) throw new RangeError(`Qwen-Image-2.1: image-pad mask of ${mask.length} rows for a conditioning of ${rows}`);
-  return jointLayout(imageMaskWithTarget(mask, { height: h, width: w }), [...references, [1, h, w]]);
+  return jointSequence(imageMaskWithTarget(mask, { height: h, width: w }), [...references, [1, h, w]]);
 }
 
 /** Latent grid of a pixel size: 16x smaller per side, rounded down to a multiple of 2 (the pipeline's // 32 * 2). */
@@ -144,23 +144,23 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
   const useCfg = r.cfg > 1 && r.negative !== undefined;
   const refShapes = r.references?.shapes ?? [];
   const referenceLatents = r.references?.latents;
-  const condLayout = promptLayout(r.cond, refShapes, h, w);
-  const negLayout = useCfg ? promptLayout(r.negative!, refShapes, h, w) : null;
-  const schedule = flowMatchSchedule(sched, r.steps, condLayout.targetLength);
+  const condSequence = promptSequence(r.cond, refShapes, h, w);
+  const negSequence = useCfg ? promptSequence(r.negative!, refShapes, h, w) : null;
+  const schedule = flowMatchSchedule(sched, r.steps, condSequence.targetLength);
   const caches: QwenImage21PrefixCache[] = [];
   // null once handed to the caller, so the finally below frees it only on a throw
   let x: Tensor | null = e.upload(seededNoise(r.seed, cfg.inChannels, h, w), [1, h * w, cfg.inChannels], transformer.dtype, 'qi21 noise');
   try {
-    const condCache = transformer.createCache(condLayout);
+    const condCache = transformer.createCache(condSequence);
     caches.push(condCache);
-    const negCache = negLayout ? transformer.createCache(negLayout) : null;
+    const negCache = negSequence ? transformer.createCache(negSequence) : null;
     if (negCache) caches.push(negCache);
     for (let i = 0; i < r.steps; i++) {
       throwIfCancelled(r.signal);
       const timestep = modelTimestep(schedule, i);
-      let v = transformer.forward({ layout: condLayout, encoderHiddenStates: r.cond.embeds, referenceLatents, latents: x, timestep, cache: condCache }).sample;
+      let v = transformer.forward({ sequence: condSequence, encoderHiddenStates: r.cond.embeds, referenceLatents, latents: x, timestep, cache: condCache }).sample;
       if (negCache) {
-        const vn = transformer.forward({ layout: negLayout!, encoderHiddenStates: r.negative!.embeds, referenceLatents, latents: x, timestep, cache: negCache }).sample;
+        const vn = transformer.forward({ sequence: negSequence!, encoderHiddenStates: r.negative!.embeds, referenceLatents, latents: x, timestep, cache: negCache }).sample;
         const d = sub(e, v, vn);
         v.free();
         const sd = mul(e, d, r.cfg);

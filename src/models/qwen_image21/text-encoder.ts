@@ -97,7 +97,7 @@ export function expandImagePads(ids: ArrayLike<number>, imageTokenId: number, co
   return out;
 }
 
-/** What the transformer and its joint layout need from one prompt. */
+/** What the transformer and its joint sequence need from one prompt. */
 export interface QwenImage21Conditioning {
   /** (L, hidden) in the model's dtype (text rows and one row per reference slot); the caller frees it. */
   embeds: Tensor;
@@ -196,7 +196,7 @@ export class QwenImage21TextEncoder {
     return this.encodePrompt(prompt, references).embeds;
   }
 
-  /** encode plus the image-row mask and the references' latent shapes (what jointLayout takes). */
+  /** encode plus the image-row mask and the references' latent shapes (what jointSequence takes). */
   encodePrompt(prompt: string, references: readonly ImageTensor[] = []): QwenImage21Conditioning {
     if (!this.tokenizer) throw new Error('QwenImage21TextEncoder: no tokenizer loaded; use encodeIds');
     const inputs = references.map((im, i) => this.referenceInput(im, `Picture ${i + 1}`));

@@ -1,5 +1,5 @@
 // Qwen-Image-2.1's transformer (diffusers QwenImage21Transformer2DModel): 32 single-stream blocks over one joint
-// sequence [text + reference latents | target latents] (layout.ts), one modulation shared by all blocks
+// sequence [text + reference latents | target latents] (joint-sequence.ts), one modulation shared by all blocks
 // (modulation.ts), block-causal attention, 3-axis RoPE. Field names are the checkpoint's keys, so loading needs no
 // mapping table:
 //   time_text_embed.timestep_embedder.linear_{1,2}   256 -> D -> D (no biases anywhere in the model)
@@ -9,8 +9,8 @@
 //   transformer_blocks.N.*                           block.ts
 //   norm_out.linear (D -> D, scale only), proj_out   D -> C_out
 //
-// Data flow (B samples sharing one layout and one timestep):
-//   prefix (B, Lp, D) = text rows of txt_in(encoder states) interleaved with img_in(reference latents), per layout.runs
+// Data flow (B samples sharing one joint sequence and one timestep):
+//   prefix (B, Lp, D) = text rows of txt_in(encoder states) interleaved with img_in(reference latents), per sequence.runs
 //   target (B, Lt, D) = img_in(noisy latents)
 //   prefix through every block (t = 0 row, block-causal), its K/V left in the cache;   <- once per job (causal_condition)
 //   target through every block (t row, attends to [prefix K/V | own K/V])              <- every step
@@ -31,7 +31,7 @@ import { fmtShape, type Tensor } from '../../engine/tensor';
 import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../common/weights';
 import { QwenImage21Block, type BlockPart, type LayerKv } from './block';
 import { parseQwenImage21Config, type QwenImage21Config } from './config';
-import { ropeRows, type JointLayout } from './layout';
+import { ropeRows, type JointSequence } from './joint-sequence';
 import { modRow, tanhGates, TIMESTEP_DIM, timestepSinusoid } from './modulation';
 
 export interface QwenImage21LoadOptions {
@@ -60,13 +60,13 @@ export interface TimeEmbedding {
 }
 
 export interface QwenImage21Input {
-  layout: JointLayout;
-  /** (B, layout.encoderLength, contextInDim): the text encoder's states (system prompt dropped), reference slots
+  sequence: JointSequence;
+  /** (B, sequence.encoderLength, contextInDim): the text encoder's states (system prompt dropped), reference slots
    * included. Needed whenever the prefix is computed (not when a filled cache is reused). */
   encoderHiddenStates?: Tensor;
-  /** (B, layout.referenceTokens, inChannels): the references' latents, packed in order. */
+  /** (B, sequence.referenceTokens, inChannels): the references' latents, packed in order. */
   referenceLatents?: Tensor;
-  /** (B, layout.targetLength, inChannels): the noisy target latents. */
+  /** (B, sequence.targetLength, inChannels): the noisy target latents. */
   latents: Tensor;
   /** The value the pipeline passes upstream's transformer: the schedule's timestep / 1000 (shared by the batch). */
   timestep: number;
@@ -84,13 +84,13 @@ export interface QwenImage21Output {
 }
 
 /**
- * The per-layer keys and values of [prefix | target] (B, H, Lp + Lt, Dh) for one layout, plus its RoPE tables and
+ * The per-layer keys and values of [prefix | target] (B, H, Lp + Lt, Dh) for one joint sequence, plus its RoPE tables and
  * block ids. Filled by the first forward; later forwards (later steps) reuse the prefix part and rewrite only the
  * target part. Valid only under causal_condition (the prefix then does not depend on the timestep).
  */
 export class QwenImage21PrefixCache {
   readonly layers: LayerKv[] = [];
-  /** The prefix part holds this layout's keys and values. */
+  /** The prefix part holds this sequence's keys and values. */
   filled = false;
   readonly prefixCos: Tensor | null;
   readonly prefixSin: Tensor | null;
@@ -102,24 +102,24 @@ export class QwenImage21PrefixCache {
   constructor(
     e: Engine,
     cfg: QwenImage21Config,
-    readonly layout: JointLayout,
+    readonly sequence: JointSequence,
     readonly batch: number,
     readonly dtype: ComputeDType,
   ) {
-    const { prefixLength: Lp, length: L } = layout;
+    const { prefixLength: Lp, length: L } = sequence;
     const made: Tensor[] = [];
     const keep = (t: Tensor) => (made.push(t), t);
     try {
       const shape = [batch, cfg.numHeads, L, cfg.headDim];
       for (let i = 0; i < cfg.numLayers; i++) this.layers.push({ k: keep(e.empty(shape, dtype, `qi21 kv k${i}`)), v: keep(e.empty(shape, dtype, `qi21 kv v${i}`)) });
       const table = (a: number, b: number) => {
-        const r = ropeRows(layout, cfg.axesDimsRope, cfg.ropeTheta, a, b);
+        const r = ropeRows(sequence, cfg.axesDimsRope, cfg.ropeTheta, a, b);
         return [keep(e.upload(r.cos, [r.rows, r.pairs], 'f32', 'qi21 rope cos')), keep(e.upload(r.sin, [r.rows, r.pairs], 'f32', 'qi21 rope sin'))] as const;
       };
       [this.targetCos, this.targetSin] = table(Lp, L);
       if (Lp > 0) {
         [this.prefixCos, this.prefixSin] = table(0, Lp);
-        this.blockIds = keep(e.upload(layout.blockIds, [Lp], 'f32', 'qi21 block ids'));
+        this.blockIds = keep(e.upload(sequence.blockIds, [Lp], 'f32', 'qi21 block ids'));
       } else {
         this.prefixCos = this.prefixSin = this.blockIds = null;
       }
@@ -197,9 +197,9 @@ export class QwenImage21Transformer {
     }
   }
 
-  /** A prefix KV cache for one layout and batch size (free it when the job ends). */
-  createCache(layout: JointLayout, batch = 1): QwenImage21PrefixCache {
-    return new QwenImage21PrefixCache(this.e, this.config, layout, batch, this.dtype);
+  /** A prefix KV cache for one joint sequence and batch size (free it when the job ends). */
+  createCache(sequence: JointSequence, batch = 1): QwenImage21PrefixCache {
+    return new QwenImage21PrefixCache(this.e, this.config, sequence, batch, this.dtype);
   }
 
   /** temb, the shared modulation (tanh'd gates) and norm_out's scale for one timestep. */
@@ -247,23 +247,23 @@ export class QwenImage21Transformer {
   forward(input: QwenImage21Input): QwenImage21Output {
     const e = this.e;
     const cfg = this.config;
-    const { layout, latents } = input;
+    const { sequence, latents } = input;
     if (this.transformer_blocks.length !== cfg.numLayers) throw new Error(`QwenImage21Transformer: forward needs ${cfg.numLayers} blocks, ${this.transformer_blocks.length} loaded`);
     const B = latents.shape[0]!;
-    this.checkInput('latents', latents, [B, layout.targetLength, cfg.inChannels]);
-    const cache = input.cache ?? this.createCache(layout, B);
-    if (cache.layout !== layout || cache.batch !== B || cache.dtype !== this.dtype) {
+    this.checkInput('latents', latents, [B, sequence.targetLength, cfg.inChannels]);
+    const cache = input.cache ?? this.createCache(sequence, B);
+    if (cache.sequence !== sequence || cache.batch !== B || cache.dtype !== this.dtype) {
       if (!input.cache) cache.free();
-      throw new RangeError('QwenImage21Transformer: the cache was made for another layout, batch size or dtype');
+      throw new RangeError('QwenImage21Transformer: the cache was made for another joint sequence, batch size or dtype');
     }
     const blocks: { prefix: Tensor | null; target: Tensor }[] | undefined = input.blockOutputs ? [] : undefined;
     const time = this.timeEmbedding(input.timestep);
     try {
-      const needPrefix = layout.prefixLength > 0 && (!cache.filled || !cfg.causalCondition);
+      const needPrefix = sequence.prefixLength > 0 && (!cache.filled || !cfg.causalCondition);
       const prefixOut = needPrefix ? this.runPrefix(input, B, cache, time, !!blocks) : [];
       if (needPrefix) cache.filled = cfg.causalCondition;
       let x = linear(e, latents, this.img_in);
-      const part: BlockPart = { mod: modRow(time.modulation, time.targetRow), cos: cache.targetCos, sin: cache.targetSin, start: layout.prefixLength };
+      const part: BlockPart = { mod: modRow(time.modulation, time.targetRow), cos: cache.targetCos, sin: cache.targetSin, start: sequence.prefixLength };
       this.transformer_blocks.forEach((block, i) => {
         const next = block.forward(e, cfg, x, part, cache.layers[i]!);
         if (blocks) blocks.push({ prefix: prefixOut[i] ?? null, target: next });
@@ -285,19 +285,19 @@ export class QwenImage21Transformer {
   private runPrefix(input: QwenImage21Input, B: number, cache: QwenImage21PrefixCache, time: TimeEmbedding, keep: boolean): Tensor[] {
     const e = this.e;
     const cfg = this.config;
-    const { layout } = input;
+    const { sequence } = input;
     const enc = input.encoderHiddenStates;
     if (!enc) throw new RangeError('QwenImage21Transformer: encoderHiddenStates are needed to compute the prefix (no filled cache)');
-    this.checkInput('encoderHiddenStates', enc, [B, layout.encoderLength, cfg.contextInDim]);
+    this.checkInput('encoderHiddenStates', enc, [B, sequence.encoderLength, cfg.contextInDim]);
     const refs = input.referenceLatents;
-    if (layout.referenceTokens > 0) {
-      if (!refs) throw new RangeError(`QwenImage21Transformer: the layout has ${layout.referenceTokens} reference tokens but no referenceLatents`);
-      this.checkInput('referenceLatents', refs, [B, layout.referenceTokens, cfg.inChannels]);
+    if (sequence.referenceTokens > 0) {
+      if (!refs) throw new RangeError(`QwenImage21Transformer: the joint sequence has ${sequence.referenceTokens} reference tokens but no referenceLatents`);
+      this.checkInput('referenceLatents', refs, [B, sequence.referenceTokens, cfg.inChannels]);
     }
     const text = this.textIn(enc);
-    const refTokens = layout.referenceTokens > 0 ? linear(e, refs!, this.img_in) : null;
-    let x = e.empty([B, layout.prefixLength, cfg.dim], this.dtype, 'qi21 prefix');
-    for (const run of layout.runs) {
+    const refTokens = sequence.referenceTokens > 0 ? linear(e, refs!, this.img_in) : null;
+    let x = e.empty([B, sequence.prefixLength, cfg.dim], this.dtype, 'qi21 prefix');
+    for (const run of sequence.runs) {
       const src = run.kind === 'text' ? text.slice(1, run.encoderStart, run.encoderStart + run.end - run.start) : refTokens!.slice(1, run.latentStart, run.latentStart + run.end - run.start);
       copyInto(e, src, x.slice(1, run.start, run.end));
     }

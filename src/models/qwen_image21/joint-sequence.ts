@@ -25,7 +25,7 @@ export type PrefixRun =
   /** Joint rows [start, end) are reference `image`'s latent rows, [latentStart, ...) of the packed references. */
   | { kind: 'image'; start: number; end: number; image: number; latentStart: number };
 
-export interface JointLayout {
+export interface JointSequence {
   /** Joint tokens: prefix + target. */
   length: number;
   prefixLength: number;
@@ -49,8 +49,8 @@ export interface JointLayout {
 
 export const TOKENS_PER_SLOT = 4;
 
-export function jointLayout(imgMask: ArrayLike<number | boolean>, imgShapes: readonly ImageShape[]): JointLayout {
-  const bad = (why: string) => new RangeError(`qwen-image-2.1 layout: ${why}`);
+export function jointSequence(imgMask: ArrayLike<number | boolean>, imgShapes: readonly ImageShape[]): JointSequence {
+  const bad = (why: string) => new RangeError(`qwen-image-2.1 joint sequence: ${why}`);
   if (imgShapes.length < 1) throw bad('img_shapes needs at least the target image');
   for (const [i, s] of imgShapes.entries()) {
     if (s.length !== 3 || !s.every((n) => Number.isInteger(n) && n > 0)) throw bad(`img_shapes[${i}] ${JSON.stringify(s)} must be 3 positive integers`);
@@ -137,7 +137,7 @@ export function jointLayout(imgMask: ArrayLike<number | boolean>, imgShapes: rea
 /** img_mask for a text encoder sequence (flags of its reference slots) plus the target's slots. */
 export function imageMaskWithTarget(encoderSlots: ArrayLike<number | boolean>, target: { height: number; width: number }): boolean[] {
   const n = (target.height * target.width) / TOKENS_PER_SLOT;
-  if (!Number.isInteger(n)) throw new RangeError(`qwen-image-2.1 layout: target ${target.height}x${target.width} latents are not whole 2x2 slots`);
+  if (!Number.isInteger(n)) throw new RangeError(`qwen-image-2.1 joint sequence: target ${target.height}x${target.width} latents are not whole 2x2 slots`);
   return [...Array.from(encoderSlots, (v) => !!v), ...new Array<boolean>(n).fill(true)];
 }
 
@@ -154,8 +154,8 @@ export interface RopeRows {
  * (QwenImage21Rope.rope_params: inv = 1 / theta^(2k/d) in f32, angle = position * inv rounded to f32, then
  * cos/sin), so large positions (long prompts) land on the same angles as the reference.
  */
-export function ropeRows(layout: JointLayout, axesDims: readonly number[], theta: number, start = 0, end = layout.length): RopeRows {
-  if (!(start >= 0 && end <= layout.length && start <= end)) throw new RangeError(`ropeRows: rows [${start}, ${end}) of ${layout.length}`);
+export function ropeRows(sequence: JointSequence, axesDims: readonly number[], theta: number, start = 0, end = sequence.length): RopeRows {
+  if (!(start >= 0 && end <= sequence.length && start <= end)) throw new RangeError(`ropeRows: rows [${start}, ${end}) of ${sequence.length}`);
   const f = Math.fround;
   const inv: number[] = [];
   const axisOf: number[] = [];
@@ -169,7 +169,7 @@ export function ropeRows(layout: JointLayout, axesDims: readonly number[], theta
   const rows = end - start;
   const cos = new Float32Array(rows * pairs);
   const sin = new Float32Array(rows * pairs);
-  const pos = [layout.frame, layout.height, layout.width];
+  const pos = [sequence.frame, sequence.height, sequence.width];
   for (let r = 0; r < rows; r++) {
     for (let j = 0; j < pairs; j++) {
       const angle = f(pos[axisOf[j]!]![start + r]! * inv[j]!);
