@@ -140,11 +140,11 @@ async function main(): Promise<void> {
     console.log(`codec encoder (3 s clip, ICL reference codes): ${fmt(now() - t0)}`);
   }
 
-  const layout = buildTalkerPrompt(cfg.model, { inputIds: promptIds(cfg, textTokens), languageId: cfg.model.talker.languageIds.english ?? null, mode: 'xvec' });
+  const talkerPrompt = buildTalkerPrompt(cfg.model, { inputIds: promptIds(cfg, textTokens), languageId: cfg.model.talker.languageIds.english ?? null, mode: 'xvec' });
   const run = async (n: number) => {
     const start = now();
     const times: number[] = [];
-    const prompt = embedPrompt(parts.talker, layout, spk);
+    const prompt = embedPrompt(parts.talker, talkerPrompt, spk);
     try {
       // eos masked until the last token: exactly n frames
       const r = await generateCodes(parts.talker, prompt, { maxNewTokens: n + 1, minNewTokens: n + 1, seed: 1, onFrame: () => times.push(now()) });
@@ -173,7 +173,7 @@ async function main(): Promise<void> {
   const bytes = frameBytes(cfg, int8 ? 1 : dtype === 'f16' ? 2 : 4);
   const gbs = bytes / (perFrame / 1000) / 1e9;
 
-  console.log(`prompt: ${layout.rows.length} rows (${textTokens} text tokens, x-vector, streaming)`);
+  console.log(`prompt: ${talkerPrompt.rows.length} rows (${textTokens} text tokens, x-vector, streaming)`);
   console.log(`time to first audio: ${fmt(firstFrame + firstDecode)} (prefill + first frame ${fmt(firstFrame)}, decoding it ${fmt(firstDecode)})`);
   console.log(`generation: ${g.frames.length} frames, ${fmt(perFrame)}/frame after the first, ${(1000 / perFrame).toFixed(2)} frames/s (real time needs 12.5)`);
   console.log(`codec decode: ${fmt(decodeMs)} for ${audioS.toFixed(2)} s of audio (${(audioS / (decodeMs / 1000)).toFixed(1)}x real time)`);

@@ -1,5 +1,5 @@
 // MiniMax H3 checkpoint loading: the module fields ask for exactly the keys of the real diffusers index (no
-// mapping table), and a sharded bf16 checkpoint in the diffusers layout (f32 in/out projections and time MLP,
+// mapping table), and a sharded bf16 checkpoint in the diffusers format (f32 in/out projections and time MLP,
 // bf16 elsewhere, as released) loads to the same model as the equivalent f32 file, also as int8.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -42,9 +42,9 @@ test('the transformer asks for exactly the keys of the released diffusers index'
   assert.deepEqual([...asked].sort(), released);
 });
 
-test('refuses the native layout with a reason', async () => {
+test('refuses the native format with a reason', async () => {
   const e = await testEngine();
-  await assert.rejects(MiniMaxH3Transformer.load(e, {} as Checkpoint, parseH3Config(readJson('fl2va-transformer.json'))), /native checkpoint layout/);
+  await assert.rejects(MiniMaxH3Transformer.load(e, {} as Checkpoint, parseH3Config(readJson('fl2va-transformer.json'))), /native checkpoint format/);
 });
 
 // upstream _keep_in_fp32_modules (substring match): these are F32 in the released checkpoint

@@ -16,13 +16,13 @@ const RELEASED = {
 
 test('the diffusers transformer/config.json', () => {
   const c = parseH3Config(read('transformer.json'));
-  assert.deepEqual(c, { layout: 'diffusers', ...RELEASED });
+  assert.deepEqual(c, { format: 'diffusers', ...RELEASED });
   assert.equal(videoPatchDim(c), 96);
   assert.equal(6 * c.ropeFreqDim, 96, 'rotated head dims');
 });
 
 test('the native FL2VA config describes the same network', () => {
-  assert.deepEqual(parseH3Config(read('fl2va-transformer.json')), { layout: 'native', ...RELEASED });
+  assert.deepEqual(parseH3Config(read('fl2va-transformer.json')), { format: 'native', ...RELEASED });
 });
 
 test('malformed configs fail with the key named', () => {

@@ -11,7 +11,7 @@ import { linear } from '../../src/engine/ops/linear';
 import { Checkpoint } from '../../src/engine/safetensors';
 import { lowRankProduct, mergeAdapter, openH3Adapter, writeDemoAdapter } from '../../src/models/minimax_h3/adapter';
 import { parseH3Config, type H3Config } from '../../src/models/minimax_h3/config';
-import { openH3Weights } from '../../src/models/minimax_h3/native-layout';
+import { openH3Weights } from '../../src/models/minimax_h3/native-checkpoint';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { makeRng, testEngine } from '../engine/helpers';
 import { expectClose, goldenCaseFiles, GoldenCase, goldenTests, WEIGHT_PREFIX } from './golden';

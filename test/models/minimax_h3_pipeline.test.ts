@@ -82,7 +82,7 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
     pipeline = new MiniMaxH3Pipeline(options());
   });
 
-  test('the demo checkpoint is in the published layout (sharded diffusers transformer and VAE, transformers text encoder)', () => {
+  test('the demo checkpoint is in the published format (sharded diffusers transformer and VAE, transformers text encoder)', () => {
     for (const f of ['model_index.json', 'scheduler/scheduler_config.json', 'audio_scheduler/scheduler_config.json', 'tokenizer/vocab.json', 'tokenizer/merges.txt',
       'transformer/config.json', 'text_encoder/config.json', 'text_encoder/model.safetensors.index.json', 'vae/config.json', 'audio_vae/config.json',
       'audio_vae/diffusion_pytorch_model.safetensors']) {

@@ -1,4 +1,4 @@
-// Shared by the profile-side H3 tests (native layout, adapter, step cache, profiles): the golden transformer cases'
+// Shared by the profile-side H3 tests (native checkpoint format, adapter, step cache, profiles): the golden transformer cases'
 // tiny weights as host arrays, checkpoints re-written from them, and one forward of a case through a loaded model.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

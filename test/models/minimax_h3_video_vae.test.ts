@@ -112,7 +112,7 @@ test('video VAE: tile split as upstream (_split_tiles, ratio 16)', () => {
   assert.deepEqual(splitTiles(240, 256, 64, 16), { starts: [0], sizes: [240], overlaps: [] });
 });
 
-test('video VAE: loads the released layout (fp16 shards behind diffusion_pytorch_model.safetensors.index.json)', async () => {
+test('video VAE: loads the released format (fp16 shards behind diffusion_pytorch_model.safetensors.index.json)', async () => {
   const file = goldenCaseFiles('minimax_h3', 'video_vae').find((f) => f.endsWith('one_clip.safetensors'));
   assert.ok(file, 'one_clip case');
   const c = await GoldenCase.open(file);

@@ -1,5 +1,5 @@
 // Qwen3-TTS generation against upstream's own generate() (test/fixtures/golden/qwen3_tts/generate/): the prompt
-// embeddings (prompt.ts layout + embedPrompt), then a greedy run (do_sample false, repetition penalty 1.05,
+// embeddings (prompt.ts rows + embedPrompt), then a greedy run (do_sample false, repetition penalty 1.05,
 // min_new_tokens 2, max_new_tokens 6) that must pick the same codebook-0 tokens and the same 15 codes per frame,
 // with the raw talker and code-predictor logits within the fixture's tolerance. Then, on the same tiny weights:
 // seeded sampling is reproducible and seed-dependent, a frame after warm-up creates no GPU buffer, and an abort
@@ -27,7 +27,7 @@ async function setup(c: GoldenCase, dtype: 'f32' | 'f16'): Promise<{ e: Engine; 
   const notes = JSON.parse(c.ckpt.metadata.notes ?? '{}') as Notes;
   const talker = await Qwen3TtsTalker.load(e, c.ckpt, config, { dtype, prefix: WEIGHT_PREFIX });
   try {
-    const layout = buildTalkerPrompt(config, {
+    const talkerPrompt = buildTalkerPrompt(config, {
       inputIds: (await c.ints('input_ids')).data,
       languageId: codecLanguageId(config, notes.request.language),
       mode: notes.request.mode,
@@ -35,7 +35,7 @@ async function setup(c: GoldenCase, dtype: 'f32' | 'f16'): Promise<{ e: Engine; 
       refIds: c.has('input', 'ref_ids') ? (await c.ints('ref_ids')).data : undefined,
       refCodes: c.has('input', 'ref_code') ? rows(await c.ints('ref_code')) : undefined,
     });
-    const prompt = embedPrompt(talker, layout, (await c.input('speaker_embedding')).data);
+    const prompt = embedPrompt(talker, talkerPrompt, (await c.input('speaker_embedding')).data);
     return { e, talker, prompt, notes };
   } catch (err) {
     talker.free();

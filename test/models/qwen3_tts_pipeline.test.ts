@@ -99,7 +99,7 @@ describe('Qwen3-TTS pipeline on the demo checkpoint', () => {
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  test('the demo checkpoint holds exactly the keys the loaders read, in the published layout', async () => {
+  test('the demo checkpoint holds exactly the keys the loaders read, in the published format', async () => {
     for (const f of ['config.json', 'generation_config.json', 'preprocessor_config.json', 'vocab.json', 'merges.txt', 'tokenizer_config.json',
       'model.safetensors', 'speech_tokenizer/config.json', 'speech_tokenizer/preprocessor_config.json', 'speech_tokenizer/model.safetensors']) {
       assert.ok(existsSync(join(dir, f)), f);

@@ -1,4 +1,4 @@
-// The talker prompt layout and the language ids against upstream: test/fixtures/golden/qwen3_tts/prompt/ holds, per
+// The talker prompt and the language ids against upstream: test/fixtures/golden/qwen3_tts/prompt/ holds, per
 // case, what Qwen3TTSForConditionalGeneration.generate itself laid out (per position: text id, codec ids, speaker
 // slot; the trailing text), for fixed token ids and the real 0.6B/1.7B config ids.
 import { strict as assert } from 'node:assert';

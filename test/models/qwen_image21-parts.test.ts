@@ -1,6 +1,6 @@
 // Qwen-Image-2.1 pieces without upstream fixtures of their own: the config parser (the reported config.json
 // variants), the joint sequence's checks, the tanh-gate kernel against a float64 reference, the timestep sinusoid,
-// and loading the transformer from a diffusers-layout folder (sharded bf16 safetensors with an index).
+// and loading the transformer from a diffusers-format folder (sharded bf16 safetensors with an index).
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -122,7 +122,7 @@ test('timestep sinusoid: [cos | sin] of 1000 t times exp(-ln(1e4) k / 128), the 
   assert.equal(got[128], 0);
 });
 
-// The real layout: transformer/config.json + diffusion_pytorch_model-0000i-of-0000n.safetensors (bf16) + the index,
+// The real format: transformer/config.json + diffusion_pytorch_model-0000i-of-0000n.safetensors (bf16) + the index,
 // keys exactly as the checkpoint's. Loaded through fromDir, it gives what the fixture's f32 weights give, to bf16
 // rounding of the weights.
 test('loading: a sharded bf16 diffusers folder loads through fromDir and matches the golden output', async () => {

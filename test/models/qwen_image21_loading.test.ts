@@ -1,10 +1,10 @@
-// Loading Qwen-Image-2.1 from the published diffusers layout. The real repo's files were not reachable
+// Loading Qwen-Image-2.1 from the published diffusers format. The real repo's files were not reachable
 // (shared/upstream/README.md "qwen-image-2.1"), so the key names are checked against what is:
 //   transformer/   upstream's own state_dict: the golden transformer/t2i fixture holds every parameter of diffusers'
 //                  QwenImage21Transformer2DModel (9827e152) at a tiny config; our loader must read exactly those.
 //   text_encoder/  the Qwen3-VL index of MiniMax H3's Qwen3-VL-32B (a byte copy in the minimax_h3 configs fixtures:
 //                  the same class as the 8B, so the same key names) and the golden text-encoder fixture.
-// Then the demo checkpoint (folder layout, Hugging Face shard names, index files) is loaded through the same
+// Then the demo checkpoint (folder structure, Hugging Face shard names, index files) is loaded through the same
 // Checkpoint.open path as a real download, and every tensor its index lists is consumed.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -90,7 +90,7 @@ describe('Qwen-Image-2.1 key names against upstream', () => {
   });
 });
 
-describe('Qwen-Image-2.1 demo checkpoint: the real layout, loaded like a download', () => {
+describe('Qwen-Image-2.1 demo checkpoint: the real format, loaded like a download', () => {
   let e: Engine;
   let scratch: string;
   let dir: string;

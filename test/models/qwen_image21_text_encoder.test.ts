@@ -150,7 +150,7 @@ test('reference template: one vision block per image, labelled "Picture N: ", pr
   }
 });
 
-test('fromDir with references: a sharded folder in the repo layout (text_encoder/ + processor/) gives the golden conditioning', async () => {
+test('fromDir with references: a sharded folder in the repo format (text_encoder/ + processor/) gives the golden conditioning', async () => {
   const file = goldenCaseFiles('qwen_image21', 'text_encoder').find((f) => f.endsWith('refs2.safetensors'));
   assert.ok(file, 'the refs2 golden case');
   const c = await GoldenCase.open(file);

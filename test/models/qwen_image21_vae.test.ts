@@ -1,8 +1,8 @@
 // Qwen-Image-2.1 VAE against diffusers golden vectors (qwen_image21/vae_decode, vae_encode; tools/golden/
 // qwen_image21_vae.py) in f32 and f16: decode of normalised latents (intermediates per upstream module, the
 // clamped pixels; the tall case also in row strips with the real halo, which must give the same pixels), encode of
-// RGBA pixels to the normalised mode the pipeline hands the transformer. Also: the demo writer's key layout is the
-// fixtures' (upstream state dict) layout, and a demo folder loads through QwenImage21Vae.load.
+// RGBA pixels to the normalised mode the pipeline hands the transformer. Also: the demo writer's keys are the
+// fixtures' (upstream state dict) keys, and a demo folder loads through QwenImage21Vae.load.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -148,8 +148,8 @@ test('VAE config: the released defaults (16x, 64 channels, halo 13 latent rows) 
   }
 });
 
-test('VAE demo writer: the fixtures\' key layout (upstream state dict) and a folder that loads and runs', async () => {
-  // every decoder / encoder key of the upstream fixtures, with its shape, is in the writer's layout and vice versa
+test('VAE demo writer: the fixtures\' keys (upstream state dict) and a folder that loads and runs', async () => {
+  // every decoder / encoder key of the upstream fixtures, with its shape, is in the writer's checkpoint and vice versa
   for (const component of ['vae_decode', 'vae_encode']) {
     const file = goldenCaseFiles('qwen_image21', component)[0];
     assert.ok(file, `a ${component} case`);

@@ -18,7 +18,7 @@ import { writeSafetensors, type WriteTensor } from '../../engine/safetensors';
 import type { Engine } from '../../engine/engine';
 import { linear } from '../../engine/ops/linear';
 import type { H3Config } from './config';
-import { KeyView, splitQkv, type CheckpointLike, type H3WeightSource, type QkvRows, type Recipe } from './native-layout';
+import { KeyView, splitQkv, type CheckpointLike, type H3WeightSource, type QkvRows, type Recipe } from './native-checkpoint';
 
 /** One adapted linear: W [N, K] += scale * up [N, r] @ down [r, K]. */
 export interface LowRankDelta {

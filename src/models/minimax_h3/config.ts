@@ -2,12 +2,14 @@
 //   diffusers  transformer/config.json         MiniMaxH3Transformer3DModel (num_refiner_layers, ffn_dim, in_channels ...)
 //   native     FL2VA|Ref2VA/transformer/config  MiniMaxH3DiTModel (token_refiner_num_layers, ffn_hidden_size,
 //                                              latents_dim, adaln_out_features = 18 * hidden, rope_inv_freq_len ...)
-// Both describe the same network; only the diffusers key layout is loadable (the native one fuses qkv_proj).
+// Both describe the same network; only the diffusers key format is loadable as is (the native one
+// fuses qkv_proj; native-checkpoint.ts presents it under the diffusers names).
 
-export type H3Layout = 'diffusers' | 'native';
+export type H3CheckpointFormat = 'diffusers' | 'native';
 
 export interface H3Config {
-  layout: H3Layout;
+  /** Which key names the checkpoint beside this config uses. */
+  format: H3CheckpointFormat;
   numHeads: number;
   headDim: number;
   /** Residual width; smaller than numHeads * headDim in the released model (5376 vs 7168). */
@@ -48,15 +50,15 @@ export function parseH3Config(json: unknown, source = 'config'): H3Config {
   if (!json || typeof json !== 'object' || Array.isArray(json)) throw new H3ConfigError(`${source}: not a JSON object`);
   const c = json as Json;
   const cls = c._class_name;
-  const layout: H3Layout = cls === 'MiniMaxH3DiTModel' ? 'native' : 'diffusers';
+  const format: H3CheckpointFormat = cls === 'MiniMaxH3DiTModel' ? 'native' : 'diffusers';
   if (cls !== undefined && cls !== 'MiniMaxH3Transformer3DModel' && cls !== 'MiniMaxH3DiTModel') {
     throw new H3ConfigError(`${source}: _class_name ${JSON.stringify(cls)} is not a MiniMax H3 transformer`);
   }
   // diffusers name, native name (same meaning)
-  const pick = (d: string, n: string): unknown => (layout === 'native' ? c[n] ?? c[d] : c[d]);
+  const pick = (d: string, n: string): unknown => (format === 'native' ? c[n] ?? c[d] : c[d]);
   const int = (d: string, n = d): number => {
     const v = pick(d, n);
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new H3ConfigError(`${source}: ${layout === 'native' ? n : d} = ${JSON.stringify(v)} must be a positive integer`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new H3ConfigError(`${source}: ${format === 'native' ? n : d} = ${JSON.stringify(v)} must be a positive integer`);
     return v;
   };
   const num = (d: string, n: string, fallback: number): number => {
@@ -69,7 +71,7 @@ export function parseH3Config(json: unknown, source = 'config'): H3Config {
     throw new H3ConfigError(`${source}: patch_size ${JSON.stringify(patch)} must be three positive integers (t, h, w)`);
   }
   const cfg: H3Config = {
-    layout,
+    format,
     numHeads: int('num_attention_heads'),
     headDim: int('attention_head_dim'),
     hiddenSize: int('hidden_size'),
@@ -93,7 +95,7 @@ export function parseH3Config(json: unknown, source = 'config'): H3Config {
   if (6 * cfg.ropeFreqDim > cfg.headDim) {
     throw new H3ConfigError(`${source}: 3 axes x 2 x ${cfg.ropeFreqDim} rotated dims exceed attention_head_dim ${cfg.headDim}`);
   }
-  if (layout === 'native') {
+  if (format === 'native') {
     // The native config states the AdaLN widths; they must agree with 6 parameters x 3 modalities.
     const check = (key: string, want: number) => {
       if (c[key] !== undefined && c[key] !== want) throw new H3ConfigError(`${source}: ${key} = ${JSON.stringify(c[key])}, expected ${want} for hidden_size ${cfg.hiddenSize}`);

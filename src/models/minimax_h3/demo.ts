@@ -1,5 +1,5 @@
 // The demo MiniMax H3 checkpoint: what the video profiles run when WEIGHTS_DIR has no real one. A tiny random model
-// of every part in the published diffusers layout (weights/minimax-h3.json), run through the same code as the real
+// of every part in the published diffusers format (weights/minimax-h3.json), run through the same code as the real
 // weights; its video and sound are noise, and /api/config says "demo".
 //   model_index.json, scheduler/ + audio_scheduler/scheduler_config.json   the released files (shifts 12 / 3)
 //   transformer/config.json + diffusion_pytorch_model-0000i-of-0000n.safetensors + .index.json   BF16, with

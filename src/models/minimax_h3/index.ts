@@ -1,6 +1,6 @@
 // MiniMax H3 video + audio transformer and its sampler (docs/models/minimax-h3.md). Not here: the text encoder
 // (src/models/qwen3), the VAEs.
-export { parseH3Config, videoPatchDim, H3ConfigError, type H3Config, type H3Layout } from './config';
+export { parseH3Config, videoPatchDim, H3ConfigError, type H3Config, type H3CheckpointFormat } from './config';
 export {
   alignNumFrames, audioLatentFrames, buildPackedSequence, checkPackedSequence, resolveGeometry, videoLatentFrames,
   AUDIO_CHANNELS, AUDIO_TAG, FPS, KEYFRAME_NOISE_AUG, MODALITIES, TEXT_TAG, VIDEO_TAG,

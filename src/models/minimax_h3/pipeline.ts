@@ -63,7 +63,7 @@ export interface H3Dirs {
   audioVae: string;
 }
 
-/** The parts' folders of a checkpoint in the published diffusers layout under one root (MiniMax-H3/, the demo). */
+/** The parts' folders of a checkpoint in the published diffusers format under one root (MiniMax-H3/, the demo). */
 export function h3DirsFromRoot(root: string, transformerRoot = root): H3Dirs {
   return {
     transformer: join(transformerRoot, 'transformer'),
@@ -74,7 +74,7 @@ export function h3DirsFromRoot(root: string, transformerRoot = root): H3Dirs {
   };
 }
 
-/** Loads the profile's transformer (profiles.ts loadH3Transformer: layout, adapter merge, int8). */
+/** Loads the profile's transformer (profiles.ts loadH3Transformer: checkpoint format, adapter merge, int8). */
 export type H3TransformerLoader = (e: Engine, dirs: H3Dirs, o: { dtype: ComputeDType }) => Promise<MiniMaxH3Transformer>;
 
 /** Observations for tests and the benchmark: each stage, each step, and GPU bytes in use at each. */

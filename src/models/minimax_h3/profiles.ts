@@ -11,7 +11,7 @@ import type { ComputeDType } from '../common/weights';
 import type { H3Config } from './config';
 import { MiniMaxH3Transformer, type H3LoadOptions } from './transformer';
 import { mergeAdapter, openH3Adapter } from './adapter';
-import { openH3Weights, RELEASED_H3_CONFIG, type QkvRows } from './native-layout';
+import { openH3Weights, RELEASED_H3_CONFIG, type QkvRows } from './native-checkpoint';
 import { SOL_STEP_CACHE, type StepCachePolicy } from './step-cache';
 
 export const H3_PROFILE_NAMES = ['basevid50', 'basevid50_sol', 'fastvid', 'turbo_int8', 'fastvid_4step_int8', 'fastvid_fast'] as const;
@@ -86,7 +86,7 @@ export interface LoadH3Options {
   int8?: boolean;
   /** Key prefix of the transformer tensors (fixtures: "weight."). */
   prefix?: string;
-  /** Row order of fused qkv_proj tensors in native-layout weights (default: by source, native-layout.ts). */
+  /** Row order of fused qkv_proj tensors in native-format weights (default: by source, native-checkpoint.ts). */
   qkvRows?: QkvRows;
   /** Row order of a fused qkv_proj adapter's up matrix (default 'stacked', as the ComfyUI-keyed turbo files). */
   adapterQkvRows?: QkvRows;
@@ -98,7 +98,7 @@ export interface LoadH3Options {
 }
 
 /**
- * Loads the transformer of `profile`: the diffusers or native layout (native-layout.ts), the profile's adapter merged
+ * Loads the transformer of `profile`: the diffusers or native checkpoint format (native-checkpoint.ts), the profile's adapter merged
  * into the weights (adapter.ts), then int8 per output channel if the profile is int8.
  */
 export async function loadH3Transformer(e: Engine, profile: H3Profile | H3ProfileName, files: H3TransformerFiles, opts: LoadH3Options = {}): Promise<MiniMaxH3Transformer> {
@@ -113,8 +113,8 @@ export async function loadH3Transformer(e: Engine, profile: H3Profile | H3Profil
     // int8 profiles aim at the spec's ~32 GB: their 13 GB of adaln_proj weights wait on the host, streamed once per
     // table build (sampler.ts builds a distilled job's tables once); 16-bit profiles keep them resident
     const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8, prefix: source.prefix, adalnWeights: opts.adalnWeights ?? (int8 ? 'host' : 'gpu') };
-    // the source presents diffusers key names whatever the stored layout
-    return await MiniMaxH3Transformer.load(e, merged.checkpoint(), { ...config, layout: 'diffusers' }, load);
+    // the source presents diffusers key names whatever the stored format
+    return await MiniMaxH3Transformer.load(e, merged.checkpoint(), { ...config, format: 'diffusers' }, load);
   } finally {
     await source.close();
   }

@@ -104,8 +104,8 @@ export class MiniMaxH3Transformer {
   ) {}
 
   static async load(e: Engine, ckpt: Checkpoint, config: H3Config, opts: H3LoadOptions = {}): Promise<MiniMaxH3Transformer> {
-    if (config.layout !== 'diffusers') {
-      throw new RangeError(`MiniMaxH3Transformer: the ${config.layout} checkpoint layout (fused qkv_proj) is read through openH3Weights / loadH3Transformer (native-layout.ts), which present it under the diffusers names`);
+    if (config.format !== 'diffusers') {
+      throw new RangeError(`MiniMaxH3Transformer: the ${config.format} checkpoint format (fused qkv_proj) is read through openH3Weights / loadH3Transformer (native-checkpoint.ts), which present it under the diffusers names`);
     }
     const dtype = opts.dtype ?? 'f32';
     const w: WeightLoader = { e, ckpt, dtype, int8: !!opts.int8, loaded: [] };

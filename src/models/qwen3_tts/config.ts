@@ -89,7 +89,7 @@ function intList(c: Json, key: string, where: string, fallback: number[]): numbe
 
 /**
  * Parses config.json of a Qwen3-TTS checkpoint (model_type "qwen3_tts"). Defaults are upstream's
- * (configuration_qwen3_tts.py) where the file may omit a field; the special-id layout is checked:
+ * (configuration_qwen3_tts.py) where the file may omit a field; where the special ids sit is checked:
  * every special codec id must sit in the top 1024 ids of the talker vocabulary (upstream suppresses that band
  * except eos while generating, and feeds codes below it to the code predictor).
  */

@@ -1,5 +1,5 @@
 // The demo Qwen3-TTS checkpoint: what the service runs when WEIGHTS_DIR has no real one. A tiny random model in the
-// published folder layout (docs/models/qwen3-tts.md), run through the same code as the real weights; its speech is
+// published folder format (docs/models/qwen3-tts.md), run through the same code as the real weights; its speech is
 // noise, and /api/config says "demo".
 //   config.json, generation_config.json, preprocessor_config.json   the real files' structure at tiny sizes: codec
 //       ids moved down into a 32-code band as in tools/golden/qwen3_tts.py, text ids from the demo tokenizer

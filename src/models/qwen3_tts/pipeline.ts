@@ -2,11 +2,11 @@
 // (upstream Qwen3TTSModel.generate_voice_clone; docs/models/qwen3-tts.md). One request:
 //   reference clip -> mono at its own rate -> 24 kHz (speaker-resample.ts, as upstream's librosa call)
 //     -> speaker embedding (x-vector) and, when a transcript is given, reference codes (codec encoder; ICL mode)
-//   text -> chunks at sentence boundaries (text-split.ts) -> per chunk: tokenizer -> prompt layout -> embeddings
+//   text -> chunks at sentence boundaries (text-split.ts) -> per chunk: tokenizer -> talker prompt (prompt.ts) -> embeddings
 //     -> talker + code predictor frame by frame (seeded sampling, generation_config.json defaults) -> codes
 //     -> codec decoder -> 24 kHz samples (ICL: the reference frames are decoded in front and cut, as upstream)
 //   chunks joined with a short pause -> 16-bit mono wav, written atomically.
-// Loading reads a checkpoint folder in the published layout (real weights or the demo checkpoint, demo.ts).
+// Loading reads a checkpoint folder in the published format (real weights or the demo checkpoint, demo.ts).
 import { randomInt } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -227,14 +227,14 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
       const pieces: Float32Array[] = [];
       for (const [i, chunk] of chunks.entries()) {
         ctx.stage(STAGE.sample);
-        const layout = buildTalkerPrompt(cfg, {
+        const talkerPrompt = buildTalkerPrompt(cfg, {
           inputIds: m.tokenizer.encode(assistantText(chunk)),
           languageId,
           mode: ref ? 'icl' : 'xvec',
           refIds: ref?.ids,
           refCodes: ref?.codes,
         });
-        const embeds = embedPrompt(talker, layout, spk);
+        const embeds = embedPrompt(talker, talkerPrompt, spk);
         let frames: number[][];
         try {
           const g = m.configs.generation;

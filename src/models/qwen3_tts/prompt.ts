@@ -1,5 +1,5 @@
-// The talker's input layout for one voice-clone request, exactly as Qwen3TTSForConditionalGeneration.generate
-// builds it (docs/models/qwen3-tts.md, "Prompt layout"). Pure ids: each row says which embeddings are summed at
+// The talker's input rows for one voice-clone request, exactly as Qwen3TTSForConditionalGeneration.generate
+// builds them (docs/models/qwen3-tts.md, "The talker prompt"). Pure ids: each row says which embeddings are summed at
 // that position; the engine then computes
 //   row = text_projection(text_embedding(text)) [if text]
 //       + codec_embedding(codes[0]) + sum_{i>=1} code_predictor.codec_embedding[i-1](codes[i])  [if codes]

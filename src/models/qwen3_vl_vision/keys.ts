@@ -1,5 +1,5 @@
 // Every tensor of the vision tower in the checkpoint, with its shape: for writing demo checkpoints in the real
-// layout (a tiny random Qwen3-VL) and for checking a folder before loading it.
+// format (a tiny random Qwen3-VL) and for checking a folder before loading it.
 import type { Qwen3VlVisionConfig } from './config';
 
 /** Key (with the config's "model.visual." prefix) -> shape, in the order the tower uses them. */

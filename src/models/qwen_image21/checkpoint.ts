@@ -1,4 +1,4 @@
-// Qwen-Image-2.1's checkpoint in the published diffusers layout: model_index.json and the config files the pipeline
+// Qwen-Image-2.1's checkpoint in the published diffusers format: model_index.json and the config files the pipeline
 // needs, and loading the two big parts (transformer/, text_encoder/) from real shards or synthetic weights (demo,
 // bench). The VAE reads its own folder (vae/); the pipeline (pipeline.ts) puts the parts together.
 import { existsSync } from 'node:fs';

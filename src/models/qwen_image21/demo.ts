@@ -1,5 +1,5 @@
 // The demo Qwen-Image-2.1 checkpoint: what imgmain / imgmain_bf16 run when WEIGHTS_DIR has no real one. A tiny
-// random model in the published diffusers layout (docs/models/qwen-image-2.1.md "Pipeline"), run through the same
+// random model in the published diffusers format (docs/models/qwen-image-2.1.md "Pipeline"), run through the same
 // code as the real weights; its pictures are noise, and /api/config says "demo".
 //   model_index.json                              QwenImage21Pipeline and its five components, as reported
 //   transformer/config.json + diffusion_pytorch_model-0000{1,2}-of-00002.safetensors + .index.json (BF16)

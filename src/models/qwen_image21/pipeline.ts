@@ -9,7 +9,7 @@
 //   noise (1, H/16 * W/16, 64) from the seed (seededNoise, channel-major like upstream's randn then packed)
 //   schedule (sigmas.ts) -> steps x [transformer with the prefix K/V cache -> Euler]     progress per step
 //   latents -> VAE decode (it un-normalises with latents_mean/std) -> RGBA -> RGB over white -> png (media)
-// Loading reads a checkpoint folder in the published diffusers layout (checkpoint.ts; real weights or the demo,
+// Loading reads a checkpoint folder in the published diffusers format (checkpoint.ts; real weights or the demo,
 // demo.ts); reference pixels and the png's RGB are in references.ts.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';

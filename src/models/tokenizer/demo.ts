@@ -1,4 +1,4 @@
-// A tiny byte-level BPE in the Qwen file layout (vocab.json, merges.txt, tokenizer_config.json) for the demo
+// A tiny byte-level BPE in the Qwen file format (vocab.json, merges.txt, tokenizer_config.json) for the demo
 // checkpoints: the 256 byte symbols (ids 0..255, so any text encodes), a few hundred merges learned from a
 // built-in corpus, then the special tokens. TextTokenizer.fromDir reads it like a real Qwen checkpoint.
 import { mkdir, writeFile } from 'node:fs/promises';

@@ -61,7 +61,7 @@ export function parseQwenImage21VaeConfig(raw: Record<string, unknown>, where = 
   if (!Array.isArray(temporal) || temporal.length !== dimMult.length - 1 || !temporal.every((t) => typeof t === 'boolean')) {
     throw bad(`temperal_downsample needs ${dimMult.length - 1} booleans`);
   }
-  if (get<unknown>('is_residual') !== true) throw bad('only is_residual: true (the Qwen-Image-2.1 layout) is built');
+  if (get<unknown>('is_residual') !== true) throw bad('only is_residual: true (the Qwen-Image-2.1 variant) is built');
   const attn = get<unknown>('attn_scales');
   if (!Array.isArray(attn) || attn.length !== 0) throw bad('attn_scales must be [] (no attention inside the levels)');
   if (get<unknown>('patch_size') !== null) throw bad('patch_size must be null (no patchify)');

@@ -1,5 +1,5 @@
-// The checkpoint layout of vae/ (every key of AutoencoderKLQwenImage21's state dict with its shape, from the
-// config) and a writer of a random VAE in that layout: the embedded demo checkpoint and loading tests use it.
+// The checkpoint format of vae/ (every key of AutoencoderKLQwenImage21's state dict with its shape, from the
+// config) and a writer of a random VAE in that format: the embedded demo checkpoint and loading tests use it.
 // Keys the one-frame path never reads are listed too (upsampler / downsampler time_conv), as the real file has them.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -106,7 +106,7 @@ function rng(seed: number): () => number {
 }
 
 /**
- * Writes `dir`/config.json and `dir`/diffusion_pytorch_model.safetensors: a random VAE in the real key layout.
+ * Writes `dir`/config.json and `dir`/diffusion_pytorch_model.safetensors: a random VAE with the real keys.
  * Conv weights ~ U(+-sqrt(3 / fan_in)) (unit variance per output), biases ~ U(+-0.1), gammas 1 (as initialised upstream).
  */
 export async function writeDemoVae(dir: string, opts: DemoVaeOptions = {}): Promise<Record<string, unknown>> {

@@ -1,6 +1,6 @@
-// The native MiniMaxH3DiTModel layout (native-layout.ts): the golden cases' tiny weights re-written the way the
+// The native MiniMaxH3DiTModel checkpoint format (native-checkpoint.ts): the golden cases' tiny weights re-written the way the
 // released FL2VA/ shards store them (fused per-head-interleaved qkv_proj, fc1 as [gate; value], native names,
-// rope.inv_freq) must load to the same forward as the diffusers layout, bit for bit in f32; an int8 single file
+// rope.inv_freq) must load to the same forward as the diffusers format, bit for bit in f32; an int8 single file
 // (diffusion_model. prefix, I8 weights + per-row weight_scale, no config.json) must load to the same int8 model
 // as quantising the diffusers weights at load. Unknown tensors are refused.
 import assert from 'node:assert/strict';
@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { quantizeInt8PerChannel } from '../../src/engine/quantize';
 import { writeSafetensors, writeShardedSafetensors, type TensorEntry, type WriteTensor } from '../../src/engine/safetensors';
 import { parseH3Config, type H3Config } from '../../src/models/minimax_h3/config';
-import { nativeView, openH3Weights, splitQkv, type CheckpointLike, type QkvRows } from '../../src/models/minimax_h3/native-layout';
+import { nativeView, openH3Weights, splitQkv, type CheckpointLike, type QkvRows } from '../../src/models/minimax_h3/native-checkpoint';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { h3InvFreq } from '../../src/models/minimax_h3/rope';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
@@ -101,7 +101,7 @@ goldenTests('minimax_h3', 'transformer', async (c: GoldenCase) => {
   model.free();
   assert.deepEqual(got.video, want.video, 'native f32 = diffusers f32 (video)');
   assert.deepEqual(got.audio, want.audio, 'native f32 = diffusers f32 (audio)');
-  expectClose(got.video, await c.output('sample'), c.tol('f32'), 'native layout vs upstream sample');
+  expectClose(got.video, await c.output('sample'), c.tol('f32'), 'native format vs upstream sample');
 }, 'native folder');
 
 goldenTests('minimax_h3', 'transformer', async (c: GoldenCase) => {
@@ -137,7 +137,7 @@ goldenTests('minimax_h3', 'transformer', async (c: GoldenCase) => {
   expectClose(got.video, await c.output('sample'), c.tol('int8'), 'int8 file vs upstream sample');
 }, 'int8 single file');
 
-test('native layout: the interleaved qkv split and the refusal of unknown tensors', async () => {
+test('native format: the interleaved qkv split and the refusal of unknown tensors', async () => {
   // rows [h0: q q, k k, v v, h1: ...] with d = 2, H = 1
   const w = Float32Array.from([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
   assert.deepEqual(Array.from(splitQkv(w, 2, 2, 1, 0, 'interleaved')), [1, 2, 7, 8]);
@@ -158,7 +158,7 @@ test('native layout: the interleaved qkv split and the refusal of unknown tensor
   await writeSafetensors(file, f32Tensors(native));
   const src = await openH3Weights(file, { config: cfg });
   try {
-    assert.equal(src.layout, 'native');
+    assert.equal(src.format, 'native');
     await assert.rejects(src.view.readFloat32('rope.inv_freq'), /rope.inv_freq differs/);
     assert.ok(src.view.has('transformer_blocks.0.attn.to_q.weight'));
   } finally {
@@ -166,7 +166,7 @@ test('native layout: the interleaved qkv split and the refusal of unknown tensor
   }
 });
 
-test('native layout: the real FL2VA index is consumed whole and presents exactly the released diffusers keys', () => {
+test('native format: the real FL2VA index is consumed whole and presents exactly the released diffusers keys', () => {
   const read = (f: string) => JSON.parse(readFileSync(join(goldenDir('minimax_h3', 'configs'), f), 'utf8')) as { weight_map: Record<string, string> };
   const nativeKeys = Object.keys(read('fl2va-transformer-index.json').weight_map);
   const released = Object.keys(read('transformer-index.json').weight_map).sort();

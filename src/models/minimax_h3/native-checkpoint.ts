@@ -1,6 +1,6 @@
-// The second weights layout: MiniMax's native MiniMaxH3DiTModel keys (FL2VA/ and Ref2VA/transformer/, 535 tensors,
+// The second checkpoint format: MiniMax's native MiniMaxH3DiTModel keys (FL2VA/ and Ref2VA/transformer/, 535 tensors,
 // and the single-file int8 builds that keep those names), presented under the diffusers names the transformer's
-// fields use, so MiniMaxH3Transformer.load reads either layout. The mapping (diffusers'
+// fields use, so MiniMaxH3Transformer.load reads either format. The mapping (diffusers'
 // scripts/convert_minimax_h3_to_diffusers.py, read at 97a1477b) is renames plus three transforms:
 //   blocks.N.attn.qkv_proj [3 * heads * d, H]                                   -> to_q / to_k / to_v [heads * d, H]
 //     rows per head [q(d) k(d) v(d)] in MiniMax's raw shards ('interleaved'); [q_all; k_all; v_all] ('stacked') in the
@@ -16,7 +16,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Checkpoint, CheckpointError, type TensorEntry } from '../../engine/safetensors';
 import { numelOf } from '../../engine/tensor';
-import { parseH3Config, type H3Config } from './config';
+import { parseH3Config, type H3CheckpointFormat, type H3Config } from './config';
 import { h3InvFreq } from './rope';
 import { openH3Checkpoint } from './transformer';
 
@@ -51,7 +51,7 @@ export class KeyView implements CheckpointLike {
     const r = this.recipes.get(name);
     if (!r) {
       if (this.passThrough && this.inner.has(name)) return this.inner.entry(name, shape);
-      throw new CheckpointError(`${this.path}: no tensor "${name}" in this layout`);
+      throw new CheckpointError(`${this.path}: no tensor "${name}" in this view`);
     }
     if ('alias' in r) return { ...this.inner.entry(r.alias, shape), name };
     if (shape && (shape.length !== r.shape.length || shape.some((n, i) => n !== r.shape[i]))) {
@@ -64,7 +64,7 @@ export class KeyView implements CheckpointLike {
     const r = this.recipes.get(name);
     if (!r) {
       if (this.passThrough && this.inner.has(name)) return this.inner.readChunks(name, chunkBytes, onChunk);
-      throw new CheckpointError(`${this.path}: no tensor "${name}" in this layout`);
+      throw new CheckpointError(`${this.path}: no tensor "${name}" in this view`);
     }
     if ('alias' in r) return this.inner.readChunks(r.alias, chunkBytes, onChunk);
     const bytes = new Uint8Array((await this.computed(name, r)).buffer);
@@ -76,7 +76,7 @@ export class KeyView implements CheckpointLike {
     const r = this.recipes.get(name);
     if (!r) {
       if (this.passThrough && this.inner.has(name)) return this.inner.readFloat32(name);
-      throw new CheckpointError(`${this.path}: no tensor "${name}" in this layout`);
+      throw new CheckpointError(`${this.path}: no tensor "${name}" in this view`);
     }
     return 'alias' in r ? this.inner.readFloat32(r.alias) : this.computed(name, r);
   }
@@ -93,10 +93,10 @@ export class KeyView implements CheckpointLike {
   }
 }
 
-/** Transformer weights in either layout, presented under diffusers names. */
+/** Transformer weights in either format, presented under diffusers names. */
 export interface H3WeightSource {
   path: string;
-  layout: 'diffusers' | 'native';
+  format: H3CheckpointFormat;
   /** The config beside the weights (config.json), if any. */
   config: H3Config | null;
   /** Prefix of the presented keys (pass to MiniMaxH3Transformer.load). */
@@ -119,24 +119,24 @@ function readJsonConfig(dir: string): H3Config | null {
 
 /**
  * Opens transformer weights: a diffusers transformer/ folder, a native folder (config.json + model.safetensors.index.json),
- * or one .safetensors file in either naming. `config` is needed for the native layout when no config.json is beside it.
+ * or one .safetensors file in either naming. `config` is needed for the native format when no config.json is beside it.
  */
 export async function openH3Weights(path: string, opts: { prefix?: string; config?: H3Config; qkvRows?: QkvRows } = {}): Promise<H3WeightSource> {
   const isDir = existsSync(path) && statSync(path).isDirectory();
   const fileConfig = isDir ? readJsonConfig(path) : null;
-  const ckpt = isDir && fileConfig?.layout === 'native' ? await Checkpoint.open(path) : await openH3Checkpoint(path);
+  const ckpt = isDir && fileConfig?.format === 'native' ? await Checkpoint.open(path) : await openH3Checkpoint(path);
   try {
     const given = opts.prefix ?? '';
     const nativePrefix = NATIVE_PREFIXES.map((p) => given + p).find((p) => ckpt.has(`${p}blocks.0.attn.qkv_proj.weight`) || ckpt.has(`${p}token_refiner.blocks.0.attn.qkv_proj.weight`));
     if (nativePrefix === undefined) {
-      return { path, layout: 'diffusers', config: fileConfig, prefix: given, view: ckpt, checkpoint: () => ckpt, close: () => ckpt.close() };
+      return { path, format: 'diffusers', config: fileConfig, prefix: given, view: ckpt, checkpoint: () => ckpt, close: () => ckpt.close() };
     }
     const config = fileConfig ?? opts.config ?? null;
-    if (!config) throw new CheckpointError(`${path}: native-layout weights without config.json: pass the config (the released one is RELEASED_H3_CONFIG)`);
+    if (!config) throw new CheckpointError(`${path}: native-format weights without config.json: pass the config (the released one is RELEASED_H3_CONFIG)`);
     // raw MiniMax shards (a folder, or a bare file) interleave; ComfyUI-keyed single files are stacked
     const qkvRows = opts.qkvRows ?? (nativePrefix === given ? 'interleaved' : 'stacked');
     const view = nativeView(ckpt, config, nativePrefix, given, qkvRows);
-    return { path, layout: 'native', config: fileConfig, prefix: given, view, checkpoint: () => view.asCheckpoint(), close: () => ckpt.close() };
+    return { path, format: 'native', config: fileConfig, prefix: given, view, checkpoint: () => view.asCheckpoint(), close: () => ckpt.close() };
   } catch (err) {
     await ckpt.close();
     throw err;
