@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
-import { TextTokenizer, writeDemoTokenizer, type TokenizerConfigJson } from '../../src/models/tokenizer';
+import { demoTokenizerInfo, TextTokenizer, writeDemoTokenizer, type TokenizerConfigJson } from '../../src/models/tokenizer';
 import { repoRoot } from './golden';
 
 const dir = () => join(repoRoot(), 'test', 'fixtures', 'tokenizer');
@@ -84,6 +84,7 @@ test('demo tokenizer: byte-level round trip of any text, merges used, special to
     const info = await writeDemoTokenizer(tmp);
     const again = await writeDemoTokenizer(join(tmp, 'again'));
     assert.deepEqual(again, info, 'deterministic');
+    assert.deepEqual(demoTokenizerInfo(), info, 'the ids without writing (what the demo writers size their configs by)');
     const tok = await TextTokenizer.fromDir(tmp);
     assert.equal(tok.size, info.size);
     assert.ok(info.size > 256 + 100 && info.size < 1000, `size ${info.size}`);

@@ -19,8 +19,7 @@
 // text encoder holds only what H3 reads (embed_tokens, layers 0..49), the video VAE only the decoder side, the audio
 // VAE no resampling filters (the loader checks them only when present).
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
@@ -28,7 +27,7 @@ import { shardBytesFor, writeSafetensors, writeShardedSafetensors, type SafeDTyp
 import { WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3';
-import { writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
+import { demoTokenizerInfo, writeDemoTokenizer } from '../tokenizer';
 import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
 import { writeDemoAdapter } from './adapter';
 import { parseH3Config } from './config';
@@ -167,14 +166,7 @@ export interface H3DemoPlan {
 
 /** Works out the demo checkpoint (tokenizer, configs, the loaders' key lists) without writing it. */
 export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
-  const scratch = await mkdtemp(join(tmpdir(), 'kiln-h3-demo-'));
-  let tok: DemoTokenizerInfo;
-  try {
-    tok = await writeDemoTokenizer(scratch);
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
-  const textConfig = demoTextEncoderConfig(tok.size);
+  const textConfig = demoTextEncoderConfig(demoTokenizerInfo().size);
   const keys = await recordH3Keys(e, textConfig);
   const digest = createHash('sha256')
     .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DAMPED, DEMO_TRANSFORMER_CONFIG, textConfig, DEMO_VAE_CONFIG, DEMO_AUDIO_VAE_CONFIG, ...Object.values(keys).map((k) => [...k])]))

@@ -11,14 +11,13 @@
 // are written (common/random-weights.ts values). The version stamp hashes that list, so a loader that starts reading
 // another key regenerates the demo instead of failing on it.
 import { createHash } from 'node:crypto';
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
 import { writeSafetensors } from '../../engine/safetensors';
 import { WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill, type SyntheticCheckpointOptions } from '../common/synthetic-checkpoint';
-import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
+import { DEMO_SPECIAL_TOKENS, demoTokenizerInfo, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { parseGenerationConfig, parseQwen3TtsConfig, parseSpeechTokenizerConfig } from './config';
 import { loadQwen3TtsParts, type Qwen3TtsConfigs } from './pipeline';
 
@@ -155,14 +154,7 @@ export interface DemoPlan {
 
 /** Works out the demo checkpoint (tokenizer ids, configs, the loaders' key list) without writing it. */
 export async function planDemoQwen3Tts(e: Engine): Promise<DemoPlan> {
-  const scratch = await mkdtemp(join(tmpdir(), 'kiln-tts-demo-'));
-  let tok: DemoTokenizerInfo;
-  try {
-    tok = await writeDemoTokenizer(scratch, { specialTokens: DEMO_TOKENS });
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
-  const configJson = demoConfigJson(tok);
+  const configJson = demoConfigJson(demoTokenizerInfo({ specialTokens: DEMO_TOKENS }));
   const configs: Qwen3TtsConfigs = {
     model: parseQwen3TtsConfig(configJson, 'demo config.json'),
     generation: parseGenerationConfig(DEMO_GENERATION_CONFIG, 'demo generation_config.json'),

@@ -10,8 +10,6 @@
 // against SyntheticCheckpoints that record every key and shape the loaders ask for, and exactly those are written.
 // The version stamp hashes that list, so a loader that starts reading another key regenerates the demo.
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
@@ -20,7 +18,7 @@ import { WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3/config';
 import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../qwen3_vl_vision';
-import { DEMO_SPECIAL_TOKENS, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
+import { DEMO_SPECIAL_TOKENS, demoTokenizerInfo, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { parseQwenImage21Config } from './config';
 import { loadQwenImage21Parts, QWEN_IMAGE21_COMPONENTS, type QwenImage21Configs } from './checkpoint';
 import { parseFlowMatchConfig, QWEN_IMAGE21_SCHEDULER } from './sigmas';
@@ -124,14 +122,7 @@ export interface QwenImage21DemoPlan {
 
 /** Works out the demo checkpoint (tokenizer ids, configs, the loaders' key lists) without writing it. */
 export async function planDemoQwenImage21(e: Engine): Promise<QwenImage21DemoPlan> {
-  const scratch = await mkdtemp(join(tmpdir(), 'kiln-qi21-demo-'));
-  let tok: DemoTokenizerInfo;
-  try {
-    tok = await writeDemoTokenizer(scratch, { specialTokens: DEMO_QWEN_IMAGE21_TOKENS });
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
-  }
-  const textJson = demoTextEncoderConfig(tok);
+  const textJson = demoTextEncoderConfig(demoTokenizerInfo({ specialTokens: DEMO_QWEN_IMAGE21_TOKENS }));
   const configs: QwenImage21Configs = {
     transformer: parseQwenImage21Config(DEMO_TRANSFORMER_CONFIG, 'demo transformer/config.json'),
     textEncoder: parseQwen3Config(textJson, 'text', 'demo text_encoder/config.json'),

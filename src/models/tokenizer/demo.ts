@@ -41,8 +41,23 @@ export interface DemoTokenizerInfo {
   specialTokens: Record<string, number>;
 }
 
+/** The ids writeDemoTokenizer gives (vocabulary size, special tokens), without writing anything. Deterministic. */
+export function demoTokenizerInfo(o: DemoTokenizerOptions = {}): DemoTokenizerInfo {
+  return buildDemoTokenizer(o).info;
+}
+
 /** Writes vocab.json, merges.txt and tokenizer_config.json into `dir` (created if missing). Deterministic. */
 export async function writeDemoTokenizer(dir: string, o: DemoTokenizerOptions = {}): Promise<DemoTokenizerInfo> {
+  const { vocab, merges, config, info } = buildDemoTokenizer(o);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'vocab.json'), JSON.stringify(vocab));
+  await writeFile(join(dir, 'merges.txt'), merges.join('\n') + '\n');
+  await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify(config, null, 2));
+  return info;
+}
+
+/** The three files' contents: byte symbols, merges learned from the corpus, then the special tokens. */
+function buildDemoTokenizer(o: DemoTokenizerOptions): { vocab: Record<string, number>; merges: string[]; config: Record<string, unknown>; info: DemoTokenizerInfo } {
   const b2u = bytesToUnicode();
   const vocab: Record<string, number> = {};
   b2u.forEach((ch, i) => (vocab[ch] = i));
@@ -94,9 +109,5 @@ export async function writeDemoTokenizer(dir: string, o: DemoTokenizerOptions = 
     tokenizer_class: 'Qwen2Tokenizer',
     unk_token: null,
   };
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'vocab.json'), JSON.stringify(vocab));
-  await writeFile(join(dir, 'merges.txt'), merges.join('\n') + '\n');
-  await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify(config, null, 2));
-  return { size: next, specialTokens };
+  return { vocab, merges, config, info: { size: next, specialTokens } };
 }
