@@ -75,7 +75,7 @@ export class AppModule {
       },
       JobWaiters,
       { provide: OutboundClient, useFactory: () => new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000 }) },
-      { provide: CallbackSender, useFactory: (o: OutboundClient, s: JobStore) => new CallbackSender(o, s, log), inject: [OutboundClient, JobStore] },
+      { provide: CallbackSender, useFactory: (o: OutboundClient, s: JobStore) => new CallbackSender(o, s, s.deliveries, log), inject: [OutboundClient, JobStore] },
       { provide: InputProbe, useClass: MediaInputProbe },
       { provide: GpuProbe, useFactory: (s: Scheduler) => new WorkerGpuProbe(s), inject: [Scheduler] },
       JobsService,

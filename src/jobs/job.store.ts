@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { DeliveryStore } from './delivery.store';
 import type { JobRecord, JobStatus } from './job.model';
 
 /** Job records in SQLite (WAL: a committed write survives kill -9). Order of creation is the rowid `seq`,
@@ -8,6 +9,8 @@ import type { JobRecord, JobStatus } from './job.model';
 export class JobStore {
   private readonly db: Database.Database;
   private readonly stmts;
+  /** Callback deliveries, in the same database. */
+  readonly deliveries: DeliveryStore;
 
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
@@ -24,6 +27,7 @@ export class JobStore {
       record TEXT NOT NULL
     );
     CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);`);
+    this.deliveries = new DeliveryStore(this.db);
     this.stmts = {
       insert: this.db.prepare('INSERT INTO jobs (id, kind, status, created, record) VALUES (@id, @kind, @status, @created, @record)'),
       update: this.db.prepare('UPDATE jobs SET status = @status, record = @record WHERE id = @id'),

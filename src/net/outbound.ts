@@ -101,33 +101,38 @@ export class OutboundClient {
     }
   }
 
-  /** POSTs the job object to a callback URL: 10 s timeout, retried on network errors and 5xx (3 attempts in all
-   * by default, backing off). Returns the last HTTP status, or undefined if no answer ever came. */
-  async postCallback(target: string, body: unknown, onAttempt?: (n: number, err?: string) => void): Promise<number | undefined> {
-    const delays = this.opts.callbackRetryDelaysMs ?? [1000, 4000];
-    let status: number | undefined;
-    for (let attempt = 0; attempt <= delays.length; attempt++) {
-      if (attempt > 0) await new Promise((r) => setTimeout(r, delays[attempt - 1]));
-      try {
-        const res = await axios.post(target, body, {
-          timeout: 10_000,
-          httpAgent: this.httpAgent,
-          httpsAgent: this.httpsAgent,
-          maxRedirects: 0,
-          validateStatus: () => true,
-          proxy: false,
-          headers: { 'content-type': 'application/json', 'user-agent': 'kiln-callback/1' },
-        });
-        status = res.status;
-        onAttempt?.(attempt + 1);
-        if (res.status < 500) return status;
-      } catch (err) {
-        onAttempt?.(attempt + 1, err instanceof Error ? err.message : String(err));
-        if (unwrap(err) instanceof BlockedAddressError) return status; // retrying cannot help
-      }
+  /** One POST of a JSON body to a callback URL: 10 s timeout, no redirects. Resolves with the HTTP status;
+   * rejects on a network error, and with CallbackRefused when the address is one this service does not reach
+   * (retrying cannot help). Retries are the caller's (src/jobs/callback.sender.ts). */
+  async postJson(target: string, body: string): Promise<number> {
+    try {
+      const res = await axios.post(target, body, {
+        timeout: 10_000,
+        httpAgent: this.httpAgent,
+        httpsAgent: this.httpsAgent,
+        maxRedirects: 0,
+        validateStatus: () => true,
+        proxy: false,
+        headers: { 'content-type': 'application/json', 'user-agent': 'kiln-callback/1' },
+        transformRequest: [(d: unknown) => d], // the bytes as given
+      });
+      return res.status;
+    } catch (err) {
+      const inner = unwrap(err);
+      if (inner instanceof BlockedAddressError) throw new CallbackRefused(inner.message);
+      throw inner instanceof Error ? inner : new Error(String(inner));
     }
-    return status;
   }
+
+  /** Delays between callback attempts (attempts = delays + 1). */
+  get callbackRetryDelaysMs(): number[] {
+    return this.opts.callbackRetryDelaysMs ?? [1000, 4000];
+  }
+}
+
+/** A callback target this service will not reach (a private address): not retried. */
+export class CallbackRefused extends Error {
+  override readonly name = 'CallbackRefused';
 }
 
 function mb(bytes: number): string {
