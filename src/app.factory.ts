@@ -11,6 +11,6 @@ export async function createApp(deps: AppDeps): Promise<NestExpressApplication> 
     logger: new PinoNestLogger(deps.log),
     bodyParser: false,
   });
-  configureApp(app, deps.settings);
+  configureApp(app, deps.settings, deps.token);
   return app;
 }

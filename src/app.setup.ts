@@ -3,6 +3,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import express from 'express';
 import { join } from 'node:path';
 import type { Settings } from './config/settings';
+import { requestGate } from './common/request-gate';
 import { clientDist } from './root.controller';
 
 function bodyErrors(err: { type?: string; message?: string; limit?: number }, _req: express.Request, res: express.Response, next: express.NextFunction): void {
@@ -16,11 +17,13 @@ function bodyErrors(err: { type?: string; message?: string; limit?: number }, _r
 }
 
 /** HTTP set-up shared by main.ts and the e2e tests: body limits, CORS, /out, the web page's assets, OpenAPI. */
-export function configureApp(app: NestExpressApplication, settings: Settings): void {
+export function configureApp(app: NestExpressApplication, settings: Settings, token: string): void {
+  // Before any body is read: no compressed bodies, and no body at all into /api without the token.
+  app.use(requestGate(token));
   // JSON bodies parsed here rather than by Nest, whose own parser turns a syntax error into a bare 400:
   // a malformed body is a 422 json_invalid (the spec's validation object), an oversized one a 413.
-  app.use(express.json({ limit: `${settings.maxBodyMb}mb` }));
-  app.use(express.urlencoded({ extended: false, limit: '1mb' }));
+  app.use(express.json({ limit: `${settings.maxBodyMb}mb`, inflate: false }));
+  app.use(express.urlencoded({ extended: false, limit: '1mb', inflate: false }));
   app.use(bodyErrors);
   // Any origin may call the API (the spec); credentials travel in headers, never cookies.
   app.enableCors({

@@ -1,5 +1,21 @@
 import { ArgumentMetadata, HttpException, HttpStatus, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ValidateIf } from 'class-validator';
+import { BadInputError } from './errors';
+
+/** Deepest nesting of objects and arrays a request may carry (the deepest field of this API is 2: images[i]). */
+const MAX_DEPTH = 16;
+
+/** Whether objects and arrays nest more than `limit` levels below `value` (iterative: no recursion to overflow). */
+export function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(v as object)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
 
 /** One entry of the spec's validation error object (HTTP 422). */
 export interface ValidationEntry {
@@ -88,6 +104,9 @@ export class ApiValidationPipe extends ValidationPipe {
     if (where === 'body' && (value === null || typeof value !== 'object' || Array.isArray(value))) {
       throw new ValidationFailed([{ loc: ['body'], msg: 'Input should be a valid dictionary or object to extract fields from', type: 'model_attributes_type', input: value }]);
     }
+    // class-transformer and class-validator recurse into nested values: a body nested thousands of levels deep
+    // (JSON, or multipart names like a[b][c]...) would run them out of stack. No field of this API nests deeper.
+    if (nestedDeeperThan(value, MAX_DEPTH)) throw new BadInputError(`the ${where === 'body' ? 'request body' : where} is nested more than ${MAX_DEPTH} levels deep; no field of this API nests like that`);
     let v = value as Record<string, unknown>;
     if (metatype.multipart) v = coerceForm(v, metatype);
     this.exceptionFactory = (errors: ValidationError[]) => new ValidationFailed(errors.map((e) => entryFor(where, e)));

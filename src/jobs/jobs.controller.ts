@@ -24,7 +24,8 @@ export class JobsController {
     const limit = q.limit ?? 100;
     const offset = q.offset ?? 0;
     if (limit < 1 || limit > 1000) throw new BadInputError(`limit must be from 1 to 1000 (got ${limit})`);
-    if (offset < 0) throw new BadInputError(`offset must be 0 or more (got ${offset})`);
+    // past 2^53 a number no longer holds every integer (and SQLite takes such a value as REAL, not an offset)
+    if (offset < 0 || offset > Number.MAX_SAFE_INTEGER) throw new BadInputError(`offset must be from 0 to ${Number.MAX_SAFE_INTEGER} (got ${q.offset})`);
     if (q.kind !== undefined && !['video', 'image'].includes(q.kind)) throw new BadInputError(`unknown kind ${JSON.stringify(q.kind)}; use video or image`);
     if (q.status !== undefined && !['queued', 'running', 'done', 'failed'].includes(q.status)) throw new BadInputError(`unknown status ${JSON.stringify(q.status)}; use queued, running, done or failed`);
     const { total, jobs } = this.jobs.list({ kind: q.kind, status: q.status, limit, offset });

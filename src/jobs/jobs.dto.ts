@@ -21,7 +21,7 @@ export class ListJobsQueryDto {
   @Optional() @IsInt()
   limit?: number;
 
-  @ApiPropertyOptional({ default: 0, minimum: 0 })
+  @ApiPropertyOptional({ default: 0, minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
   @Optional() @IsInt()
   offset?: number;
 

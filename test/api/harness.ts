@@ -64,7 +64,7 @@ export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
   if (opts.probe) builder = builder.overrideProvider(InputProbe).useValue(opts.probe);
   const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false });
-  configureApp(app, settings);
+  configureApp(app, settings, TOKEN);
   await app.init();
   await app.listen(0, '127.0.0.1');
   const url = await app.getUrl();
