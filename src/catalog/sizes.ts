@@ -1,4 +1,5 @@
 // The spec's size tables (service-api.md "Reference tables") and the rules derived from them.
+import { pythonRound } from '../common/python-round';
 
 export const VIDEO_ASPECTS = ['16:9', '9:16', '1:1'] as const;
 export const VIDEO_RES = ['352p', '480p', '768p'] as const;
@@ -31,6 +32,38 @@ export function sizeForTier(w: number, h: number, res: string): [number, number]
   const { multiple_of: m, min, max } = EXPLICIT_SIZE;
   const snap = (v: number) => Math.min(max, Math.max(min, Math.round((v * scale) / m) * m));
   return [snap(w), snap(h)];
+}
+
+/**
+ * Pixels an edit reference is scaled to: the res tier's area (spec: "in editing, reference images are scaled to this
+ * tier too"; upstream's output_resolution^2); for an explicit size the output's own area, at least 512^2 (so the
+ * vision processor's 256^2 minimum holds at any aspect) and at most 2K's.
+ */
+export function referenceArea(res: string, width: number, height: number): number {
+  if (res === '2K') return 2048 * 2048;
+  if (res === '1K') return 1024 * 1024;
+  return Math.min(2048 * 2048, Math.max(512 * 512, width * height));
+}
+
+/** The size a srcW x srcH reference is scaled to for `area` pixels: upstream's calculate_dimensions, sides the
+ * nearest multiples of 32 (at least 32) of sqrt(area * ratio) and that / ratio. */
+export function referenceSize(area: number, srcW: number, srcH: number): { width: number; height: number } {
+  const ratio = srcW / srcH;
+  const w = Math.sqrt(area * ratio);
+  const h = w / ratio;
+  const snap = (v: number) => Math.max(32, pythonRound(v / 32) * 32);
+  return { width: snap(w), height: snap(h) };
+}
+
+/** The Qwen3-VL image processor (smart_resize) refuses a picture more than 200 times wider than tall, or taller. */
+export const REFERENCE_MAX_ASPECT = 200;
+
+/** Why an edit reference cannot be used, or undefined: its scaled size must stay within REFERENCE_MAX_ASPECT. */
+export function referenceProblem(label: string, res: string, outW: number, outH: number, srcW: number, srcH: number): string | undefined {
+  const { width, height } = referenceSize(referenceArea(res, outW, outH), srcW, srcH);
+  if (Math.max(width, height) / Math.min(width, height) <= REFERENCE_MAX_ASPECT) return undefined;
+  const how = width > height ? 'wider than tall' : 'taller than wide';
+  return `${label}: a ${srcW}x${srcH} picture is scaled to ${width}x${height} for the model, more than ${REFERENCE_MAX_ASPECT} times ${how}, which it cannot take; crop it closer to square`;
 }
 
 /** Smallest whole-number ratio, e.g. 1280x720 -> "16:9". */

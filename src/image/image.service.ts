@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { aspectOf, sizeForTier } from '../catalog';
+import { aspectOf, referenceProblem, sizeForTier } from '../catalog';
+import { BadInputError } from '../common/errors';
 import { checkTimeout, draftImage, ImageRequest } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
 import { JobsService } from '../jobs/jobs.service';
@@ -23,6 +24,13 @@ export class ImageService {
     if (d.size_from_ref) {
       [width, height] = sizeForTier(probes[0].width, probes[0].height, d.res);
       aspect = aspectOf(width, height);
+    }
+    // what the model's preprocessing would refuse at run time is refused now
+    if (d.mode === 'edit') {
+      probes.forEach((p, i) => {
+        const problem = referenceProblem(`images[${i}]`, d.res, width, height, p.width, p.height);
+        if (problem) throw new BadInputError(problem);
+      });
     }
     const job = await this.jobs.submit(
       {

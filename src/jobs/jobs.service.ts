@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { removeStaleTemps } from '../media/files';
 import { extname, join } from 'node:path';
 import type { Logger } from 'pino';
@@ -49,13 +49,26 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     await mkdir(this.inputsDir, { recursive: true });
     // Temp files of writes a crash cut short: nothing is writing yet, so every one of them is stale.
     await removeStaleTemps(this.outDir, 0);
+    // Callbacks a previous run left waiting in their back-off go out now.
+    this.callbacks.resume();
     // A job that was running when the process died cannot resume mid-way: it fails, with its callback.
     for (const job of this.store.withStatus('running')) {
       this.log.warn({ id: job.id }, 'job was running at shutdown; marking it failed');
       await this.finish(job, { status: 'failed', code: 'shutdown', error: 'interrupted by restart', started: job.started ?? job.created, finished: Date.now() / 1000 });
     }
-    // Queued jobs resume in their original order.
-    for (const job of this.store.withStatus('queued')) this.scheduler.enqueue(this.taskFor(job));
+    // Queued jobs resume in their original order; inputs nothing owns any more (a speech request's reference clip
+    // when the process died during it) go.
+    const queued = this.store.withStatus('queued');
+    await this.sweepInputs(new Set(queued.map((j) => j.id)));
+    for (const job of queued) this.scheduler.enqueue(this.taskFor(job));
+  }
+
+  /** Removes every folder under DATA_DIR/inputs but the queued jobs' (at start: nothing else can be using one). */
+  private async sweepInputs(owned: Set<string>): Promise<void> {
+    const names = await readdir(this.inputsDir).catch(() => [] as string[]);
+    const orphans = names.filter((n) => !owned.has(n));
+    for (const name of orphans) await rm(join(this.inputsDir, name), { recursive: true, force: true });
+    if (orphans.length) this.log.info({ removed: orphans.length }, 'removed inputs no job owns');
   }
 
   /** Transitions still being written; shutdown waits for them before the store closes. */
@@ -74,7 +87,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     await this.scheduler.stop();
     while (this.writing.size) await Promise.all([...this.writing]);
-    await this.callbacks.drain();
+    await this.callbacks.stop();
     this.waiters.wakeAll();
     this.store.close();
   }
@@ -253,7 +266,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     await rm(join(this.inputsDir, job.id), { recursive: true, force: true });
     this.log.info({ id: job.id, status: job.status, error: job.error }, 'job ended');
     this.waiters.wake(job.id);
-    if (job.callback_url) this.callbacks.send(job, () => this.view(job));
+    if (job.callback_url) this.callbacks.send(job, this.view(job));
   }
 
   private async removeFiles(job: JobRecord): Promise<void> {

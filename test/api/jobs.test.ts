@@ -143,7 +143,7 @@ describe('jobs: lifecycle, queue, wait, downloads, delete', () => {
     const aj = await until(t, a.id, (j) => j.status === 'failed');
     assert.equal(aj.error, 'interrupted');
     assert.equal(existsSync(join(t.dataDir, 'out', `${a.id}.png`)), false, 'no partial output');
-    assert.equal(readdirSync(join(t.dataDir, 'out')).some((n) => n.includes('.tmp')), false);
+    assert.equal(readdirSync(join(t.dataDir, 'out')).some((n) => n.startsWith('.') || n.includes('.tmp')), false, 'no temp file left');
     assert.deepEqual((await t.http.delete(`/api/jobs/${a.id}`).set(auth)).body, { id: a.id, action: 'deleted' });
     const d = (await post('/api/v1/image', { prompt: 'done', steps: 1, wait: true })).body;
     assert.ok(existsSync(join(t.dataDir, 'out', `${d.id}.png`)));

@@ -2,15 +2,15 @@
 // killed with SIGKILL, done and failed jobs are still listed and downloadable, queued jobs run in their original
 // order, and the job that was running is failed with "interrupted by restart".
 import assert from 'node:assert/strict';
-import { ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { after, describe, test } from 'node:test';
 import { STAGE } from '../../src/catalog';
 import { makeGate, makeLog } from './control';
 import { startApp, TestApp, TOKEN } from './harness';
+import { startServiceProcess } from './service-process';
 import { restartPipelines } from './test-pipelines';
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
@@ -138,26 +138,12 @@ describe('restart durability', () => {
 
   test('kill -9 the service process while a job runs, then reopen the data dir', { timeout: 20_000 }, async () => {
     const dir = dataDir();
-    const child = spawn(process.execPath, [join(__dirname, 'fixtures', 'slow-server.js')], {
-      env: { ...process.env, DATA_DIR: dir, API_TOKEN: TOKEN, LOG_LEVEL: 'silent', STEP_MS: '100' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let stderr = '';
-    child.stderr!.on('data', (d) => (stderr += d));
-    const exited = new Promise<NodeJS.Signals | number | null>((r) => child.on('exit', (code, sig) => r(sig ?? code)));
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`slow-server did not start: ${stderr}`)), 15_000);
-      createInterface({ input: child.stdout! }).on('line', (line) => {
-        if (line.startsWith('KILN_URL ')) (clearTimeout(timer), resolve(line.slice(9)));
-      });
-      void exited.then((how) => reject(new Error(`slow-server exited (${how}): ${stderr}`)));
-    });
+    const service = await startServiceProcess(dir, { env: { LOG_LEVEL: 'silent', STEP_MS: '100' } });
+    children.push(service.child);
 
     // 200 steps of 100 ms: the running job is far from finished when the process dies.
-    const seeded = await seed(client(url));
-    child.kill('SIGKILL');
-    assert.equal(await exited, 'SIGKILL');
+    const seeded = await seed(client(service.url));
+    assert.equal(await service.kill(), 'SIGKILL');
 
     const log = makeLog();
     const reopened = await startApp({ dataDir: dir, pipelines: restartPipelines({ log }) });

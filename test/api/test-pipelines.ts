@@ -2,10 +2,11 @@
 // They stand in for models only in tests, inside the real GPU worker process: a test passes `testPipeline(...)`
 // (a PipelineModule: this file, an export and plain-data arguments) to startApp, and the worker calls the make*
 // export to build the entry. Gates and logs reach back into the test process (control.ts).
-import { rename, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { STAGE } from '../../src/catalog';
 import { throwIfCancelled } from '../../src/common/errors';
+import { commitFile, tempSibling } from '../../src/media/files';
 import { wavHeader } from '../../src/media/wav';
 import type { Pipeline, RunContext } from '../../src/models/common/pipeline';
 import type { PipelineModule, WorkerTask } from '../../src/worker/protocol';
@@ -53,9 +54,9 @@ export function restartPipelines(opts: Omit<TestPipelineOptions, 'fail'>): Pipel
   ];
 }
 
-/** Speech that writes one second of silence; a text containing "explode" fails. */
-export function silentSpeech(): PipelineModule {
-  return { module: __filename, export: 'makeSilentSpeech', args: [] };
+/** Speech that writes one second of silence; a text containing "explode" fails. `gate`: waits there first. */
+export function silentSpeech(o: { gate?: Gate } = {}): PipelineModule {
+  return { module: __filename, export: 'makeSilentSpeech', args: [{ gate: o.gate?.ref }] };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -93,14 +94,15 @@ export function makeTestPipeline(kind: 'video' | 'image', profile: string, o: Wi
           }
           if (o.fail) throw new Error(o.fail);
           ctx.stage(STAGE.save);
-          const tmp = `${task.output}.tmp`;
+          // as real pipelines write: a hidden temp sibling, flushed, then renamed
+          const tmp = tempSibling(task.output);
           if (kind === 'image') {
             const { width, height, seed } = task.params;
             await sharp({ create: { width: Math.min(width, 64), height: Math.min(height, 64), channels: 3, background: { r: seed % 256, g: 0, b: 0 } } }).png().toFile(tmp);
           } else {
             await writeFile(tmp, Buffer.from(`test video ${task.id}`));
           }
-          await rename(tmp, task.output);
+          await commitFile(tmp, task.output);
         },
       };
     },
@@ -121,7 +123,7 @@ async function misbehave(fault: Fault): Promise<never> {
   for (;;) await sleep(50); // 'ignore-cancel', and whatever the others leave running
 }
 
-export function makeSilentSpeech(): ProfileEntry {
+export function makeSilentSpeech(o: { gate?: ControlRef } = {}): ProfileEntry {
   return {
     kind: 'tts',
     profile: 'tts',
@@ -130,11 +132,14 @@ export function makeSilentSpeech(): ProfileEntry {
     create: () => ({
       load: async () => {},
       unload: async () => {},
-      run: async (task: WorkerTask) => {
+      run: async (task: WorkerTask, ctx: RunContext) => {
         if (task.kind !== 'tts') throw new Error('the speech pipeline was given a job');
+        if (o.gate) await waitAtGate(o.gate, ctx.signal);
+        throwIfCancelled(ctx.signal);
         if (task.params.text.includes('explode')) throw new Error('synthesis broke');
-        await writeFile(`${task.output}.tmp`, Buffer.concat([wavHeader(24000, 1, 24000), Buffer.alloc(48000)]));
-        await rename(`${task.output}.tmp`, task.output);
+        const tmp = tempSibling(task.output);
+        await writeFile(tmp, Buffer.concat([wavHeader(24000, 1, 24000), Buffer.alloc(48000)]));
+        await commitFile(tmp, task.output);
       },
     }),
   };

@@ -2,10 +2,10 @@
 // colour negative of the first reference image, cover-scaled to the job's size, as a real PNG, with real stages,
 // per-step progress and cooperative cancellation, inside the real GPU worker. `gate` (when given) must open before
 // each step, so the test can see the job running.
-import { rename } from 'node:fs/promises';
 import sharp from 'sharp';
 import { STAGE } from '../../src/catalog';
 import { throwIfCancelled } from '../../src/common/errors';
+import { commitFile, tempSibling } from '../../src/media/files';
 import type { Pipeline, RunContext } from '../../src/models/common/pipeline';
 import type { PipelineModule, WorkerTask } from '../../src/worker/protocol';
 import type { ProfileEntry } from '../../src/worker/registry';
@@ -41,9 +41,9 @@ export function makeNegativeOfReference(profile: string, opts: { gate?: ControlR
             ctx.progress(i + 1, steps);
           }
           ctx.stage(STAGE.save);
-          const tmp = `${task.output}.tmp`;
+          const tmp = tempSibling(task.output);
           await sharp(task.images[0]).removeAlpha().resize(width, height, { fit: 'cover' }).negate().png().toFile(tmp);
-          await rename(tmp, task.output);
+          await commitFile(tmp, task.output);
         },
       };
     },

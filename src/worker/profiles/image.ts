@@ -3,6 +3,7 @@
 // checkpoint generated once into DEMO_WEIGHTS_DIR (shared by both profiles: same files, the int8 happens at load).
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { referenceArea } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { planDemoQwenImage21 } from '../../models/qwen_image21/demo';
 import { QwenImage21Pipeline, type ImageTask as ModelImageTask } from '../../models/qwen_image21/pipeline';
@@ -16,17 +17,6 @@ export const QWEN_IMAGE21_PROFILES = { imgmain: { int8: true }, imgmain_bf16: { 
 
 /** GPU working set on top of the weights (prefix K/V caches, activations at 2K, VAE decode), for the fits-beside estimate. */
 const WORKING_BYTES = 6 * 2 ** 30;
-
-/**
- * Pixels a reference image is scaled to: the res tier's area (spec: "in editing, reference images are scaled to this
- * tier too"; upstream's output_resolution^2); for an explicit size the output's own area, at least 512^2 (so the
- * vision processor's 256^2 minimum holds at any aspect) and at most 2K's.
- */
-export function referenceArea(res: string, width: number, height: number): number {
-  if (res === '2K') return 2048 * 2048;
-  if (res === '1K') return 1024 * 1024;
-  return Math.min(2048 * 2048, Math.max(512 * 512, width * height));
-}
 
 /** The protocol's task as the model pipeline's task. */
 export function imageTaskOf(t: ImageTask): ModelImageTask {

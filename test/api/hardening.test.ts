@@ -1,0 +1,170 @@
+// What chaos and fuzz testing found (issue 20), one test per finding: request shapes that answered 500, a
+// compressed body inflated before the token was checked, inputs the model cannot take accepted at creation,
+// orphaned inputs, and a WAV whose header lies about its size.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { deflateSync, gzipSync } from 'node:zlib';
+import { auth, startApp, TestApp, TOKEN } from './harness';
+import { dataUri, pngBytes, wavBytes } from './inputs';
+import { silentSpeech, testPipeline } from './test-pipelines';
+
+/** A raw request (supertest would not send some of these shapes), answered or cut off. */
+function raw(t: TestApp, method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<{ status: number; json: any; ms: number }> {
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const u = new URL(t.url + path);
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent: false, headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) } }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) : undefined, ms: performance.now() - t0 }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const bearer = { authorization: `Bearer ${TOKEN}` };
+const json = { ...bearer, 'content-type': 'application/json' };
+
+function deepJson(levels: number): Buffer {
+  return Buffer.from(`${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`);
+}
+
+describe('request shapes that answered 500', () => {
+  let t: TestApp;
+  before(async () => (t = await startApp({ builtinPipelines: false, pipelines: [testPipeline('image', 'imgmain'), testPipeline('video', 'fastvid'), silentSpeech()] })));
+  after(() => t.close(true));
+
+  test('JSON nested 1,500+ levels, on every JSON endpoint: 400 naming the nesting', async () => {
+    for (const path of ['/api/v1/generate', '/api/v1/image', '/api/v1/tts']) {
+      for (const body of [deepJson(1500), Buffer.from(`{"prompt":${'['.repeat(3000)}${']'.repeat(3000)}}`)]) {
+        const res = await raw(t, 'POST', path, json, body);
+        assert.equal(res.status, 400, `${path}: ${JSON.stringify(res.json)}`);
+        assert.match(res.json.detail, /nested more than 16 levels deep/);
+      }
+    }
+  });
+
+  test('multipart field names nested 3,000 levels (prompt[a][a]...): 400', async () => {
+    const res = await t.http.post('/api/images').set(auth).field(`prompt${'[a]'.repeat(3000)}`, 'x').field('steps', '1');
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(res.body.detail, /nested more than 16 levels deep/);
+  });
+
+  test('Content-Encoding gzip, deflate or br on a plain body, or a truncated gzip body: 415 naming the header', async () => {
+    const plain = Buffer.from(JSON.stringify({ prompt: 'x', steps: 1 }));
+    const gz = gzipSync(plain);
+    const cases: [string, Buffer][] = [['gzip', plain], ['deflate', plain], ['br', plain], ['gzip', gz.subarray(0, gz.length - 8)], ['gzip', gz], ['deflate', deflateSync(plain)]];
+    for (const [encoding, body] of cases) {
+      for (const path of ['/api/v1/image', '/api/images', '/api/tts']) {
+        const res = await raw(t, 'POST', path, { ...json, 'content-encoding': encoding }, body);
+        assert.equal(res.status, 415, `${encoding} on ${path}`);
+        assert.equal(res.json.detail, `request bodies are not accepted compressed (Content-Encoding: ${encoding}); send the body uncompressed`);
+      }
+    }
+  });
+
+  test('GET /api/jobs?offset= past 2^53 (99999999999999999999, 2^63-1): 400', async () => {
+    for (const offset of ['99999999999999999999', '9223372036854775807', '9007199254740992']) {
+      const res = await t.http.get(`/api/jobs?offset=${offset}`).set(auth);
+      assert.equal(res.status, 400, offset);
+      assert.match(res.body.detail, /^offset must be from 0 to 9007199254740991/);
+    }
+    assert.equal((await t.http.get('/api/jobs?offset=9007199254740991').set(auth)).status, 200);
+  });
+
+  test('Content-Type multipart/mixed on the form endpoints: 415', async () => {
+    for (const path of ['/api/images', '/api/tts', '/api/jobs']) {
+      const res = await raw(t, 'POST', path, { ...bearer, 'content-type': 'multipart/mixed; boundary=x' }, Buffer.from('--x\r\n\r\nhello\r\n--x--\r\n'));
+      assert.equal(res.status, 415, path);
+      assert.match(res.json.detail, /multipart\/mixed is not accepted; send forms as multipart\/form-data/);
+    }
+  });
+});
+
+describe('a compressed body is refused before it is read', () => {
+  let t: TestApp;
+  before(async () => (t = await startApp({ builtinPipelines: false })));
+  after(() => t.close(true));
+
+  test('a 1 MB gzip bomb (1 GB inflated) without a token: a fast 401, ten at once, memory flat', async () => {
+    const bomb = gzipSync(Buffer.alloc(1024 ** 3), { level: 9 }); // about 1 MB
+    assert.ok(bomb.length < 2 * 1024 ** 2);
+    const rss0 = process.memoryUsage().rss; // the API runs in this test process
+    const answers = await Promise.all(Array.from({ length: 10 }, () => raw(t, 'POST', '/api/v1/image', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, bomb)));
+    for (const a of answers) {
+      assert.equal(a.status, 401);
+      assert.ok(a.ms < 1000, `answered in ${Math.round(a.ms)} ms`);
+    }
+    const grew = (process.memoryUsage().rss - rss0) / 1024 ** 2;
+    assert.ok(grew < 100, `RSS grew ${Math.round(grew)} MB`);
+    // with the token, the encoding itself is refused, as fast
+    const withToken = await raw(t, 'POST', '/api/v1/image', { ...json, 'content-encoding': 'gzip' }, bomb);
+    assert.deepEqual([withToken.status, withToken.ms < 1000], [415, true]);
+  });
+
+  test('a body to /api without the token is refused unread; a GET without it still gets the guard\'s 401', async () => {
+    const res = await raw(t, 'POST', '/api/v1/image', { 'content-type': 'application/json' }, Buffer.from('{"prompt": not json'));
+    assert.deepEqual([res.status, res.json.detail], [401, 'bad token'], 'the token is checked before the body is parsed');
+    assert.equal((await raw(t, 'GET', '/api/status', {})).status, 401);
+  });
+});
+
+describe('inputs: what the model cannot take, orphans, lying headers', () => {
+  test('an edit reference the model cannot take (100000x1) is a 400 at creation naming the limit', async () => {
+    const t = await startApp({ builtinPipelines: false, pipelines: [testPipeline('image', 'imgmain')] });
+    try {
+      const thin = await (await import('sharp')).default({ create: { width: 100_000, height: 1, channels: 3, background: '#888' } }).png().toBuffer();
+      for (const [w, h] of [[100_000, 1], [1, 100_000]]) {
+        const img = w === 1 ? await (await import('sharp')).default(thin).rotate(90).png().toBuffer() : thin;
+        const res = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'x', steps: 1, images: [dataUri('image/png', img)] });
+        assert.equal(res.status, 400, JSON.stringify(res.body));
+        assert.match(res.body.detail, new RegExp(`^images\\[0\\]: a ${w}x${h} picture .* more than 200 times .*; crop it`));
+      }
+      const ok = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'x', steps: 1, images: [dataUri('image/png', await pngBytes(150, 1))] });
+      assert.equal(ok.status, 200, '150:1 is within the limit');
+    } finally {
+      await t.close(true);
+    }
+  });
+
+  test('inputs no job owns (a speech request cut off by a kill) are swept at start; a queued job keeps its own', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'kiln-sweep-'));
+    try {
+      const first = await startApp({ dataDir: dir, env: { WORKERS: 'none' } });
+      const queued = (await first.http.post('/api/images').set(auth).field('prompt', 'x').field('steps', '1').attach('images', await pngBytes(), 'a.png')).body;
+      await first.close();
+      const orphan = join(dir, 'inputs', 'tts_20261124_120000_0001');
+      mkdirSync(orphan, { recursive: true });
+      writeFileSync(join(orphan, 'ref.wav'), wavBytes(4));
+      const second = await startApp({ dataDir: dir, env: { WORKERS: 'none' } });
+      assert.equal(existsSync(orphan), false, 'the orphaned speech input is gone');
+      assert.equal(existsSync(join(dir, 'inputs', queued.id, 'image-0.png')), true, "the queued job's input stays");
+      await second.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a WAV whose header lies about its data size is taken as what it holds: limits apply to the decoded length', async () => {
+    const t = await startApp({ builtinPipelines: false, pipelines: [silentSpeech()] });
+    try {
+      const claimsMore = wavBytes(4);
+      claimsMore.writeUInt32LE(0xffffffff, 40); // data chunk "4 GB" (as streaming writers leave it)
+      claimsMore.writeUInt32LE(0xffffffff, 4);
+      let res = await t.http.post('/api/v1/tts').set(auth).send({ text: 'hello', ref_audio: dataUri('audio/wav', claimsMore) });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const claimsTen = wavBytes(1);
+      claimsTen.writeUInt32LE(10 * 16000 * 2, 40); // says 10 s, holds 1 s
+      res = await t.http.post('/api/v1/tts').set(auth).send({ text: 'hello', ref_audio: dataUri('audio/wav', claimsTen) });
+      assert.equal(res.status, 400);
+      assert.match(res.body.detail, /^ref_audio: clip is 1\.00 s long; clips must be 3 to 30 s/);
+    } finally {
+      await t.close(true);
+    }
+  });
+});
