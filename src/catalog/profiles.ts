@@ -57,6 +57,11 @@ export function findProfile(kind: JobKind, profile: string): ProfileInfo | undef
   return (kind === 'video' ? VIDEO_PROFILES : IMAGE_PROFILES).find((p) => p.profile === profile);
 }
 
+/** "profile imgart_turbo: the Krea 2 Turbo model is not built into this service yet, so it cannot run image jobs" */
+export function notBuilt(kind: string, profile: string): string {
+  return `profile ${profile}: the ${modelOf(kind, profile) ?? kind} model is not built into this service yet, so it cannot run ${kind} jobs`;
+}
+
 /** The open model behind a (kind, profile), or undefined for a profile the catalog does not have. */
 export function modelOf(kind: string, profile: string): string | undefined {
   if (kind === 'tts') return profile === TTS_PROFILE ? TTS_MODEL : undefined;

@@ -16,6 +16,7 @@ export class ImageService {
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
     const d = draftImage(req, inputs.images);
+    this.jobs.checkServed('image', d.profile.profile, { steps: d.steps, images: inputs.images, audios: 0 });
     const timeout = checkTimeout(req.timeout, 300);
     this.jobs.admit(req.callback_url);
     const images = await inputs.load();
@@ -42,6 +43,7 @@ export class ImageService {
       images,
       [],
     );
-    return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : this.jobs.view(job);
+    // read back: the job may have gone to the worker already (then it is running, not queued without a position)
+    return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : this.jobs.get(job.id);
   }
 }

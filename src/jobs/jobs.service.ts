@@ -3,7 +3,7 @@ import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { removeStaleTemps } from '../media/files';
 import { extname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { MAX_INPUT_BYTES } from '../catalog';
+import { MAX_INPUT_BYTES, notBuilt, type JobKind } from '../catalog';
 import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../common/tokens';
@@ -100,6 +100,21 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
       throw new QueueFullError(`the queue is full (${this.scheduler.queuedCount()} jobs waiting); try again when some have finished`);
     }
     if (callbackUrl) this.outbound.checkUrl(callbackUrl, 'callback_url', ['https:', 'http:']);
+  }
+
+  /** What the GPU worker says it can run, checked at creation so a job is never accepted only to fail on a known
+   * limit: a profile it does not serve, steps outside its range, inputs it cannot take yet are 400s naming why.
+   * While no worker has said (none on this host, or it is starting) the job is taken and waits. */
+  checkServed(kind: JobKind, profile: string, job: { steps: number; images: number; audios: number }): void {
+    const served = this.scheduler.served(kind, profile);
+    if (served === undefined) return;
+    if (served === null) throw new BadInputError(notBuilt(kind, profile));
+    const { steps, images, audios, inputsNote } = served.accepts;
+    if (job.steps < steps.min || job.steps > steps.max) throw new BadInputError(`steps: profile ${profile} runs ${steps.min} to ${steps.max} steps (got ${job.steps})`);
+    for (const [field, n, most] of [['images', job.images, images], ['audios', job.audios, audios]] as const) {
+      if (n <= most) continue;
+      throw new BadInputError(most === 0 ? `${field}: profile ${profile} takes none yet: ${inputsNote ?? 'not built'}` : `too many ${field}: ${n} given, profile ${profile} takes at most ${most}`);
+    }
   }
 
   /** Fetches URL / data-URI inputs (JSON forms). */

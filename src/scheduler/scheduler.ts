@@ -119,8 +119,15 @@ export class Scheduler extends EventEmitter {
 
   /** Whether a worker serves (kind, profile): undefined while no worker has said what it serves. */
   serves(kind: TaskKind, profile: string): boolean | undefined {
-    if (!this.link?.ready && this.link?.profiles.length === 0) return undefined;
-    return this.profiles().some((p) => p.kind === kind && p.profile === profile);
+    const p = this.served(kind, profile);
+    return p === undefined ? undefined : p !== null;
+  }
+
+  /** The worker's word on (kind, profile): what it accepts, null if it does not serve it, undefined while no worker
+   * has said what it serves (none on this host, or it is starting). */
+  served(kind: TaskKind, profile: string): ServedProfile | null | undefined {
+    if (!this.link || (!this.link.ready && this.link.profiles.length === 0)) return undefined;
+    return this.profiles().find((p) => p.kind === kind && p.profile === profile) ?? null;
   }
 
   /** What the worker serves (its last report). */

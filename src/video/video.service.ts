@@ -15,6 +15,7 @@ export class VideoService {
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
     const d = draftVideo(req, inputs.images, inputs.audios);
+    this.jobs.checkServed('video', d.profile.profile, { steps: d.steps, images: inputs.images, audios: inputs.audios });
     const timeout = checkTimeout(req.timeout, 600);
     this.jobs.admit(req.callback_url);
     const [images, audios] = await inputs.load();
@@ -33,6 +34,7 @@ export class VideoService {
       images,
       audios,
     );
-    return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : this.jobs.view(job);
+    // read back: the job may have gone to the worker already (then it is running, not queued without a position)
+    return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : this.jobs.get(job.id);
   }
 }

@@ -7,7 +7,7 @@
 import type { Stage, TaskKind } from '../catalog';
 
 /** Bumped when a message changes shape; the API refuses a worker that says another version at hello. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** Model parameters of a video job (the job record's public fields the model reads). */
 export interface VideoParams {
@@ -75,6 +75,17 @@ export type FailCode = 'bad_input' | 'unavailable' | 'cancelled' | 'interrupted'
 /** Where a profile's weights stand: real checkpoint, the tiny demo one, or none (README "Weights"). */
 export type WeightsState = 'real' | 'demo' | 'missing';
 
+/** What a profile's pipeline can run, so the API refuses at creation what it would fail on (a 400, not a failed job). */
+export interface Accepts {
+  /** Steps (after the profile default is resolved). */
+  steps: { min: number; max: number };
+  /** Most input images / audio clips a job may carry (0: none). */
+  images: number;
+  audios: number;
+  /** Why images or audios are refused when the profile takes none yet. */
+  inputsNote?: string;
+}
+
 /** A profile the worker can run, as /api/config shows it. */
 export interface ServedProfile {
   kind: TaskKind;
@@ -84,6 +95,7 @@ export interface ServedProfile {
   weights: WeightsState;
   /** Free text shown with the weights state (checkpoint path, or what is missing). */
   note: string;
+  accepts: Accepts;
 }
 
 /** The API -> worker messages. */

@@ -2,7 +2,8 @@
 // The built-in entries are in profiles/ (video, image, speech); tests add their own (main.ts, KILN_WORKER_PIPELINES).
 import type { TaskKind } from '../catalog';
 import type { Pipeline } from '../models/common/pipeline';
-import type { ServedProfile, WeightsState, WorkerTask } from './protocol';
+import { findProfile, MAX_STEPS } from '../catalog';
+import type { Accepts, ServedProfile, WeightsState, WorkerTask } from './protocol';
 
 /** How the worker serves one profile. */
 export interface ProfileEntry {
@@ -18,6 +19,15 @@ export interface ProfileEntry {
   interactive?: boolean;
   /** GPU bytes the loaded pipeline holds (weights and working set), for the fits-beside check. */
   residentBytes?(): number;
+  /** What its pipeline can run; default: any step count, the catalog's input limits. */
+  accepts?: Accepts;
+}
+
+/** An entry's Accepts, the catalog's limits where it declares none. */
+export function acceptsOf(e: ProfileEntry): Accepts {
+  if (e.accepts) return e.accepts;
+  const p = e.kind === 'tts' ? undefined : findProfile(e.kind, e.profile);
+  return { steps: { min: 1, max: MAX_STEPS }, images: p?.max_images ?? 0, audios: p?.max_audios ?? 0 };
 }
 
 export class ProfileRegistry {
@@ -38,6 +48,6 @@ export class ProfileRegistry {
 
   /** What the worker tells the API it serves (hello, and when it changes). */
   served(): ServedProfile[] {
-    return this.all().map((e) => ({ kind: e.kind, profile: e.profile, interactive: e.interactive === true, weights: e.weights(), note: e.note?.() ?? '' }));
+    return this.all().map((e) => ({ kind: e.kind, profile: e.profile, interactive: e.interactive === true, weights: e.weights(), note: e.note?.() ?? '', accepts: acceptsOf(e) }));
   }
 }

@@ -3,7 +3,7 @@
 // keeps the models: at most one loaded for jobs, and one speech model beside it when memory allows.
 import { BadInputError, CancelledError } from '../common/errors';
 import { stat } from 'node:fs/promises';
-import { modelOf, STAGE } from '../catalog';
+import { notBuilt, STAGE } from '../catalog';
 import type { Pipeline, RunContext } from '../models/common/pipeline';
 import type { FailCode, FromWorker, WorkerTask } from './protocol';
 import type { ProfileRegistry } from './registry';
@@ -163,7 +163,7 @@ export class Runner {
     if (this.loaded?.key === key) return this.loaded.pipeline;
     if (this.side?.key === key) return this.side.pipeline;
     const entry = this.registry.get(task.kind, task.profile);
-    if (!entry) throw new UnservedError(missingModel(task));
+    if (!entry) throw new UnservedError(notBuilt(task.kind, task.profile));
     ctx.stage(STAGE.loadModel);
     const intoSide = beside || (entry.interactive === true && this.loaded !== undefined && this.fitsBeside(entry.residentBytes?.() ?? Number.POSITIVE_INFINITY));
     await this.unloadSide();
@@ -200,11 +200,6 @@ class UnservedError extends Error {}
 
 const newRunning = (task: WorkerTask): Running => ({ task, started: performance.now(), abort: new AbortController() });
 const keyOf = (task: WorkerTask) => `${task.kind}/${task.profile}`;
-
-/** "profile imgart_turbo: the Krea 2 Turbo model is not built into this service yet, so it cannot run image jobs" */
-export function missingModel(task: { kind: string; profile: string }): string {
-  return `profile ${task.profile}: the ${modelOf(task.kind, task.profile) ?? task.kind} model is not built into this service yet, so it cannot run ${task.kind} jobs`;
-}
 
 /** A failed run as the protocol reports it: an abort wins over the error it caused. */
 function failure(err: unknown, signal: AbortSignal): { code: FailCode; message: string } {

@@ -50,6 +50,14 @@ describe('jobs: lifecycle, queue, wait, downloads, delete', () => {
     for (const id of [v.body.id, i.body.id, c.body.id, v1.body.id]) await until(t, id, (j) => j.status === 'done');
   });
 
+  test('the first job on an idle service is running at once, or queued with position 1 (never queued without one)', async () => {
+    gate.close();
+    const first = (await post('/api/v1/image', { prompt: 'first on an idle service', steps: 1 })).body;
+    assert.ok(first.status === 'running' || (first.status === 'queued' && first.position === 1), JSON.stringify(first));
+    gate.openAll();
+    await until(t, first.id, (j) => j.status === 'done');
+  });
+
   test('strict FIFO with positions; running shows progress/stage/elapsed; done shows exec_s, paths, finished', async () => {
     gate.close();
     const ids: string[] = [];
@@ -114,15 +122,15 @@ describe('jobs: lifecycle, queue, wait, downloads, delete', () => {
     assert.deepEqual((await get('/api/jobs/19990101_000000_0000')).body, { detail: 'job 19990101_000000_0000 not found' });
   });
 
-  test('failed jobs: a pipeline error, and a profile whose model is not built, name the reason', async () => {
+  test('a pipeline error fails the job with its reason; a profile whose model is not built is a 400 at creation', async () => {
     gate.openAll();
     const f = (await post('/api/v1/image', { prompt: 'x', profile: 'imgmain_bf16', steps: 1 })).body;
     const failed = await until(t, f.id, (j) => j.status === 'failed');
     assert.equal(failed.error, 'out of memory on the test GPU');
     assert.ok(failed.finished > 0);
-    const m = (await post('/api/v1/image', { prompt: 'x', profile: 'imgart_turbo' })).body;
-    const missing = await until(t, m.id, (j) => j.status === 'failed');
-    assert.match(missing.error, /profile imgart_turbo: the Krea 2 Turbo model is not built into this service yet/);
+    const m = await post('/api/v1/image', { prompt: 'x', profile: 'imgart_turbo' });
+    assert.equal(m.status, 400);
+    assert.equal(m.body.detail, 'profile imgart_turbo: the Krea 2 Turbo model is not built into this service yet, so it cannot run image jobs');
     const cfg = (await get('/api/config')).body;
     const art = cfg.profiles.find((p: any) => p.profile === 'imgart_turbo');
     assert.deepEqual([art.available, art.weights], [false, 'missing']);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { auth, startApp, TestApp } from './harness';
+import { auth, startApp, startAppOnDemoWeights, TestApp } from './harness';
 import { dataUri, pngBytes, wavBytes } from './inputs';
 import { testPipeline } from './test-pipelines';
 
@@ -138,5 +138,31 @@ describe('validation: 422 for wrong types, 400 for values a user can fix', () =>
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.equal(res.body.mode, 'i2v');
     assert.equal(res.body.image_count, 1);
+  });
+});
+
+describe("what the built-in models cannot run is refused at creation (their entries' Accepts)", () => {
+  let t: TestApp;
+  before(async () => (t = await startAppOnDemoWeights()));
+  after(() => t.close(true));
+  const post = (path: string, body: object) => t.http.post(path).set(auth).send(body);
+
+  test('steps below the model\'s minimum, inputs not built yet, a model not built: 400s that say so, no job stored', async () => {
+    const cases: [string, object, RegExp][] = [
+      ['/api/v1/image', { prompt: 'x', size: '256x256', steps: 1 }, /^steps: profile imgmain runs 2 to 200 steps \(got 1\)$/],
+      ['/api/v1/image', { prompt: 'x', profile: 'imgart_turbo' }, /^profile imgart_turbo: the Krea 2 Turbo model is not built into this service yet/],
+      ['/api/v1/image', { prompt: 'x', profile: 'imgart_turbo_int8', images: [dataUri('image/png', await pngBytes())] }, /^profile imgart_turbo_int8: the Krea 2 Turbo model is not built/],
+      ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())] }, /^images: profile fastvid takes none yet: keyframes, reference pictures, voices and soundtracks are not built yet/],
+      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^audios: profile basevid50 takes none yet/],
+    ];
+    for (const [path, body, reason] of cases) {
+      const res = await post(path, body);
+      assert.equal(res.status, 400, `${JSON.stringify(body).slice(0, 80)}: ${JSON.stringify(res.body)}`);
+      assert.match(res.body.detail, reason);
+    }
+    const multipart = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').attach('images', await pngBytes(), 'a.png');
+    assert.equal(multipart.status, 400);
+    assert.match(multipart.body.detail, /^images: profile fastvid takes none yet/);
+    assert.equal((await t.http.get('/api/jobs').set(auth)).body.length, 0);
   });
 });

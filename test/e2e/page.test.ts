@@ -9,6 +9,7 @@ import { Browser, chromium, Locator, Page } from 'playwright-core';
 import { startApp, TestApp, TOKEN, auth } from '../api/harness';
 import { wavBytes } from '../api/inputs';
 import { makeGate } from '../api/control';
+import { testPipeline } from '../api/test-pipelines';
 import { ensureClientBuilt, repoRoot, typecheckClient } from './client-build';
 import { gradientPng, REF_SIDE, refPixel } from './fixtures';
 import { negativeOfReferencePipeline } from './reference-pipeline';
@@ -280,20 +281,17 @@ describe('web page (Chromium)', { skip }, () => {
       await t?.close(true);
     });
 
-    it('an image job with no model built shows its failure reason', { timeout: 60_000 }, async () => {
+    it('an image job whose model is not built: the 400 reason at the profile field, no job made', { timeout: 60_000 }, async () => {
       const { page } = o;
       await page.locator('#tab-image').click();
       const form = page.locator('#image-form');
       await form.locator('[name=prompt]').fill('a kiln at dusk');
       await form.locator('input[name=images-picker]').setInputFiles({ name: 'gradient.png', mimeType: 'image/png', buffer: await gradientPng() });
       await form.locator('button[type=submit]').click();
-      const card = page.locator('article.job').first();
-      await card.locator('.badge.failed').waitFor();
-      const id = (await card.getAttribute('data-job-id'))!;
-      const job = (await t.http.get(`/api/jobs/${id}`).set(auth)).body;
-      assert.match(job.error, /not built into this service yet/);
-      assert.equal(await text(card.locator('.job-error')), `Failed: ${job.error}`);
-      assert.equal(await card.locator('.job-result img').count(), 0);
+      const reason = form.locator('[data-error-for="profile"]');
+      await reason.waitFor();
+      await expectText(reason, /^profile imgmain: the Qwen-Image-2\.1 model is not built into this service yet/);
+      assert.equal(Number((await t.http.get('/api/jobs').set(auth)).headers['x-total-count']), 0, 'refused at creation: no failed job');
       await expectText(page.locator('#status .weights summary'), /11 missing/);
       // The per-profile weights list opens inside the phone's screen.
       await page.locator('#status .weights summary').click();
@@ -305,7 +303,7 @@ describe('web page (Chromium)', { skip }, () => {
       await page.screenshot({ path: join(SHOTS, 'phone-weights.png') });
       await page.locator('#status .weights summary').click();
       await noHorizontalScroll(page);
-      await shot(page, 'phone-failed.png');
+      await shot(page, 'phone-refused.png');
       assert.deepEqual(o.offsite, []);
       assert.deepEqual(o.errors, []);
     });
@@ -371,39 +369,48 @@ describe('web page (Chromium)', { skip }, () => {
     });
 
     it('a video job with an image and a voice clip is accepted with every field, then fails with its reason', { timeout: 60_000 }, async () => {
-      const { page } = o;
-      await page.locator('#tab-video').click();
-      const video = page.locator('#video-form');
-      // The too-short clip of the previous case is still chosen: remove it.
-      await video.getByRole('button', { name: 'remove short.wav' }).click();
-      assert.ok(await video.locator('[data-error-for=audios]').isHidden());
-      await video.locator('[name=prompt]').fill('<Picture 1> hums along with <Audio 1>');
-      await video.locator('[name=profile]').selectOption('fastvid_4step_int8');
-      await expectText(video.locator('[data-field=steps] .hint'), /profile default \(4\)/);
-      await video.locator('[name=aspect]').selectOption('9:16');
-      await video.locator('[name=res]').selectOption('352p');
-      assert.equal(await text(video.locator('[data-field=res] .hint')), '352×608 px');
-      await video.locator('[name=seconds]').selectOption('3');
-      await expectText(video.locator('[data-field=seconds] .hint'), /^73 frames/);
-      await video.locator('[name=seed]').fill('42');
-      await video.locator('[name=image_mode]').selectOption('reference');
-      await video.locator('[name=audio_mode]').selectOption('track');
-      await video.locator('[name=tts_language]').selectOption('German');
-      await video.locator('input[name=images-picker]').setInputFiles({ name: 'gradient.png', mimeType: 'image/png', buffer: await gradientPng() });
-      await video.locator('input[name=audios-picker]').setInputFiles({ name: 'voice.wav', mimeType: 'audio/wav', buffer: toneWav(3) });
-      await video.locator('.previews.audio li', { hasText: '3.0 s' }).waitFor();
-      await video.locator('button[type=submit]').click();
-      const card = page.locator('article.job[data-status=failed]', { hasText: '<Picture 1> hums along' });
-      await card.waitFor();
-      const id = (await card.getAttribute('data-job-id'))!;
-      const job = (await t.http.get(`/api/jobs/${id}`).set(auth)).body;
-      assert.deepEqual([job.kind, job.profile, job.aspect, job.res, job.size, job.seconds, job.frames, job.seed, job.image_count, job.mode], ['video', 'fastvid_4step_int8', '9:16', '352p', '352x608', 3, 73, 42, 1, 'i2v']);
-      assert.equal(await text(card.locator('.job-error')), `Failed: ${job.error}`);
-      await page.emulateMedia({ colorScheme: 'dark' });
-      await shot(page, 'desktop-dark-video.png');
-      await page.emulateMedia({ colorScheme: 'light' });
-      assert.deepEqual(o.offsite, []);
-      assert.deepEqual(o.errors, []);
+      // its own service: one video profile served by a test pipeline that always fails (the model of this
+      // describe's service is missing, so it would refuse the job at creation)
+      const failing = await startApp({ builtinPipelines: false, pipelines: [testPipeline('video', 'fastvid_4step_int8', { fail: 'the test pipeline of this profile always fails' })] });
+      const v = await open(browser, failing.url);
+      const { page } = v;
+      try {
+        await enterToken(page, TOKEN);
+        await page.locator('#create').waitFor();
+        await page.locator('#tab-video').click();
+        const video = page.locator('#video-form');
+        await video.locator('[name=prompt]').fill('<Picture 1> hums along with <Audio 1>');
+        await video.locator('[name=profile]').selectOption('fastvid_4step_int8');
+        await expectText(video.locator('[data-field=steps] .hint'), /profile default \(4\)/);
+        await video.locator('[name=aspect]').selectOption('9:16');
+        await video.locator('[name=res]').selectOption('352p');
+        assert.equal(await text(video.locator('[data-field=res] .hint')), '352×608 px');
+        await video.locator('[name=seconds]').selectOption('3');
+        await expectText(video.locator('[data-field=seconds] .hint'), /^73 frames/);
+        await video.locator('[name=seed]').fill('42');
+        await video.locator('[name=image_mode]').selectOption('reference');
+        await video.locator('[name=audio_mode]').selectOption('track');
+        await video.locator('[name=tts_language]').selectOption('German');
+        await video.locator('input[name=images-picker]').setInputFiles({ name: 'gradient.png', mimeType: 'image/png', buffer: await gradientPng() });
+        await video.locator('input[name=audios-picker]').setInputFiles({ name: 'voice.wav', mimeType: 'audio/wav', buffer: toneWav(3) });
+        await video.locator('.previews.audio li', { hasText: '3.0 s' }).waitFor();
+        await video.locator('button[type=submit]').click();
+        const card = page.locator('article.job[data-status=failed]', { hasText: '<Picture 1> hums along' });
+        await card.waitFor();
+        const id = (await card.getAttribute('data-job-id'))!;
+        const job = (await failing.http.get(`/api/jobs/${id}`).set(auth)).body;
+        assert.deepEqual([job.kind, job.profile, job.aspect, job.res, job.size, job.seconds, job.frames, job.seed, job.image_count, job.mode], ['video', 'fastvid_4step_int8', '9:16', '352p', '352x608', 3, 73, 42, 1, 'i2v']);
+        assert.equal(job.error, 'the test pipeline of this profile always fails');
+        assert.equal(await text(card.locator('.job-error')), `Failed: ${job.error}`);
+        await page.emulateMedia({ colorScheme: 'dark' });
+        await shot(page, 'desktop-dark-video.png');
+        await page.emulateMedia({ colorScheme: 'light' });
+        assert.deepEqual(v.offsite, []);
+        assert.deepEqual(v.errors, []);
+      } finally {
+        await v.close();
+        await failing.close(true);
+      }
     });
   });
 });

@@ -3,7 +3,7 @@
 // checkpoint generated once into DEMO_WEIGHTS_DIR (shared by both profiles: same files, the int8 happens at load).
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { referenceArea } from '../../catalog';
+import { findProfile, MAX_STEPS, referenceArea } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { planDemoQwenImage21 } from '../../models/qwen_image21/demo';
 import { QwenImage21Pipeline, type ImageTask as ModelImageTask } from '../../models/qwen_image21/pipeline';
@@ -58,6 +58,8 @@ export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, d
   return {
     kind: 'image',
     profile,
+    // flowMatchSchedule needs two grid points (one step stretches to 0/0 upstream); editing takes 1..10 references
+    accepts: { steps: { min: 2, max: MAX_STEPS }, images: findProfile('image', profile)!.max_images, audios: 0 },
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),

@@ -4,6 +4,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { MAX_STEPS } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Dirs, type VideoTask as ModelVideoTask } from '../../models/minimax_h3/pipeline';
@@ -40,6 +41,8 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
   return {
     kind: 'video',
     profile: profile.name,
+    // a 1-step request runs one forward (the smallest grid, [1, 0])
+    accepts: { steps: { min: 1, max: MAX_STEPS }, images: 0, audios: 0, inputsNote: 'keyframes, reference pictures, voices and soundtracks are not built yet (MiniMax H3 part 2): text to video only' },
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
