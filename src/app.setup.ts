@@ -3,6 +3,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import express from 'express';
 import { join } from 'node:path';
 import type { Settings } from './config/settings';
+import { inlineRequestBodies } from './common/openapi-inline';
 import { requestGate } from './common/request-gate';
 import { clientDist } from './root.controller';
 
@@ -47,6 +48,7 @@ export function configureApp(app: NestExpressApplication, settings: Settings, to
     .addApiKey({ type: 'apiKey', in: 'query', name: 'token' }, 'token-query')
     .build();
   const document = SwaggerModule.createDocument(app, doc);
+  inlineRequestBodies(document as unknown as Record<string, unknown>);
   // /out is served by express.static, outside Nest's router: described by hand.
   document.paths['/out/{file}'] = {
     get: {

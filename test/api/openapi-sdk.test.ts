@@ -6,10 +6,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { compileSdk, generateSdk, sdkExports, sdkName, writeTs } from './fixtures/sdk';
+import { compileSdk, compileStrictNode, generateOpenapiTypes, generateSdk, sdkExports, sdkName, writeTs } from './fixtures/sdk';
 import { auth, startApp, TestApp, TOKEN } from './harness';
 import { makeGate } from './control';
-import { testPipeline } from './test-pipelines';
+import { silentSpeech, testPipeline } from './test-pipelines';
+import { dataUri, wavBytes } from './inputs';
 
 type Doc = { openapi: string; paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any>; securitySchemes: Record<string, any> } };
 
@@ -216,6 +217,44 @@ describe('OpenAPI document and a generated SDK', () => {
     }
     flow.configure(t.url, 'wrong-token-000', 'bearer');
     assert.deepEqual(await flow.status(), { status: 401, error: { detail: 'bad token' } });
+  });
+});
+
+describe('openapi-typescript + openapi-fetch: the spec\'s example calls type-check (tsc --strict) and run', () => {
+  let t: TestApp;
+  // inside the repository, so that the client resolves openapi-fetch from node_modules
+  const dir = join(__dirname, '..', '..', 'openapi-fetch-client');
+  before(async () => {
+    t = await startApp({ builtinPipelines: false, pipelines: [testPipeline('video', 'fastvid', { stepMs: 1 }), testPipeline('image', 'imgmain', { stepMs: 1 }), silentSpeech()] });
+  });
+  after(async () => {
+    await t.close(true);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('only prompt (text and ref_audio for speech) is required: the minimal calls compile, and answer 200', { timeout: 60_000 }, async () => {
+    const doc = await (await fetch(`${t.url}/openapi.json`)).json();
+    await generateOpenapiTypes(doc, dir);
+    writeTs(dir, 'calls.ts', `import createClient from 'openapi-fetch';
+import type { paths } from './schema';
+
+/** The spec's calls, each with only what it requires (plus a field or two), as a user writes them. */
+export async function calls(baseUrl: string, token: string, refAudio: string) {
+  const api = createClient<paths>({ baseUrl, headers: { Authorization: \`Bearer \${token}\` } });
+  const video = await api.POST('/api/v1/generate', { body: { prompt: 'A cat sings "hello" in the rain', seconds: 5 } });
+  const image = await api.POST('/api/v1/image', { body: { prompt: 'a red fox in the snow' } });
+  const edit = await api.POST('/api/v1/image', { body: { prompt: 'make it blue', res: '2K', wait: true, timeout: 30 } });
+  const speech = await api.POST('/api/v1/tts', { body: { text: 'hello there', ref_audio: refAudio } });
+  const id: string = image.data?.id ?? '';
+  const polled = await api.GET('/api/jobs/{job_id}', { params: { path: { job_id: id }, query: { wait: true, timeout: 30 } } });
+  const list = await api.GET('/api/jobs', { params: { query: { limit: 10 } } });
+  const status = await api.GET('/api/status');
+  return [video, image, edit, speech, polled, list, status].map((r) => r.response.status);
+}
+`);
+    compileStrictNode(dir);
+    const { calls } = require(join(dir, 'calls.js')) as { calls(base: string, token: string, ref: string): Promise<number[]> };
+    assert.deepEqual(await calls(t.url, TOKEN, dataUri('audio/wav', wavBytes(4))), [200, 200, 200, 200, 200, 200, 200]);
   });
 });
 
