@@ -27,5 +27,7 @@ export function describeProfile(hint: HTMLElement, p: Profile | undefined): void
 export function weightsNote(p: { weights: Profile['weights']; note?: string }): string {
   if (p.weights === 'missing' && p.note) return sentence(p.note);
   const label = sentence(weightsLabel(p.weights)).slice(0, -1);
-  return p.note ? `${label}: ${sentence(p.note)}` : `${label}.`;
+  // the server's demo note starts "demo: ...": the label says it already
+  const note = p.note?.replace(/^demo: /i, '');
+  return note ? `${label}: ${sentence(note)}` : `${label}.`;
 }
