@@ -12,7 +12,10 @@ import { join, relative, sep } from 'node:path';
 const root = new URL('..', import.meta.url).pathname;
 const filters = process.argv.slice(2).map((f) => f.replace(/\.ts$/, '').replace(/^\.\//, ''));
 const out = join(root, 'build', `run-${process.pid}`);
-const cleanup = () => rmSync(out, { recursive: true, force: true });
+const cleanup = () => {
+  killStrays(out);
+  rmSync(out, { recursive: true, force: true });
+};
 process.on('exit', cleanup);
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
 
@@ -87,4 +90,24 @@ function crashedFiles(tap) {
   // Failed subtests are indented `not ok` lines: with any of them this is a real failure.
   if (files.length === 0 || lines.some((l) => /^\s+not ok \d+/.test(l))) return undefined;
   return files;
+}
+
+/** Test processes of this run that outlived the runner (a file whose process never exited, its GPU workers), found by
+ * the run's build folder in their command line: killed, so nothing of the run holds CI's output open after it. */
+function killStrays(dir) {
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d) && Number(d) !== process.pid)) {
+    let cmd = '';
+    try {
+      cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    if (!cmd.includes(`${dir}${sep}`)) continue;
+    console.error(`test: process ${pid} of this run was still alive after the runner (${cmd.split('\0').filter(Boolean).join(' ')}); killing it`);
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // it ended meanwhile
+    }
+  }
 }

@@ -233,7 +233,7 @@ describe('openapi-typescript + openapi-fetch: the spec\'s example calls type-che
   });
 
   test('only prompt (text and ref_audio for speech) is required: the minimal calls compile, and answer 200', { timeout: 60_000 }, async () => {
-    const doc = await (await fetch(`${t.url}/openapi.json`)).json();
+    const doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as object;
     await generateOpenapiTypes(doc, dir);
     writeTs(dir, 'calls.ts', `import createClient from 'openapi-fetch';
 import type { paths } from './schema';
