@@ -21,6 +21,7 @@ import { JobsService } from './jobs/jobs.service';
 import { MediaInputProbe } from './jobs/media-input-probe';
 import { OutboundClient } from './net/outbound';
 import { RootController } from './root.controller';
+import { EtaModel } from './scheduler/eta';
 import { LocalWorker } from './scheduler/local-worker';
 import { Scheduler } from './scheduler/scheduler';
 import { TtsController } from './tts/tts.controller';
@@ -64,14 +65,15 @@ export class AppModule {
       },
       {
         provide: Scheduler,
-        useFactory: (link: LocalWorker | null) =>
+        useFactory: (link: LocalWorker | null, store: JobStore) =>
           new Scheduler(link ?? undefined, {
             interactive: (task) => task.kind === 'tts' && task.profile === TTS_PROFILE,
             interruptGraceS: settings.interruptGraceS,
             maxJobS: settings.maxJobS,
+            eta: new EtaModel(store.runtimes),
             log: (msg, extra) => log.warn(extra ?? {}, msg),
           }),
-        inject: [WORKER_LINK],
+        inject: [WORKER_LINK, JobStore],
       },
       JobWaiters,
       { provide: OutboundClient, useFactory: () => new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000 }) },

@@ -3,6 +3,9 @@
 export const MAX_PROMPT_CHARS = 10_000;
 export const MAX_STEPS = 200;
 export const MAX_SEED = 4294967295;
+/** Job priorities (an extension of the spec): 0 to 9, higher first, first come first served within one. */
+export const DEFAULT_PRIORITY = 5;
+export const MAX_PRIORITY = 9;
 /** Longest `timeout` of a waiting request, seconds. */
 export const MAX_WAIT_S = 1800;
 /** Largest input file (image or audio, upload or URL): 25 MiB. */

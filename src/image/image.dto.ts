@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../common/validation';
-import { IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES } from '../catalog';
+import { DEFAULT_PRIORITY, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES } from '../catalog';
 
 export class ImageFieldsDto {
   @ApiProperty({ description: 'What to draw, or the edit instruction when images are given. Images are Picture 1, Picture 2, ... in input order.' })
@@ -43,6 +43,10 @@ export class ImageFieldsDto {
   @ApiPropertyOptional({ default: 0, description: '0 means the profile default (1.0)' })
   @Optional() @IsNumber({ allowNaN: false, allowInfinity: false })
   cfg?: number;
+
+  @ApiPropertyOptional({ type: 'integer', default: DEFAULT_PRIORITY, minimum: 0, maximum: 9, description: 'Higher runs first; first come, first served within a priority (an extension of the spec)' })
+  @Optional() @IsInt()
+  priority?: number;
 }
 
 /** POST /api/v1/image */

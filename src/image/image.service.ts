@@ -37,7 +37,7 @@ export class ImageService {
       {
         kind: 'image', prompt: d.prompt, profile: d.profile.profile, mode: d.mode, aspect, res: d.res,
         size: `${width}x${height}`, seed: d.seed, steps: d.steps, image_count: images.length, negative: d.negative,
-        cfg: d.cfg, size_from_ref: d.size_from_ref, callback_url: req.callback_url ?? null,
+        cfg: d.cfg, size_from_ref: d.size_from_ref, callback_url: req.callback_url ?? null, priority: d.priority,
         params: { width, height },
       },
       images,

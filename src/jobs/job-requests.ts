@@ -3,19 +3,19 @@
 import { randomInt } from 'node:crypto';
 import { BadInputError } from '../common/errors';
 import {
-  EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_PROMPT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S,
+  DEFAULT_PRIORITY, EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_PRIORITY, MAX_PROMPT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S,
   ProfileInfo, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, VIDEO_SIZES, aspectOf, snapFrames,
 } from '../catalog';
 
 export interface VideoRequest {
   prompt?: string; profile?: string; aspect?: string; res?: string; seconds?: number; seed?: number; steps?: number;
   image_mode?: string; audio_mode?: string; tts_text?: string; tts_ref_text?: string; tts_language?: string;
-  timeout?: number;
+  timeout?: number; priority?: number;
 }
 
 export interface ImageRequest {
   prompt?: string; negative_prompt?: string; profile?: string; aspect?: string; res?: string; size?: string;
-  size_from_ref?: boolean; seed?: number; steps?: number; cfg?: number; timeout?: number;
+  size_from_ref?: boolean; seed?: number; steps?: number; cfg?: number; timeout?: number; priority?: number;
 }
 
 function oneOf(field: string, value: string, allowed: readonly string[], what = field): string {
@@ -41,6 +41,12 @@ export function resolveSteps(steps: number | undefined, profile: ProfileInfo): n
   return steps;
 }
 
+export function resolvePriority(priority: number | undefined): number {
+  if (priority === undefined) return DEFAULT_PRIORITY;
+  if (!Number.isInteger(priority) || priority < 0 || priority > MAX_PRIORITY) throw new BadInputError(`priority must be a whole number from 0 to ${MAX_PRIORITY} (got ${priority}); higher runs first, ${DEFAULT_PRIORITY} by default`);
+  return priority;
+}
+
 export function checkTimeout(timeout: number | undefined, def: number): number {
   if (timeout === undefined) return def;
   if (!Number.isInteger(timeout) || timeout < 0 || timeout > MAX_WAIT_S) throw new BadInputError(`timeout must be a whole number of seconds from 0 to ${MAX_WAIT_S} (got ${timeout})`);
@@ -54,7 +60,7 @@ export function checkLanguage(language: string | undefined, field: string): stri
 export interface VideoDraft {
   prompt: string; profile: ProfileInfo; aspect: string; res: string; width: number; height: number; seconds: number;
   frames: number; seed: number; steps: number; image_mode: 'keyframe' | 'reference'; audio_mode: 'voice' | 'track';
-  tts_text: string; tts_ref_text: string; tts_language: string; mode: 't2v' | 'i2v';
+  tts_text: string; tts_ref_text: string; tts_language: string; mode: 't2v' | 'i2v'; priority: number;
 }
 
 /** Video create rules, given how many images and audio clips came with the request. */
@@ -81,13 +87,13 @@ export function draftVideo(r: VideoRequest, imageCount: number, audioCount: numb
     prompt, profile: profile!, aspect, res, width, height, seconds, frames: snapFrames(seconds),
     seed: resolveSeed(r.seed), steps: resolveSteps(r.steps, profile!), image_mode, audio_mode, tts_text,
     tts_ref_text: r.tts_ref_text ?? '', tts_language: checkLanguage(r.tts_language, 'tts_language'),
-    mode: imageCount > 0 ? 'i2v' : 't2v',
+    mode: imageCount > 0 ? 'i2v' : 't2v', priority: resolvePriority(r.priority),
   };
 }
 
 export interface ImageDraft {
   prompt: string; negative: string; profile: ProfileInfo; aspect: string; res: string; width: number; height: number;
-  size_from_ref: boolean; seed: number; steps: number; cfg: number; mode: 't2i' | 'edit';
+  size_from_ref: boolean; seed: number; steps: number; cfg: number; mode: 't2i' | 'edit'; priority: number;
 }
 
 /** Image create rules. With size_from_ref the size is set later, from the first image (see sizeForTier). */
@@ -129,5 +135,6 @@ export function draftImage(r: ImageRequest, imageCount: number): ImageDraft {
     seed: resolveSeed(r.seed), steps: resolveSteps(r.steps, profile!), cfg: cfgIn === 0 ? profile!.default_cfg! : cfgIn,
     // Style references (imgart_turbo with images) keep mode t2i: the content is not edited, only the look guided.
     mode: imageCount > 0 && profile!.can_edit ? 'edit' : 't2i',
+    priority: resolvePriority(r.priority),
   };
 }

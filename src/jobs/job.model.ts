@@ -1,4 +1,4 @@
-import type { JobKind } from '../catalog';
+import { DEFAULT_PRIORITY, type JobKind } from '../catalog';
 
 export type JobStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -44,6 +44,8 @@ export interface JobRecord {
   output?: string;
   callback_url?: string | null;
   callback_status?: number;
+  /** 0..9, higher first (an extension; absent in records from before it: 5). */
+  priority?: number;
   params: JobParams;
 }
 
@@ -55,7 +57,7 @@ export interface LiveState {
 }
 
 /** The job object of the spec's table: which fields appear depends on kind and status. */
-export function toJobObject(job: JobRecord, live: { position?: number; running?: LiveState }, nowS = Date.now() / 1000): Record<string, unknown> {
+export function toJobObject(job: JobRecord, live: { position?: number; running?: LiveState; eta_s?: number }, nowS = Date.now() / 1000): Record<string, unknown> {
   const o: Record<string, unknown> = {
     id: job.id,
     kind: job.kind,
@@ -76,6 +78,8 @@ export function toJobObject(job: JobRecord, live: { position?: number; running?:
   o.image_count = job.image_count;
   o.created = job.created;
   if (job.status === 'queued' && live.position !== undefined) o.position = live.position;
+  // expected seconds until it finishes (an extension, README "ETA")
+  if ((job.status === 'queued' || job.status === 'running') && live.eta_s !== undefined) o.eta_s = live.eta_s;
   if (job.status === 'running') {
     const r = live.running;
     // Until the pipeline reports its first step, the job's own step count is the max.
@@ -99,6 +103,7 @@ export function toJobObject(job: JobRecord, live: { position?: number; running?:
     o.size_from_ref = job.size_from_ref ?? false;
   }
   if (job.status === 'done' || job.status === 'failed') o.finished = job.finished;
+  o.priority = job.priority ?? DEFAULT_PRIORITY;
   if (job.status === 'failed') o.error = job.error;
   if (job.callback_status !== undefined) o.callback_status = job.callback_status;
   return o;

@@ -38,6 +38,8 @@ export class JobObjectDto {
   @ApiPropertyOptional({ description: 'Done or failed: Unix seconds' }) finished?: number;
   @ApiPropertyOptional({ description: 'Failed: the reason ("cancelled", "interrupted", "interrupted by restart", or what went wrong)' }) error?: string;
   @ApiPropertyOptional({ type: 'integer', description: 'HTTP status the callback target returned' }) callback_status?: number;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 9, description: 'Extension: higher runs first (5 unless the request set it)' }) priority?: number;
+  @ApiPropertyOptional({ description: 'Extension, queued and running: expected seconds until the job finishes (measured runtimes of its class on this machine, the queue ahead, model loads)' }) eta_s?: number;
 }
 
 export class ErrorDetailDto {

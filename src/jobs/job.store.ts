@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DeliveryStore } from './delivery.store';
+import { RuntimeStore } from './runtime.store';
 import type { JobRecord, JobStatus } from './job.model';
 
 /** Job records in SQLite (WAL: a committed write survives kill -9). Order of creation is the rowid `seq`,
@@ -11,6 +12,8 @@ export class JobStore {
   private readonly stmts;
   /** Callback deliveries, in the same database. */
   readonly deliveries: DeliveryStore;
+  /** Measured runtimes, for the ETA. */
+  readonly runtimes: RuntimeStore;
 
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
@@ -28,6 +31,7 @@ export class JobStore {
     );
     CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);`);
     this.deliveries = new DeliveryStore(this.db);
+    this.runtimes = new RuntimeStore(this.db);
     this.stmts = {
       insert: this.db.prepare('INSERT INTO jobs (id, kind, status, created, record) VALUES (@id, @kind, @status, @created, @record)'),
       update: this.db.prepare('UPDATE jobs SET status = @status, record = @record WHERE id = @id'),

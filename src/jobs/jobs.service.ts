@@ -60,7 +60,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     // when the process died during it) go.
     const queued = this.store.withStatus('queued');
     await this.sweepInputs(new Set(queued.map((j) => j.id)));
-    for (const job of queued) this.scheduler.enqueue(this.taskFor(job));
+    for (const job of queued) this.scheduler.enqueue(this.taskFor(job), job.priority);
   }
 
   /** Removes every folder under DATA_DIR/inputs but the queued jobs' (at start: nothing else can be using one). */
@@ -158,7 +158,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
       params: { ...fields.params, images: await save(images, 'image'), audios: await save(audios, 'audio') },
     } as JobRecord;
     this.store.insert(job);
-    this.scheduler.enqueue(this.taskFor(job));
+    this.scheduler.enqueue(this.taskFor(job), job.priority);
     this.log.info({ id, kind: job.kind, profile: job.profile }, 'job queued');
     return job;
   }
@@ -199,7 +199,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   view(job: JobRecord): Record<string, unknown> {
     const cur = this.scheduler.current();
     const running = cur?.task.id === job.id ? { stage: cur.stage, progress: cur.progress, started: cur.started } : undefined;
-    return toJobObject(job, { position: this.scheduler.position(job.id), running });
+    return toJobObject(job, { position: this.scheduler.position(job.id), running, eta_s: this.scheduler.etaS(job.id) });
   }
 
   get(id: string): Record<string, unknown> {

@@ -6,8 +6,9 @@
 // point when the model fits beside it, else after the job); the next job goes only when the worker holds nothing,
 // and only once the previous task's end is saved (`settle`), so a crash between two jobs never finds both running.
 import { EventEmitter } from 'node:events';
-import { STAGE, STAGE_WORDS, type Stage, type TaskKind } from '../catalog';
+import { DEFAULT_PRIORITY, STAGE, STAGE_WORDS, type Stage, type TaskKind } from '../catalog';
 import type { FailCode, ServedProfile, WorkerTask } from '../worker/protocol';
+import { EtaModel, profileKey, queueEtas } from './eta';
 import type { TaskEvent, WorkerLink, WorkerStatus } from './worker-link';
 
 export interface Running {
@@ -21,6 +22,10 @@ export interface Running {
   /** Why it must stop: a DELETE (interrupted), or its time limit (timeout); set once. */
   stopping?: 'interrupted' | 'timeout';
   timers: NodeJS.Timeout[];
+  /** Seconds it was expected to take when sent (its model's load included if the GPU had to switch). */
+  expectedS: number;
+  /** Seconds its model took to load, if it had to be loaded. */
+  loadS?: number;
 }
 
 export type Outcome =
@@ -44,13 +49,17 @@ export interface SchedulerOptions {
   interruptGraceS: number;
   /** Longest run per kind, seconds (MAX_JOB_S). */
   maxJobS: Record<TaskKind, number>;
+  /** What the ETA learns from (measured runtimes); default: first guesses only, nothing kept. */
+  eta?: EtaModel;
+  /** Unix seconds now (tests give a fake clock). */
+  clock?: () => number;
   log?: (msg: string, extra?: object) => void;
 }
 
-const now = () => Date.now() / 1000;
-
 export class Scheduler extends EventEmitter {
+  /** Jobs waiting, in the order they will run: priority (higher first), then arrival. */
   private readonly queue: WorkerTask[] = [];
+  private readonly priorities = new Map<string, number>();
   private readonly interactive: WorkerTask[] = [];
   /** Sent to the worker, not ended. */
   private readonly inHand = new Map<string, Running>();
@@ -58,6 +67,12 @@ export class Scheduler extends EventEmitter {
   private settling = 0;
   private settle: (task: WorkerTask, outcome: Outcome) => Promise<void> = async () => {};
   private stopped = false;
+  private readonly eta: EtaModel;
+  private readonly now: () => number;
+  /** The profile (kind/profile) the last job sent used: the model the GPU holds for jobs. */
+  private lastKey: string | undefined;
+  /** ETAs of the jobs in hand and queued, until the queue or the measurements change. */
+  private etaCache: { at: number; etas: Map<string, number> } | undefined;
 
   /** `link` undefined: no worker on this host (WORKERS=none): tasks wait. */
   constructor(
@@ -65,6 +80,8 @@ export class Scheduler extends EventEmitter {
     private readonly o: SchedulerOptions,
   ) {
     super();
+    this.eta = o.eta ?? new EtaModel({ get: () => undefined, add: () => {} });
+    this.now = o.clock ?? (() => Date.now() / 1000);
     link?.on('ready', () => this.pump());
     link?.on('event', (e: TaskEvent) => this.onEvent(e));
     link?.on('lost', (reason: string) => this.onLost(reason));
@@ -79,9 +96,16 @@ export class Scheduler extends EventEmitter {
     this.settle = fn;
   }
 
-  enqueue(task: WorkerTask): void {
+  /** Queues a task; a job goes after every job of its priority or higher (default 5). */
+  enqueue(task: WorkerTask, priority = DEFAULT_PRIORITY): void {
     if (this.stopped) throw new Error('scheduler is stopped');
-    (this.o.interactive(task) ? this.interactive : this.queue).push(task);
+    this.etaCache = undefined;
+    if (this.o.interactive(task)) this.interactive.push(task);
+    else {
+      this.priorities.set(task.id, priority);
+      const after = this.queue.findIndex((t) => (this.priorities.get(t.id) ?? DEFAULT_PRIORITY) < priority);
+      this.queue.splice(after < 0 ? this.queue.length : after, 0, task);
+    }
     queueMicrotask(() => this.pump());
   }
 
@@ -89,7 +113,7 @@ export class Scheduler extends EventEmitter {
   runToEnd(task: WorkerTask): Promise<Outcome> {
     return new Promise((resolve) => {
       const onFinished = (t: WorkerTask, outcome: Outcome) => t.id === task.id && (off(), resolve(outcome));
-      const onCancelled = (t: WorkerTask) => t.id === task.id && (off(), resolve({ status: 'failed', code: 'cancelled', error: 'cancelled', started: 0, finished: now() }));
+      const onCancelled = (t: WorkerTask) => t.id === task.id && (off(), resolve({ status: 'failed', code: 'cancelled', error: 'cancelled', started: 0, finished: this.now() }));
       const off = () => {
         this.off('finished', onFinished);
         this.off('cancelled', onCancelled);
@@ -98,6 +122,20 @@ export class Scheduler extends EventEmitter {
       this.on('cancelled', onCancelled);
       this.enqueue(task);
     });
+  }
+
+  /** Expected seconds until the job finishes (queued or running), undefined for any other. */
+  etaS(id: string): number | undefined {
+    const running = this.current();
+    const now = this.now();
+    // kept until the queue or the measurements change; with a job running (its part counts down) for 0.1 s at most,
+    // so a listing computes the queue's ETAs once, not once per job
+    if (!this.etaCache || (running && now - this.etaCache.at > 0.1)) {
+      const r = running && { id: running.task.id, key: profileKey(running.task), started: running.started, expectedS: running.expectedS };
+      this.etaCache = { at: now, etas: queueEtas(now, r, this.queue, this.eta, this.lastKey) };
+    }
+    const eta = this.etaCache.etas.get(id);
+    return eta === undefined ? undefined : Math.round(eta * 10) / 10;
   }
 
   /** A job's place in the job queue, 1 = next job to run; undefined when not queued. Interactive requests are
@@ -154,6 +192,8 @@ export class Scheduler extends EventEmitter {
       const i = lane.findIndex((t) => t.id === id);
       if (i < 0) continue;
       const [task] = lane.splice(i, 1);
+      this.priorities.delete(id);
+      this.etaCache = undefined;
       this.emit('cancelled', task);
       return 'cancelled';
     }
@@ -181,11 +221,18 @@ export class Scheduler extends EventEmitter {
     while (this.interactive.length > 0) this.dispatch(this.interactive.shift()!);
     if (this.inHand.size > 0 || this.settling > 0) return;
     const job = this.queue.shift();
-    if (job) this.dispatch(job);
+    if (!job) return;
+    this.priorities.delete(job.id);
+    this.dispatch(job);
   }
 
   private dispatch(task: WorkerTask): void {
-    const r: Running = { task, started: now(), stage: STAGE.loadModel, progress: { value: 0, max: 0 }, begun: false, timers: [] };
+    this.etaCache = undefined;
+    const key = profileKey(task);
+    const interactive = this.o.interactive(task);
+    const expectedS = this.eta.runS(task) + (!interactive && key !== this.lastKey ? this.eta.loadS(key) : 0);
+    if (!interactive) this.lastKey = key;
+    const r: Running = { task, started: this.now(), stage: STAGE.loadModel, progress: { value: 0, max: 0 }, begun: false, timers: [], expectedS };
     const limit = this.o.maxJobS[task.kind];
     r.timers.push(setTimeout(() => {
       r.stopping ??= 'timeout';
@@ -204,7 +251,7 @@ export class Scheduler extends EventEmitter {
     switch (e.type) {
       case 'started':
         r.begun = true;
-        if (this.o.interactive(r.task)) this.emit('started', r.task, now());
+        if (this.o.interactive(r.task)) this.emit('started', r.task, this.now());
         return;
       case 'stage':
         r.stage = e.stage;
@@ -213,12 +260,16 @@ export class Scheduler extends EventEmitter {
         r.progress = { value: e.value, max: e.max };
         return void this.emit('progress', r.task);
       case 'loaded':
+        r.loadS = e.load_s;
+        this.eta.recordLoad(profileKey(r.task), e.load_s);
+        this.etaCache = undefined;
         return;
       case 'done':
-        return this.end(r, { status: 'done', started: r.started, finished: now(), exec_s: e.exec_s });
+        this.eta.recordRun(r.task, e.exec_s - (r.loadS ?? 0));
+        return this.end(r, { status: 'done', started: r.started, finished: this.now(), exec_s: e.exec_s });
       case 'failed': {
         const interrupted = r.stopping === 'interrupted' && (e.code === 'interrupted' || e.code === 'cancelled');
-        return this.end(r, { status: 'failed', code: interrupted ? 'interrupted' : e.code, error: interrupted ? 'interrupted' : e.message, started: r.started, finished: now() });
+        return this.end(r, { status: 'failed', code: interrupted ? 'interrupted' : e.code, error: interrupted ? 'interrupted' : e.message, started: r.started, finished: this.now() });
       }
     }
   }
@@ -227,6 +278,7 @@ export class Scheduler extends EventEmitter {
    * begun, which go back to the front of their lane for the next worker. */
   private onLost(reason: string): void {
     const requeue: WorkerTask[] = [];
+    this.lastKey = undefined; // a new worker holds no model
     for (const r of [...this.inHand.values()]) {
       if (!r.begun && !r.stopping && this.o.interactive(r.task) && !this.stopped) {
         this.inHand.delete(r.task.id);
@@ -234,12 +286,13 @@ export class Scheduler extends EventEmitter {
         requeue.push(r.task);
         continue;
       }
-      this.end(r, { status: 'failed', ...lostOutcome(r, reason, this.stopped, this.o.maxJobS[r.task.kind]), started: r.started, finished: now() });
+      this.end(r, { status: 'failed', ...lostOutcome(r, reason, this.stopped, this.o.maxJobS[r.task.kind]), started: r.started, finished: this.now() });
     }
     this.interactive.unshift(...requeue);
   }
 
   private end(r: Running, outcome: Outcome): void {
+    this.etaCache = undefined;
     r.timers.forEach(clearTimeout);
     this.inHand.delete(r.task.id);
     this.settling++;

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../common/validation';
-import { CLIP_SECONDS, FPS, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, snapFrames } from '../catalog';
+import { CLIP_SECONDS, DEFAULT_PRIORITY, FPS, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, snapFrames } from '../catalog';
 
 /** Fields shared by the JSON and multipart video forms. */
 export class VideoFieldsDto {
@@ -52,6 +52,10 @@ export class VideoFieldsDto {
   @ApiPropertyOptional({ enum: TTS_LANGUAGES, default: 'Auto' })
   @Optional() @IsString()
   tts_language?: string;
+
+  @ApiPropertyOptional({ type: 'integer', default: DEFAULT_PRIORITY, minimum: 0, maximum: 9, description: 'Higher runs first; first come, first served within a priority (an extension of the spec)' })
+  @Optional() @IsInt()
+  priority?: number;
 }
 
 /** POST /api/v1/generate */
