@@ -15,6 +15,8 @@ import { CallbackSender } from './jobs/callback.sender';
 import { TTS_PROFILE } from './catalog';
 import { InputProbe } from './jobs/input-probe';
 import { JobStore } from './jobs/job.store';
+import { EventsController } from './jobs/events.controller';
+import { JobEvents } from './jobs/job.events';
 import { JobWaiters } from './jobs/job.waiters';
 import { JobsController } from './jobs/jobs.controller';
 import { JobsService } from './jobs/jobs.service';
@@ -76,6 +78,7 @@ export class AppModule {
         inject: [WORKER_LINK, JobStore],
       },
       JobWaiters,
+      JobEvents,
       { provide: OutboundClient, useFactory: () => new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000 }) },
       { provide: CallbackSender, useFactory: (o: OutboundClient, s: JobStore) => new CallbackSender(o, s, s.deliveries, log), inject: [OutboundClient, JobStore] },
       { provide: InputProbe, useClass: MediaInputProbe },
@@ -91,7 +94,7 @@ export class AppModule {
     ];
     return {
       module: AppModule,
-      controllers: [VideoController, ImageController, TtsController, JobsController, HealthController, RootController],
+      controllers: [VideoController, ImageController, TtsController, JobsController, EventsController, HealthController, RootController],
       providers,
       exports: [Scheduler, JobsService],
     };

@@ -30,6 +30,12 @@ export class Api {
     return this.send<T>('DELETE', path);
   }
 
+  /** An event stream's URL: EventSource cannot send headers, so the token goes in the query (the server redacts
+   * it from its logs). */
+  streamUrl(path: string): string {
+    return `${path}${path.includes('?') ? '&' : '?'}token=${encodeURIComponent(this.token())}`;
+  }
+
   /** GET returning the parsed body and the response headers (the job list's X-Total-Count). */
   async getWithHeaders<T>(path: string): Promise<{ body: T; headers: Headers }> {
     const res = await this.fetch('GET', path);

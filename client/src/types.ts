@@ -54,6 +54,9 @@ export interface Job
   extends Pick<JobRecord, 'id' | 'kind' | 'status' | 'prompt' | 'profile' | 'mode' | 'aspect' | 'res' | 'size' | 'seed' | 'steps' | 'image_count' | 'created'>,
     Partial<Pick<JobRecord, 'seconds' | 'frames' | 'exec_s' | 'negative' | 'cfg' | 'size_from_ref' | 'finished' | 'error' | 'callback_status'>> {
   position?: number;
+  /** Extension: expected seconds until the job finishes (queued and running). */
+  eta_s?: number;
+  priority?: number;
   progress?: { value: number; max: number };
   stage?: string;
   elapsed?: number;

@@ -37,6 +37,8 @@ export interface Settings {
   /** Seconds without a heartbeat from the worker (a hung driver, a stuck native call) before it is killed and
    * restarted. Default 60. */
   workerStallS: number;
+  /** Seconds between the comment lines that keep an event stream alive. Default 15. */
+  sseHeartbeatS: number;
   /** CPU priority of the worker process (nice 0..19), so the API answers promptly while the worker's CPU-side work
    * (weight conversion, a software GPU) keeps every core busy. Default 10. */
   workerNice: number;
@@ -141,6 +143,7 @@ export function loadSettings(env: Env = process.env): Settings {
     maxJobS: maxJobS(env),
     workerStallS: int(env, 'WORKER_STALL_S', 60, 2, 3600),
     workerNice: int(env, 'WORKER_NICE', 10, 0, 19),
+    sseHeartbeatS: int(env, 'SSE_HEARTBEAT_S', 15, 1, 300),
   };
 }
 

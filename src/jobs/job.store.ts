@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DeliveryStore } from './delivery.store';
+import { EventStore } from './event.store';
 import { RuntimeStore } from './runtime.store';
 import type { JobRecord, JobStatus } from './job.model';
 
@@ -14,6 +15,8 @@ export class JobStore {
   readonly deliveries: DeliveryStore;
   /** Measured runtimes, for the ETA. */
   readonly runtimes: RuntimeStore;
+  /** Job events, for the live streams. */
+  readonly events: EventStore;
 
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
@@ -32,6 +35,7 @@ export class JobStore {
     CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);`);
     this.deliveries = new DeliveryStore(this.db);
     this.runtimes = new RuntimeStore(this.db);
+    this.events = new EventStore(this.db);
     this.stmts = {
       insert: this.db.prepare('INSERT INTO jobs (id, kind, status, created, record) VALUES (@id, @kind, @status, @created, @record)'),
       update: this.db.prepare('UPDATE jobs SET status = @status, record = @record WHERE id = @id'),

@@ -1,5 +1,5 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsInt, IsString } from 'class-validator';
+import { IsBoolean, IsInt, IsString, Max, Min } from 'class-validator';
 import { Optional } from '../common/validation';
 
 /** GET /api/jobs/{job_id} query. */
@@ -12,6 +12,14 @@ export class GetJobQueryDto {
   @ApiPropertyOptional({ default: 600, maximum: 1800, description: 'Seconds to wait at most (over 1800 gives 400)' })
   @Optional() @IsInt()
   timeout?: number;
+}
+
+/** GET /api/jobs/{job_id}/events and GET /api/events query. */
+export class EventsQueryDto {
+  static multipart = true;
+  @ApiPropertyOptional({ type: 'integer', minimum: 0, description: 'Resume after this event id (Last-Event-ID wins when both are sent)' })
+  @Optional() @IsInt() @Min(0) @Max(Number.MAX_SAFE_INTEGER)
+  after?: number;
 }
 
 /** GET /api/jobs query: newest first, paged. */

@@ -15,6 +15,7 @@ import { InputFile, InputProbe } from './input-probe';
 import { newJobId } from './job-id';
 import { JobRecord, round3, toJobObject } from './job.model';
 import { JobStore } from './job.store';
+import { JobEvents } from './job.events';
 import { JobWaiters } from './job.waiters';
 
 export const OUTPUT_EXT = { video: '.mp4', image: '.png' } as const;
@@ -35,10 +36,12 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     private readonly callbacks: CallbackSender,
     private readonly probe: InputProbe,
     private readonly outbound: OutboundClient,
+    private readonly events: JobEvents,
   ) {
     this.outDir = join(settings.dataDir, 'out');
     this.inputsDir = join(settings.dataDir, 'inputs');
     scheduler.on('started', (task, started) => this.onStarted(task, started));
+    scheduler.on('progress', (task) => this.onProgress(task));
     // A job's end is saved before the next job starts (the scheduler waits for this).
     scheduler.settleWith((task, outcome) => this.tracked(this.onFinished(task, outcome)));
     scheduler.on('cancelled', (task) => this.track(this.onFinished(task, { status: 'failed', code: 'cancelled', error: 'cancelled', started: 0, finished: Date.now() / 1000 })));
@@ -159,6 +162,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     } as JobRecord;
     this.store.insert(job);
     this.scheduler.enqueue(this.taskFor(job), job.priority);
+    this.events.publish(id, 'queued', this.view(job));
     this.log.info({ id, kind: job.kind, profile: job.profile }, 'job queued');
     return job;
   }
@@ -189,6 +193,11 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   }
 
   // ---- read ---------------------------------------------------------------------------------------------
+
+  /** The stored job, or undefined. */
+  find(id: string): JobRecord | undefined {
+    return this.store.get(id);
+  }
 
   getRecord(id: string): JobRecord {
     const job = this.store.get(id);
@@ -242,6 +251,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
       if (action) return { id, action };
     }
     this.store.delete(id);
+    this.events.deleted(id);
     await this.removeFiles(job);
     this.waiters.wake(id);
     this.log.info({ id }, 'job deleted');
@@ -257,6 +267,21 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     job.started = round3(started);
     this.store.update(job);
     this.log.info({ id: job.id }, 'job started');
+    this.lastStage.delete(job.id);
+    this.events.publish(job.id, 'running', this.view(job));
+    this.events.moved();
+  }
+
+  /** The stage each running job reported last: a change is a `stage` event, anything else a `progress` one. */
+  private readonly lastStage = new Map<string, string>();
+
+  private onProgress(task: WorkerTask): void {
+    const cur = this.scheduler.current();
+    if (cur?.task.id !== task.id) return; // a speech request: no job, no events
+    const delta = { id: task.id, status: 'running', stage: cur.stage, progress: cur.progress, elapsed: round3(Date.now() / 1000 - cur.started), eta_s: this.scheduler.etaS(task.id) };
+    const type = this.lastStage.get(task.id) === cur.stage ? 'progress' : 'stage';
+    this.lastStage.set(task.id, cur.stage);
+    this.events.publish(task.id, type, delta);
   }
 
   private async onFinished(task: WorkerTask, outcome: Outcome): Promise<void> {
@@ -277,6 +302,9 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
       job.error = result.code === 'shutdown' ? 'interrupted by restart' : result.error;
     }
     this.store.update(job);
+    this.lastStage.delete(job.id);
+    this.events.publish(job.id, job.status, this.view(job));
+    this.events.moved();
     if (result.status === 'failed') await rm(join(this.outDir, name), { force: true });
     await rm(join(this.inputsDir, job.id), { recursive: true, force: true });
     this.log.info({ id: job.id, status: job.status, error: job.error }, 'job ended');

@@ -27,6 +27,8 @@ interface Opened {
   page: Page;
   /** Requests that left the server's origin (must stay empty: everything is bundled). */
   offsite: string[];
+  /** Same-origin requests to the live event stream. */
+  streams: string[];
   /** Uncaught page errors and console errors. */
   errors: string[];
   close(): Promise<void>;
@@ -38,16 +40,18 @@ async function open(browser: Browser, url: string, viewport = DESKTOP): Promise<
   page.setDefaultTimeout(15_000);
   const origin = new URL(url).origin;
   const offsite: string[] = [];
+  const streams: string[] = [];
   const errors: string[] = [];
   page.on('request', (r) => {
     const u = new URL(r.url());
     if ((u.protocol === 'http:' || u.protocol === 'https:' || u.protocol === 'ws:' || u.protocol === 'wss:') && u.origin !== origin) offsite.push(r.url());
+    if (u.origin === origin && u.pathname === '/api/events') streams.push(r.url());
   });
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
   // 4xx answers the test provokes on purpose are logged by Chromium as console errors; those are expected.
   page.on('console', (m) => m.type() === 'error' && !/status of (400|401|404|422|503)/.test(m.text()) && errors.push(`console: ${m.text()}`));
   await page.goto(url);
-  return { page, offsite, errors, close: () => ctx.close() };
+  return { page, offsite, streams, errors, close: () => ctx.close() };
 }
 
 async function enterToken(page: Page, token: string): Promise<void> {
@@ -161,6 +165,7 @@ describe('web page (Chromium)', { skip }, () => {
       await until('the pipeline waiting at step 1', async () => gate.waiting > 0 || undefined);
       gate.open();
       await card.locator('[data-role=stage][data-stage="采样"]', { hasText: 'Step 1 of 3 · sampling' }).waitFor();
+      assert.ok(o.streams.length > 0, 'the page follows GET /api/events (live events, not a fast poll)');
       assert.equal(await card.locator('[role=progressbar]').getAttribute('aria-valuenow'), '1');
       await status.locator('[data-role=current]', { hasText: `running ${id}` }).waitFor();
 

@@ -75,7 +75,7 @@ export class JobCard {
     const j = this.job;
     if (j.status === 'queued') {
       this.clock = null;
-      replace(this.live, h('span', null, j.position ? `Position ${j.position} in the queue` : 'Queued'), ' · waiting ', h('span', { 'data-role': 'elapsed' }, duration(Date.now() / 1000 - j.created)));
+      replace(this.live, h('span', null, j.position ? `Position ${j.position} in the queue` : 'Queued'), ' · waiting ', h('span', { 'data-role': 'elapsed' }, duration(Date.now() / 1000 - j.created)), eta(j));
     } else if (j.status === 'running') {
       this.clock = { base: j.elapsed ?? 0, at: performance.now() };
       const p = j.progress;
@@ -83,7 +83,7 @@ export class JobCard {
       const bar = h('div', { class: `bar${pct === null ? ' indeterminate' : ''}`, role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': p?.max ?? 0, 'aria-valuenow': p?.value ?? 0 }, h('div', { style: `width:${pct ?? 100}%` }));
       replace(this.live, bar, h('div', { class: 'live-text' },
         h('span', { 'data-role': 'stage', 'data-stage': j.stage ?? '', title: j.stage ? `stage ${j.stage}` : '' }, p ? `Step ${p.value} of ${p.max} · ${stage(j.stage)}` : stage(j.stage)),
-        h('span', { 'data-role': 'elapsed' }, duration(j.elapsed ?? 0))));
+        h('span', null, h('span', { 'data-role': 'elapsed' }, duration(j.elapsed ?? 0)), eta(j))));
     } else if (j.status === 'done') {
       this.clock = null;
       replace(this.live, h('span', { class: 'muted' }, `Made in ${duration(j.exec_s ?? 0)}${j.finished ? `, finished ${when(j.finished)}` : ''}`));
@@ -153,4 +153,10 @@ function failure(error: string | undefined): string {
   if (error === 'cancelled') return 'Cancelled before it ran.';
   if (error === 'interrupted') return 'Interrupted while running; partial output removed.';
   return `Failed: ${error ?? 'no reason given'}`;
+}
+
+/** " · about 40 s left" from the server's eta_s (queued and running jobs), or nothing. */
+function eta(j: Job): string {
+  if (j.eta_s === undefined) return '';
+  return ` · about ${duration(Math.max(1, Math.round(j.eta_s)))} ${j.status === 'queued' ? 'until done' : 'left'}`;
 }

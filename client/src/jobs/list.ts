@@ -1,5 +1,7 @@
-// The job list, newest first (the server's order), refreshed by polling: every second while a job is queued or
-// running, every 5 s otherwise.
+// The job list, newest first (the server's order). Live from GET /api/events: a stage or progress event patches its
+// card in place; a job queued, started or ended anywhere refreshes the list (positions and ETAs move). A poll every
+// 30 s stays as a safety net; while the event stream is down the poll takes over, every second while a job is
+// queued or running, every 5 s otherwise.
 
 import type { Api } from '../api';
 import { h, replace } from '../dom';
@@ -19,6 +21,10 @@ export class JobList {
   private stopped = true;
   private polling = false;
   private again = false;
+  private source: EventSource | null = null;
+  /** The event stream is open: the poll only backs it up. */
+  private live = false;
+  private refreshTimer: number | undefined;
   /** Which jobs were queued or running at the last poll, to tell the status line when that changes. */
   private activeKey = '';
 
@@ -34,12 +40,40 @@ export class JobList {
 
   start(): void {
     this.stopped = false;
+    this.listen();
     void this.poll();
   }
 
   stop(): void {
     this.stopped = true;
     window.clearTimeout(this.timer);
+    this.source?.close();
+    this.source = null;
+    this.live = false;
+  }
+
+  /** Follows every job's events; EventSource reconnects by itself (and resumes with Last-Event-ID). */
+  private listen(): void {
+    if (this.source || typeof EventSource === 'undefined') return;
+    const es = new EventSource(this.api.streamUrl('/api/events'));
+    this.source = es;
+    es.onopen = () => (this.live = true);
+    es.onerror = () => (this.live = false);
+    for (const type of ['queued', 'running', 'done', 'failed']) es.addEventListener(type, () => this.refreshSoon());
+    for (const type of ['stage', 'progress']) {
+      es.addEventListener(type, (e) => {
+        const delta = JSON.parse((e as MessageEvent<string>).data) as Partial<Job> & { id: string };
+        const card = this.cards.get(delta.id);
+        if (card) card.update({ ...card.job, ...delta });
+        else this.refreshSoon();
+      });
+    }
+  }
+
+  /** One list refresh for a burst of events. */
+  private refreshSoon(): void {
+    window.clearTimeout(this.refreshTimer);
+    this.refreshTimer = window.setTimeout(() => void this.poll(), 100);
   }
 
   /** A job just created: shown at once, then kept fresh by the poll. */
@@ -74,7 +108,7 @@ export class JobList {
     } finally {
       this.polling = false;
     }
-    if (!this.stopped) this.timer = window.setTimeout(() => void this.poll(), this.again ? 0 : active ? 1000 : 5000);
+    if (!this.stopped) this.timer = window.setTimeout(() => void this.poll(), this.again ? 0 : this.live ? 30_000 : active ? 1000 : 5000);
   }
 
   private render(jobs: Job[], total: number | null): void {
