@@ -5,7 +5,7 @@ import { concat } from '../../engine/ops/layout';
 import type { Tensor } from '../../engine/tensor';
 import type { ImageTensor } from '../../media';
 import type { QwenImage21Vae } from './vae';
-import { pythonRound } from '../../common/python-round';
+import { referenceSize } from '../../catalog';
 
 
 /**
@@ -26,18 +26,12 @@ export function rgbOverWhite(data: Float32Array, height: number, width: number, 
 }
 
 /**
- * The size a reference of srcW x srcH is brought to: upstream's calculate_dimensions(area, ratio), i.e.
- * w = sqrt(area * ratio), h = w / ratio, each rounded to the nearest multiple of 32 (Python's round: halves to
- * even; at least 32). Upstream resizes
- * to exactly that (a slight stretch); we scale to cover it and crop the sliver (media 'cover'), keeping proportions.
+ * The size a reference of srcW x srcH is brought to: upstream's calculate_dimensions(area, ratio), the catalog's
+ * referenceSize (the API refuses at creation what it would make too narrow for the vision processor). Upstream
+ * resizes to exactly that (a slight stretch); we scale to cover it and crop the sliver (media 'cover'), keeping
+ * proportions.
  */
-export function referenceDimensions(area: number, srcW: number, srcH: number): { width: number; height: number } {
-  const ratio = srcW / srcH;
-  const w = Math.sqrt(area * ratio);
-  const h = w / ratio;
-  const snap = (v: number) => Math.max(32, pythonRound(v / 32) * 32);
-  return { width: snap(w), height: snap(h) };
-}
+export const referenceDimensions = referenceSize;
 
 /**
  * References (CHW RGB in [-1, 1], sides multiples of 16) -> their normalised latents packed in order,
