@@ -80,7 +80,11 @@ export class AppModule {
       JobWaiters,
       JobEvents,
       { provide: OutboundClient, useFactory: () => new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000 }) },
-      { provide: CallbackSender, useFactory: (o: OutboundClient, s: JobStore) => new CallbackSender(o, s, s.deliveries, log), inject: [OutboundClient, JobStore] },
+      {
+        provide: CallbackSender,
+        useFactory: (o: OutboundClient, s: JobStore) => new CallbackSender(o, s, s.deliveries, log, { secret: settings.webhookSecret, maxAgeS: settings.callbackMaxAgeS }),
+        inject: [OutboundClient, JobStore],
+      },
       { provide: InputProbe, useClass: MediaInputProbe },
       { provide: GpuProbe, useFactory: (s: Scheduler) => new WorkerGpuProbe(s), inject: [Scheduler] },
       JobsService,

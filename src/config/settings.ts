@@ -37,6 +37,10 @@ export interface Settings {
   /** Seconds without a heartbeat from the worker (a hung driver, a stuck native call) before it is killed and
    * restarted. Default 60. */
   workerStallS: number;
+  /** WEBHOOK_SECRET (whsec_ + base64 of 24 to 64 bytes), decoded: callbacks are signed with it (Standard Webhooks). */
+  webhookSecret: Buffer | undefined;
+  /** Callback deliveries are retried until this many seconds after the job ended, then given up. Default 86400. */
+  callbackMaxAgeS: number;
   /** Seconds between the comment lines that keep an event stream alive. Default 15. */
   sseHeartbeatS: number;
   /** CPU priority of the worker process (nice 0..19), so the API answers promptly while the worker's CPU-side work
@@ -94,6 +98,18 @@ function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'demoWeight
   };
 }
 
+/** Standard Webhooks secrets: `whsec_` and the base64 of 24 to 64 random bytes. */
+function webhookSecret(raw: string | undefined): Buffer | undefined {
+  const v = raw?.trim();
+  if (!v) return undefined;
+  const b64 = v.startsWith('whsec_') ? v.slice(6) : '';
+  const key = Buffer.from(b64, 'base64');
+  if (!b64 || !/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || key.length < 24 || key.length > 64) {
+    throw new SettingsError('WEBHOOK_SECRET: expected whsec_ followed by the base64 of 24 to 64 random bytes (e.g. whsec_$(openssl rand -base64 32))');
+  }
+  return key;
+}
+
 export const DEFAULT_MAX_JOB_S: Readonly<Record<TaskKind, number>> = { video: 10_800, image: 3_600, tts: 1_800 };
 
 /** MAX_JOB_S: one number for every kind, or `video=7200,image=900,tts=600` (kinds left out keep their default). */
@@ -144,6 +160,8 @@ export function loadSettings(env: Env = process.env): Settings {
     workerStallS: int(env, 'WORKER_STALL_S', 60, 2, 3600),
     workerNice: int(env, 'WORKER_NICE', 10, 0, 19),
     sseHeartbeatS: int(env, 'SSE_HEARTBEAT_S', 15, 1, 300),
+    webhookSecret: webhookSecret(env.WEBHOOK_SECRET),
+    callbackMaxAgeS: int(env, 'CALLBACK_MAX_AGE_S', 86_400, 1, 30 * 86_400),
   };
 }
 

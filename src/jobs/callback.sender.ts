@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { Logger } from 'pino';
 import { redactUrl } from '../common/logger';
 import { CallbackRefused, OutboundClient } from '../net/outbound';
@@ -8,10 +9,13 @@ import type { JobStore } from './job.store';
 const now = () => Date.now() / 1000;
 
 /**
- * Job-end callbacks: POST the job object (as it was when the job ended) to its callback_url, retried on network
- * errors and 5xx after each of the retry delays (1 s, 4 s), then given up; callback_status gets the last HTTP status
- * received. Every delivery is a row of the job database before its first attempt, and its attempts and next due time
- * are written as they happen, so one waiting in its back-off when the service is killed goes out after the restart.
+ * Job-end callbacks, as Standard Webhooks: POST the job object (as it was when the job ended) to its callback_url with
+ * webhook-id / webhook-timestamp (and webhook-signature with WEBHOOK_SECRET), signed afresh on each attempt. Anything
+ * but a 2xx is tried again on the Standard Webhooks schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h), not sooner
+ * than a Retry-After asks, until CALLBACK_MAX_AGE_S after the job ended; a 410 stops it. callback_status is the last
+ * HTTP status received. Every delivery is a row of the job database before its first attempt, and its attempts and
+ * next due time are written as they happen, so one waiting in its back-off when the service is killed goes out after
+ * the restart.
  */
 export class CallbackSender {
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -23,6 +27,7 @@ export class CallbackSender {
     private readonly jobs: JobStore,
     private readonly deliveries: DeliveryStore,
     private readonly log: Logger,
+    private readonly o: { secret?: Buffer; maxAgeS: number } = { maxAgeS: 86_400 },
   ) {}
 
   /** Resumes the deliveries a previous run left pending, each at its due time (or now, if that has passed). */
@@ -74,27 +79,45 @@ export class CallbackSender {
 
   private async attempt(d: Delivery): Promise<void> {
     d.attempts++;
-    let retry = false;
+    let retry = true;
+    let retryAfterS = 0;
     try {
-      d.last_status = await this.outbound.postJson(d.url, d.body);
-      retry = d.last_status >= 500;
-      if (retry) this.log.warn({ id: d.job_id, attempt: d.attempts, status: d.last_status }, 'callback attempt failed');
+      const r = await this.outbound.postJson(d.url, d.body, this.signed(d));
+      d.last_status = r.status;
+      retryAfterS = r.retryAfterS ?? 0;
+      // 2xx: delivered; 410 Gone: the target asks for no more; anything else is tried again
+      retry = !(r.status >= 200 && r.status < 300) && r.status !== 410;
+      if (retry) this.log.warn({ id: d.job_id, attempt: d.attempts, status: r.status }, 'callback attempt failed');
+      this.recordStatus(d);
     } catch (err) {
       retry = !(err instanceof CallbackRefused);
       this.log.warn({ id: d.job_id, attempt: d.attempts, err: err instanceof Error ? err.message : String(err) }, 'callback attempt failed');
     }
-    const delays = this.outbound.callbackRetryDelaysMs;
-    if (retry && d.attempts <= delays.length) {
-      d.next_at = now() + delays[d.attempts - 1] / 1000;
+    const delay = this.outbound.callbackRetryDelaysMs[d.attempts - 1];
+    const next = now() + Math.max((delay ?? 0) / 1000, retryAfterS);
+    if (retry && delay !== undefined && next <= d.created + this.o.maxAgeS) {
+      d.next_at = next;
       this.deliveries.update(d);
       return this.schedule(d);
     }
-    d.state = d.last_status !== null && d.last_status < 500 ? 'delivered' : 'failed';
+    d.state = d.last_status !== null && d.last_status >= 200 && d.last_status < 300 ? 'delivered' : 'failed';
     this.deliveries.update(d);
     this.log.info({ id: d.job_id, url: redactUrl(d.url), status: d.last_status, attempts: d.attempts }, d.state === 'delivered' ? 'callback sent' : 'callback given up');
-    if (d.last_status === null) return;
+  }
+
+  /** Standard Webhooks headers: webhook-id (the same on every attempt of this delivery), webhook-timestamp (now),
+   * and with WEBHOOK_SECRET, webhook-signature: v1,base64(HMAC-SHA256(secret, "id.timestamp.body")). */
+  private signed(d: Delivery): Record<string, string> {
+    const ts = String(Math.floor(now()));
+    const headers: Record<string, string> = { 'webhook-id': d.id, 'webhook-timestamp': ts };
+    if (this.o.secret) headers['webhook-signature'] = `v1,${createHmac('sha256', this.o.secret).update(`${d.id}.${ts}.${d.body}`).digest('base64')}`;
+    return headers;
+  }
+
+  /** callback_status: the last HTTP status the target answered. */
+  private recordStatus(d: Delivery): void {
     const job = this.jobs.get(d.job_id);
-    if (!job) return;
+    if (!job || d.last_status === null) return;
     job.callback_status = d.last_status;
     this.jobs.update(job);
   }

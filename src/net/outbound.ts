@@ -101,10 +101,10 @@ export class OutboundClient {
     }
   }
 
-  /** One POST of a JSON body to a callback URL: 10 s timeout, no redirects. Resolves with the HTTP status;
-   * rejects on a network error, and with CallbackRefused when the address is one this service does not reach
-   * (retrying cannot help). Retries are the caller's (src/jobs/callback.sender.ts). */
-  async postJson(target: string, body: string): Promise<number> {
+  /** One POST of a JSON body to a callback URL: 10 s timeout, no redirects. Resolves with the HTTP status and, when
+   * the target sent Retry-After, its seconds; rejects on a network error, and with CallbackRefused when the address
+   * is one this service does not reach (retrying cannot help). Retries are the caller's (src/jobs/callback.sender.ts). */
+  async postJson(target: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; retryAfterS?: number }> {
     try {
       const res = await axios.post(target, body, {
         timeout: 10_000,
@@ -113,10 +113,10 @@ export class OutboundClient {
         maxRedirects: 0,
         validateStatus: () => true,
         proxy: false,
-        headers: { 'content-type': 'application/json', 'user-agent': 'kiln-callback/1' },
+        headers: { 'content-type': 'application/json', 'user-agent': 'kiln-callback/1', ...headers },
         transformRequest: [(d: unknown) => d], // the bytes as given
       });
-      return res.status;
+      return { status: res.status, retryAfterS: retryAfter(res.headers['retry-after']) };
     } catch (err) {
       const inner = unwrap(err);
       if (inner instanceof BlockedAddressError) throw new CallbackRefused(inner.message);
@@ -124,10 +124,21 @@ export class OutboundClient {
     }
   }
 
-  /** Delays between callback attempts (attempts = delays + 1). */
+  /** Delays between callback attempts (attempts = delays + 1): the Standard Webhooks schedule unless told. */
   get callbackRetryDelaysMs(): number[] {
-    return this.opts.callbackRetryDelaysMs ?? [1000, 4000];
+    return this.opts.callbackRetryDelaysMs ?? STANDARD_WEBHOOKS_DELAYS_MS;
   }
+}
+
+/** After the first attempt: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (the Standard Webhooks retry schedule). */
+export const STANDARD_WEBHOOKS_DELAYS_MS = [5, 300, 1800, 7200, 18_000, 36_000, 36_000].map((s) => s * 1000);
+
+/** Retry-After as seconds from now: a number of seconds, or an HTTP date. */
+function retryAfter(v: unknown): number | undefined {
+  if (typeof v !== 'string' || v.trim() === '') return undefined;
+  if (/^\d+$/.test(v.trim())) return Number(v);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, (at - Date.now()) / 1000);
 }
 
 /** A callback target this service will not reach (a private address): not retried. */

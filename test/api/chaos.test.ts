@@ -111,7 +111,7 @@ describe('chaos: SIGKILL of the service at chosen points and at random', () => {
       apps.push(t);
       const end = Date.now() + 15_000;
       let j: Job = {};
-      while (j.callback_status === undefined && Date.now() < end) {
+      while (j.callback_status !== 204 && Date.now() < end) {
         await new Promise((r) => setTimeout(r, 50));
         j = (await call(t.url, 'GET', `/api/jobs/${job.id}`)).body;
       }

@@ -137,7 +137,7 @@ describe('outbound with ALLOW_PRIVATE_URLS=1: https downloads, size cap while st
   test('callbacks: the job object is POSTed when the job ends, retried on 5xx, callback_status stored', async () => {
     failuresLeft = 2;
     const res = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'call me', steps: 1, callback_url: `http://127.0.0.1:${cbPort}/hook?x=1` });
-    const done = await until(t, res.body.id, (j) => j.callback_status !== undefined);
+    const done = await until(t, res.body.id, (j) => j.callback_status === 204);
     assert.equal(done.callback_status, 204);
     const calls = received.filter((r) => r.body.id === res.body.id);
     assert.equal(calls.length, 3, 'two 503s, then success');
