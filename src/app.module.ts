@@ -16,6 +16,7 @@ import { TTS_PROFILE } from './catalog';
 import { InputProbe } from './jobs/input-probe';
 import { JobStore } from './jobs/job.store';
 import { EventsController } from './jobs/events.controller';
+import { IdempotencyInterceptor } from './jobs/idempotency.interceptor';
 import { JobEvents } from './jobs/job.events';
 import { JobWaiters } from './jobs/job.waiters';
 import { JobsController } from './jobs/jobs.controller';
@@ -79,6 +80,7 @@ export class AppModule {
       },
       JobWaiters,
       JobEvents,
+      IdempotencyInterceptor,
       { provide: OutboundClient, useFactory: () => new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000 }) },
       {
         provide: CallbackSender,

@@ -30,7 +30,7 @@ export function configureApp(app: NestExpressApplication, settings: Settings, to
   app.enableCors({
     origin: true,
     methods: ['GET', 'POST', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Authorization', 'x-token', 'Content-Type'],
+    allowedHeaders: ['Authorization', 'x-token', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID'],
     exposedHeaders: ['X-Total-Count', 'Content-Disposition'],
     maxAge: 600,
   });

@@ -1,5 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiNotFoundResponse, ApiOkResponse, ApiSecurity, ApiUnauthorizedResponse, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiSecurity, ApiUnauthorizedResponse, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { ErrorDetailDto, ValidationErrorDto } from '../jobs/job.schema';
 
 /** The auth schemes and error bodies every /api route shares. */
@@ -16,6 +16,13 @@ export const ApiCreateErrors = () =>
   applyDecorators(
     ApiBadRequestResponse({ description: 'A value a user can fix (the reason is in detail)', type: ErrorDetailDto }),
     ApiUnprocessableEntityResponse({ description: 'A field of the wrong type', type: ValidationErrorDto }),
+  );
+
+/** The create endpoints' Idempotency-Key header and its 409. */
+export const ApiIdempotency = () =>
+  applyDecorators(
+    ApiHeader({ name: 'Idempotency-Key', required: false, description: 'Extension: the same key with the same request returns the same job (200, same id) for 24 h; with a different request it is a 409' }),
+    ApiConflictResponse({ description: 'The Idempotency-Key was used for a different request, or its first request is still being processed', type: ErrorDetailDto }),
   );
 
 /** GET routes with query parameters: 400 for values out of range, 422 for wrong types. */

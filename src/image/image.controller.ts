@@ -1,7 +1,8 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiCommon, ApiCreateErrors } from '../common/api-docs';
+import { ApiCommon, ApiCreateErrors, ApiIdempotency } from '../common/api-docs';
+import { IdempotencyInterceptor } from '../jobs/idempotency.interceptor';
 import { clientGone } from '../common/request-signal';
 import { JobObjectDto } from '../jobs/job.schema';
 import { JobsService } from '../jobs/jobs.service';
@@ -18,6 +19,8 @@ export class ImageController {
 
   @Post('v1/image')
   @HttpCode(200)
+  @UseInterceptors(IdempotencyInterceptor)
+  @ApiIdempotency()
   @ApiOperation({ summary: 'Create an image job (JSON)' })
   @ApiOkResponse({ type: JobObjectDto })
   @ApiCreateErrors()
@@ -28,7 +31,8 @@ export class ImageController {
 
   @Post('images')
   @HttpCode(200)
-  @UseInterceptors(uploadFields('images'))
+  @UseInterceptors(uploadFields('images'), IdempotencyInterceptor)
+  @ApiIdempotency()
   @ApiOperation({ summary: 'Create an image job (multipart)' })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ schema: { allOf: [{ $ref: getSchemaPath(CreateImageFormDto) }, { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'binary' } } } }] } })

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DeliveryStore } from './delivery.store';
 import { EventStore } from './event.store';
+import { IdempotencyStore } from './idempotency.store';
 import { RuntimeStore } from './runtime.store';
 import type { JobRecord, JobStatus } from './job.model';
 
@@ -17,6 +18,8 @@ export class JobStore {
   readonly runtimes: RuntimeStore;
   /** Job events, for the live streams. */
   readonly events: EventStore;
+  /** Idempotency-Key records of the create endpoints. */
+  readonly idempotency: IdempotencyStore;
 
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
@@ -36,6 +39,7 @@ export class JobStore {
     this.deliveries = new DeliveryStore(this.db);
     this.runtimes = new RuntimeStore(this.db);
     this.events = new EventStore(this.db);
+    this.idempotency = new IdempotencyStore(this.db);
     this.stmts = {
       insert: this.db.prepare('INSERT INTO jobs (id, kind, status, created, record) VALUES (@id, @kind, @status, @created, @record)'),
       update: this.db.prepare('UPDATE jobs SET status = @status, record = @record WHERE id = @id'),

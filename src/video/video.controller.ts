@@ -1,7 +1,8 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiCommon, ApiCreateErrors } from '../common/api-docs';
+import { ApiCommon, ApiCreateErrors, ApiIdempotency } from '../common/api-docs';
+import { IdempotencyInterceptor } from '../jobs/idempotency.interceptor';
 import { clientGone } from '../common/request-signal';
 import { JobObjectDto } from '../jobs/job.schema';
 import { JobsService } from '../jobs/jobs.service';
@@ -18,6 +19,8 @@ export class VideoController {
 
   @Post('v1/generate')
   @HttpCode(200)
+  @UseInterceptors(IdempotencyInterceptor)
+  @ApiIdempotency()
   @ApiOperation({ summary: 'Create a video job (JSON)' })
   @ApiOkResponse({ type: JobObjectDto })
   @ApiCreateErrors()
@@ -33,7 +36,8 @@ export class VideoController {
 
   @Post('jobs')
   @HttpCode(200)
-  @UseInterceptors(uploadFields('images', 'audios'))
+  @UseInterceptors(uploadFields('images', 'audios'), IdempotencyInterceptor)
+  @ApiIdempotency()
   @ApiOperation({ summary: 'Create a video job (multipart); wait and callback_url are not supported here' })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ schema: { allOf: [{ $ref: getSchemaPath(CreateVideoFormDto) }, { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'binary' } }, audios: { type: 'array', items: { type: 'string', format: 'binary' } } } }] } })
