@@ -17,6 +17,7 @@ import { InputProbe } from './jobs/input-probe';
 import { JobStore } from './jobs/job.store';
 import { EventsController } from './jobs/events.controller';
 import { IdempotencyInterceptor } from './jobs/idempotency.interceptor';
+import { RetentionSweeper } from './jobs/retention';
 import { JobEvents } from './jobs/job.events';
 import { JobWaiters } from './jobs/job.waiters';
 import { JobsController } from './jobs/jobs.controller';
@@ -81,6 +82,7 @@ export class AppModule {
       JobWaiters,
       JobEvents,
       IdempotencyInterceptor,
+      RetentionSweeper,
       { provide: OutboundClient, useFactory: () => new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000 }) },
       {
         provide: CallbackSender,

@@ -4,6 +4,8 @@ import express from 'express';
 import { join } from 'node:path';
 import type { Settings } from './config/settings';
 import { inlineRequestBodies } from './common/openapi-inline';
+import { JobStore } from './jobs/job.store';
+import { expiredText } from './jobs/jobs.service';
 import { requestGate } from './common/request-gate';
 import { clientDist } from './root.controller';
 
@@ -36,7 +38,12 @@ export function configureApp(app: NestExpressApplication, settings: Settings, to
   });
   // Finished files, no credential. Only completed files exist under their final names (temp + rename).
   app.use('/out', express.static(join(settings.dataDir, 'out'), { index: false, dotfiles: 'deny', fallthrough: true }));
-  app.use('/out', (_req: express.Request, res: express.Response) => res.status(404).json({ detail: 'no such file' }));
+  app.use('/out', (req: express.Request, res: express.Response) => {
+    // a file of a job OUTPUT_TTL_S removed: say so
+    const id = /^\/([\w-]+)\.(png|mp4)$/.exec(req.path)?.[1];
+    const expired = id ? app.get(JobStore).expiredAt(id) : undefined;
+    res.status(404).json({ detail: expired !== undefined ? expiredText(`${req.path.slice(1)}`, expired, settings.outputTtlS) : 'no such file' });
+  });
   app.use('/assets', express.static(join(clientDist(), 'assets'), { index: false, immutable: true, maxAge: '7d' }));
 
   const doc = new DocumentBuilder()

@@ -35,7 +35,8 @@ export class JobStore {
       created REAL NOT NULL,
       record TEXT NOT NULL
     );
-    CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);`);
+    CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);
+    CREATE TABLE IF NOT EXISTS expired (id TEXT PRIMARY KEY, at REAL NOT NULL);`);
     this.deliveries = new DeliveryStore(this.db);
     this.runtimes = new RuntimeStore(this.db);
     this.events = new EventStore(this.db);
@@ -48,6 +49,10 @@ export class JobStore {
       del: this.db.prepare('DELETE FROM jobs WHERE id = ?'),
       byStatus: this.db.prepare('SELECT record FROM jobs WHERE status = ? ORDER BY seq'),
       count: this.db.prepare('SELECT COUNT(*) AS n FROM jobs'),
+      endedBefore: this.db.prepare("SELECT record FROM jobs WHERE status IN ('done', 'failed') AND json_extract(record, '$.finished') < ? ORDER BY seq LIMIT 500"),
+      tombstone: this.db.prepare('INSERT OR REPLACE INTO expired (id, at) VALUES (?, ?)'),
+      expiredAt: this.db.prepare('SELECT at FROM expired WHERE id = ?'),
+      pruneTombstones: this.db.prepare('DELETE FROM expired WHERE at < ?'),
     };
   }
 
@@ -74,6 +79,29 @@ export class JobStore {
 
   withStatus(status: JobStatus): JobRecord[] {
     return (this.stmts.byStatus.all(status) as { record: string }[]).map((r) => JSON.parse(r.record) as JobRecord);
+  }
+
+  /** Finished (done or failed) jobs that ended before `finished` (Unix seconds), oldest first, a page at a time. */
+  endedBefore(finished: number): JobRecord[] {
+    return (this.stmts.endedBefore.all(finished) as { record: string }[]).map((r) => JSON.parse(r.record) as JobRecord);
+  }
+
+  /** Deletes an expired job's record and remembers when it expired (a later GET says why it is gone). */
+  expire(id: string, at: number): void {
+    this.db.transaction(() => {
+      this.stmts.del.run(id);
+      this.stmts.tombstone.run(id, at);
+    })();
+  }
+
+  /** When the job expired and was deleted, or undefined. */
+  expiredAt(id: string): number | undefined {
+    return (this.stmts.expiredAt.get(id) as { at: number } | undefined)?.at;
+  }
+
+  /** Forgets expiries older than `before`. */
+  pruneTombstones(before: number): void {
+    this.stmts.pruneTombstones.run(before);
   }
 
   count(): number {

@@ -201,14 +201,35 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
 
   getRecord(id: string): JobRecord {
     const job = this.store.get(id);
-    if (!job) throw new NotFoundError(`job ${id} not found`);
-    return job;
+    if (job) return job;
+    const expired = this.store.expiredAt(id);
+    if (expired !== undefined) throw new NotFoundError(expiredText(`job ${id}`, expired, this.settings.outputTtlS));
+    throw new NotFoundError(`job ${id} not found`);
+  }
+
+  /** Deletes the finished jobs past OUTPUT_TTL_S (record, files, events), remembering when each expired. */
+  async expireEnded(nowS = Date.now() / 1000): Promise<number> {
+    const cutoff = nowS - this.settings.outputTtlS;
+    let n = 0;
+    for (let batch = this.store.endedBefore(cutoff); batch.length > 0; batch = this.store.endedBefore(cutoff)) {
+      for (const job of batch) {
+        this.store.expire(job.id, round3(job.finished! + this.settings.outputTtlS));
+        this.events.deleted(job.id);
+        await this.removeFiles(job);
+        n++;
+      }
+    }
+    if (n) this.log.info({ count: n, ttl_s: this.settings.outputTtlS }, 'expired jobs deleted (OUTPUT_TTL_S)');
+    return n;
   }
 
   view(job: JobRecord): Record<string, unknown> {
     const cur = this.scheduler.current();
     const running = cur?.task.id === job.id ? { stage: cur.stage, progress: cur.progress, started: cur.started } : undefined;
-    return toJobObject(job, { position: this.scheduler.position(job.id), running, eta_s: this.scheduler.etaS(job.id) });
+    const o = toJobObject(job, { position: this.scheduler.position(job.id), running, eta_s: this.scheduler.etaS(job.id) });
+    // with OUTPUT_TTL_S, a finished job says when it goes (an extension)
+    if (this.settings.outputTtlS > 0 && job.finished !== undefined && (job.status === 'done' || job.status === 'failed')) o.expires_at = round3(job.finished + this.settings.outputTtlS);
+    return o;
   }
 
   get(id: string): Record<string, unknown> {
@@ -321,4 +342,9 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   summary(): { current: string | null; queued: number } {
     return { current: this.scheduler.current()?.task.id ?? null, queued: this.scheduler.queuedCount() };
   }
+}
+
+/** "job X expired at 2026-11-24T10:00:00.000Z and was deleted (OUTPUT_TTL_S=3600)" */
+export function expiredText(what: string, at: number, ttlS: number): string {
+  return `${what} expired at ${new Date(at * 1000).toISOString()} and was deleted (OUTPUT_TTL_S=${ttlS})`;
 }
