@@ -27,6 +27,8 @@ import { OutboundClient } from './net/outbound';
 import { RootController } from './root.controller';
 import { EtaModel } from './scheduler/eta';
 import { LocalWorker } from './scheduler/local-worker';
+import { KilnMetrics } from './metrics/metrics';
+import { MetricsController } from './metrics/metrics.controller';
 import { Scheduler } from './scheduler/scheduler';
 import { TtsController } from './tts/tts.controller';
 import { TtsService } from './tts/tts.service';
@@ -86,9 +88,11 @@ export class AppModule {
       { provide: OutboundClient, useFactory: () => new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000 }) },
       {
         provide: CallbackSender,
-        useFactory: (o: OutboundClient, s: JobStore) => new CallbackSender(o, s, s.deliveries, log, { secret: settings.webhookSecret, maxAgeS: settings.callbackMaxAgeS }),
-        inject: [OutboundClient, JobStore],
+        useFactory: (o: OutboundClient, s: JobStore, m: KilnMetrics) =>
+          new CallbackSender(o, s, s.deliveries, log, { secret: settings.webhookSecret, maxAgeS: settings.callbackMaxAgeS, onOutcome: (outcome) => m.callback(outcome) }),
+        inject: [OutboundClient, JobStore, KilnMetrics],
       },
+      { provide: KilnMetrics, useFactory: (s: Scheduler) => new KilnMetrics(s), inject: [Scheduler] },
       { provide: InputProbe, useClass: MediaInputProbe },
       { provide: GpuProbe, useFactory: (s: Scheduler) => new WorkerGpuProbe(s), inject: [Scheduler] },
       JobsService,
@@ -102,7 +106,7 @@ export class AppModule {
     ];
     return {
       module: AppModule,
-      controllers: [VideoController, ImageController, TtsController, JobsController, EventsController, HealthController, RootController],
+      controllers: [VideoController, ImageController, TtsController, JobsController, EventsController, HealthController, MetricsController, RootController],
       providers,
       exports: [Scheduler, JobsService],
     };

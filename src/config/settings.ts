@@ -44,6 +44,8 @@ export interface Settings {
   /** Finished jobs (record, output, events) are deleted this many seconds after they end; 0 keeps them until deleted.
    * Default 0. */
   outputTtlS: number;
+  /** GET /metrics without the token. Default false. */
+  metricsPublic: boolean;
   /** Seconds between the comment lines that keep an event stream alive. Default 15. */
   sseHeartbeatS: number;
   /** CPU priority of the worker process (nice 0..19), so the API answers promptly while the worker's CPU-side work
@@ -164,6 +166,7 @@ export function loadSettings(env: Env = process.env): Settings {
     workerNice: int(env, 'WORKER_NICE', 10, 0, 19),
     sseHeartbeatS: int(env, 'SSE_HEARTBEAT_S', 15, 1, 300),
     outputTtlS: int(env, 'OUTPUT_TTL_S', 0, 0, 10 * 365 * 86_400),
+    metricsPublic: bool(env, 'METRICS_PUBLIC', false),
     webhookSecret: webhookSecret(env.WEBHOOK_SECRET),
     callbackMaxAgeS: int(env, 'CALLBACK_MAX_AGE_S', 86_400, 1, 30 * 86_400),
   };

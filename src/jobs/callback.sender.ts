@@ -27,7 +27,7 @@ export class CallbackSender {
     private readonly jobs: JobStore,
     private readonly deliveries: DeliveryStore,
     private readonly log: Logger,
-    private readonly o: { secret?: Buffer; maxAgeS: number } = { maxAgeS: 86_400 },
+    private readonly o: { secret?: Buffer; maxAgeS: number; onOutcome?: (outcome: 'delivered' | 'retry' | 'failed' | 'gone') => void } = { maxAgeS: 86_400 },
   ) {}
 
   /** Resumes the deliveries a previous run left pending, each at its due time (or now, if that has passed). */
@@ -98,10 +98,12 @@ export class CallbackSender {
     if (retry && delay !== undefined && next <= d.created + this.o.maxAgeS) {
       d.next_at = next;
       this.deliveries.update(d);
+      this.o.onOutcome?.('retry');
       return this.schedule(d);
     }
     d.state = d.last_status !== null && d.last_status >= 200 && d.last_status < 300 ? 'delivered' : 'failed';
     this.deliveries.update(d);
+    this.o.onOutcome?.(d.state === 'delivered' ? 'delivered' : d.last_status === 410 ? 'gone' : 'failed');
     this.log.info({ id: d.job_id, url: redactUrl(d.url), status: d.last_status, attempts: d.attempts }, d.state === 'delivered' ? 'callback sent' : 'callback given up');
   }
 

@@ -15,6 +15,7 @@ import { InputFile, InputProbe } from './input-probe';
 import { newJobId } from './job-id';
 import { JobRecord, round3, toJobObject } from './job.model';
 import { JobStore } from './job.store';
+import { KilnMetrics } from '../metrics/metrics';
 import { JobEvents } from './job.events';
 import { JobWaiters } from './job.waiters';
 
@@ -37,6 +38,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     private readonly probe: InputProbe,
     private readonly outbound: OutboundClient,
     private readonly events: JobEvents,
+    private readonly metrics: KilnMetrics,
   ) {
     this.outDir = join(settings.dataDir, 'out');
     this.inputsDir = join(settings.dataDir, 'inputs');
@@ -288,6 +290,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     job.started = round3(started);
     this.store.update(job);
     this.log.info({ id: job.id }, 'job started');
+    this.metrics.jobStarted(job.kind, job.profile, started - job.created);
     this.lastStage.delete(job.id);
     this.events.publish(job.id, 'running', this.view(job));
     this.events.moved();
@@ -323,6 +326,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
       job.error = result.code === 'shutdown' ? 'interrupted by restart' : result.error;
     }
     this.store.update(job);
+    this.metrics.jobEnded(job.kind, job.profile, job.status, job.exec_s);
     this.lastStage.delete(job.id);
     this.events.publish(job.id, job.status, this.view(job));
     this.events.moved();

@@ -40,6 +40,10 @@ export interface SchedulerEvents {
   finished: (task: WorkerTask, outcome: Outcome) => void;
   /** A queued task was removed before it ran. */
   cancelled: (task: WorkerTask) => void;
+  /** The worker loaded the task's model (seconds it took). */
+  loaded: (task: WorkerTask, seconds: number) => void;
+  /** The worker process ended while the service runs (it is started again). */
+  workerLost: (reason: string) => void;
 }
 
 export interface SchedulerOptions {
@@ -263,7 +267,7 @@ export class Scheduler extends EventEmitter {
         r.loadS = e.load_s;
         this.eta.recordLoad(profileKey(r.task), e.load_s);
         this.etaCache = undefined;
-        return;
+        return void this.emit('loaded', r.task, e.load_s);
       case 'done':
         this.eta.recordRun(r.task, e.exec_s - (r.loadS ?? 0));
         return this.end(r, { status: 'done', started: r.started, finished: this.now(), exec_s: e.exec_s });
@@ -279,6 +283,7 @@ export class Scheduler extends EventEmitter {
   private onLost(reason: string): void {
     const requeue: WorkerTask[] = [];
     this.lastKey = undefined; // a new worker holds no model
+    if (!this.stopped) this.emit('workerLost', reason);
     for (const r of [...this.inHand.values()]) {
       if (!r.begun && !r.stopping && this.o.interactive(r.task) && !this.stopped) {
         this.inHand.delete(r.task.id);

@@ -1,0 +1,32 @@
+import { Controller, Get, HttpException, HttpStatus, Inject, Req, Res } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { API_TOKEN } from '../auth/token.guard';
+import { presentedToken, tokenMatches } from '../auth/token';
+import { SETTINGS, Settings } from '../config/settings';
+import { KilnMetrics } from './metrics';
+
+/** GET /metrics: the Prometheus text format; the API token is needed unless METRICS_PUBLIC=1. */
+@ApiTags('service')
+@Controller('metrics')
+export class MetricsController {
+  constructor(
+    private readonly metrics: KilnMetrics,
+    @Inject(SETTINGS) private readonly settings: Settings,
+    @Inject(API_TOKEN) private readonly token: string,
+  ) {}
+
+  @Get()
+  @ApiOperation({ summary: 'Prometheus metrics (text format): jobs, durations, queue, model loads, worker restarts, GPU memory, callbacks, process. The token as for /api unless METRICS_PUBLIC=1' })
+  @ApiProduces('text/plain')
+  @ApiOkResponse({ description: 'The Prometheus text exposition format, version 0.0.4' })
+  @ApiUnauthorizedResponse({ description: 'Token missing or wrong (unless METRICS_PUBLIC=1)' })
+  async scrape(@Req() req: Request, @Res() res: Response): Promise<void> {
+    if (!this.settings.metricsPublic) {
+      const given = presentedToken(req.headers, req.query as Record<string, unknown>);
+      if (given === undefined || !tokenMatches(given, this.token)) throw new HttpException({ detail: 'bad token' }, HttpStatus.UNAUTHORIZED);
+    }
+    res.setHeader('Content-Type', this.metrics.registry.contentType);
+    res.end(await this.metrics.registry.metrics());
+  }
+}
