@@ -3,12 +3,14 @@
 // load, then reopened on the same data dir. Nothing accepted may be lost, no finished output deleted, no partial
 // file served, callbacks must arrive, and inputs nobody owns must be swept.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { Webhook } from 'standardwebhooks';
 import { makeGate } from './control';
 import { auth, startApp, TestApp, TOKEN } from './harness';
 import { dataUri, wavBytes } from './inputs';
@@ -24,15 +26,25 @@ async function call(base: string, method: string, path: string, body?: object): 
   return { status: res.status, bytes, body: (res.headers.get('content-type') ?? '').includes('json') ? JSON.parse(bytes.toString()) : undefined };
 }
 
-/** A callback receiver: answers `status()` and records every POST. */
-async function receiver(status: () => number) {
-  const got: { id: string; status: string }[] = [];
+/** A callback receiver: answers `status()` and records every POST, with whether its Standard Webhooks signature
+ * verifies with `secret`. */
+async function receiver(status: () => number, secret?: string) {
+  const got: { id: string; status: string; verified?: boolean }[] = [];
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
       const job = JSON.parse(body);
-      got.push({ id: job.id, status: job.status });
+      let verified: boolean | undefined;
+      if (secret) {
+        try {
+          new Webhook(secret).verify(body, req.headers as Record<string, string>);
+          verified = true;
+        } catch {
+          verified = false;
+        }
+      }
+      got.push({ id: job.id, status: job.status, verified });
       res.writeHead(status()).end();
     });
   });
@@ -96,18 +108,19 @@ describe('chaos: SIGKILL of the service at chosen points and at random', () => {
     await t.close();
   });
 
-  test('while a callback waits in its back-off: it goes out after the restart', { timeout: 60_000 }, async () => {
+  test('while a callback waits in its back-off: it goes out after the restart, signed afresh', { timeout: 60_000 }, async () => {
     const dir = dataDir();
     let answer = 503;
-    const hook = await receiver(() => answer);
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    const hook = await receiver(() => answer, secret);
     try {
-      const s = await startServiceProcess(dir, { pipelines: pipelines(1), env: { ALLOW_PRIVATE_URLS: '1' } });
+      const s = await startServiceProcess(dir, { pipelines: pipelines(1), env: { ALLOW_PRIVATE_URLS: '1', WEBHOOK_SECRET: secret } });
       services.push(s);
       const job = (await call(s.url, 'POST', '/api/v1/image', { prompt: 'x', steps: 1, callback_url: hook.url })).body;
       while (!hook.got.some((g) => g.id === job.id)) await new Promise((r) => setTimeout(r, 10));
       await s.kill(); // the first attempt got a 503: the delivery is in its 1 s back-off
       answer = 204;
-      const t = await startApp({ dataDir: dir, builtinPipelines: false, pipelines: pipelines(1), env: { ALLOW_PRIVATE_URLS: '1' } });
+      const t = await startApp({ dataDir: dir, builtinPipelines: false, pipelines: pipelines(1), env: { ALLOW_PRIVATE_URLS: '1', WEBHOOK_SECRET: secret } });
       apps.push(t);
       const end = Date.now() + 15_000;
       let j: Job = {};
@@ -117,7 +130,7 @@ describe('chaos: SIGKILL of the service at chosen points and at random', () => {
       }
       assert.equal(j.callback_status, 204, 'the delivery resumed after the restart');
       const deliveries = hook.got.filter((g) => g.id === job.id);
-      assert.ok(deliveries.length >= 2 && deliveries.every((d) => d.status === 'done'), JSON.stringify(deliveries));
+      assert.ok(deliveries.length >= 2 && deliveries.every((d) => d.status === 'done' && d.verified), JSON.stringify(deliveries));
       await t.close();
     } finally {
       hook.close();
