@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { writeSafetensors } from '../../src/engine/safetensors';
-import { goldenCaseFiles, GoldenCase, selectRows } from './golden';
+import { expectF16, F16_RULE, FLOAT16_UNIT, goldenCaseFiles, GoldenCase, selectRows } from './golden';
 
 const META = { config: '{"model_type":"qwen3"}', upstream: 'x 1.0', seed: '7', tolerance: '{"f32":{"atol":1e-4,"rtol":1e-4}}' };
 
@@ -64,5 +64,44 @@ test('refuses a case without metadata or with stray keys', async () => {
     const c = await GoldenCase.open(p);
     await assert.rejects(c.ints('x'), /is not an integer/);
     await c.close();
+  });
+});
+
+test('the float16 rule: a multiple of upstream\'s own f16 error, elementwise and in relative RMS', async () => {
+  const err = { max: 0.01, rms: 0.01, peak: 4 };
+  await withFile(
+    { 'output.y': { dtype: 'F32', shape: [4], data: [4, -2, 1, 0.5] } },
+    { ...META, f16_error: JSON.stringify({ y: err }) },
+    async (p) => {
+      const c = await GoldenCase.open(p);
+      try {
+        assert.deepEqual(c.f16Error('y'), err);
+        assert.throws(() => c.f16Error('z'), /no f16_error for output\.z/);
+        const want = await c.output('y');
+        const a = c.f16Allowance('y');
+        assert.equal(a.atol, F16_RULE.max * 0.01);
+        assert.equal(a.rms, F16_RULE.rms * 0.01);
+        // one element just inside the elementwise bound (the RMS well inside), then just outside
+        c.expect('f16', [4 + 0.9 * a.atol, -2, 1, 0.5], want, 'y');
+        assert.throws(() => c.expect('f16', [4 + 1.1 * a.atol, -2, 1, 0.5], want, 'y'), /f16 rule/);
+        // every element inside the elementwise bound, the relative RMS over its bound
+        const flat = { data: Float64Array.of(1, 1, 1, 1), shape: [4] };
+        const d = 1.5 * a.rms;
+        assert.ok(d < a.atol);
+        assert.throws(() => expectF16([1 + d, 1 - d, 1 + d, 1 - d], flat, err, 'flat'), /relative RMS error/);
+        // f32 keeps the stated tolerance
+        assert.throws(() => c.expect('f32', [4 + 1e-3, -2, 1, 0.5], want, 'y'), /atol=0\.0001/);
+      } finally {
+        await c.close();
+      }
+    },
+  );
+  // a tensor upstream keeps exact in f16 still gets float16's unit roundoff (relative to its peak)
+  const exact = { max: 0, rms: 0, peak: 8 };
+  const eights = Array<number>(16).fill(8);
+  expectF16([8 + 0.9 * F16_RULE.max * FLOAT16_UNIT * 8, ...eights.slice(1)], { data: Float64Array.from(eights), shape: [16] }, exact, 'floor');
+  assert.throws(() => expectF16([8 + 1.1 * F16_RULE.max * FLOAT16_UNIT * 8, ...eights.slice(1)], { data: Float64Array.from(eights), shape: [16] }, exact, 'floor'), /f16 rule/);
+  await withFile({ 'output.y': { dtype: 'F32', shape: [1], data: [1] } }, { ...META, f16_error: '{"y":{"max":-1}}' }, async (p) => {
+    await assert.rejects(GoldenCase.open(p), /f16_error\.y needs max, rms and peak >= 0/);
   });
 });

@@ -2,7 +2,7 @@
 import type { Engine } from '../../src/engine/engine';
 import { parseQwen3Config, Qwen3Model, type Qwen3Config, type Qwen3ForwardInput, type Qwen3Positions } from '../../src/models/qwen3';
 import type { ComputeDType } from '../../src/models/common/weights';
-import { expectClose, selectRows, WEIGHT_PREFIX, type GoldenCase } from './golden';
+import { selectRows, WEIGHT_PREFIX, type GoldenCase } from './golden';
 
 /** How a case is run: compute dtype, int8 linears, and the tolerance key in the fixture's metadata. */
 export interface Variant {
@@ -71,12 +71,14 @@ export async function decoderInput(e: Engine, c: GoldenCase, model: Qwen3Model, 
   return input;
 }
 
+/** The tolerance key of a variant: 'int8' for int8 linears, else the compute dtype (f16: the float16 rule). */
+export const variantKey = (v: Variant): 'f32' | 'f16' | 'int8' => (v.int8 ? 'int8' : v.dtype === 'f16' ? 'f16' : 'f32');
+
 /** Compares a (B, L, hidden) result with output.<name>, on the real (unpadded) tokens only. */
 export async function compareOutput(e: Engine, c: GoldenCase, got: Float32Array, name: string, v: Variant): Promise<void> {
   const want = await c.output(name);
-  const tol = c.tol(v.int8 ? 'int8' : v.dtype);
   if (c.has('input', 'attention_mask')) {
     const keep = (await c.ints('attention_mask')).data;
-    expectClose(selectRows(got, want.shape, keep).data, selectRows(want.data, want.shape, keep), tol, `${name} (${v.name})`);
-  } else expectClose(got, want, tol, `${name} (${v.name})`);
+    c.expect(variantKey(v), selectRows(got, want.shape, keep).data, selectRows(want.data, want.shape, keep), name, `${name} (${v.name})`);
+  } else c.expect(variantKey(v), got, want, name, `${name} (${v.name})`);
 }

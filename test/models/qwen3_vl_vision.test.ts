@@ -42,9 +42,9 @@ for (const variant of ['f32', 'f16', 'int8'] as const) {
         const out = model.forward(inputs);
         try {
           assert.deepEqual(out.tokens, inputs.map((x) => (x.grid[1] * x.grid[2]) / 4));
-          expectClose(await e.read(out.embeds), await c.output('embeds'), c.tol(variant), `${variant} embeds`);
+          c.expect(variant, await e.read(out.embeds), await c.output('embeds'), 'embeds', `${variant} embeds`);
           assert.equal(out.deepstack.length, cfg.deepstackVisualIndexes.length);
-          for (const [k, d] of out.deepstack.entries()) expectClose(await e.read(d), await c.output(`deepstack_${k}`), c.tol(variant), `${variant} deepstack ${k}`);
+          for (const [k, d] of out.deepstack.entries()) c.expect(variant, await e.read(d), await c.output(`deepstack_${k}`), `deepstack_${k}`, `${variant} deepstack ${k}`);
         } finally {
           out.embeds.free();
           for (const d of out.deepstack) d.free();

@@ -7,9 +7,18 @@ and writes one safetensors file per case: test/fixtures/golden/<model>/<componen
                                       exact below 2**24, and the engine's reader has no integer dtypes)
   output.<name>                       results and intermediates
 and __metadata__ {config (upstream config JSON at its tiny size), upstream (repository + version/commit), seed,
-tolerance (JSON: {dtype: {atol, rtol}})}. The test side is test/models/golden.ts.
+tolerance (JSON: {dtype: {atol, rtol}}), and f16_error (below)}. The test side is test/models/golden.ts.
+
+Upstream's own float16 error (the f16 rule of test/models/golden.ts, docs/models/README.md): `record_f16(run_all)`
+runs a generator's cases twice. The first pass (float16) casts every model and float input that goes through
+`lowp()` to torch.float16 and only collects the outputs each `write_case` would write; the second pass (float32)
+writes the fixtures and stores, per output present in both passes, upstream's f16 error against its f32 result in
+__metadata__.f16_error = {name: {"max": max |f16 - f32|, "rms": relative RMS error, "peak": max |f32|}}. Every
+seeded draw happens before `lowp()`, in float32, so both passes see the same weights and inputs.
 """
+import copy
 import json
+import math
 import os
 import random
 
@@ -17,15 +26,76 @@ import numpy as np
 import torch
 from safetensors.torch import save_file
 
-# Stated tolerances, |got - want| <= atol + rtol * |want| (models.md: 1e-4 relative in f32, 1e-2 in f16).
+# Stated tolerances, |got - want| <= atol + rtol * |want| (models.md: 1e-4 relative in f32). f16 has no stated
+# tolerance: it follows the float16 rule (test/models/golden.ts F16_RULE) from the f16_error that record_f16 records.
 # int8: weight-only symmetric per-channel quantisation rounds each weight by up to 1/254 of its row's largest
 # one; through 3 layers of the tiny decoders (residual values up to ~8) the worst element drifts ~0.16, typical
 # 0.05-0.09 (measured), so atol 0.2 + 5%: a wrong scale or layout is off by O(1).
 DEFAULT_TOLERANCE = {
     "f32": {"atol": 1e-4, "rtol": 1e-4},
-    "f16": {"atol": 1e-2, "rtol": 1e-2},
     "int8": {"atol": 0.2, "rtol": 0.05},
 }
+
+
+# The pass record_f16 is running: float32 (writing fixtures) or float16 (collecting outputs only).
+_PASS = {"dtype": torch.float32, "f16": {}}
+
+
+def lowp(x, keep=()):
+    """x (module, tensor, or a list/tuple/dict of them) at the pass's dtype: unchanged in the float32 pass, cast to
+    float16 in the f16 pass (a module is deep-copied first; submodules whose name contains one of `keep` stay
+    float32, as upstream's `_keep_in_fp32_modules`). Integer and bool tensors are left alone."""
+    dt = _PASS["dtype"]
+    if dt == torch.float32:
+        return x
+    if isinstance(x, torch.nn.Module):
+        m = copy.deepcopy(x).to(dt)
+        for name, sub in m.named_modules():
+            if name and any(k in name for k in keep):
+                sub.float()
+        return m
+    if isinstance(x, torch.Tensor):
+        return x.to(dt) if x.is_floating_point() else x
+    if isinstance(x, (list, tuple)):
+        return type(x)(lowp(v, keep) for v in x)
+    if isinstance(x, dict):
+        return {k: lowp(v, keep) for k, v in x.items()}
+    return x
+
+
+def in_f16_pass() -> bool:
+    return _PASS["dtype"] != torch.float32
+
+
+def record_f16(run_all, dtype=torch.float16) -> None:
+    """Runs run_all() in the float16 pass (collecting outputs), then in the float32 pass (writing fixtures with
+    upstream's f16 error per output)."""
+    _PASS["f16"] = {}
+    _PASS["dtype"] = dtype
+    try:
+        run_all()
+    finally:
+        _PASS["dtype"] = torch.float32
+    run_all()
+
+
+def f16_errors(outputs: dict, half: dict) -> dict:
+    """Per float output present in both runs: {"max", "rms", "peak"} of the f16 run against the f32 one."""
+    errs = {}
+    for name, want in outputs.items():
+        got = half.get(name)
+        if got is None or not isinstance(want, torch.Tensor) or got.shape != want.shape or not want.is_floating_point():
+            continue
+        w, g = want.double(), got.double()
+        d = (g - w).abs()
+        peak = float(w.abs().max()) if w.numel() else 0.0
+        sw = float((w * w).sum())
+        rms = math.sqrt(float((d * d).sum()) / sw) if sw > 0 else 0.0
+        mx = float(d.max()) if d.numel() else 0.0
+        if not (math.isfinite(mx) and math.isfinite(rms)):
+            raise SystemExit(f"f16 run of output {name} is not finite (overflow): shrink the case's values")
+        errs[name] = {"max": mx, "rms": rms, "peak": peak}
+    return errs
 
 
 def seed_everything(seed: int) -> torch.Generator:
@@ -56,23 +126,31 @@ def f32(t: torch.Tensor) -> torch.Tensor:
 
 
 def write_case(out_dir: str, model: str, component: str, case: str, *, weights: dict, inputs: dict, outputs: dict,
-               config: dict, upstream: str, seed: int, tolerance: dict | None = None) -> str:
-    """Writes <out_dir>/<model>/<component>/<case>.safetensors; every tensor as float32 (CPU, contiguous)."""
+               config: dict, upstream: str, seed: int, tolerance: dict | None = None, metadata: dict | None = None) -> str:
+    """Writes <out_dir>/<model>/<component>/<case>.safetensors; every tensor as float32 (CPU, contiguous). In the f16
+    pass of record_f16 nothing is written: the outputs are kept for the float32 pass's f16_error."""
+    path = os.path.join(out_dir, model, component, f"{case}.safetensors")
+    if in_f16_pass():
+        _PASS["f16"][path] = {k: f32(v) for k, v in outputs.items() if isinstance(v, torch.Tensor)}
+        return path
     tensors = {}
     for prefix, group in (("weight.", weights), ("input.", inputs), ("output.", outputs)):
         for name, t in group.items():
             if not isinstance(t, torch.Tensor):
                 t = torch.tensor(t)
             tensors[prefix + name] = f32(t)
-    metadata = {
+    meta = {
         "config": json.dumps(config, sort_keys=True),
         "upstream": upstream,
         "seed": str(seed),
         "tolerance": json.dumps(tolerance or DEFAULT_TOLERANCE, sort_keys=True),
+        **(metadata or {}),
     }
-    path = os.path.join(out_dir, model, component, f"{case}.safetensors")
+    if path in _PASS["f16"]:
+        meta["f16_error"] = json.dumps(f16_errors({k: f32(v) for k, v in outputs.items() if isinstance(v, torch.Tensor)},
+                                                  _PASS["f16"][path]), sort_keys=True)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    save_file(tensors, path, metadata=metadata)
+    save_file(tensors, path, metadata=meta)
     size = os.path.getsize(path)
     print(f"wrote {path} ({size / 1024:.1f} KiB, {len(tensors)} tensors)")
     if size > 512 * 1024:

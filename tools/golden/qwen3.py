@@ -21,7 +21,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import seed_everything, transformers_upstream, write_case  # noqa: E402
+from common import lowp, record_f16, seed_everything, transformers_upstream, write_case  # noqa: E402
 
 from transformers import Qwen3Config, Qwen3Model  # noqa: E402
 from transformers.cache_utils import DynamicCache  # noqa: E402
@@ -112,8 +112,9 @@ def decoder_case(out_dir, family, case, seed, cfg_kw, batch, length, *, position
         inputs["visual_pos_mask"] = mask
         for i, v in enumerate(visual):
             inputs[f"deepstack.{i}"] = v
-    out, hidden = run_with_hidden(model, **kwargs)
-    outputs = {"hidden_states.0": kwargs.get("inputs_embeds", model.embed_tokens(ids) if not embeds_input else None)}
+    run, kwargs = lowp(model), lowp(kwargs)  # float16 in record_f16's first pass
+    out, hidden = run_with_hidden(run, **kwargs)
+    outputs = {"hidden_states.0": kwargs.get("inputs_embeds", run.embed_tokens(ids) if not embeds_input else None)}
     if deepstack is not None:
         # hooks see a layer's output before the deepstack add; the model's state after layer i includes it
         mask = kwargs["visual_pos_masks"]
@@ -135,6 +136,7 @@ def decode_case(out_dir, family, case, seed, cfg_kw, length, prefill, *, positio
     cache = DynamicCache(config=cfg)
     pieces = []
     bounds = [(0, prefill)] + [(t, t + 1) for t in range(prefill, length)]
+    run = lowp(model)
     with torch.no_grad():
         for a, b in bounds:
             kw = {"input_ids": ids[:, a:b], "past_key_values": cache, "use_cache": True}
@@ -142,7 +144,7 @@ def decode_case(out_dir, family, case, seed, cfg_kw, length, prefill, *, positio
                 kw["position_ids"] = positions[..., a:b]
             if attention_mask is not None:
                 kw["attention_mask"] = attention_mask[:, :b]  # past and new tokens
-            pieces.append(model(**kw).last_hidden_state)
+            pieces.append(run(**kw).last_hidden_state)
     inputs = {"ids": ids, "prefill_length": torch.tensor([prefill])}
     if positions is not None:
         inputs["position_ids"] = positions
@@ -187,6 +189,17 @@ VL_TINY = dict(vocab_size=89, hidden_size=64, intermediate_size=80, num_hidden_l
                                 "mrope_interleaved": True})
 
 
+# Cases at other configs and seeds (issue 19): 6 query heads over 2 KV heads of 8, theta 1e6; and a Qwen3-VL text
+# model whose head_dim 24 splits its 12 rotary pairs as mrope [6, 3, 3].
+QWEN3_OTHER = dict(vocab_size=61, hidden_size=48, intermediate_size=72, num_hidden_layers=2, num_attention_heads=6,
+                   num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6, max_position_embeddings=256,
+                   rope_parameters={"rope_type": "default", "rope_theta": 1000000.0}, tie_word_embeddings=False)
+VL_OTHER = dict(vocab_size=53, hidden_size=40, intermediate_size=56, num_hidden_layers=2, num_attention_heads=2,
+                num_key_value_heads=1, head_dim=24, rms_norm_eps=1e-6, max_position_embeddings=256,
+                rope_parameters={"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [6, 3, 3],
+                                 "mrope_interleaved": True})
+
+
 def golden_models(out_dir):
     decoder_case(out_dir, "qwen3", "tiny", 1, QWEN3_TINY, batch=1, length=11)
     decoder_case(out_dir, "qwen3", "wide_heads_batch2", 2, QWEN3_WIDE_HEADS, batch=2, length=7)
@@ -210,6 +223,14 @@ def golden_models(out_dir):
     pos = vision_positions(2, (1, 2, 2), 4)
     decode_case(out_dir, "qwen3_vl_text", "mrope_prefill6_steps4", 14, VL_TINY, length=pos.shape[-1], prefill=6,
                 positions=pos)
+
+    decoder_case(out_dir, "qwen3", "other_config_gqa3", 6, QWEN3_OTHER, batch=1, length=13)
+    decode_case(out_dir, "qwen3", "other_config_prefill3_steps5", 7, QWEN3_OTHER, length=8, prefill=3)
+    pos = vision_positions(2, (1, 3, 2), 3)
+    vis = torch.zeros(1, pos.shape[-1], dtype=torch.bool)
+    vis[0, 2:8] = True
+    decoder_case(out_dir, "qwen3_vl_text", "other_config_mrope_6_3_3", 15, VL_OTHER, batch=1, length=pos.shape[-1],
+                 positions=pos, deepstack=(vis, 1))
 
 
 # Strings whose ids the tokenizer test compares (kept here so the fixture records exactly what was encoded).
@@ -264,6 +285,6 @@ if __name__ == "__main__":
     ap.add_argument("--tokenizer-out", help="JSON file for the tokenizer's golden ids")
     a = ap.parse_args()
     if a.out:
-        golden_models(a.out)
+        record_f16(lambda: golden_models(a.out))
     if a.tokenizer:
         golden_tokenizer(a.tokenizer, a.tokenizer_out)

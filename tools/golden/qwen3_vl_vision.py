@@ -15,7 +15,8 @@ Writes qwen3_vl_vision/tower/<case>.safetensors with
   output.last_hidden_state (P, hidden)  the states after the last block (before the merger)
 Config: the real structure (patch 16, temporal 2, merge 2, gelu_pytorch_tanh, learned 2D position table
 interpolated, deepstack) at tiny widths; depth 3 with deepstack at blocks [0, 2] so that the index mapping matters.
-Cases: one 64x96 image; two images 64x32 and 32x64 in one call (attention stays inside each image).
+Cases: one 64x96 image; two images 64x32 and 32x64 in one call (attention stays inside each image); and, at another
+config and seed (depth 2, deepstack at [1], 3 heads of 8, a 64-entry position table), one 64x64 image.
 """
 import argparse
 import os
@@ -26,7 +27,7 @@ import torch
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import seed_everything, transformers_upstream, write_case  # noqa: E402
+from common import lowp, record_f16, seed_everything, transformers_upstream, write_case  # noqa: E402
 
 from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration  # noqa: E402
 from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor  # noqa: E402
@@ -92,14 +93,20 @@ def process(vision, images):
     return out["pixel_values"], out["image_grid_thw"]
 
 
-def tower_case(out_dir, name, seed, sizes):
-    cfg, model, gen = build_model(seed, VISION_TINY)
+# Another config: a different depth, deepstack index, head count and width, and a larger position table.
+VISION_OTHER = dict(depth=2, hidden_size=24, intermediate_size=40, num_heads=3, out_hidden_size=40, patch_size=16,
+                    spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
+                    deepstack_visual_indexes=[1], hidden_act="gelu_pytorch_tanh")
+
+
+def tower_case(out_dir, name, seed, sizes, vision=VISION_TINY):
+    cfg, model, gen = build_model(seed, vision)
     visual = model.model.visual
     randomize_visual(visual, gen)
     images = [random_rgb(gen, h, w) for h, w in sizes]
-    pixel_values, grid = process(VISION_TINY, images)
+    pixel_values, grid = process(vision, images)
     with torch.no_grad():
-        out = visual(pixel_values, grid_thw=grid, return_dict=True)
+        out = lowp(visual)(lowp(pixel_values), grid_thw=grid, return_dict=True)
     outputs = {"pixel_values": pixel_values, "embeds": out.pooler_output, "last_hidden_state": out.last_hidden_state}
     for k, d in enumerate(out.deepstack_features):
         outputs[f"deepstack_{k}"] = d
@@ -117,5 +124,10 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True, help="fixture root (test/fixtures/golden)")
     a = ap.parse_args()
-    tower_case(a.out, "one_64x96", 31, [(64, 96)])
-    tower_case(a.out, "two_64x32_32x64", 32, [(64, 32), (32, 64)])
+
+    def cases():
+        tower_case(a.out, "one_64x96", 31, [(64, 96)])
+        tower_case(a.out, "two_64x32_32x64", 32, [(64, 32), (32, 64)])
+        tower_case(a.out, "other_config_64x64", 33, [(64, 64)], VISION_OTHER)
+
+    record_f16(cases)
