@@ -3,7 +3,7 @@ import type { Engine } from '../../src/engine/engine';
 import type { Tensor } from '../../src/engine/tensor';
 import { jointSequence, parseQwenImage21Config, QwenImage21Transformer, type ImageShape, type JointSequence, type QwenImage21Config } from '../../src/models/qwen_image21';
 import type { ComputeDType } from '../../src/models/common/weights';
-import type { HostTensor, Tolerance } from '../engine/helpers';
+import type { HostTensor } from '../engine/helpers';
 import { WEIGHT_PREFIX, type GoldenCase } from './golden';
 import type { Variant } from './qwen3-golden';
 
@@ -17,10 +17,6 @@ export function uploader(e: Engine, dtype: ComputeDType, temps: Tensor[]): (h: H
     temps.push(t);
     return t;
   };
-}
-
-export function tolOf(c: GoldenCase, v: Variant): Tolerance {
-  return c.tol(v.int8 ? 'int8' : v.dtype);
 }
 
 /** The transformer config of a case (trajectory fixtures nest it under "transformer"). */

@@ -16,8 +16,8 @@ import {
   vaeCheckpointShapes, writeDemoVae, DEMO_VAE_CONFIG, QWEN_IMAGE21_LATENTS_MEAN, QWEN_IMAGE21_LATENTS_STD,
 } from '../../src/models/qwen_image21/vae';
 import { avgDownWeights, DupUpShortcut } from '../../src/models/qwen_image21/vae/modules';
-import { testEngine, type HostTensor, type Tolerance } from '../engine/helpers';
-import { relRms, expectClose, expectCloseToPeak, goldenCaseFiles, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
+import { testEngine, type HostTensor } from '../engine/helpers';
+import { expectClose, goldenCaseFiles, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
 
 /** [N, C, 1, H, W] (upstream) -> [N, H, W, C] (ours). */
 function channelsLast(x: HostTensor): HostTensor {
@@ -29,18 +29,15 @@ function channelsLast(x: HostTensor): HostTensor {
 }
 
 /**
- * f32: elementwise |got - want| <= atol + rtol |want| (intermediates with atol x the stage's peak: the error of
- * deep conv stacks grows with the values). f16: relative RMS error <= rtol per stage. Elementwise f16 bounds do
- * not hold at the tiny config: its last levels RMS-normalise 2 to 4 channels, and where such a pixel vector is
- * small the f16 rounding of its inputs turns its direction (a handful of pixels off by 0.1 while the stage's
- * relative RMS error is ~3e-3); the released model normalises 144 to 1152 channels.
+ * f32: the float32 rule (the stated 1e-4 + 1e-4 |want|, or 4x upstream's own float32 error against float64 where that
+ * is larger: the deep stack's values reach ~50, and on vae_decode/other_config upstream's f32 pixels are themselves
+ * 1.2e-4 off float64). f16: the float16 rule. At the tiny config the last levels RMS-normalise 2 to 4 channels, and
+ * where such a pixel vector is small the f16 rounding of its inputs turns its direction (a handful of pixels off by
+ * 0.1): upstream's own f16 run does the same (its recorded max error on vae_decode/tall is 0.33), so the rule's
+ * elementwise bound follows it.
  */
-function check(got: ArrayLike<number>, want: HostTensor, dtype: 'f32' | 'f16', tol: Tolerance, label: string, peak = false): void {
-  if (dtype === 'f16') {
-    const r = relRms(got, want);
-    assert.ok(r <= tol.rtol, `${label}: relative RMS error ${r.toExponential(2)} > ${tol.rtol}`);
-  } else if (peak) expectCloseToPeak(got, want, tol, label);
-  else expectClose(got, want, tol, label);
+function check(c: GoldenCase, name: string, got: ArrayLike<number>, want: HostTensor, dtype: 'f32' | 'f16', label: string): void {
+  c.expect(dtype, got, want, name, label);
 }
 
 function upload(e: Engine, x: HostTensor, dtype: 'f32' | 'f16'): Tensor {
@@ -58,17 +55,16 @@ for (const dtype of ['f32', 'f16'] as const) {
       const seen = new Map<string, Tensor>();
       const z = upload(e, await c.input('latents'), dtype);
       try {
-        const tol = c.tol(dtype);
         const want = channelsLast(await c.output('decoded'));
         const out = vae.decode(z, { capture: (name, t) => seen.set(name, copy(e, t)) });
         assert.deepEqual(out.shape, want.shape, 'decoded [N, H, W, 4]');
         for (const name of c.names('output').filter((n) => n !== 'decoded')) {
           const t = seen.get(name);
           assert.ok(t, `nothing captured as ${name}`);
-          check(await e.read(t), channelsLast(await c.output(name)), dtype, tol, `${name} (${dtype})`, true);
+          check(c, name, await e.read(t), channelsLast(await c.output(name)), dtype, `${name} (${dtype})`);
         }
         const got = await e.read(out);
-        check(got, want, dtype, tol, `decoded (${dtype})`);
+        check(c, 'decoded', got, want, dtype, `decoded (${dtype})`);
         assert.ok(got.every((v) => v >= -1 && v <= 1), 'decoded pixels are clamped to [-1, 1]');
         out.free();
         const [, h] = z.shape as [number, number];
@@ -80,7 +76,7 @@ for (const dtype of ['f32', 'f16'] as const) {
           const striped = vae.decode(z, { stripRows: 8 });
           const sgot = await e.read(striped);
           striped.free();
-          check(sgot, want, dtype, tol, `decoded in strips (${dtype})`);
+          check(c, 'decoded', sgot, want, dtype, `decoded in strips (${dtype})`);
           // same computation per pixel: equal to the one-piece decode up to the GEMM's summation order
           expectClose(sgot, { data: Float64Array.from(got), shape: want.shape }, { atol: 1e-6, rtol: 1e-6 }, `strips vs one piece (${dtype})`);
         }
@@ -102,16 +98,15 @@ for (const dtype of ['f32', 'f16'] as const) {
       const seen = new Map<string, Tensor>();
       const x = upload(e, await c.input('pixels'), dtype);
       try {
-        const tol = c.tol(dtype);
         const out = vae.encode(x, { capture: (name, t) => seen.set(name, copy(e, t)) });
         for (const name of ['down_block.0', 'down_block.1', 'down_block.2', 'down_block.3', 'down_block.4', 'mid_block', 'encoder']) {
           const t = seen.get(name);
           assert.ok(t, `nothing captured as ${name}`);
-          check(await e.read(t), channelsLast(await c.output(name)), dtype, tol, `${name} (${dtype})`, true);
+          check(c, name, await e.read(t), channelsLast(await c.output(name)), dtype, `${name} (${dtype})`);
         }
         const want = channelsLast(await c.output('latents'));
         assert.deepEqual(out.shape, want.shape, 'latents [N, h, w, 64]');
-        check(await e.read(out), want, dtype, tol, `latents (${dtype})`);
+        check(c, 'latents', await e.read(out), want, dtype, `latents (${dtype})`);
         out.free();
       } finally {
         seen.forEach((t) => t.free());

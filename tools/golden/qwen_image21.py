@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import seed_everything, write_case  # noqa: E402
+from common import in_f16_pass, lowp, record_f16, seed_everything, write_case  # noqa: E402
 
 import diffusers  # noqa: E402
 from diffusers.models.transformers.transformer_qwenimage21 import (  # noqa: E402
@@ -163,6 +163,7 @@ def capture_blocks(model):
         def pre(_m, args, kwargs, i=i):
             got[f"in.{i}"] = kwargs["hidden_states"].detach().clone()
             got[f"mod.{i}"] = kwargs["modulation"].detach().clone()
+            got[f"kwargs.{i}"] = dict(kwargs)
         def post(_m, _a, _k, out, i=i):
             got[f"out.{i}"] = out.detach().clone()
         hooks.append(blk.register_forward_pre_hook(pre, with_kwargs=True))
@@ -184,11 +185,12 @@ def transformer_case(out, case, seed, batch, text_runs, ref_shapes, target_shape
     cfg, model, gen = build(seed, **over)
     img_mask, img_shapes, latents, enc = transformer_inputs(gen, cfg, batch, text_runs, ref_shapes, target_shape)
     t = torch.full((batch,), timestep)
-    blocks, hooks = capture_blocks(model)
-    temb, h2 = capture_temb(model)
+    run = lowp(model)
+    blocks, hooks = capture_blocks(run)
+    temb, h2 = capture_temb(run)
     with torch.no_grad():
-        sample = model(hidden_states=latents, encoder_hidden_states=enc, timestep=t, img_shapes=[img_shapes] * batch,
-                       img_mask=img_mask, return_dict=False)[0]
+        sample = run(hidden_states=lowp(latents), encoder_hidden_states=lowp(enc), timestep=lowp(t),
+                     img_shapes=[img_shapes] * batch, img_mask=img_mask, return_dict=False)[0]
     for h in hooks + [h2]:
         h.remove()
     outputs = {"sample": sample, "temb": temb["temb"], "modulation": blocks["mod.0"], "block_input": blocks["in.0"]}
@@ -201,7 +203,8 @@ def transformer_case(out, case, seed, batch, text_runs, ref_shapes, target_shape
 
 def block_case(out, case, seed, batch, text_runs, ref_shapes, target_shape, timestep, **over):
     """One block of a 1-layer model, fed by the model's own forward so the joint input and the modulation are what
-    upstream builds; the fixture stores them as the block's inputs."""
+    upstream builds; the fixture stores them as the block's inputs. The f16 pass runs the block alone in float16 on
+    those (float32) inputs, as the test does."""
     cfg, model, gen = build(seed, num_layers=1, **over)
     img_mask, img_shapes, latents, enc = transformer_inputs(gen, cfg, batch, text_runs, ref_shapes, target_shape)
     t = torch.full((batch,), timestep)
@@ -211,6 +214,9 @@ def block_case(out, case, seed, batch, text_runs, ref_shapes, target_shape, time
               img_mask=img_mask, return_dict=False)
     for h in hooks:
         h.remove()
+    if in_f16_pass():
+        with torch.no_grad():
+            blocks["out.0"] = lowp(model.transformer_blocks[0])(**lowp(blocks["kwargs.0"]))
     weights = {k: v for k, v in model.state_dict().items() if k.startswith("transformer_blocks.0.")}
     inputs = dict(layout_inputs(img_mask, img_shapes, t), hidden_states=blocks["in.0"], modulation=blocks["mod.0"])
     write_case(out, MODEL, "block", case, weights=weights, inputs=inputs,
@@ -247,9 +253,9 @@ def scheduler_case(out, case, steps, height, width):
                tolerance={"f32": {"atol": 1e-6, "rtol": 1e-6}})
 
 
-def trajectory_case(out, case, seed, text_runs, ref_shapes, target_shape, steps=2):
+def trajectory_case(out, case, seed, text_runs, ref_shapes, target_shape, steps=2, **over):
     """The pipeline's denoising loop (batch 1, cfg off, use_kv_cache=True) for `steps` steps."""
-    cfg, model, gen = build(seed)
+    cfg, model, gen = build(seed, **over)
     img_mask, img_shapes, latents_all, enc = transformer_inputs(gen, cfg, 1, text_runs, ref_shapes, target_shape)
     n_target = target_shape[1] * target_shape[2]
     refs = latents_all[:, :-n_target] if ref_shapes else None
@@ -259,6 +265,7 @@ def trajectory_case(out, case, seed, text_runs, ref_shapes, target_shape, steps=
     sch.set_begin_index(0)
     cache = QwenImage21KVCache(len(model.transformer_blocks))
     outputs = {"sigmas": sch.sigmas, "timesteps": sch.timesteps}
+    run, enc_run, refs_run, latents = lowp(model), lowp(enc), lowp(refs), lowp(latents)
     inputs = dict(layout_inputs(img_mask, img_shapes, torch.tensor([0.0])), encoder_hidden_states=enc,
                   latents=latents, steps=torch.tensor([steps]))
     del inputs["timestep"]
@@ -267,9 +274,9 @@ def trajectory_case(out, case, seed, text_runs, ref_shapes, target_shape, steps=
     with torch.no_grad():
         for i, t in enumerate(sch.timesteps):
             mode = "extract" if i == 0 else "cached"
-            x = latents if refs is None else torch.cat([refs, latents], dim=1)
+            x = latents if refs is None else torch.cat([refs_run, latents], dim=1)
             timestep = t.expand(latents.shape[0]).to(latents.dtype)
-            pred = model(hidden_states=x, timestep=timestep / 1000, encoder_hidden_states=enc,
+            pred = run(hidden_states=x, timestep=timestep / 1000, encoder_hidden_states=enc_run,
                          encoder_hidden_states_mask=None, img_shapes=[img_shapes], img_mask=img_mask,
                          kv_cache=cache, kv_cache_mode=mode, return_dict=False)[0]
             pred = pred[:, -latents.size(1):]
@@ -279,6 +286,11 @@ def trajectory_case(out, case, seed, text_runs, ref_shapes, target_shape, steps=
     write_case(out, MODEL, "trajectory", case, weights=dict(model.state_dict()), inputs=inputs, outputs=outputs,
                config={"transformer": config_json(model), "scheduler": dict(sch.config)},
                upstream=UPSTREAM_TRANSFORMER + "; " + UPSTREAM_SCHEDULER, seed=seed)
+
+
+# Another config (issue 19's new cases): 3 heads x 16, rope (4, 6, 6), context 24, 8 channels, mlp_ratio 2, 3 layers.
+OTHER = dict(attention_head_dim=16, num_attention_heads=3, axes_dims_rope=(4, 6, 6), context_in_dim=24, in_channels=8,
+             out_channels=8, mlp_ratio=2)
 
 
 def main(out):
@@ -306,8 +318,17 @@ def main(out):
     trajectory_case(out, "t2i", 31, [6], [], (1, 4, 6))
     trajectory_case(out, "refs", 32, [3, 2, 4], [(1, 2, 4), (1, 4, 2)], (1, 4, 4))
 
+    # other configs and seeds
+    rope_case(out, "other_axes_8_12_12", 6, (8, 12, 12), [4, 1, 0], [(1, 6, 2), (1, 2, 2)], (1, 6, 8))
+    block_case(out, "other_config_refs", 14, 1, [2, 5], [(1, 4, 4)], (1, 2, 4), 0.18, **OTHER)
+    transformer_case(out, "other_config_two_refs", 25, 1, [1, 0, 3], [(1, 2, 2), (1, 4, 2)], (1, 4, 2), 0.62,
+                     num_layers=3, **OTHER)
+    scheduler_case(out, "steps13_1184x864", 13, 864, 1184)
+    trajectory_case(out, "other_config_3_steps", 33, [5, 2], [(1, 2, 4)], (1, 2, 2), steps=3, **OTHER)
+
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True, help="fixture root (test/fixtures/golden)")
-    main(ap.parse_args().out)
+    a = ap.parse_args()
+    record_f16(lambda: main(a.out))

@@ -39,7 +39,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import seed_everything, write_case  # noqa: E402
+from common import lowp, record_f16, seed_everything, write_case  # noqa: E402
 
 import diffusers  # noqa: E402
 
@@ -47,8 +47,10 @@ qi21 = importlib.import_module("diffusers.models.autoencoders.autoencoder_kl_qwe
 AutoencoderKLQwenImage21 = qi21.AutoencoderKLQwenImage21
 
 MODEL = "qwen_image21"
-COMMIT = "d6dfd676aefd4fcf694eb180f0525d9ccec54fc8"
-UPSTREAM = (f"huggingface/diffusers@{COMMIT} autoencoder_kl_qwenimage21.py + pipeline_qwenimage21.py@c245e42d101b "
+# The fixtures were first made from d6dfd676; the merged version 21b3a41d (transcribed the same way) gives the same
+# tensors bit for bit at float32 and adds the float32 normalisation inside RMS_norm for f16 inputs.
+COMMIT = "21b3a41d7f82acbe69fc6f00c1caf27d37c31f9a"
+UPSTREAM = (f"huggingface/diffusers@{COMMIT} autoencoder_kl_qwenimage21.py + pipeline_qwenimage21.py@0a1f36769ccd "
             f"VAE steps (diffusers {diffusers.__version__}, torch {torch.__version__})")
 
 TINY = dict(base_dim=2, decoder_base_dim=2, z_dim=64, dim_mult=[1, 2, 4, 8, 8], num_res_blocks=2, attn_scales=[],
@@ -71,9 +73,9 @@ def randomize(model, gen, prefixes):
                 p.copy_(torch.randn(p.shape, generator=gen))
 
 
-def build(seed, prefixes):
+def build(seed, prefixes, **over):
     gen = seed_everything(seed)
-    vae = AutoencoderKLQwenImage21(**TINY).eval()
+    vae = AutoencoderKLQwenImage21(**dict(TINY, **over)).eval()
     randomize(vae, gen, prefixes)
     mean = torch.tensor(vae.config.latents_mean).view(1, -1, 1, 1, 1)
     std = torch.tensor(vae.config.latents_std).view(1, -1, 1, 1, 1)
@@ -87,10 +89,12 @@ def hook(store, key):
     return fn
 
 
-def decode_case(name, seed, batch, h, w, intermediates=True):
+def decode_case(name, seed, batch, h, w, intermediates=True, **over):
     prefixes = ("decoder.", "post_quant_conv.")
-    vae, gen, mean, std = build(seed, prefixes)
+    vae, gen, mean, std = build(seed, prefixes, **over)
     latents = torch.randn(batch, 64, 1, h, w, generator=gen)
+    weights = {k: v for k, v in vae.state_dict().items() if k.startswith(prefixes)}
+    vae = lowp(vae)
     seen = {}
     mods = {"post_quant_conv": vae.post_quant_conv, "conv_in": vae.decoder.conv_in, "mid_block": vae.decoder.mid_block,
             "decoder": vae.decoder}
@@ -101,29 +105,29 @@ def decode_case(name, seed, batch, h, w, intermediates=True):
         mods = {}
     hooks = [m.register_forward_hook(hook(seen, k)) for k, m in mods.items()]
     with torch.no_grad():
-        decoded = vae.decode(latents * std + mean, return_dict=False)[0]
+        decoded = vae.decode(lowp(latents) * lowp(std) + lowp(mean), return_dict=False)[0]  # the pipeline's order
     for hk in hooks:
         hk.remove()
-    weights = {k: v for k, v in vae.state_dict().items() if k.startswith(prefixes)}
     write_case(ARGS.out, MODEL, "vae_decode", name, weights=weights, inputs={"latents": latents},
                outputs={**seen, "decoded": decoded}, config=dict(vae.config), upstream=UPSTREAM, seed=seed)
 
 
-def encode_case(name, seed, batch, height, width):
+def encode_case(name, seed, batch, height, width, **over):
     prefixes = ("encoder.", "quant_conv.")
-    vae, gen, mean, std = build(seed, prefixes)
+    vae, gen, mean, std = build(seed, prefixes, **over)
     pixels = torch.rand(batch, 4, 1, height, width, generator=gen) * 2 - 1
+    weights = {k: v for k, v in vae.state_dict().items() if k.startswith(prefixes)}
+    vae = lowp(vae)
     seen = {}
     mods = {"mid_block": vae.encoder.mid_block, "encoder": vae.encoder, "quant_conv": vae.quant_conv}
     for i, b in enumerate(vae.encoder.down_blocks):
         mods[f"down_block.{i}"] = b
     hooks = [m.register_forward_hook(hook(seen, k)) for k, m in mods.items()]
     with torch.no_grad():
-        mode = vae.encode(pixels).latent_dist.mode()
-        latents = (mode - mean) / std
+        mode = vae.encode(lowp(pixels)).latent_dist.mode()
+        latents = (mode - lowp(mean)) / lowp(std)
     for hk in hooks:
         hk.remove()
-    weights = {k: v for k, v in vae.state_dict().items() if k.startswith(prefixes)}
     write_case(ARGS.out, MODEL, "vae_encode", name, weights=weights, inputs={"pixels": pixels},
                outputs={**seen, "mode": mode, "latents": latents}, config=dict(vae.config), upstream=UPSTREAM,
                seed=seed)
@@ -134,10 +138,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ARGS = ap.parse_args()
-    decode_case("small", 1, 1, 3, 5)                        # 48 x 80 pixels, every intermediate
-    decode_case("tall", 2, 1, 40, 1, intermediates=False)   # 640 x 16: row strips cut on both sides by the 13-row halo
-    encode_case("small", 3, 1, 48, 80)
-    encode_case("batch2", 4, 2, 32, 16)
+
+    def cases():
+        decode_case("small", 1, 1, 3, 5)                        # 48 x 80 pixels, every intermediate
+        decode_case("tall", 2, 1, 40, 1, intermediates=False)   # 640 x 16: row strips cut on both sides by the 13-row halo
+        encode_case("small", 3, 1, 48, 80)
+        encode_case("batch2", 4, 2, 32, 16)
+        # other configs and seeds (issue 19): one res block per level, other widths
+        decode_case("other_config", 5, 1, 2, 3, decoder_base_dim=2, num_res_blocks=1)
+        encode_case("other_config", 6, 1, 32, 48, base_dim=3, num_res_blocks=1)
+
+    record_f16(cases)
 
 
 if __name__ == "__main__":

@@ -1,25 +1,26 @@
 // Qwen-Image-2.1's prompt encoder: diffusers' QwenImage21Pipeline._get_qwen_prompt_embeds (pipeline_qwenimage21.py
-// at c245e42d) on our Qwen3Model, plus the Qwen3-VL vision tower for reference images. Qwen3-VL-8B's text decoder
-// lives under "model.language_model.", the tower under "model.visual." (Qwen3VLForConditionalGeneration's keys).
+// at 0a1f3676, as merged with huggingface/diffusers#14804) on our Qwen3Model, plus the Qwen3-VL vision tower for
+// reference images. Qwen3-VL-8B's text decoder lives under "model.language_model.", the tower under "model.visual."
+// (Qwen3VLForConditionalGeneration's keys).
 //
 //   text-to-image: "<|im_start|>system\n{SYS}<|im_end|>\n<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n"
-//   N references:  ... user\nPicture 1: <|vision_start|><|image_pad|><|vision_end|> Picture 2: <|vision_start|>
-//                  <|image_pad|><|vision_end|>{prompt}<|im_end|>\n ...        (blocks joined by one space)
+//   N references:  ... user\n<image1><|vision_start|><|image_pad|><|vision_end|> <image2><|vision_start|><|image_pad|>
+//                  <|vision_end|>{prompt}<|im_end|>\n ...        (blocks joined by one space; ComfyUI's form too)
+//   an empty prompt is " " (Qwen has no bos token: an empty string would leave the encoder nothing to read)
 //   -> ids, each <|image_pad|> expanded to its image's merged-token count (H/32)(W/32) (the processor's job)
 //   -> embed_tokens, the tower's merged tokens written over the image rows, deepstack features added to the image
 //      rows after the first decoder layers, 3D MRoPE positions (get_rope_index)
 //   -> the last decoder layer's output *before* the final norm (L, hidden)
 //   -> drop the system turn's tokens -> conditioning (L - drop, hidden), image rows kept   (hidden = 4096 for 8B)
 //
-// Upstream takes `hidden_states[-1]`, which transformers 4.57 (what the checkpoint is tuned to) returns un-normed;
-// 5.x norms it. drop = the token count of the system turn alone (upstream: apply_chat_template on the system
-// message, which renders the same string). The template is a raw string, not the chat template (they tokenize
-// differently, per upstream). Upstream pads a batch on the right and keeps each prompt's unpadded rows; the
-// decoder is causal and text positions count real tokens only, so encoding each prompt on its own gives the same
-// rows (the golden batch case checks that).
-// Reference labels: upstream draws the label word per prompt from ["Picture ", "Image ", "图 ", "图片 "]; we always use
-// "Picture " (deterministic, and the word the service's prompts use for references), so the prompt goes in verbatim
-// and its "Picture N" mentions name the N-th reference's label.
+// Upstream takes `hidden_states[-1]` with a forward hook that returns the final norm's input (transformers 4.57, which
+// the checkpoint is tuned to, returns it un-normed; 5.x norms it). drop = the token count of the system turn alone
+// (upstream: apply_chat_template on the system message, which renders the same string: 14 tokens). The template is a
+// raw string, not the chat template (they tokenize differently, per upstream). Upstream pads a batch on the left and
+// keeps each prompt's unpadded rows; the decoder is causal and text positions count real tokens only, so encoding
+// each prompt on its own gives the same rows (the golden batch case checks that).
+// The prompt goes in verbatim after the reference blocks: the service's "Picture N" is the user's own wording for the
+// N-th reference, whose block the model sees labelled <imageN> (docs/models/qwen-image-2.1.md, "Prompt template").
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
@@ -42,8 +43,6 @@ import {
 import type { TextTokenizer } from '../tokenizer';
 
 export const QWEN_IMAGE21_SYSTEM_PROMPT = 'Comprehend and analyze the provided prompt.';
-/** The reference label word (upstream's first choice; see the header). */
-export const QWEN_IMAGE21_REFERENCE_LABEL = 'Picture ';
 /** VAE / transformer pixels per latent token side: a reference's img_shapes entry is (1, H/16, W/16). */
 const LATENT_SCALE = 16;
 
@@ -55,12 +54,12 @@ export function qwenImage21SystemTurn(): string {
 /** The vision blocks before the prompt for `references` images ('' for none). */
 export function qwenImage21ReferenceBlocks(references: number): string {
   if (!Number.isInteger(references) || references < 0) throw new RangeError(`qwenImage21ReferenceBlocks: ${references} references`);
-  return Array.from({ length: references }, (_, i) => `${QWEN_IMAGE21_REFERENCE_LABEL}${i + 1}: <|vision_start|><|image_pad|><|vision_end|>`).join(' ');
+  return Array.from({ length: references }, (_, i) => `<image${i + 1}><|vision_start|><|image_pad|><|vision_end|>`).join(' ');
 }
 
-/** The template around a prompt (inserted verbatim), with one vision block per reference image. */
+/** The template around a prompt (inserted verbatim; an empty one as " "), with one vision block per reference image. */
 export function qwenImage21PromptText(prompt: string, references = 0): string {
-  return `${qwenImage21SystemTurn()}<|im_start|>user\n${qwenImage21ReferenceBlocks(references)}${prompt}<|im_end|>\n<|im_start|>assistant\n`;
+  return `${qwenImage21SystemTurn()}<|im_start|>user\n${qwenImage21ReferenceBlocks(references)}${prompt || ' '}<|im_end|>\n<|im_start|>assistant\n`;
 }
 
 export interface QwenImage21PromptTokens {
