@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TaskKind } from '../catalog';
+import { ClusterSettingsError, loadClusterSettings, loadWorkerProfiles, type ClusterSettings } from './cluster-settings';
 
 /** Every setting the service reads, parsed and validated once at boot. Nothing else reads process.env
  * (the engine's own KILN_* switches aside, which it reads for itself since it never imports Nest). */
@@ -29,6 +30,8 @@ export interface Settings {
   fetchTimeoutS: number;
   /** `local`: the API starts and supervises one GPU worker process. `none`: no GPU here; jobs wait. Default local. */
   workers: 'local' | 'none';
+  /** QUEUE, REDIS_URL, STORAGE and the S3_* settings (docs/deploy.md). */
+  cluster: ClusterSettings;
   /** Seconds a running task may take to stop after its DELETE before the worker is killed and restarted. Default 10. */
   interruptGraceS: number;
   /** Longest run of one task per kind, seconds (model load included): the worker is then killed and restarted and
@@ -61,6 +64,12 @@ export interface WorkerSettings {
   logLevel: string;
   /** Shown in /api/health. Default <host name>-<pid>. */
   workerName: string;
+  /** REDIS_URL set: take work from Redis (a GPU host), else from the API that started this worker (IPC). */
+  cluster: ClusterSettings;
+  /** WORKER_PROFILES: the profiles served; undefined: all this worker has weights for (real or demo). */
+  workerProfiles?: string[];
+  /** Seconds between heartbeats a worker may miss before the API counts it lost (WORKER_STALL_S). */
+  stallS: number;
 }
 
 export class SettingsError extends Error {
@@ -101,6 +110,15 @@ function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'demoWeight
     weightsDir: resolve(env.WEIGHTS_DIR?.trim() || './weights'),
     demoWeightsDir: resolve(env.DEMO_WEIGHTS_DIR?.trim() || join(dataDir, 'demo-weights')),
   };
+}
+
+function cluster(env: Env): ClusterSettings {
+  try {
+    return loadClusterSettings(env);
+  } catch (err) {
+    if (err instanceof ClusterSettingsError) throw new SettingsError(err.message);
+    throw err;
+  }
 }
 
 /** Standard Webhooks secrets: `whsec_` and the base64 of 24 to 64 random bytes. */
@@ -160,6 +178,7 @@ export function loadSettings(env: Env = process.env): Settings {
     maxBodyMb: int(env, 'MAX_BODY_MB', 360, 1, 4096),
     fetchTimeoutS: int(env, 'FETCH_TIMEOUT_S', 30, 1, 3600),
     workers,
+    cluster: cluster(env),
     interruptGraceS: int(env, 'INTERRUPT_GRACE_S', 10, 1, 3600),
     maxJobS: maxJobS(env),
     workerStallS: int(env, 'WORKER_STALL_S', 60, 2, 3600),
@@ -176,7 +195,13 @@ export function loadSettings(env: Env = process.env): Settings {
 export function loadWorkerSettings(env: Env = process.env): WorkerSettings {
   const name = env.WORKER_NAME?.trim() || `${hostname()}-${process.pid}`;
   if (!/^[\w.@:-]{1,100}$/.test(name)) throw new SettingsError(`WORKER_NAME=${JSON.stringify(env.WORKER_NAME)}: use 1 to 100 letters, digits and . _ - @ :`);
-  return { ...dirsOf(env), logLevel: logLevelOf(env), workerName: name };
+  let profiles: string[] | undefined;
+  try {
+    profiles = loadWorkerProfiles(env);
+  } catch (err) {
+    throw new SettingsError((err as Error).message);
+  }
+  return { ...dirsOf(env), logLevel: logLevelOf(env), workerName: name, cluster: cluster(env), workerProfiles: profiles, stallS: int(env, 'WORKER_STALL_S', 60, 2, 3600) };
 }
 
 /** Nest injection token for the Settings object. */

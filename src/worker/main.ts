@@ -1,6 +1,7 @@
 // The GPU worker process (node dist/worker.js; docs/architecture.md). It owns the engine, the model pipelines,
-// weights loading and media encoding, runs the tasks the API process sends over the IPC channel one at a time
-// (runner.ts), and reports protocol events. It never serves HTTP and never touches the job store.
+// weights loading and media encoding, runs the tasks the API sends one at a time (runner.ts), and reports protocol
+// events: over the IPC channel of the API that started it (ipc-host.ts), or through Redis as one of many workers
+// (REDIS_URL: redis-host.ts, docs/deploy.md). It never serves HTTP and never touches the job store.
 //
 // A fault here costs the task in hand, not the service: the API sees the exit, fails the task with the reason and
 // starts a new worker. So the worker exits on purpose where its state can no longer be trusted: an uncaught error
@@ -12,13 +13,14 @@ import { EngineHolder } from '../engine/engine';
 import { imageProfileEntries } from './profiles/image';
 import { speechProfileEntry } from './profiles/speech';
 import { videoProfileEntries } from './profiles/video';
-import { PROTOCOL_VERSION, WORKER_ENV, type FromWorker, type PipelineModule, type ToWorker } from './protocol';
+import { S3Store } from '../storage/s3-store';
+import type { WorkerHost } from './host';
+import { IpcHost } from './ipc-host';
+import { WORKER_ENV, type PipelineModule } from './protocol';
+import { RedisHost } from './redis-host';
 import { ProfileRegistry, type ProfileEntry } from './registry';
 import { Runner } from './runner';
 
-const HEARTBEAT_MS = 1000;
-/** How often the served profiles are checked for a change (a finished pull, a generated demo checkpoint). */
-const PROFILES_MS = 2000;
 /** Exit codes the API reads (local-worker.ts). */
 export const EXIT = { badSettings: 2, fatal: 70 } as const;
 
@@ -32,69 +34,66 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
     process.exit(EXIT.badSettings);
   }
   const send = process.send?.bind(process);
-  if (!send) {
-    process.stderr.write('kiln worker: no API process to take tasks from. The API starts its GPU worker itself (WORKERS=local, the default); run `npm start`.\n');
+  const redisUrl = settings.cluster.redisUrl;
+  if (!send && !redisUrl) {
+    process.stderr.write('kiln worker: no API to take tasks from. Either the API starts its GPU worker itself (WORKERS=local, the default: run `npm start`), or a GPU host takes work from Redis: set REDIS_URL (docs/deploy.md).\n');
     process.exit(EXIT.badSettings);
   }
   const log = createLogger(settings.logLevel).child({ process: 'worker', worker: settings.workerName });
-  const report = (event: FromWorker) => {
-    if (process.connected) send(event);
+  const store = settings.cluster.s3 ? new S3Store(settings.cluster.s3) : undefined;
+  const holder = new EngineHolder();
+  const registry = buildRegistry(settings, holder, log, env);
+  const shutdown = async (runner: Runner) => {
+    await runner.stop();
+    if (host instanceof RedisHost) await host.close();
+    holder.destroy();
+    process.exit(0);
   };
+  // with REDIS_URL the worker takes work from Redis, even when an API started it (WORKERS=local, QUEUE=redis)
+  const host: WorkerHost = redisUrl ? new RedisHost(redisUrl, settings.workerName, store, { stallS: settings.stallS, log }) : new IpcHost((m, done) => send!(m, undefined, undefined, done ? () => done() : undefined), shutdown);
 
-  // The worker's own state can no longer be trusted: say why, then exit (the API restarts it).
+  // The worker's own state can no longer be trusted: say why, then exit (the API, or the host's supervisor,
+  // starts it again).
   let dying = false;
   const die = (message: string, err?: unknown) => {
     if (dying) return;
     dying = true;
     log.error({ err }, message);
-    if (!process.connected) process.exit(EXIT.fatal);
-    send({ type: 'fatal', message } satisfies FromWorker, () => process.exit(EXIT.fatal));
-    setTimeout(() => process.exit(EXIT.fatal), 1000).unref();
+    void host.fatal(message).finally(() => process.exit(EXIT.fatal));
+    setTimeout(() => process.exit(EXIT.fatal), 2000).unref();
   };
   process.on('uncaughtException', (err) => die(`uncaught error: ${err instanceof Error ? err.message : String(err)}`, err));
   process.on('unhandledRejection', (err) => die(`unhandled rejection: ${err instanceof Error ? err.message : String(err)}`, err));
-  // The API is gone (closed, or killed): nothing will read what this worker does.
-  process.on('disconnect', () => process.exit(0));
+  // The API that started this worker is gone (closed, or killed): nothing will read what it does.
+  if (send) process.on('disconnect', () => process.exit(0));
 
-  const holder = new EngineHolder();
-  const registry = buildRegistry(settings, holder, log, env);
   const runner = new Runner(
     registry,
     (event) => {
-      report(event);
+      host.report(event);
       // A lost device leaves native state behind that a new device in this process may trip over: start afresh.
       if ((event.type === 'done' || event.type === 'failed') && holder.lost) die('the GPU device was lost');
     },
     { fitsBeside: (bytes) => holder.peek()?.canFit(bytes) ?? false, log: (msg, extra) => log.warn(extra ?? {}, msg) },
   );
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(runner));
 
-  process.on('message', (m: ToWorker) => {
-    if (m.type === 'run') runner.enqueue(m.task);
-    else if (m.type === 'cancel') runner.cancel(m.id, m.reason);
-    else if (m.type === 'shutdown') {
-      void runner.stop().finally(() => {
-        holder.destroy();
-        process.exit(0);
-      });
-    }
-  });
-
-  let served = JSON.stringify(registry.served());
-  // The adapter for /api/health, probed before hello (jobs would create the engine anyway), so a ready worker's
-  // health says which GPU it has, or why it has none.
+  // The adapter for /api/health, probed before the worker says hello (jobs would create the engine anyway), so a
+  // ready worker's health says which GPU it has, or why it has none.
   const gpu = await holder.get().then(
     (e) => ({ available: true, ...(e.describe() as object) }),
     (err: unknown) => ({ available: false, error: err instanceof Error ? err.message : String(err) }),
   );
-  report({ type: 'hello', version: PROTOCOL_VERSION, pid: process.pid, name: settings.workerName, profiles: JSON.parse(served), gpu });
-  setInterval(() => {
-    const memory = holder.peek()?.pool.stats();
-    report({ type: 'heartbeat', running: runner.runningIds(), loaded: runner.loadedKeys(), memory: memory ? { ...memory } : undefined });
-  }, HEARTBEAT_MS);
-  setInterval(() => {
-    const now = JSON.stringify(registry.served());
-    if (now !== served) report({ type: 'profiles', profiles: JSON.parse((served = now)) });
-  }, PROFILES_MS);
+  await host.start(runner, {
+    name: settings.workerName,
+    pid: process.pid,
+    gpu,
+    profiles: () => registry.served(),
+    now: () => {
+      const memory = holder.peek()?.pool.stats();
+      return { loaded: runner.loadedKeys(), running: runner.runningIds(), memory: memory ? { ...memory } : undefined };
+    },
+  });
   log.info({ pid: process.pid, profiles: registry.all().length }, 'GPU worker ready');
 }
 
@@ -110,5 +109,7 @@ function buildRegistry(settings: WorkerSettings, holder: EngineHolder, log: Logg
     const made = (require(spec.module) as Record<string, (...args: unknown[]) => ProfileEntry | ProfileEntry[]>)[spec.export](...(spec.args ?? []));
     for (const entry of Array.isArray(made) ? made : [made]) registry.register(entry);
   }
+  // WORKER_PROFILES: only these (a host whose GPU holds one model family, say)
+  if (settings.workerProfiles) registry.keepOnly(settings.workerProfiles);
   return registry;
 }

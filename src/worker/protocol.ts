@@ -140,3 +140,48 @@ export const WORKER_ENV = {
   /** `0`: serve only the PipelineModule entries, not the built-in models. */
   builtins: 'KILN_WORKER_BUILTINS',
 } as const;
+
+// ---- many hosts (QUEUE=redis; docs/deploy.md): the same messages through Redis ----
+
+/** Redis keys and names shared by the API and the workers. */
+export const REDIS_KEYS = {
+  /** Set of the names of the workers that have said hello. */
+  workers: 'kiln:workers',
+  /** A worker's heartbeat (a WorkerBeat as JSON), rewritten every second, expiring when it stops. */
+  worker: (name: string) => `kiln:worker:${name}`,
+  /** Pub/sub channel of a worker's Control messages. */
+  control: (name: string) => `kiln:ctl:${name}`,
+  /** Set while a task is to stop (a cancel the worker may have missed while disconnected). */
+  cancel: (id: string) => `kiln:cancel:${id}`,
+  /** The BullMQ queue a worker takes its tasks from. */
+  queue: (name: string) => `kiln-w-${name.replace(/[^\w.-]/g, '_')}`,
+} as const;
+
+/** What a worker publishes about itself every second. */
+export interface WorkerBeat {
+  version: number;
+  name: string;
+  host: string;
+  pid: number;
+  profiles: ServedProfile[];
+  gpu: Record<string, unknown>;
+  loaded: string[];
+  running: string[];
+  memory?: Record<string, number>;
+  /** Unix seconds of this beat, and of the worker's start. */
+  at: number;
+  started_at: number;
+}
+
+/** API -> one worker, on its control channel. `exit`: stop now (the host's supervisor starts it again). */
+export type Control = { type: 'cancel'; id: string; reason: 'cancelled' | 'interrupted' } | { type: 'exit'; reason: string };
+
+/** A task's end through BullMQ: the return value of a done task; a failed one's failedReason is a FailedReason JSON. */
+export interface TaskResult {
+  output: string;
+  exec_s: number;
+}
+export interface FailedReason {
+  code: FailCode;
+  message: string;
+}

@@ -42,6 +42,11 @@ export class ProfileRegistry {
     return this.entries.get(`${kind}/${profile}`);
   }
 
+  /** Drops every entry whose profile is not in `profiles`. */
+  keepOnly(profiles: readonly string[]): void {
+    for (const [key, e] of this.entries) if (!profiles.includes(e.profile)) this.entries.delete(key);
+  }
+
   all(): ProfileEntry[] {
     return [...this.entries.values()];
   }
