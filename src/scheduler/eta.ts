@@ -62,25 +62,43 @@ export interface RunningEta {
   expectedS: number;
 }
 
+/** One GPU worker as the ETA sees it: the job it runs (if any), the model it holds for jobs, what it serves. */
+export interface EtaWorker {
+  running?: RunningEta & { id: string; key: string };
+  /** kind/profile of the model it holds for jobs. */
+  key?: string;
+  serves(task: WorkerTask): boolean;
+}
+
 /**
- * Seconds until each job finishes: the running one's expected total less what has elapsed (never below 0), then the
- * queue in its order, each adding its expected run and, where its profile differs from the job before it (or from
- * `loadedKey`, the model on the GPU when nothing runs), that model's load.
+ * Seconds until each job finishes: a running one's expected total less what has elapsed (never below 0); then the
+ * queue in its order, each job going to the worker that serves it and frees up first (a tie goes to the one holding
+ * its model), adding its expected run and, where that worker must switch models, the model's load. A job no worker
+ * serves gets none. With one worker this is the sum of everything ahead.
  */
-export function queueEtas(now: number, running: (RunningEta & { id: string; key: string }) | undefined, queue: readonly WorkerTask[], model: EtaModel, loadedKey?: string): Map<string, number> {
+export function fleetEtas(now: number, workers: readonly EtaWorker[], queue: readonly WorkerTask[], model: EtaModel): Map<string, number> {
   const out = new Map<string, number>();
-  let t = 0;
-  let key = loadedKey;
-  if (running) {
-    t = Math.max(0, running.expectedS - (now - running.started));
-    out.set(running.id, t);
-    key = running.key;
-  }
+  const state = workers.map((w) => {
+    const free = w.running ? Math.max(0, w.running.expectedS - (now - w.running.started)) : 0;
+    if (w.running) out.set(w.running.id, free);
+    return { w, free, key: w.running?.key ?? w.key };
+  });
   for (const task of queue) {
     const k = profileKey(task);
-    t += model.runS(task) + (k !== key ? model.loadS(k) : 0);
-    key = k;
-    out.set(task.id, t);
+    let best: (typeof state)[number] | undefined;
+    for (const s of state) {
+      if (!s.w.serves(task)) continue;
+      if (!best || s.free < best.free || (s.free === best.free && s.key === k && best.key !== k)) best = s;
+    }
+    if (!best) continue;
+    best.free += model.runS(task) + (best.key !== k ? model.loadS(k) : 0);
+    best.key = k;
+    out.set(task.id, best.free);
   }
   return out;
+}
+
+/** fleetEtas for one worker that serves everything: `running` its job, `loadedKey` the model it holds when idle. */
+export function queueEtas(now: number, running: (RunningEta & { id: string; key: string }) | undefined, queue: readonly WorkerTask[], model: EtaModel, loadedKey?: string): Map<string, number> {
+  return fleetEtas(now, [{ running, key: loadedKey, serves: () => true }], queue, model);
 }

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { PROTOCOL_VERSION, WORKER_ENV, type FromWorker, type PipelineModule, type ServedProfile, type ToWorker, type WorkerTask } from '../worker/protocol';
-import type { WorkerLink, WorkerStatus } from './worker-link';
+import type { WorkerLink, WorkerPool, WorkerStatus } from './worker-link';
 
 export interface LocalWorkerOptions {
   /** The settings the worker shares with the API, passed in its environment. */
@@ -33,11 +33,11 @@ const MAX_BACKOFF_S = 60;
 const START_S = 60;
 const NICE = '/usr/bin/nice';
 
-export class LocalWorker extends EventEmitter implements WorkerLink {
+export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool {
   private child: ChildProcess | undefined;
   private state: WorkerStatus['state'] = 'starting';
   private pid: number | null = null;
-  private name: string | null = null;
+  private helloName: string | null = null;
   private readySince: number | null = null;
   private lastWord = 0;
   private restarts = 0;
@@ -60,6 +60,20 @@ export class LocalWorker extends EventEmitter implements WorkerLink {
 
   get ready(): boolean {
     return this.state === 'ready';
+  }
+
+  /** The worker's WORKER_NAME once it said hello. */
+  get name(): string {
+    return this.helloName ?? 'local';
+  }
+
+  lostText(reason: string, doing: string, what: 'job' | 'request'): string {
+    return `GPU worker ${reason} while ${doing}; the ${what} was not finished`;
+  }
+
+  /** The process that held it is gone with everything it had: nothing of it can run there any more. */
+  async withdraw(): Promise<boolean> {
+    return true;
   }
 
   get profiles(): readonly ServedProfile[] {
@@ -95,6 +109,22 @@ export class LocalWorker extends EventEmitter implements WorkerLink {
     this.child.kill('SIGKILL');
   }
 
+  // ---- a pool of one: the scheduler routes everything to this worker ----
+
+  readonly fixed = true;
+
+  links(): WorkerLink[] {
+    return [this];
+  }
+
+  link(name: string): WorkerLink | undefined {
+    return name === this.name ? this : undefined;
+  }
+
+  health(): Record<string, unknown> {
+    return {};
+  }
+
   async stop(graceMs: number): Promise<void> {
     clearInterval(this.watchdog);
     clearTimeout(this.restartTimer);
@@ -113,7 +143,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink {
       mode: 'local',
       state: this.state,
       pid: this.pid,
-      name: this.name,
+      name: this.helloName,
       restarts: this.restarts,
       ready_since: this.readySince,
       last_exit: this.lastExit,
@@ -146,7 +176,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink {
     this.child = child;
     this.state = 'starting';
     this.pid = child.pid ?? null;
-    this.name = null;
+    this.helloName = null;
     this.readySince = null;
     this.exitReason = undefined;
     this.heartbeat = undefined;
@@ -165,7 +195,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink {
           return;
         }
         this.state = 'ready';
-        this.name = m.name;
+        this.helloName = m.name;
         this.readySince = now();
         this.served = m.profiles;
         this.adapter = m.gpu;

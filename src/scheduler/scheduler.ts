@@ -1,18 +1,24 @@
-// The single-GPU queue, API side: strict FIFO for jobs, a lane of their own for interactive requests (speech), and
-// the watchdog over each task the GPU worker holds. No Nest code in here, and nothing of the engine or the models:
-// the work itself happens in the worker process (WorkerLink).
+// The GPU queue, API side: jobs by priority then arrival, a lane of their own for interactive requests (speech), the
+// routing of each to a GPU worker, and the watchdog over each task a worker holds. No Nest code in here, and nothing
+// of the engine or the models: the work itself happens in the worker processes (WorkerLink, in a WorkerPool).
 //
-// Order: interactive requests go to the worker as soon as it is ready (it runs them at the running job's next safe
-// point when the model fits beside it, else after the job); the next job goes only when the worker holds nothing,
-// and only once the previous task's end is saved (`settle`), so a crash between two jobs never finds both running.
+// Order: interactive requests go to a worker as soon as one that serves them is ready (it runs them at its running
+// job's next safe point when the model fits beside it, else after the job). A job goes to a ready worker that serves
+// its profile and holds nothing, preferring one that has its model loaded; a job no free worker serves waits while
+// later jobs of other profiles go (first come first served within a profile). A job goes only once the previous
+// task's end is saved (`settle`), so a crash between two jobs never finds both running.
 import { EventEmitter } from 'node:events';
 import { DEFAULT_PRIORITY, STAGE, STAGE_WORDS, type Stage, type TaskKind } from '../catalog';
 import type { FailCode, ServedProfile, WorkerTask } from '../worker/protocol';
-import { EtaModel, profileKey, queueEtas } from './eta';
-import type { TaskEvent, WorkerLink, WorkerStatus } from './worker-link';
+import { EtaModel, fleetEtas, profileKey } from './eta';
+import type { TaskEvent, WorkerLink, WorkerPool, WorkerStatus } from './worker-link';
 
 export interface Running {
   task: WorkerTask;
+  /** The worker it was sent to. */
+  link: WorkerLink;
+  /** Its queue priority (a job put back in the queue keeps it). */
+  priority: number;
   /** Unix seconds it was sent to the worker. */
   started: number;
   stage: Stage;
@@ -33,8 +39,8 @@ export type Outcome =
   | { status: 'failed'; code: FailCode | 'crashed' | 'timeout'; error: string; started: number; finished: number };
 
 export interface SchedulerEvents {
-  /** A task left the queue and went to the worker: positions of all queued tasks moved. */
-  started: (task: WorkerTask, started: number) => void;
+  /** A task left the queue and went to a worker (its name): positions of all queued tasks moved. */
+  started: (task: WorkerTask, started: number, worker: string) => void;
   progress: (task: WorkerTask) => void;
   /** A task ended (`started` is when it went to the worker). */
   finished: (task: WorkerTask, outcome: Outcome) => void;
@@ -73,22 +79,29 @@ export class Scheduler extends EventEmitter {
   private stopped = false;
   private readonly eta: EtaModel;
   private readonly now: () => number;
-  /** The profile (kind/profile) the last job sent used: the model the GPU holds for jobs. */
-  private lastKey: string | undefined;
+  /** Per worker, the profile (kind/profile) of the last job sent to it: the model it holds for jobs. */
+  private readonly lastKey = new WeakMap<WorkerLink, string>();
   /** ETAs of the jobs in hand and queued, until the queue or the measurements change. */
   private etaCache: { at: number; etas: Map<string, number> } | undefined;
 
-  /** `link` undefined: no worker on this host (WORKERS=none): tasks wait. */
+  /** `pool` undefined: no worker (WORKERS=none, QUEUE=local): tasks wait. */
   constructor(
-    private readonly link: WorkerLink | undefined,
+    private readonly pool: WorkerPool | undefined,
     private readonly o: SchedulerOptions,
   ) {
     super();
     this.eta = o.eta ?? new EtaModel({ get: () => undefined, add: () => {} });
     this.now = o.clock ?? (() => Date.now() / 1000);
-    link?.on('ready', () => this.pump());
-    link?.on('event', (e: TaskEvent) => this.onEvent(e));
-    link?.on('lost', (reason: string) => this.onLost(reason));
+    const watch = (link: WorkerLink) => {
+      link.on('ready', () => this.pump());
+      link.on('event', (e: TaskEvent) => this.onEvent(e));
+      link.on('lost', (reason: string) => void this.onLost(link, reason));
+    };
+    pool?.links().forEach(watch);
+    pool?.on('added', (link: WorkerLink) => {
+      watch(link);
+      this.pump();
+    });
   }
 
   override on<E extends keyof SchedulerEvents>(event: E, listener: SchedulerEvents[E]): this {
@@ -135,8 +148,16 @@ export class Scheduler extends EventEmitter {
     // kept until the queue or the measurements change; with a job running (its part counts down) for 0.1 s at most,
     // so a listing computes the queue's ETAs once, not once per job
     if (!this.etaCache || (running && now - this.etaCache.at > 0.1)) {
-      const r = running && { id: running.task.id, key: profileKey(running.task), started: running.started, expectedS: running.expectedS };
-      this.etaCache = { at: now, etas: queueEtas(now, r, this.queue, this.eta, this.lastKey) };
+      const links = this.pool?.links().filter((l) => l.ready || this.jobOn(l)) ?? [];
+      const workers = links.map((l) => {
+        const r = this.jobOn(l);
+        return {
+          running: r && { id: r.task.id, key: profileKey(r.task), started: r.started, expectedS: r.expectedS },
+          key: this.lastKey.get(l),
+          serves: (t: WorkerTask) => this.pool!.fixed || l.profiles.some((p) => p.kind === t.kind && p.profile === t.profile),
+        };
+      });
+      this.etaCache = { at: now, etas: fleetEtas(now, workers, this.queue, this.eta) };
     }
     const eta = this.etaCache.etas.get(id);
     return eta === undefined ? undefined : Math.round(eta * 10) / 10;
@@ -153,9 +174,20 @@ export class Scheduler extends EventEmitter {
     return this.queue.length;
   }
 
-  /** The running job (an interactive request beside it does not replace it). */
+  /** A running job (the first; an interactive request beside it does not replace it). */
   current(): Readonly<Running> | undefined {
     for (const r of this.inHand.values()) if (!this.o.interactive(r.task)) return r;
+    return undefined;
+  }
+
+  /** The running job of `id`, if it runs. */
+  running(id: string): Readonly<Running> | undefined {
+    return this.inHand.get(id);
+  }
+
+  /** The job a worker runs now. */
+  private jobOn(link: WorkerLink): Running | undefined {
+    for (const r of this.inHand.values()) if (r.link === link && !this.o.interactive(r.task)) return r;
     return undefined;
   }
 
@@ -168,25 +200,54 @@ export class Scheduler extends EventEmitter {
   /** The worker's word on (kind, profile): what it accepts, null if it does not serve it, undefined while no worker
    * has said what it serves (none on this host, or it is starting). */
   served(kind: TaskKind, profile: string): ServedProfile | null | undefined {
-    if (!this.link || (!this.link.ready && this.link.profiles.length === 0)) return undefined;
+    if (!this.pool || this.pool.links().every((l) => !l.ready && l.profiles.length === 0)) return undefined;
     return this.profiles().find((p) => p.kind === kind && p.profile === profile) ?? null;
   }
 
-  /** What the worker serves (its last report). */
+  /** What the workers serve (their last reports; the first worker's word on a profile several serve). */
   profiles(): readonly ServedProfile[] {
-    return this.link?.profiles ?? [];
+    const seen = new Map<string, ServedProfile>();
+    for (const l of this.pool?.links() ?? []) for (const p of l.profiles) if (!seen.has(`${p.kind}/${p.profile}`)) seen.set(`${p.kind}/${p.profile}`, p);
+    return [...seen.values()];
   }
 
+  /** The first worker's status (one host: the worker). */
   worker(): WorkerStatus | undefined {
-    return this.link?.status();
+    return this.pool?.links()[0]?.status();
   }
 
+  /** Every worker's status, with the job it runs. */
+  workers(): (WorkerStatus & { current_job: string | null })[] {
+    return (this.pool?.links() ?? []).map((l) => ({ ...l.status(), current_job: this.jobOn(l)?.task.id ?? null }));
+  }
+
+  /** The first worker's GPU. */
   gpu(): Record<string, unknown> | undefined {
-    return this.link?.gpu();
+    return this.pool?.links()[0]?.gpu();
   }
 
   hasWorker(): boolean {
-    return this.link !== undefined;
+    return this.pool !== undefined;
+  }
+
+  /** What the pool itself says for /api/health (Redis up or down), if anything. */
+  poolHealth(): Record<string, unknown> | undefined {
+    return this.pool?.health();
+  }
+
+  /**
+   * A job that was running on worker `name` when this API stopped, and still is there (QUEUE=redis): taken back into
+   * hand, as begun, so its events and end land as if the API had never gone away.
+   */
+  adopt(task: WorkerTask, name: string, started: number): boolean {
+    const link = this.pool?.link(name);
+    if (!link) return false;
+    const r: Running = { task, link, priority: DEFAULT_PRIORITY, started, stage: STAGE.sample, progress: { value: 0, max: 0 }, begun: true, timers: [], expectedS: this.eta.runS(task) };
+    this.armTimeout(r);
+    this.inHand.set(task.id, r);
+    this.lastKey.set(link, profileKey(task));
+    this.etaCache = undefined;
+    return true;
   }
 
   /** Queued: removed (returns 'cancelled'). With the worker: it stops at its next check (returns 'interrupted');
@@ -205,9 +266,9 @@ export class Scheduler extends EventEmitter {
     if (!r) return undefined;
     if (!r.stopping) {
       r.stopping = 'interrupted';
-      this.link?.cancel(id, 'interrupted');
+      r.link.cancel(id, 'interrupted');
       const grace = this.o.interruptGraceS;
-      r.timers.push(setTimeout(() => this.link?.kill(`${id} did not stop within ${grace} s of its DELETE`), grace * 1000));
+      r.timers.push(setTimeout(() => r.link.kill(`${id} did not stop within ${grace} s of its DELETE`), grace * 1000));
     }
     return 'interrupted';
   }
@@ -217,36 +278,74 @@ export class Scheduler extends EventEmitter {
   async stop(): Promise<void> {
     this.stopped = true;
     for (const task of this.interactive.splice(0)) this.emit('cancelled', task);
-    await this.link?.stop(this.o.interruptGraceS * 1000);
+    await this.pool?.stop(this.o.interruptGraceS * 1000);
+  }
+
+  /** Whether `link` may be sent `task`: it serves the profile (a fixed pool's one worker takes everything). */
+  private fits(link: WorkerLink, task: WorkerTask): boolean {
+    return this.pool!.fixed || link.profiles.some((p) => p.kind === task.kind && p.profile === task.profile);
+  }
+
+  private holds(link: WorkerLink): boolean {
+    for (const r of this.inHand.values()) if (r.link === link) return true;
+    return false;
   }
 
   private pump(): void {
-    if (this.stopped || !this.link?.ready) return;
-    while (this.interactive.length > 0) this.dispatch(this.interactive.shift()!);
-    if (this.inHand.size > 0 || this.settling > 0) return;
-    const job = this.queue.shift();
-    if (!job) return;
-    this.priorities.delete(job.id);
-    this.dispatch(job);
+    if (this.stopped || !this.pool) return;
+    const ready = this.pool.links().filter((l) => l.ready);
+    if (ready.length === 0) return;
+    for (let i = 0; i < this.interactive.length; ) {
+      const task = this.interactive[i];
+      const fit = ready.filter((l) => this.fits(l, task));
+      const link = fit.find((l) => !this.holds(l)) ?? fit[0];
+      if (!link) {
+        i++;
+        continue;
+      }
+      this.interactive.splice(i, 1);
+      this.dispatch(task, link);
+    }
+    if (this.settling > 0) return;
+    for (let i = 0; i < this.queue.length; ) {
+      const task = this.queue[i];
+      const free = ready.filter((l) => !this.holds(l) && this.fits(l, task));
+      if (free.length === 0) {
+        i++;
+        continue;
+      }
+      const key = profileKey(task);
+      const link = free.find((l) => this.lastKey.get(l) === key || l.status().loaded.includes(key)) ?? free[0];
+      this.queue.splice(i, 1);
+      this.dispatch(task, link);
+    }
   }
 
-  private dispatch(task: WorkerTask): void {
+  private dispatch(task: WorkerTask, link: WorkerLink): void {
     this.etaCache = undefined;
     const key = profileKey(task);
     const interactive = this.o.interactive(task);
-    const expectedS = this.eta.runS(task) + (!interactive && key !== this.lastKey ? this.eta.loadS(key) : 0);
-    if (!interactive) this.lastKey = key;
-    const r: Running = { task, started: this.now(), stage: STAGE.loadModel, progress: { value: 0, max: 0 }, begun: false, timers: [], expectedS };
-    const limit = this.o.maxJobS[task.kind];
-    r.timers.push(setTimeout(() => {
-      r.stopping ??= 'timeout';
-      this.link?.kill(`${task.id} ran past MAX_JOB_S (${limit} s for ${task.kind})`);
-    }, limit * 1000));
-    for (const t of r.timers) t.unref();
+    const expectedS = this.eta.runS(task) + (!interactive && key !== this.lastKey.get(link) ? this.eta.loadS(key) : 0);
+    if (!interactive) this.lastKey.set(link, key);
+    const r: Running = { task, link, priority: this.priorities.get(task.id) ?? DEFAULT_PRIORITY, started: this.now(), stage: STAGE.loadModel, progress: { value: 0, max: 0 }, begun: false, timers: [], expectedS };
+    this.priorities.delete(task.id);
+    this.armTimeout(r);
     this.inHand.set(task.id, r);
-    this.link!.run(task);
-    // an interactive request is running once the worker begins it; a job from now (it holds nothing else)
-    if (!this.o.interactive(task)) this.emit('started', task, r.started);
+    link.run(task);
+    // an interactive request is running once the worker begins it; a job from now (its worker holds nothing else)
+    if (!interactive) this.emit('started', task, r.started, link.name);
+  }
+
+  /** MAX_JOB_S for the task's kind, from when it was sent. */
+  private armTimeout(r: Running): void {
+    const limit = this.o.maxJobS[r.task.kind];
+    const left = Math.max(0, limit - (this.now() - r.started));
+    const t = setTimeout(() => {
+      r.stopping ??= 'timeout';
+      r.link.kill(`${r.task.id} ran past MAX_JOB_S (${limit} s for ${r.task.kind})`);
+    }, left * 1000);
+    t.unref();
+    r.timers.push(t);
   }
 
   private onEvent(e: TaskEvent): void {
@@ -278,22 +377,33 @@ export class Scheduler extends EventEmitter {
     }
   }
 
-  /** The worker process ended: every task it held ends with the reason, except interactive requests it had not
-   * begun, which go back to the front of their lane for the next worker. */
-  private onLost(reason: string): void {
-    const requeue: WorkerTask[] = [];
-    this.lastKey = undefined; // a new worker holds no model
+  /** A worker ended or was lost: every task it held ends with the reason, except those it had not begun, which go
+   * back to the front of their lanes for another worker (once the lost worker can no longer take them up). */
+  private async onLost(link: WorkerLink, reason: string): Promise<void> {
+    this.lastKey.delete(link); // a new worker holds no model
     if (!this.stopped) this.emit('workerLost', reason);
-    for (const r of [...this.inHand.values()]) {
-      if (!r.begun && !r.stopping && this.o.interactive(r.task) && !this.stopped) {
+    const held = [...this.inHand.values()].filter((r) => r.link === link);
+    // the tasks it had not begun are taken back first, in one go, so nothing else is sent to it meanwhile
+    const back = await Promise.all(held.map((r) => (!r.begun && !r.stopping && !this.stopped ? r.link.withdraw(r.task.id) : Promise.resolve(false))));
+    const requeue: WorkerTask[] = [];
+    held.forEach((r, i) => {
+      if (!this.inHand.has(r.task.id)) return; // it ended meanwhile
+      if (back[i]) {
         this.inHand.delete(r.task.id);
         r.timers.forEach(clearTimeout);
-        requeue.push(r.task);
-        continue;
+        if (this.o.interactive(r.task)) requeue.push(r.task);
+        else {
+          // it was next: it goes first again
+          this.priorities.set(r.task.id, r.priority);
+          this.queue.unshift(r.task);
+        }
+        return;
       }
       this.end(r, { status: 'failed', ...lostOutcome(r, reason, this.stopped, this.o.maxJobS[r.task.kind]), started: r.started, finished: this.now() });
-    }
+    });
     this.interactive.unshift(...requeue);
+    this.etaCache = undefined;
+    this.pump();
   }
 
   private end(r: Running, outcome: Outcome): void {
@@ -316,6 +426,5 @@ function lostOutcome(r: Running, reason: string, stopping: boolean, limitS: numb
   if (stopping) return { code: 'shutdown', error: 'shutdown' };
   if (r.stopping === 'interrupted') return { code: 'interrupted', error: 'interrupted' };
   if (r.stopping === 'timeout') return { code: 'timeout', error: `timed out after ${limitS} s` };
-  const what = r.task.kind === 'tts' ? 'request' : 'job';
-  return { code: 'crashed', error: `GPU worker ${reason} while ${STAGE_WORDS[r.stage]}; the ${what} was not finished` };
+  return { code: 'crashed', error: r.link.lostText(reason, STAGE_WORDS[r.stage], r.task.kind === 'tts' ? 'request' : 'job') };
 }
