@@ -19,6 +19,7 @@ import { EventsController } from './jobs/events.controller';
 import { IdempotencyInterceptor } from './jobs/idempotency.interceptor';
 import { RetentionSweeper } from './jobs/retention';
 import { JobEvents } from './jobs/job.events';
+import { JobFiles } from './jobs/job.files';
 import { JobWaiters } from './jobs/job.waiters';
 import { JobsController } from './jobs/jobs.controller';
 import { JobsService } from './jobs/jobs.service';
@@ -27,6 +28,10 @@ import { OutboundClient } from './net/outbound';
 import { RootController } from './root.controller';
 import { EtaModel } from './scheduler/eta';
 import { LocalWorker } from './scheduler/local-worker';
+import { RedisFleet } from './scheduler/redis-fleet';
+import { WorkerKeeper } from './scheduler/worker-keeper';
+import type { WorkerPool } from './scheduler/worker-link';
+import { S3Store } from './storage/s3-store';
 import { KilnMetrics } from './metrics/metrics';
 import { MetricsController } from './metrics/metrics.controller';
 import { Scheduler } from './scheduler/scheduler';
@@ -44,8 +49,22 @@ export interface AppDeps {
   worker?: { pipelines?: PipelineModule[]; builtins?: boolean };
 }
 
-/** The GPU worker this API starts (WORKERS=local), once it said hello (or 30 s passed), or none (WORKERS=none). */
-const WORKER_LINK = Symbol('WORKER_LINK');
+/** The GPU workers the scheduler routes to: the one this API starts (QUEUE=local, WORKERS=local), once it said
+ * hello (or 30 s passed); the fleet on Redis (QUEUE=redis), with a worker of this API's own in it when WORKERS=local;
+ * or none (QUEUE=local, WORKERS=none). */
+const WORKER_POOL = Symbol('WORKER_POOL');
+
+/** The environment a worker of this API's own needs to join the fleet: the cluster settings. */
+function fleetEnv(s: Settings): Record<string, string> {
+  const env: Record<string, string> = { REDIS_URL: s.cluster.redisUrl!, WORKER_STALL_S: String(s.workerStallS), STORAGE: s.cluster.s3 ? 's3' : 'local' };
+  const s3 = s.cluster.s3;
+  if (s3) {
+    Object.assign(env, { S3_BUCKET: s3.bucket, S3_REGION: s3.region, S3_FORCE_PATH_STYLE: s3.forcePathStyle ? '1' : '0' });
+    if (s3.endpoint) env.S3_ENDPOINT = s3.endpoint;
+    if (s3.accessKeyId) Object.assign(env, { S3_ACCESS_KEY_ID: s3.accessKeyId, S3_SECRET_ACCESS_KEY: s3.secretAccessKey! });
+  }
+  return env;
+}
 
 /** Everything is built from the one validated Settings object. Tests swap providers (pipelines, probes) with
  * Test.createTestingModule(...).overrideProvider. */
@@ -58,31 +77,45 @@ export class AppModule {
       { provide: API_TOKEN, useValue: token },
       { provide: JobStore, useFactory: () => new JobStore(settings.dataDir) },
       {
-        provide: WORKER_LINK,
-        useFactory: async () => {
-          if (settings.workers === 'none') return null;
-          const link = new LocalWorker({
+        provide: WORKER_POOL,
+        useFactory: async (): Promise<WorkerPool | null> => {
+          const own = {
             dataDir: settings.dataDir, weightsDir: settings.weightsDir, demoWeightsDir: settings.demoWeightsDir, logLevel: settings.logLevel,
-            stallS: settings.workerStallS, nice: settings.workerNice, log, pipelines: worker?.pipelines, builtins: worker?.builtins,
-          });
+            nice: settings.workerNice, log, pipelines: worker?.pipelines, builtins: worker?.builtins,
+          };
+          if (settings.cluster.queue === 'redis') {
+            const fleet = new RedisFleet({ url: settings.cluster.redisUrl!, stallS: settings.workerStallS, log });
+            if (settings.workers === 'local') fleet.keep(new WorkerKeeper({ ...own, env: fleetEnv(settings) }));
+            await fleet.start();
+            return fleet;
+          }
+          if (settings.workers === 'none') return null;
+          const link = new LocalWorker({ ...own, stallS: settings.workerStallS });
           await link.start();
           return link;
         },
       },
+      { provide: S3Store, useFactory: async () => {
+        if (!settings.cluster.s3) return null;
+        const store = new S3Store(settings.cluster.s3);
+        await store.ensureBucket();
+        return store;
+      } },
       {
         provide: Scheduler,
-        useFactory: (link: LocalWorker | null, store: JobStore) =>
-          new Scheduler(link ?? undefined, {
+        useFactory: (pool: WorkerPool | null, store: JobStore) =>
+          new Scheduler(pool ?? undefined, {
             interactive: (task) => task.kind === 'tts' && task.profile === TTS_PROFILE,
             interruptGraceS: settings.interruptGraceS,
             maxJobS: settings.maxJobS,
             eta: new EtaModel(store.runtimes),
             log: (msg, extra) => log.warn(extra ?? {}, msg),
           }),
-        inject: [WORKER_LINK, JobStore],
+        inject: [WORKER_POOL, JobStore],
       },
       JobWaiters,
       JobEvents,
+      JobFiles,
       IdempotencyInterceptor,
       RetentionSweeper,
       { provide: OutboundClient, useFactory: () => new OutboundClient({ allowPrivate: settings.allowPrivateUrls, fetchTimeoutMs: settings.fetchTimeoutS * 1000 }) },

@@ -4,6 +4,7 @@ import express from 'express';
 import { join } from 'node:path';
 import type { Settings } from './config/settings';
 import { inlineRequestBodies } from './common/openapi-inline';
+import { JobFiles } from './jobs/job.files';
 import { JobStore } from './jobs/job.store';
 import { expiredText } from './jobs/jobs.service';
 import { requestGate } from './common/request-gate';
@@ -36,8 +37,22 @@ export function configureApp(app: NestExpressApplication, settings: Settings, to
     exposedHeaders: ['X-Total-Count', 'Content-Disposition'],
     maxAge: 600,
   });
-  // Finished files, no credential. Only completed files exist under their final names (temp + rename).
-  app.use('/out', express.static(join(settings.dataDir, 'out'), { index: false, dotfiles: 'deny', fallthrough: true }));
+  // Finished files, no credential. Only completed files exist under their final names (temp + rename). With
+  // STORAGE=s3 they are streamed through from the object store, at the same paths.
+  if (settings.cluster.s3) {
+    app.use('/out', (req: express.Request, res: express.Response, next: express.NextFunction) => {
+      const file = /^\/([\w-]+\.(png|mp4|wav))$/.exec(req.path)?.[1];
+      if (!file || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
+      app.get(JobFiles).open(file).then((o) => {
+        if (!o) return next();
+        res.setHeader('Content-Type', o.type);
+        if (o.size !== undefined) res.setHeader('Content-Length', String(o.size));
+        if (req.method === 'HEAD') return void (o.body.destroy(), res.end());
+        o.body.on('error', () => res.destroy());
+        o.body.pipe(res);
+      }, next);
+    });
+  } else app.use('/out', express.static(join(settings.dataDir, 'out'), { index: false, dotfiles: 'deny', fallthrough: true }));
   app.use('/out', (req: express.Request, res: express.Response) => {
     // a file of a job OUTPUT_TTL_S removed: say so
     const id = /^\/([\w-]+)\.(png|mp4)$/.exec(req.path)?.[1];

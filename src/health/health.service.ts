@@ -32,7 +32,10 @@ export class HealthService {
 
   status() {
     const { current, queued } = this.jobs.summary();
-    return { online: true, current_job: current, queued };
+    const base = { online: true, current_job: current, queued };
+    // many hosts (QUEUE=redis): every worker and what it runs (an extension)
+    if (this.settings.cluster.queue !== 'redis') return base;
+    return { ...base, workers: this.scheduler.workers().map((w) => ({ name: w.name, host: w.host, state: w.state, profiles: w.profiles, loaded: w.loaded, current_job: w.current_job, heartbeat_age_s: w.heartbeat_age_s })) };
   }
 
   /** A catalog profile with what the GPU worker says of it (its last report, kept while it restarts). */
@@ -88,7 +91,7 @@ export class HealthService {
     })();
     const worker = this.scheduler.worker();
     const cur = this.scheduler.current();
-    const workerOk = worker?.state === 'ready';
+    const workerOk = this.scheduler.workers().some((w) => w.state === 'ready');
     return {
       ok: workerOk,
       gpu: await this.gpu.describe(),
@@ -101,8 +104,11 @@ export class HealthService {
         worker: worker ? (workerOk ? 'ok' : worker.state) : 'none',
         database: 'ok',
         waiters: this.waiters.count(),
+        ...(this.scheduler.poolHealth() ?? {}),
       },
       worker: worker ?? { mode: 'none', note: 'WORKERS=none: this API starts no GPU worker; jobs wait in the queue' },
+      // every GPU worker (one host: the one above), with the job it runs
+      workers: this.scheduler.workers(),
       current_job: cur ? { id: cur.task.id, kind: cur.task.kind, profile: cur.task.profile, stage: cur.stage, progress: cur.progress, elapsed: Date.now() / 1000 - cur.started } : null,
       queued: this.scheduler.queuedCount(),
       vpn: null,

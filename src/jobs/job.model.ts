@@ -46,6 +46,8 @@ export interface JobRecord {
   callback_status?: number;
   /** 0..9, higher first (an extension; absent in records from before it: 5). */
   priority?: number;
+  /** The GPU worker (WORKER_NAME) it was sent to: after an API restart, where to look for it (QUEUE=redis). */
+  worker?: string;
   params: JobParams;
 }
 

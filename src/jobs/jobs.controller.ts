@@ -1,7 +1,6 @@
 import { Controller, Delete, Get, Param, Query, Res, StreamableFile } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { createReadStream } from 'node:fs';
 import { ApiCommon, ApiDownload, ApiQueryErrors } from '../common/api-docs';
 import { BadInputError } from '../common/errors';
 import { clientGone } from '../common/request-signal';
@@ -48,7 +47,7 @@ export class JobsController {
   @ApiDownload('video/mp4', 'mp4')
   async video(@Param('job_id') id: string, @Res({ passthrough: true }) res: Response) {
     const f = await this.jobs.outputFile(id, 'video');
-    return new StreamableFile(createReadStream(f.path), { type: 'video/mp4', disposition: `attachment; filename="${f.name}"` });
+    return new StreamableFile(f.body, { type: 'video/mp4', disposition: `attachment; filename="${f.name}"` });
   }
 
   @Get(':job_id/image')
@@ -56,7 +55,7 @@ export class JobsController {
   @ApiDownload('image/png', 'png')
   async image(@Param('job_id') id: string) {
     const f = await this.jobs.outputFile(id, 'image');
-    return new StreamableFile(createReadStream(f.path), { type: 'image/png', disposition: `attachment; filename="${f.name}"` });
+    return new StreamableFile(f.body, { type: 'image/png', disposition: `attachment; filename="${f.name}"` });
   }
 
   @Delete(':job_id')

@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnApplicationShutdown, OnModuleInit } from '@nestjs/common';
-import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { removeStaleTemps } from '../media/files';
-import { extname, join } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { MAX_INPUT_BYTES, notBuilt, type JobKind } from '../catalog';
 import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
@@ -17,6 +17,7 @@ import { JobRecord, round3, toJobObject } from './job.model';
 import { JobStore } from './job.store';
 import { KilnMetrics } from '../metrics/metrics';
 import { JobEvents } from './job.events';
+import { JobFiles } from './job.files';
 import { JobWaiters } from './job.waiters';
 
 export const OUTPUT_EXT = { video: '.mp4', image: '.png' } as const;
@@ -39,10 +40,11 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     private readonly outbound: OutboundClient,
     private readonly events: JobEvents,
     private readonly metrics: KilnMetrics,
+    private readonly files: JobFiles,
   ) {
-    this.outDir = join(settings.dataDir, 'out');
-    this.inputsDir = join(settings.dataDir, 'inputs');
-    scheduler.on('started', (task, started) => this.onStarted(task, started));
+    this.outDir = files.outDir;
+    this.inputsDir = files.inputsDir;
+    scheduler.on('started', (task, started, worker) => this.onStarted(task, started, worker));
     scheduler.on('progress', (task) => this.onProgress(task));
     // A job's end is saved before the next job starts (the scheduler waits for this).
     scheduler.settleWith((task, outcome) => this.tracked(this.onFinished(task, outcome)));
@@ -56,24 +58,24 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     await removeStaleTemps(this.outDir, 0);
     // Callbacks a previous run left waiting in their back-off go out now.
     this.callbacks.resume();
-    // A job that was running when the process died cannot resume mid-way: it fails, with its callback.
+    // A job that was running when the API stopped: on a worker of another host (QUEUE=redis) it may still run there,
+    // or have ended meanwhile; on this API's own worker it cannot resume mid-way. Otherwise it fails, with its callback.
     for (const job of this.store.withStatus('running')) {
-      this.log.warn({ id: job.id }, 'job was running at shutdown; marking it failed');
-      await this.finish(job, { status: 'failed', code: 'shutdown', error: 'interrupted by restart', started: job.started ?? job.created, finished: Date.now() / 1000 });
+      const started = job.started ?? job.created;
+      const recovered = await this.scheduler.recover(this.taskFor(job), job.worker, started);
+      if (recovered === 'adopted') {
+        this.log.info({ id: job.id, worker: job.worker }, 'job still running on its worker: followed again');
+        continue;
+      }
+      if (!recovered) this.log.warn({ id: job.id }, 'job was running at shutdown; marking it failed');
+      await this.finish(job, recovered ?? { status: 'failed', code: 'shutdown', error: 'interrupted by restart', started, finished: Date.now() / 1000 });
     }
     // Queued jobs resume in their original order; inputs nothing owns any more (a speech request's reference clip
     // when the process died during it) go.
     const queued = this.store.withStatus('queued');
-    await this.sweepInputs(new Set(queued.map((j) => j.id)));
+    const swept = await this.files.sweepInputs(new Set([...queued, ...this.store.withStatus('running')].map((j) => j.id)));
+    if (swept) this.log.info({ removed: swept }, 'removed inputs no job owns');
     for (const job of queued) this.scheduler.enqueue(this.taskFor(job), job.priority);
-  }
-
-  /** Removes every folder under DATA_DIR/inputs but the queued jobs' (at start: nothing else can be using one). */
-  private async sweepInputs(owned: Set<string>): Promise<void> {
-    const names = await readdir(this.inputsDir).catch(() => [] as string[]);
-    const orphans = names.filter((n) => !owned.has(n));
-    for (const name of orphans) await rm(join(this.inputsDir, name), { recursive: true, force: true });
-    if (orphans.length) this.log.info({ removed: orphans.length }, 'removed inputs no job owns');
   }
 
   /** Transitions still being written; shutdown waits for them before the store closes. */
@@ -146,21 +148,12 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   async submit(fields: Omit<JobRecord, 'id' | 'status' | 'created' | 'params'> & { params: Omit<JobRecord['params'], 'images' | 'audios'> }, images: InputFile[], audios: InputFile[]): Promise<JobRecord> {
     let id = newJobId();
     while (this.store.has(id)) id = newJobId();
-    const dir = join(this.inputsDir, id);
-    await mkdir(dir, { recursive: true });
-    const save = async (files: InputFile[], prefix: string) =>
-      Promise.all(files.map(async (f, i) => {
-        const ext = (extname(f.name?.split('?')[0] ?? '') || '.bin').slice(0, 8).replace(/[^.\w]/g, '');
-        const name = `${prefix}-${i}${ext}`;
-        await writeFile(join(dir, name), f.data);
-        return name;
-      }));
     const job: JobRecord = {
       ...fields,
       id,
       status: 'queued',
       created: round3(Date.now() / 1000),
-      params: { ...fields.params, images: await save(images, 'image'), audios: await save(audios, 'audio') },
+      params: { ...fields.params, images: await this.files.saveInputs(id, images, 'image'), audios: await this.files.saveInputs(id, audios, 'audio') },
     } as JobRecord;
     this.store.insert(job);
     this.scheduler.enqueue(this.taskFor(job), job.priority);
@@ -171,13 +164,12 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
 
   /** The job as the GPU worker's task: its model parameters and its files. */
   private taskFor(job: JobRecord): WorkerTask {
-    const dir = join(this.inputsDir, job.id);
     const files = {
       id: job.id,
       profile: job.profile,
-      images: job.params.images.map((n) => join(dir, n)),
-      audios: job.params.audios.map((n) => join(dir, n)),
-      output: join(this.outDir, `${job.id}${OUTPUT_EXT[job.kind]}`),
+      images: job.params.images.map((n) => this.files.inputRef(job.id, n)),
+      audios: job.params.audios.map((n) => this.files.inputRef(job.id, n)),
+      output: this.files.outputRef(job.id, `${job.id}${OUTPUT_EXT[job.kind]}`),
     };
     const p = job.params;
     const common = { prompt: job.prompt, seed: job.seed, steps: job.steps, width: p.width, height: p.height, mode: job.mode };
@@ -251,15 +243,13 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** The finished file of a job, for the download endpoints. */
-  async outputFile(id: string, kind: 'video' | 'image'): Promise<{ path: string; name: string }> {
+  async outputFile(id: string, kind: 'video' | 'image'): Promise<{ body: Readable; name: string; type: string }> {
     const job = this.getRecord(id);
     if (job.kind !== kind) throw new NotFoundError(`job ${id} is an ${job.kind} job; it has no ${kind}`);
     if (job.status !== 'done' || !job.output) throw new NotFoundError(`job ${id} has no ${kind} yet (status ${job.status})`);
-    const path = join(this.outDir, job.output);
-    await stat(path).catch(() => {
-      throw new NotFoundError(`job ${id}: its ${kind} file is gone from the output folder`);
-    });
-    return { path, name: job.output };
+    const file = await this.files.open(job.output);
+    if (!file) throw new NotFoundError(`job ${id}: its ${kind} file is gone from the ${this.files.remote ? 'object store' : 'output folder'}`);
+    return { body: file.body, name: job.output, type: file.type };
   }
 
   // ---- delete -------------------------------------------------------------------------------------------
@@ -283,11 +273,12 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
 
   // ---- transitions --------------------------------------------------------------------------------------
 
-  private onStarted(task: WorkerTask, started: number): void {
+  private onStarted(task: WorkerTask, started: number, worker: string): void {
     const job = this.store.get(task.id);
     if (!job) return;
     job.status = 'running';
     job.started = round3(started);
+    job.worker = worker;
     this.store.update(job);
     this.log.info({ id: job.id }, 'job started');
     this.metrics.jobStarted(job.kind, job.profile, started - job.created);
@@ -330,16 +321,15 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     this.lastStage.delete(job.id);
     this.events.publish(job.id, job.status, this.view(job));
     this.events.moved();
-    if (result.status === 'failed') await rm(join(this.outDir, name), { force: true });
-    await rm(join(this.inputsDir, job.id), { recursive: true, force: true });
+    if (result.status === 'failed') await this.files.removeOutput(name);
+    await this.files.clearInputs(job.id);
     this.log.info({ id: job.id, status: job.status, error: job.error }, 'job ended');
     this.waiters.wake(job.id);
     if (job.callback_url) this.callbacks.send(job, this.view(job));
   }
 
   private async removeFiles(job: JobRecord): Promise<void> {
-    await rm(join(this.inputsDir, job.id), { recursive: true, force: true });
-    await rm(join(this.outDir, `${job.id}${OUTPUT_EXT[job.kind]}`), { force: true });
+    await this.files.remove(job.id, `${job.id}${OUTPUT_EXT[job.kind]}`);
   }
 
   /** For /api/status and /api/health. */

@@ -25,6 +25,8 @@ export interface LocalWorkerOptions {
   builtins?: boolean;
   /** The worker's entry script. Default: worker.js beside this build's main.js. */
   script?: string;
+  /** More environment for the worker (the cluster settings when it joins the fleet through Redis). */
+  env?: Record<string, string>;
 }
 
 const now = () => Date.now() / 1000;
@@ -159,20 +161,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
   }
 
   private spawn(): void {
-    const script = this.o.script ?? join(__dirname, '..', 'worker.js');
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      DATA_DIR: this.o.dataDir,
-      WEIGHTS_DIR: this.o.weightsDir,
-      DEMO_WEIGHTS_DIR: this.o.demoWeightsDir,
-      LOG_LEVEL: this.o.logLevel,
-      [WORKER_ENV.pipelines]: JSON.stringify(this.o.pipelines ?? []),
-      [WORKER_ENV.builtins]: this.o.builtins === false ? '0' : '1',
-    };
-    delete env.API_TOKEN; // the worker serves no HTTP
-    const node = [process.execPath, ...process.execArgv.filter((a) => !a.startsWith('--test')), script];
-    const [cmd, ...args] = this.o.nice > 0 && existsSync(NICE) ? [NICE, '-n', String(this.o.nice), ...node] : node;
-    const child = spawn(cmd, args, { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const child = spawnWorker(this.o);
     this.child = child;
     this.state = 'starting';
     this.pid = child.pid ?? null;
@@ -244,6 +233,26 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
     // loading the modules and opening the GPU takes a second or two, more on a busy machine; a hung driver longer
     if (this.state === 'starting' && quiet > Math.max(this.o.stallS, START_S)) this.kill(`it did not start (no hello after ${Math.round(quiet)} s)`);
   }
+}
+
+/** Starts dist/worker.js (beside this build's main.js) with the settings it shares with the API in its environment,
+ * at the worker's CPU priority, with an IPC channel. */
+export function spawnWorker(o: Omit<LocalWorkerOptions, 'stallS' | 'log'>): ChildProcess {
+  const script = o.script ?? join(__dirname, '..', 'worker.js');
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: o.dataDir,
+    WEIGHTS_DIR: o.weightsDir,
+    DEMO_WEIGHTS_DIR: o.demoWeightsDir,
+    LOG_LEVEL: o.logLevel,
+    [WORKER_ENV.pipelines]: JSON.stringify(o.pipelines ?? []),
+    [WORKER_ENV.builtins]: o.builtins === false ? '0' : '1',
+    ...o.env,
+  };
+  delete env.API_TOKEN; // the worker serves no HTTP
+  const node = [process.execPath, ...process.execArgv.filter((a) => !a.startsWith('--test')), script];
+  const [cmd, ...args] = o.nice > 0 && existsSync(NICE) ? [NICE, '-n', String(o.nice), ...node] : node;
+  return spawn(cmd, args, { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
 }
 
 /** "crashed (SIGSEGV)", "exited (code 70: uncaught error: boom)", "was killed (SIGKILL: ...)". */

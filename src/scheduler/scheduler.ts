@@ -96,6 +96,7 @@ export class Scheduler extends EventEmitter {
       link.on('ready', () => this.pump());
       link.on('event', (e: TaskEvent) => this.onEvent(e));
       link.on('lost', (reason: string) => void this.onLost(link, reason));
+      link.on('bounced', (id: string) => this.bounced(id));
     };
     pool?.links().forEach(watch);
     pool?.on('added', (link: WorkerLink) => {
@@ -233,6 +234,21 @@ export class Scheduler extends EventEmitter {
   /** What the pool itself says for /api/health (Redis up or down), if anything. */
   poolHealth(): Record<string, unknown> | undefined {
     return this.pool?.health();
+  }
+
+  /**
+   * After an API restart, a job the store says was running on worker `name`: 'adopted' if it still runs there (its
+   * events and end will land here), its outcome if it ended while the API was away, undefined if that cannot be
+   * known (one host: the API's own worker went with it).
+   */
+  async recover(task: WorkerTask, name: string | undefined, started: number): Promise<'adopted' | Outcome | undefined> {
+    if (!name || !this.pool?.reconcile) return undefined;
+    const r = await this.pool.reconcile(name, task.id).catch(() => undefined);
+    if (!r || r.state === 'gone') return undefined;
+    if (r.state === 'running') return this.adopt(task, name, started) ? 'adopted' : undefined;
+    const finished = this.now();
+    if (r.state === 'done') return { status: 'done', started, finished, exec_s: r.result.exec_s };
+    return { status: 'failed', code: r.reason.code, error: r.reason.message, started, finished };
   }
 
   /**
@@ -375,6 +391,21 @@ export class Scheduler extends EventEmitter {
         return this.end(r, { status: 'failed', code: interrupted ? 'interrupted' : e.code, error: interrupted ? 'interrupted' : e.message, started: r.started, finished: this.now() });
       }
     }
+  }
+
+  /** A task its worker never received (the send failed): back to the front of its lane. */
+  private bounced(id: string): void {
+    const r = this.inHand.get(id);
+    if (!r || r.begun) return;
+    this.inHand.delete(id);
+    r.timers.forEach(clearTimeout);
+    if (this.o.interactive(r.task)) this.interactive.unshift(r.task);
+    else {
+      this.priorities.set(id, r.priority);
+      this.queue.unshift(r.task);
+    }
+    this.etaCache = undefined;
+    setTimeout(() => this.pump(), 1000).unref();
   }
 
   /** A worker ended or was lost: every task it held ends with the reason, except those it had not begun, which go

@@ -2,7 +2,10 @@
 // the worker process this API starts and supervises (WORKERS=local, QUEUE=local); RemoteWorker (redis-fleet.ts) one
 // of many on any host (QUEUE=redis). A WorkerPool is the set the scheduler routes among.
 import type { EventEmitter } from 'node:events';
-import type { FromWorker, ServedProfile, WorkerTask } from '../worker/protocol';
+import type { FailedReason, FromWorker, ServedProfile, TaskResult, WorkerTask } from '../worker/protocol';
+
+/** Where a task the API thought running stands on its worker, after an API restart. */
+export type Reconciled = { state: 'done'; result: TaskResult } | { state: 'failed'; reason: FailedReason } | { state: 'running' } | { state: 'gone' };
 
 /** The events of one task. */
 export type TaskEvent = Extract<FromWorker, { id: string }>;
@@ -69,5 +72,7 @@ export interface WorkerPool extends EventEmitter {
   stop(graceMs: number): Promise<void>;
   /** Anything /api/health should show of the pool itself (Redis up or down). */
   health(): Record<string, unknown>;
+  /** A fleet, after an API restart: where a task the API thought running on worker `name` stands. */
+  reconcile?(name: string, id: string): Promise<Reconciled>;
   // events: 'added' (link)
 }

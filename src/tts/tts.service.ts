@@ -1,12 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
-import { extname, join } from 'node:path';
 import { BadInputError, UnavailableError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { CLIP_SECONDS, TTS_PROFILE } from '../catalog';
 import { newJobId } from '../jobs/job-id';
 import { checkLanguage, checkPrompt } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
+import { JobFiles } from '../jobs/job.files';
 import { JobsService } from '../jobs/jobs.service';
 import { Scheduler } from '../scheduler/scheduler';
 import type { SpeechTask } from '../worker/protocol';
@@ -18,6 +17,7 @@ export class TtsService {
     @Inject(SETTINGS) private readonly settings: Settings,
     private readonly scheduler: Scheduler,
     private readonly jobs: JobsService,
+    private readonly files: JobFiles,
   ) {}
 
   async speak(req: { text?: string; language?: string; ref_text?: string }, loadRef: () => Promise<InputFile | undefined>, signal?: AbortSignal): Promise<{ audio: string }> {
@@ -29,13 +29,10 @@ export class TtsService {
     if (!ref) throw new BadInputError('ref_audio is required: a reference clip of 3 to 30 s');
     await this.jobs.checkAudioLengths([ref], CLIP_SECONDS.speech);
     const id = `tts_${newJobId()}`;
-    const dir = join(this.settings.dataDir, 'inputs', id);
-    await mkdir(dir, { recursive: true });
-    const refAudioPath = join(dir, `ref${extname(ref.name ?? '').slice(0, 8) || '.bin'}`);
-    await writeFile(refAudioPath, ref.data);
+    const saved = await this.files.saveSpeech(id, ref);
     // no seed: the speech endpoints have none, so every request draws a fresh one
     const task: SpeechTask = {
-      id, kind: 'tts', profile: TTS_PROFILE, params: { text, language, ref_text: req.ref_text ?? '' }, images: [], audios: [refAudioPath], output: join(this.jobs.outDir, `${id}.wav`),
+      id, kind: 'tts', profile: TTS_PROFILE, params: { text, language, ref_text: req.ref_text ?? '' }, images: [], audios: [saved.clip], output: saved.output,
     };
     const onGone = () => this.scheduler.cancel(id);
     signal?.addEventListener('abort', onGone, { once: true });
@@ -49,7 +46,7 @@ export class TtsService {
       return { audio: `/out/${id}.wav` };
     } finally {
       signal?.removeEventListener('abort', onGone);
-      await rm(dir, { recursive: true, force: true });
+      await this.files.clearSpeech(id, saved.clip);
     }
   }
 }
