@@ -108,10 +108,11 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
     const t = task(out);
     await pipeline.run(t, ctx);
     assert.deepEqual(rec.events, [STAGE.loadModel, STAGE.loadTextEncoder, STAGE.encode, STAGE.sample, STAGE.videoDecode, STAGE.audioDecode, STAGE.package, STAGE.save]);
-    // steps 3 = grid points: 2 forwards, each reported and followed by a safe point
-    const sampling = rec.progress.filter(([, m]) => m === 2);
-    assert.deepEqual(sampling, [[0, 2], [1, 2], [2, 2]]);
-    assert.equal(rec.safePoints, 2);
+    // fastvid counts model evaluations: steps 3 = 3 forwards, each reported (progress ends at the 3 asked for) and
+    // followed by a safe point
+    const sampling = rec.progress.filter(([, m]) => m === 3);
+    assert.deepEqual(sampling, [[0, 3], [1, 3], [2, 3], [3, 3]]);
+    assert.equal(rec.safePoints, 3);
     assert.deepEqual(rec.progress.at(-1), [22, 22], 'video decoding counts frames');
 
     const p = probe(t.outputPath);
@@ -167,7 +168,7 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
     const inner = ctx.progress;
     ctx.progress = (v, m) => {
       inner(v, m);
-      if (v === 1 && m === 3) ac.abort('interrupted');
+      if (v === 1 && m === 4) ac.abort('interrupted');
     };
     await assert.rejects(pipeline.run(t, ctx), CancelledError);
     assert.ok(!rec.events.includes(STAGE.videoDecode), 'stopped while sampling');
@@ -195,6 +196,10 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
       await p.unload();
       assert.equal(rec.events.at(-1), STAGE.save, name);
       assert.equal(countVideoFrames(t.output), 22, name);
+      // steps 4 read as 4 whatever the profile counts: distilled weights run 4 forwards, the base release a 4-point
+      // grid (3 forwards; its first point is the starting noise)
+      const sampling = rec.progress.filter(([, m]) => m === 4).map(([v]) => v);
+      assert.deepEqual(sampling, name.startsWith('basevid') ? [1, 2, 3, 4] : [0, 1, 2, 3, 4], `${name}: progress of the 4 steps`);
     }
   });
 

@@ -1,15 +1,16 @@
 // The six H3 profiles' model table (profiles.ts) against its sources -- the catalog's steps, weights/minimax-h3.json
 // variants -- and loadH3Transformer for every profile on the golden case's tiny weights: int8 where the table says
-// int8, the adapter merged where it names one, steps meaning upstream's grid points.
+// int8, the adapter merged where it names one, steps as each profile's weights count them (grid points for the base
+// release, model evaluations for distilled weights: docs/models/minimax-h3.md "Steps per profile").
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { VIDEO_PROFILES } from '../../src/catalog';
 import { writeDemoAdapter } from '../../src/models/minimax_h3/adapter';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
-import { h3Forwards, h3Profile, H3_PROFILE_NAMES, H3_PROFILES, loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { h3Profile, h3ProfileSteps, H3_PROFILE_NAMES, H3_PROFILES, loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { h3TransformerFiles } from '../../src/worker/profiles/video';
-import { FlowSchedule, VIDEO_SHIFT } from '../../src/models/minimax_h3/sigmas';
+import { AUDIO_SHIFT, FlowSchedule, h3StepPlan, VIDEO_SHIFT } from '../../src/models/minimax_h3/sigmas';
 import { defaultCatalog } from '../../src/weights/manifest';
 import type { ProfileWeights } from '../../src/weights/state';
 import { testEngine } from '../engine/helpers';
@@ -22,8 +23,13 @@ test('profiles: the six video profiles of the catalog, steps from the catalog, D
   for (const name of H3_PROFILE_NAMES) {
     const p = H3_PROFILES[name];
     assert.equal(p.steps, VIDEO_PROFILES.find((v) => v.profile === name)!.default_steps, `${name} steps`);
-    // steps are grid points: the video schedule of the default steps runs steps - 1 forwards
-    assert.equal(new FlowSchedule(p.steps, VIDEO_SHIFT).length, h3Forwards(p.steps), `${name}: forwards`);
+    // the base release counts grid points (50 -> 49 forwards), distilled weights evaluations (8 -> 8 forwards); the
+    // shifts never merge grid points at these counts, so both schedules run exactly the planned forwards
+    const plan = h3ProfileSteps(p, p.steps);
+    assert.equal(p.stepCount, name.startsWith('basevid') ? 'grid-points' : 'evaluations', `${name}: step count`);
+    assert.equal(plan.forwards, p.stepCount === 'evaluations' ? p.steps : p.steps - 1, `${name}: forwards`);
+    for (const shift of [VIDEO_SHIFT, AUDIO_SHIFT]) assert.equal(new FlowSchedule(plan.gridPoints, shift).length, plan.forwards, `${name}: forwards at shift ${shift}`);
+    assert.equal(plan.progressOffset + plan.forwards, p.steps, `${name}: progress ends at the steps asked for`);
     const first = catalog.profile(name).variants[0]!;
     const uses = (component: string) => first.uses.find((u) => u.components.includes(component))?.checkpoint;
     assert.equal(uses('transformer'), p.transformerCheckpoint, `${name}: the manifest's preferred DiT`);
@@ -35,6 +41,25 @@ test('profiles: the six video profiles of the catalog, steps from the catalog, D
   assert.equal(H3_PROFILES.fastvid_fast.transformerCheckpoint, H3_PROFILES.fastvid.transformerCheckpoint, 'fastvid_fast = fastvid weights');
   assert.ok(H3_PROFILES.fastvid_fast.steps < H3_PROFILES.fastvid.steps);
   assert.throws(() => h3Profile('imgmain'), /unknown MiniMax H3 profile/);
+});
+
+test('step plans: grid points (base) and model evaluations (distilled), at every count a job may ask', () => {
+  assert.deepEqual(h3StepPlan('grid-points', 50), { gridPoints: 50, forwards: 49, progressOffset: 1 });
+  assert.deepEqual(h3StepPlan('grid-points', 1), { gridPoints: 2, forwards: 1, progressOffset: 0 }, 'the smallest grid [1, 0]');
+  assert.deepEqual(h3StepPlan('evaluations', 8), { gridPoints: 9, forwards: 8, progressOffset: 0 });
+  assert.deepEqual(h3StepPlan('evaluations', 1), { gridPoints: 2, forwards: 1, progressOffset: 0 });
+  for (let steps = 1; steps <= 200; steps++) {
+    for (const count of ['grid-points', 'evaluations'] as const) {
+      const p = h3StepPlan(count, steps);
+      assert.equal(p.progressOffset + p.forwards, steps, `${count} ${steps}: progress ends at ${steps}`);
+      for (const shift of [VIDEO_SHIFT, AUDIO_SHIFT]) assert.equal(new FlowSchedule(p.gridPoints, shift).length, p.forwards, `${count} ${steps} shift ${shift}`);
+    }
+  }
+  // the LightX2V Turbo card's 4-NFE lists: video [1, .9730, .9231, .8000] -> 0, audio [1, .9000, .7500, .5000] -> 0
+  const four = h3StepPlan('evaluations', 4).gridPoints;
+  assert.deepEqual(Array.from(new FlowSchedule(four, VIDEO_SHIFT).sigmas, (s) => +s.toFixed(4)), [1, 0.973, 0.9231, 0.8, 0]);
+  assert.deepEqual(Array.from(new FlowSchedule(four, AUDIO_SHIFT).sigmas, (s) => +s.toFixed(4)), [1, 0.9, 0.75, 0.5, 0]);
+  assert.throws(() => h3StepPlan('evaluations', 0), /steps 0/);
 });
 
 test('profiles: the transformer and adapter paths of a resolved variant', () => {
@@ -77,6 +102,7 @@ test('profiles: loadH3Transformer loads every profile from one diffusers folder 
       const m = await loadH3Transformer(e, name, files, { dtype: 'f32' });
       try {
         assert.equal('q' in m.transformer_blocks[0]!.attn.to_q, p.weights === 'int8', `${name}: int8 linears`);
+        assert.equal(m.stepCount, p.stepCount, `${name}: the loaded weights count steps as the profile`);
         const out = await runCase(e, m, c);
         assert.ok(out.video.every(Number.isFinite), `${name}: finite velocities`);
         outs.set(name, out.video);

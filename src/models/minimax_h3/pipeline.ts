@@ -13,8 +13,9 @@
 //   封装                       the writer finishes x264 and muxes AAC into a hidden temp sibling of the output
 //   保存                       fsync + rename onto the job's output path
 // Frames follow the model grid 17k + 5 (latent frames 5k + 2), audio latents round(frames / 24 * 40) per channel
-// (sequence.ts resolveGeometry). Steps are sigma grid points as upstream counts them (profiles.ts h3Forwards): S
-// steps run S - 1 forwards; a 1-step request runs one forward (the smallest grid, [1, 0]).
+// (sequence.ts resolveGeometry). Steps count what the loaded weights were made for (transformer.stepCount, set from the
+// profile: sigmas.ts h3StepPlan): the base release's grid points (S steps, S - 1 forwards; 1 step: the grid [1, 0]) or
+// the distilled weights' evaluations (N steps, N forwards); either way progress ends at the steps asked for.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BadInputError, throwIfCancelled } from '../../common/errors';
@@ -30,6 +31,7 @@ import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
 import { buildPackedSequence, resolveGeometry, TEXT_TAG, type Geometry } from './sequence';
 import { patchify, unpatchify } from './patchify';
 import { sampleH3, type H3SampleOptions } from './sampler';
+import { h3StepPlan } from './sigmas';
 import { H3TextEncoder, H3TextEncoderHost } from './text-encoder';
 import type { MiniMaxH3Transformer } from './transformer';
 import { openVideoVaeCheckpoint, parseVideoVaeConfig, VideoVaeDecoder, type VideoLatents, type VideoVaeDecodeOptions } from './video-vae';
@@ -40,7 +42,7 @@ export interface VideoTask {
   prompt: string;
   /** u32; the noise is a function of it (h3Noise), so the same task gives the same clip. */
   seed: number;
-  /** Sigma grid points, the final 0 included (profiles.ts h3Forwards). */
+  /** Steps as the profile counts them (grid points or model evaluations: sigmas.ts H3StepCount). */
   steps: number;
   /** Pixels, from the catalog's size table. */
   width: number;
@@ -89,8 +91,9 @@ export interface H3PipelineOptions {
   loadTransformer: H3TransformerLoader;
   /** Text encoder linears as int8 (the int8 profiles). */
   textEncoderInt8?: boolean;
-  /** Explicit sigma grids per step count (a distilled checkpoint's published positions), else steps + shifts. */
-  sigmas?(steps: number): H3SampleOptions['sigmas'];
+  /** Explicit sigma grids per grid-point count (a checkpoint that publishes its own positions), else the grid from the
+   * step plan and the shifts. */
+  sigmas?(gridPoints: number): H3SampleOptions['sigmas'];
   /** Extra sampler options of the profile (step caching). */
   sampler?: Partial<H3SampleOptions>;
   /** Video VAE spatial tiling (default the released 256 / 64 px tiles). */
@@ -223,20 +226,20 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       live.push(video);
       const audio = e.upload(audioRows(noise.audio, 2, A, geo.numAudioLatents), [2 * geo.numAudioLatents, A], 'f32', 'h3 audio noise');
       live.push(audio);
-      const grid = Math.max(2, task.steps);
-      ctx.progress(0, grid - 1);
+      const plan = h3StepPlan(transformer.stepCount, task.steps);
+      ctx.progress(plan.progressOffset, task.steps);
       this.trace('sampling');
       try {
         await sampleH3(e, transformer, seq, text, video, audio, {
           ...this.o.sampler,
-          steps: grid,
-          sigmas: this.o.sigmas?.(grid),
-          onStep: async (done, total) => {
+          steps: plan.gridPoints,
+          sigmas: this.o.sigmas?.(plan.gridPoints),
+          onStep: async (done) => {
             // the step's GPU work done before it counts (the forwards are only recorded until then), and the event
             // loop turned once, so a DELETE that arrived meanwhile is seen at the check below
             await e.sync();
-            ctx.progress(done, total);
-            this.trace(`step ${done}/${total}`);
+            ctx.progress(plan.progressOffset + done, task.steps);
+            this.trace(`step ${plan.progressOffset + done}/${task.steps}`);
             throwIfCancelled(ctx.signal);
             await ctx.safePoint();
             throwIfCancelled(ctx.signal);

@@ -3,8 +3,9 @@
 // linears are int8, which turbo adapter is merged in, and whether the sampler caches steps. The pipeline reads the
 // table and calls loadH3Transformer(); everything else (text encoder, VAEs) is the same for all six.
 //
-// Steps mean what upstream's `num_inference_steps` means: sigma grid points, the terminal 0 included, so a profile
-// with S steps runs S - 1 transformer forwards (h3Forwards). See docs/models/minimax-h3.md "Profiles".
+// Steps count what the profile's weights were made for (sigmas.ts H3StepCount): the base release's sigma grid points
+// (upstream's num_inference_steps: S steps, S - 1 forwards), the distilled weights' model evaluations (N steps, N
+// forwards on the grid linspace(1, 0, N + 1) shifted per modality). See docs/models/minimax-h3.md "Steps per profile".
 import type { Engine } from '../../engine/engine';
 import { VIDEO_PROFILES } from '../../catalog';
 import type { ComputeDType } from '../common/weights';
@@ -12,6 +13,7 @@ import type { H3Config } from './config';
 import { MiniMaxH3Transformer, type H3LoadOptions } from './transformer';
 import { mergeAdapter, openH3Adapter } from './adapter';
 import { openH3Weights, RELEASED_H3_CONFIG, type QkvRows } from './native-checkpoint';
+import { h3StepPlan, type H3StepCount, type H3StepPlan } from './sigmas';
 import { SOL_STEP_CACHE, type StepCachePolicy } from './step-cache';
 
 export const H3_PROFILE_NAMES = ['basevid50', 'basevid50_sol', 'fastvid', 'turbo_int8', 'fastvid_4step_int8', 'fastvid_fast'] as const;
@@ -22,8 +24,10 @@ export type H3AdapterComponent = 'adapter_8step' | 'adapter_4step';
 
 export interface H3Profile {
   name: H3ProfileName;
-  /** Default sigma grid points (the catalog's default_steps); forwards = steps - 1. */
+  /** Default steps (the catalog's default_steps), counted as stepCount says. */
   steps: number;
+  /** What `steps` counts: grid points (the base release) or model evaluations (distilled weights). */
+  stepCount: H3StepCount;
   /** Manifest checkpoint of the DiT in the preferred variant ('minimax-h3' = the official 50-step release). */
   transformerCheckpoint: 'minimax-h3' | 'minimax-h3-8step';
   /** Linear weights of the block stack, refiner, AdaLN and context embedder: int8 per output channel, or 16-bit. */
@@ -44,18 +48,19 @@ function catalogSteps(name: H3ProfileName): number {
 const row = (name: H3ProfileName, r: Omit<H3Profile, 'name' | 'steps'>): H3Profile => ({ name, steps: catalogSteps(name), ...r });
 
 export const H3_PROFILES: Readonly<Record<H3ProfileName, H3Profile>> = {
-  basevid50: row('basevid50', { transformerCheckpoint: 'minimax-h3', weights: '16-bit', adapter: null, stepCache: null, note: 'the official 50-step release, unchanged' }),
+  basevid50: row('basevid50', { stepCount: 'grid-points', transformerCheckpoint: 'minimax-h3', weights: '16-bit', adapter: null, stepCache: null, note: 'the official release as the diffusers pipeline runs it: 50 grid points, 49 forwards' }),
   basevid50_sol: row('basevid50_sol', {
+    stepCount: 'grid-points',
     transformerCheckpoint: 'minimax-h3',
     weights: '16-bit',
     adapter: null,
     stepCache: SOL_STEP_CACHE,
     note: 'basevid50 with velocity reuse between adjacent steps where the velocity barely changes (step-cache.ts)',
   }),
-  fastvid: row('fastvid', { transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, note: '8-step distilled DiT (spec default)' }),
-  turbo_int8: row('turbo_int8', { transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_8step', stepCache: null, note: 'base DiT + the 8-step turbo adapter merged at load, then int8' }),
-  fastvid_4step_int8: row('fastvid_4step_int8', { transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_4step', stepCache: null, note: 'base DiT + the 4-step turbo adapter merged at load, then int8' }),
-  fastvid_fast: row('fastvid_fast', { transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, note: "fastvid's distilled weights sampled on a 6-point grid (5 forwards instead of 7)" }),
+  fastvid: row('fastvid', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, note: '8-step distilled DiT (spec default): 8 forwards' }),
+  turbo_int8: row('turbo_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_8step', stepCache: null, note: 'base DiT + the 8-step turbo adapter merged at load, then int8: 8 forwards' }),
+  fastvid_4step_int8: row('fastvid_4step_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_4step', stepCache: null, note: 'base DiT + the 4-step turbo adapter merged at load, then int8: 4 forwards' }),
+  fastvid_fast: row('fastvid_fast', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, note: "fastvid's distilled weights at 6 forwards instead of 8" }),
 };
 
 export function h3Profile(name: string): H3Profile {
@@ -63,9 +68,11 @@ export function h3Profile(name: string): H3Profile {
   return H3_PROFILES[name as H3ProfileName];
 }
 
-/** Transformer forwards for a number of steps (grid points); the shift can merge grid points, never add any. */
-export function h3Forwards(steps: number): number {
-  return steps - 1;
+/** How `steps` runs on a profile (grid points, forwards, the progress offset); the shift never merges grid points at
+ * these counts (a test checks it). */
+export function h3ProfileSteps(profile: H3Profile | H3ProfileName, steps: number): H3StepPlan {
+  const p = typeof profile === 'string' ? h3Profile(profile) : profile;
+  return h3StepPlan(p.stepCount, steps);
 }
 
 /** Where a profile's transformer comes from, as paths (tests, demo checkpoints, or the real weights' files, which the
@@ -114,7 +121,9 @@ export async function loadH3Transformer(e: Engine, profile: H3Profile | H3Profil
     // table build (sampler.ts builds a distilled job's tables once); 16-bit profiles keep them resident
     const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8, prefix: source.prefix, adalnWeights: opts.adalnWeights ?? (int8 ? 'host' : 'gpu') };
     // the source presents diffusers key names whatever the stored format
-    return await MiniMaxH3Transformer.load(e, merged.checkpoint(), { ...config, format: 'diffusers' }, load);
+    const model = await MiniMaxH3Transformer.load(e, merged.checkpoint(), { ...config, format: 'diffusers' }, load);
+    model.stepCount = p.stepCount;
+    return model;
   } finally {
     await source.close();
   }

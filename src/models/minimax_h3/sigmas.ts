@@ -18,6 +18,36 @@ const f = Math.fround;
 export const VIDEO_SHIFT = 12;
 export const AUDIO_SHIFT = 3;
 
+/**
+ * What a job's `steps` counts for a set of weights (docs/models/minimax-h3.md "Steps per profile", with sources):
+ *   'grid-points'  upstream's num_inference_steps: sigma grid points, the terminal 0 included, so S steps run S - 1
+ *                  forwards on flowSigmas(S). The base release as the diffusers modular pipeline runs it (its docs:
+ *                  "num_inference_steps counts sigma grid points, the terminal 0 included, so it drives one model
+ *                  evaluation less"; 50 points = 49 forwards).
+ *   'evaluations'  model evaluations (NFE), as distilled checkpoints are trained and published: N steps run N forwards
+ *                  on flowSigmas(N + 1), i.e. q_i = (N - i) / N then 0, shifted per modality (the LightX2V / ModelTC
+ *                  Turbo cards and inference_minimax_h3.py, which passes num_inference_steps = N + 1).
+ */
+export type H3StepCount = 'grid-points' | 'evaluations';
+
+export interface H3StepPlan {
+  /** Sigma grid points per schedule (the sampler's `steps`). */
+  gridPoints: number;
+  /** Transformer forwards. */
+  forwards: number;
+  /** Added to the forwards done for the job's progress, so that progress ends at the `steps` asked for: 1 for a
+   * grid-points count (the first grid point is the starting noise), else 0. */
+  progressOffset: number;
+}
+
+/** How `steps` (>= 1) runs under a step count; a 1-step grid-points request is the smallest grid [1, 0]. */
+export function h3StepPlan(count: H3StepCount, steps: number): H3StepPlan {
+  if (!Number.isInteger(steps) || steps < 1) throw new RangeError(`h3StepPlan: steps ${steps} must be an integer >= 1`);
+  if (count === 'evaluations') return { gridPoints: steps + 1, forwards: steps, progressOffset: 0 };
+  const gridPoints = Math.max(2, steps);
+  return { gridPoints, forwards: gridPoints - 1, progressOffset: steps - (gridPoints - 1) };
+}
+
 /** The shifted sigma grid: `steps` points from 1 to 0 (fewer if the shift collapses neighbours in float32). */
 export function flowSigmas(steps: number, shift: number): Float32Array {
   if (!Number.isInteger(steps) || steps < 2) throw new RangeError(`flowSigmas: steps ${steps} must be an integer >= 2 (the grid includes the terminal 0)`);

@@ -26,6 +26,7 @@ import { videoPatchDim, type H3Config } from './config';
 import { checkPackedSequence, MODALITIES, type PackedSequence } from './sequence';
 import { RowModulation } from './modulation';
 import { h3InvFreq, h3RopeTable } from './rope';
+import type { H3StepCount } from './sigmas';
 
 /** The diffusers index name of transformer/ (Checkpoint.open(dir) looks for model.safetensors.index.json). */
 export const DIFFUSERS_INDEX = 'diffusion_pytorch_model.safetensors.index.json';
@@ -86,6 +87,10 @@ export interface H3ForwardOutput {
 }
 
 export class MiniMaxH3Transformer {
+  /** What a job's `steps` counts for these weights (sigmas.ts H3StepCount): the base release's grid points unless the
+   * loader says the weights are distilled (profiles.ts loadH3Transformer sets it from the profile). */
+  stepCount: H3StepCount = 'grid-points';
+
   private constructor(
     readonly e: Engine,
     readonly config: H3Config,
