@@ -1,7 +1,9 @@
 // BigVGAN's anti-aliased 1D resampling (alias-free torch): UpSample1d, DownSample1d and the Activation1d
 // composite (upsample 2x -> snake / snake-beta -> downsample 2x), on channels-last [N, L, C] activations.
 //   shader:    shaders/resample.wgsl (entries upfir, downfir)
-//   filters:   src/engine/filters.ts (kaiserSincFilter1d, float64 on the CPU, uploaded once as f32)
+//   filters:   src/engine/filters.ts (kaiserSincFilter1d, float64 on the CPU, uploaded once as f32), or the taps a
+//              checkpoint stores (its float32 buffers, what the model ran with: within ~1e-7 of ours, but through a
+//              deep stack that difference grows into a visible share of float32's own rounding)
 //   reference: test/engine/reference/resample.ts
 //   tests:     test/engine/resample_alias_free.test.ts
 // Upstream semantics (NVIDIA/BigVGAN alias_free_activation/torch/resample.py, filter.py):
@@ -23,7 +25,7 @@ export interface AliasFreeResampler {
   readonly kind: 'up' | 'down';
   readonly ratio: number;
   readonly kernelSize: number;
-  /** The float64 taps (kaiserSincFilter1d(0.5/ratio, 0.6/ratio, kernelSize)). */
+  /** The taps in use: kaiserSincFilter1d(0.5/ratio, 0.6/ratio, kernelSize) in float64, or the ones given. */
   readonly taps: Float64Array;
   readonly filter: Tensor;
   free(): void;
@@ -32,20 +34,22 @@ export interface AliasFreeResampler {
 /** upstream's default kernel size for a ratio: int(6 * R // 2) * 2. */
 export const defaultKernelSize = (ratio: number) => Math.floor((6 * ratio) / 2) * 2;
 
-export function createUpSample1d(e: Engine, ratio = 2, kernelSize = defaultKernelSize(ratio)): AliasFreeResampler {
-  return create(e, 'up', ratio, kernelSize);
+/** `taps`: the kernelSize filter taps to use instead of computing them (a checkpoint's stored buffer). */
+export function createUpSample1d(e: Engine, ratio = 2, kernelSize = defaultKernelSize(ratio), taps?: ArrayLike<number>): AliasFreeResampler {
+  return create(e, 'up', ratio, kernelSize, taps);
 }
 
-export function createDownSample1d(e: Engine, ratio = 2, kernelSize = defaultKernelSize(ratio)): AliasFreeResampler {
-  return create(e, 'down', ratio, kernelSize);
+export function createDownSample1d(e: Engine, ratio = 2, kernelSize = defaultKernelSize(ratio), taps?: ArrayLike<number>): AliasFreeResampler {
+  return create(e, 'down', ratio, kernelSize, taps);
 }
 
-function create(e: Engine, kind: 'up' | 'down', ratio: number, kernelSize: number): AliasFreeResampler {
+function create(e: Engine, kind: 'up' | 'down', ratio: number, kernelSize: number, given?: ArrayLike<number>): AliasFreeResampler {
   const op = kind === 'up' ? 'UpSample1d' : 'DownSample1d';
   if (!Number.isInteger(ratio) || ratio < 1) throw new RangeError(`${op}: ratio ${ratio} must be an integer >= 1`);
   if (!Number.isInteger(kernelSize) || kernelSize < 1) throw new RangeError(`${op}: kernelSize ${kernelSize} must be an integer >= 1`);
   if (kind === 'up' && kernelSize < ratio) throw new RangeError(`${op}: kernelSize ${kernelSize} must be >= ratio ${ratio}`);
-  const taps = kaiserSincFilter1d(0.5 / ratio, 0.6 / ratio, kernelSize);
+  if (given && given.length !== kernelSize) throw new RangeError(`${op}: ${given.length} taps given for kernelSize ${kernelSize}`);
+  const taps = given ? Float64Array.from(given) : kaiserSincFilter1d(0.5 / ratio, 0.6 / ratio, kernelSize);
   const filter = e.upload(taps, [kernelSize], 'f32', `${op} filter`);
   return { kind, ratio, kernelSize, taps, filter, free: () => filter.free() };
 }
@@ -83,10 +87,13 @@ export function downSample1d(e: Engine, x: Tensor, down: AliasFreeResampler, out
 export class Activation1d {
   private constructor(readonly up: AliasFreeResampler, readonly down: AliasFreeResampler) {}
 
-  /** Upstream's defaults: ratios 2 and 2, kernel sizes 12 and 12. */
-  static create(e: Engine, o: { upRatio?: number; downRatio?: number; upKernelSize?: number; downKernelSize?: number } = {}): Activation1d {
-    const up = createUpSample1d(e, o.upRatio ?? 2, o.upKernelSize ?? 12);
-    return new Activation1d(up, createDownSample1d(e, o.downRatio ?? 2, o.downKernelSize ?? 12));
+  /** Upstream's defaults: ratios 2 and 2, kernel sizes 12 and 12; upTaps / downTaps: stored filters to use. */
+  static create(
+    e: Engine,
+    o: { upRatio?: number; downRatio?: number; upKernelSize?: number; downKernelSize?: number; upTaps?: ArrayLike<number>; downTaps?: ArrayLike<number> } = {},
+  ): Activation1d {
+    const up = createUpSample1d(e, o.upRatio ?? 2, o.upKernelSize ?? 12, o.upTaps);
+    return new Activation1d(up, createDownSample1d(e, o.downRatio ?? 2, o.downKernelSize ?? 12, o.downTaps));
   }
 
   /** alpha (and beta) [C]: snake's parameters as stored (`logScale` when the checkpoint holds log values). */

@@ -19,7 +19,7 @@ import type { Checkpoint } from '../../../engine/safetensors';
 import type { Tensor } from '../../../engine/tensor';
 import { loadPlain, newWeightLoader, type ComputeDType, type WeightLoader } from '../../common/weights';
 import { hopLength, type AudioVaeConfig } from './config';
-import { checkFilter, loadWeightNormConv } from './weights';
+import { checkFilter, loadWeightNormConv, storedTaps } from './weights';
 
 /** Stage outputs kept by forward() when asked (copies, channels-last; the caller frees them). */
 export type AudioVaeTrace = Map<string, Tensor>;
@@ -173,9 +173,12 @@ export class AudioVaeDecoder {
   static async load(e: Engine, ckpt: Checkpoint, cfg: AudioVaeConfig, opts: AudioVaeLoadOptions = {}): Promise<AudioVaeDecoder> {
     const dtype = opts.dtype ?? 'f32';
     const w = newWeightLoader(e, ckpt, dtype, { prefix: opts.prefix });
-    const act = Activation1d.create(e); // ratio 2, 12 taps (upstream's defaults, checked against the stored filters)
-    w.loaded.push(act);
+    // ratio 2, 12 taps (upstream's defaults); the stored filters' own float32 taps when the checkpoint has them (every
+    // stored filter is then checked against the taps in use)
+    let act: Activation1d | undefined;
     try {
+      act = Activation1d.create(e, { upTaps: await storedTaps(w, 'upsample.filter', 2, 12), downTaps: await storedTaps(w, 'downsample.lowpass.filter', 2, 12) });
+      w.loaded.push(act);
       const D = cfg.decoderDim;
       const inProj = await loadConv(w, 'dec_in_proj.', [cfg.latentDim, cfg.latentChannels, 1], true);
       const convPre = await loadConv(w, 'decoder.conv_pre.', [D, cfg.latentDim, 7], true);
