@@ -39,14 +39,13 @@ goldenTests('minimax_h3', 'rope', async (c) => {
   const invFreq = h3InvFreq(F, c.config.rope_theta as number);
   assert.deepEqual(Array.from(invFreq), Array.from((await c.output('inv_freq')).data), 'inv_freq (float32 bits)');
   const table = h3RopeTable(packed.positions, invFreq);
-  const tol = c.tol('f32');
   for (const [name, mine] of [['cos', table.cos], ['sin', table.sin]] as const) {
     const up = await c.output(name);
     const [L, W] = up.shape as [number, number];
     assert.equal(W, 2 * table.pairs, `${name} width`);
     const doubled = new Float64Array(L * W);
     for (let l = 0; l < L; l++) for (let j = 0; j < W; j++) doubled[l * W + j] = mine[l * table.pairs + (j % table.pairs)]!;
-    expectClose(doubled, up, tol, name);
+    c.expect('f32', doubled, up, name);
   }
 
   if (c.has('input', 'q')) {
@@ -57,7 +56,7 @@ goldenTests('minimax_h3', 'rope', async (c) => {
     for (const dtype of ['f32', 'f16'] as const) {
       const x = e.upload(q.data, q.shape, dtype);
       const y = rope(e, x, cos, sin);
-      expectClose(await e.read(y), wantQ, c.tol(dtype), `q_rotated (${dtype})`);
+      c.expect(dtype, await e.read(y), wantQ, 'q_rotated', `q_rotated (${dtype})`);
       x.free();
       y.free();
     }

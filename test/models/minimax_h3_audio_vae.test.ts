@@ -13,8 +13,8 @@ import { Checkpoint, writeSafetensors, type WriteTensor } from '../../src/engine
 import {
   AudioVaeDecoder, foldWeightNorm, interleave, parseAudioVaeConfig, receptiveFieldFrames, type AudioVaeTrace,
 } from '../../src/models/minimax_h3/audio-vae';
-import { assertClose, makeRng, testEngine, testSeed, type HostTensor, type Tolerance } from '../engine/helpers';
-import { expectClose, expectCloseToPeak, goldenCaseFiles, goldenTests, GoldenCase, relRms, WEIGHT_PREFIX } from './golden';
+import { assertClose, makeRng, testEngine, testSeed, type HostTensor } from '../engine/helpers';
+import { expectClose, goldenCaseFiles, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
 
 /** A channels-last [N, L, C] result as the fixture's [N, C, L]. */
 function channelsFirst(data: Float32Array, N: number, L: number, C: number): Float32Array {
@@ -31,17 +31,13 @@ function channelsLast(h: HostTensor): Float64Array {
   return out;
 }
 
-// f32: the fixture's tolerance (1e-4) elementwise, as is (measured worst 8e-5 at |value| 26, relative RMS <= 2e-6).
-// f16: every intermediate is rounded to f16, whose step is 1/64 at the stage peaks (|value| up to 26 after the
-// AMP sums), and errors near zero come from those large neighbours through the convs: measured relative RMS
-// 3e-4 at dec_in_proj growing to 4.2e-3 at the waveform, worst element 0.107 at a peak of 26. So in f16 the
-// relative RMS error must stay <= rtol (1e-2) and each element within atol x max(1, stage peak) + rtol |want|.
-function compare(name: string, got: ArrayLike<number>, want: HostTensor, tol: Tolerance, dtype: 'f32' | 'f16'): void {
-  const label = `${name} (${dtype})`;
-  if (dtype === 'f32') return expectClose(got, want, tol, label);
-  const rms = relRms(got, want);
-  assert.ok(rms <= tol.rtol, `${label}: relative RMS error ${rms.toExponential(2)} > ${tol.rtol}`);
-  expectCloseToPeak(got, want, tol, label);
+// f32: the float32 rule (the stated 1e-4 + 1e-4 |want|, or 4x upstream's own float32 error against float64 where
+// that is larger); f16: the float16 rule (docs/models/README.md). The stages' own scale does the rest: an AMP sum
+// peaks near 26, where float32's step is 2e-6 and float16's 1/64, and the errors near zero come from those large
+// neighbours through the convs; upstream's f16 run is off by 0.18-0.35 at activation_post on the tiny configs, its
+// f32 run by up to 5.4e-5 (docs/models/README.md "f32 in the deep conv stacks").
+function compare(c: GoldenCase, name: string, got: ArrayLike<number>, want: HostTensor, dtype: 'f32' | 'f16', label = name): void {
+  c.expect(dtype, got, want, name, `${label} (${dtype})`);
 }
 
 for (const dtype of ['f32', 'f16'] as const) {
@@ -49,7 +45,6 @@ for (const dtype of ['f32', 'f16'] as const) {
     const e = await testEngine();
     const cfg = parseAudioVaeConfig(c.config, `${c.path} config`);
     const dec = await AudioVaeDecoder.load(e, c.ckpt, cfg, { dtype, prefix: WEIGHT_PREFIX });
-    const tol = c.tol(dtype);
     try {
       const latents = await c.input('latents'); // [2, C, T], normalised
       const [N, C, T] = latents.shape as [number, number, number];
@@ -67,12 +62,12 @@ for (const dtype of ['f32', 'f16'] as const) {
         const t = trace.get(name);
         assert.ok(t, `no stage "${name}" in the trace (has ${order.join(', ')})`);
         const [, L, Ct] = t.shape as [number, number, number];
-        compare(name, channelsFirst(await e.read(t), N, L, Ct), await c.output(name), tol, dtype);
+        compare(c, name, channelsFirst(await e.read(t), N, L, Ct), await c.output(name), dtype);
       }
       const want = await c.output('waveform'); // [2, 1, T * hop]
       assert.deepEqual(want.shape, [N, 1, T * dec.hop]);
       const samples = await e.read(wav);
-      compare('waveform', samples, want, tol, dtype);
+      compare(c, 'waveform', samples, want, dtype);
       assert.ok(samples.every((v) => v >= -1 && v <= 1), 'waveform is clamped to [-1, 1]');
       for (const t of trace.values()) t.free();
       wav.free();
@@ -82,7 +77,7 @@ for (const dtype of ['f32', 'f16'] as const) {
       assert.equal(out.sampleRate, cfg.samplingRate);
       assert.equal(out.samples, T * dec.hop);
       assert.equal(out.channels.length, N);
-      compare('decode()', Float64Array.from(out.channels.flatMap((ch) => [...ch])), want, tol, dtype);
+      compare(c, 'waveform', Float64Array.from(out.channels.flatMap((ch) => [...ch])), want, dtype, 'decode()');
       const inter = interleave(out.channels);
       assert.equal(inter[1], out.channels[1]![0]);
       assert.equal(inter[2 * 5], out.channels[0]![5]);

@@ -15,7 +15,7 @@ import type { Tensor } from '../../src/engine/tensor';
 import { decodePlan, parseVideoVaeConfig, splitTiles, temporalGeometry, VideoVaeConfigError } from '../../src/models/minimax_h3/video-vae/config';
 import { openVideoVaeCheckpoint, VIDEO_VAE_INDEX, VideoVaeDecoder, type VideoVaeDecodeOptions } from '../../src/models/minimax_h3/video-vae/decoder';
 import { testEngine, type HostTensor } from '../engine/helpers';
-import { expectClose, goldenCaseFiles, goldenDir, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
+import { goldenCaseFiles, goldenDir, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
 
 /** [1, C, T, h, w] (upstream) -> [T*h*w, C] tokens, the decoder's own layout. */
 function toTokens(x: HostTensor): HostTensor {
@@ -53,19 +53,18 @@ for (const dtype of ['f32', 'f16'] as const) {
         const latents = { data: Float32Array.from(z.data), shape: z.shape.slice(1) as [number, number, number, number] };
         const tiling = await tilingOf(c);
         const raw = await vae.decode(latents, { tiling, output: 'raw', capture: (name, t) => seen.set(name, copy(e, t)) });
-        const tol = c.tol(dtype);
         const want = await c.output('decoded');
         assert.deepEqual([raw.frames, raw.height, raw.width], want.shape.slice(2), 'decoded frames x height x width');
         for (const name of ['post_quant_conv', 'patch_embed', 'block0', 'unpatchify_in'] as const) {
           const t = seen.get(name);
           assert.ok(t, `nothing captured as ${name}`);
           const w = await c.output(name);
-          expectClose(await e.read(t), name === 'post_quant_conv' ? toTokens(w) : w, tol, `${name} (${dtype})`);
+          c.expect(dtype, await e.read(t), name === 'post_quant_conv' ? toTokens(w) : w, name, `${name} (${dtype})`);
         }
-        expectClose(raw.data, channelsLast(want), tol, `decoded (${dtype})`);
+        c.expect(dtype, raw.data, channelsLast(want), 'decoded', `decoded (${dtype})`);
         if (c.has('output', 'video')) {
           const rgb = await vae.decode(latents, { tiling });
-          expectClose(rgb.data, channelsLast(await c.output('video')), tol, `video (${dtype})`);
+          c.expect(dtype, rgb.data, channelsLast(await c.output('video')), 'video', `video (${dtype})`);
           // the frame iterator hands out the same frames, one at a time
           const size = rgb.height * rgb.width * 3;
           let k = 0;
@@ -129,7 +128,7 @@ test('video VAE: loads the released format (fp16 shards behind diffusion_pytorch
     try {
       const z = await c.input('latents');
       const got = await vae.decode({ data: Float32Array.from(z.data), shape: z.shape.slice(1) as [number, number, number, number] }, { tiling: false, output: 'raw' });
-      expectClose(got.data, channelsLast(await c.output('decoded')), c.tol('f16'), 'decoded from fp16 shards');
+      c.expect('f16', got.data, channelsLast(await c.output('decoded')), 'decoded', 'decoded from fp16 shards');
       // latents still on the GPU ([1, C, T, h, w], as the sampler leaves them) decode the same
       const zt = e.upload(Float32Array.from(z.data), z.shape, 'f32');
       try {

@@ -45,16 +45,18 @@ DEFAULT_TOLERANCE = {
 _PASS = {"dtype": torch.float32, "f16": {}, "f64": {}}
 
 
-def lowp(x, keep=()):
+def lowp(x, keep=(), f32=False, inplace=False):
     """x (module, tensor, or a list/tuple/dict of them) at the pass's dtype: unchanged in the float32 pass, cast to
-    float16 (float64) in the f16 (f64) pass; a module is deep-copied first; in the f16 pass submodules whose name
-    contains one of `keep` stay float32, as upstream's `_keep_in_fp32_modules`. Integer and bool tensors are left
-    alone."""
+    float16 (float64) in the f16 (f64) pass; a module is deep-copied first (inplace=True casts it in place: modules
+    with torch.nn.utils.weight_norm cannot be deep-copied); in the f16 pass submodules whose name
+    contains one of `keep` stay float32, as upstream's `_keep_in_fp32_modules`, and so do tensors passed with
+    f32=True (values upstream keeps in float32 under a half-precision model: timesteps, RoPE tables, the mixed
+    checkpoint's float32 activations). Integer and bool tensors are left alone."""
     dt = _PASS["dtype"]
-    if dt == torch.float32:
+    if dt == torch.float32 or (f32 and dt == torch.float16):
         return x
     if isinstance(x, torch.nn.Module):
-        m = copy.deepcopy(x).to(dt)
+        m = (x if inplace else copy.deepcopy(x)).to(dt)
         if dt == torch.float16:
             for name, sub in m.named_modules():
                 if name and any(k in name for k in keep):
@@ -63,9 +65,9 @@ def lowp(x, keep=()):
     if isinstance(x, torch.Tensor):
         return x.to(dt) if x.is_floating_point() else x
     if isinstance(x, (list, tuple)):
-        return type(x)(lowp(v, keep) for v in x)
+        return type(x)(lowp(v, keep, f32) for v in x)
     if isinstance(x, dict):
-        return {k: lowp(v, keep) for k, v in x.items()}
+        return {k: lowp(v, keep, f32) for k, v in x.items()}
     return x
 
 
@@ -91,13 +93,18 @@ def record_f16(run_all, f64: bool = True) -> None:
     run_all()
 
 
-def f16_errors(outputs: dict, half: dict) -> dict:
+def f16_errors(outputs: dict, half: dict, where: str = "") -> dict:
     """Per float output present in both runs: {"max", "rms", "peak"} of the other run (f16, or f32 against f64)
-    against the reference one."""
+    against the reference one. Integer outputs (tokens, codes) must be equal: a lower-precision run that picks other
+    tokens would compare different computations, so such a case is refused (choose one with wider margins)."""
     errs = {}
     for name, want in outputs.items():
         got = half.get(name)
-        if got is None or not isinstance(want, torch.Tensor) or got.shape != want.shape or not want.is_floating_point():
+        if got is None or not isinstance(want, torch.Tensor) or got.shape != want.shape:
+            continue
+        if not want.is_floating_point() or not got.is_floating_point():
+            if not torch.equal(want.long(), got.long()):
+                raise SystemExit(f"{where}: output {name} (ids) differs between the float32 run and the other precision's")
             continue
         w, g = want.double(), got.double()
         # padding rows a masked attention leaves undefined (NaN in one precision, finite in another) say nothing
@@ -142,23 +149,45 @@ def f32(t: torch.Tensor) -> torch.Tensor:
     return t.detach().to(torch.float32).contiguous().clone()
 
 
+def collect_pass(path: str, outputs: dict, write_f64=None) -> bool:
+    """In a collecting pass (float16 / float64) keeps the outputs of the case at `path` for the float32 pass and
+    returns True (the caller writes nothing); in the float32 pass returns False. `write_f64(out_dir)` writes the
+    float64 outputs as a fixture tree when GOLDEN_WRITE_F64 is set."""
+    if not in_f16_pass():
+        return False
+    key = "f16" if _PASS["dtype"] == torch.float16 else "f64"
+    _PASS[key][path] = {k: (v.detach().to(torch.float64 if key == "f64" else torch.float32) if v.is_floating_point()
+                            else v.detach()).contiguous().clone()
+                        for k, v in outputs.items() if isinstance(v, torch.Tensor)}
+    if key == "f64" and os.environ.get("GOLDEN_WRITE_F64") and write_f64:
+        _PASS["dtype"] = torch.float32
+        try:
+            write_f64(os.environ["GOLDEN_WRITE_F64"])
+        finally:
+            _PASS["dtype"] = torch.float64
+    return True
+
+
+def error_metadata(path: str, outputs: dict) -> dict:
+    """f16_error / f32_error of the case at `path` (float32 pass), from what the collecting passes kept."""
+    mine = {k: (f32(v) if v.is_floating_point() else v.detach()) for k, v in outputs.items() if isinstance(v, torch.Tensor)}
+    meta = {}
+    if path in _PASS["f16"]:
+        meta["f16_error"] = json.dumps(f16_errors(mine, _PASS["f16"][path], path), sort_keys=True)
+    if path in _PASS["f64"]:
+        meta["f32_error"] = json.dumps(f16_errors(_PASS["f64"][path], {k: v.double() if v.is_floating_point() else v
+                                                                        for k, v in mine.items()}, path), sort_keys=True)
+    return meta
+
+
 def write_case(out_dir: str, model: str, component: str, case: str, *, weights: dict, inputs: dict, outputs: dict,
                config: dict, upstream: str, seed: int, tolerance: dict | None = None, metadata: dict | None = None) -> str:
     """Writes <out_dir>/<model>/<component>/<case>.safetensors; every tensor as float32 (CPU, contiguous). In the f16
-    pass of record_f16 nothing is written: the outputs are kept for the float32 pass's f16_error."""
+    and f64 passes of record_f16 nothing is written: the outputs are kept for the float32 pass's errors."""
     path = os.path.join(out_dir, model, component, f"{case}.safetensors")
-    if in_f16_pass():
-        key = "f16" if _PASS["dtype"] == torch.float16 else "f64"
-        _PASS[key][path] = {k: v.detach().to(torch.float64 if key == "f64" else torch.float32).contiguous().clone()
-                            for k, v in outputs.items() if isinstance(v, torch.Tensor)}
-        if key == "f64" and os.environ.get("GOLDEN_WRITE_F64"):
-            _PASS["dtype"] = torch.float32
-            try:
-                write_case(os.environ["GOLDEN_WRITE_F64"], model, component, case, weights=weights, inputs=inputs,
-                           outputs=outputs, config=config, upstream=upstream + " [float64 run]", seed=seed,
-                           tolerance=tolerance, metadata=metadata)
-            finally:
-                _PASS["dtype"] = torch.float64
+    if collect_pass(path, outputs, lambda d: write_case(d, model, component, case, weights=weights, inputs=inputs,
+                                                        outputs=outputs, config=config, upstream=upstream + " [float64 run]",
+                                                        seed=seed, tolerance=tolerance, metadata=metadata)):
         return path
     tensors = {}
     for prefix, group in (("weight.", weights), ("input.", inputs), ("output.", outputs)):
@@ -172,12 +201,8 @@ def write_case(out_dir: str, model: str, component: str, case: str, *, weights: 
         "seed": str(seed),
         "tolerance": json.dumps(tolerance or DEFAULT_TOLERANCE, sort_keys=True),
         **(metadata or {}),
+        **error_metadata(path, outputs),
     }
-    mine = {k: f32(v) for k, v in outputs.items() if isinstance(v, torch.Tensor)}
-    if path in _PASS["f16"]:
-        meta["f16_error"] = json.dumps(f16_errors(mine, _PASS["f16"][path]), sort_keys=True)
-    if path in _PASS["f64"]:
-        meta["f32_error"] = json.dumps(f16_errors(_PASS["f64"][path], {k: v.double() for k, v in mine.items()}), sort_keys=True)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     save_file(tensors, path, metadata=meta)
     size = os.path.getsize(path)

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import diffusers_upstream, seed_everything, write_case  # noqa: E402
+from common import diffusers_upstream, lowp, record_f16, seed_everything, write_case  # noqa: E402
 
 import diffusers  # noqa: E402
 from diffusers import MiniMaxH3Transformer3DModel  # noqa: E402
@@ -62,6 +62,9 @@ TINY = dict(
 )
 
 UPSTREAM = ""
+# The released checkpoint's float32 islands (upstream's _keep_in_fp32_modules; Kiln keeps the same ones in f32):
+# they stay float32 in the f16 pass.
+KEEP = tuple(MiniMaxH3Transformer3DModel._keep_in_fp32_modules)
 
 
 def randomize(model, gen):
@@ -154,22 +157,23 @@ def rope_case(case, seed, geo, rope_freq_dim, q_heads=0, head_dim=128):
     if q_heads:
         q = torch.randn(1, geo.position_ids.shape[0], q_heads, head_dim, generator=gen)
         inputs["q"] = q
-        outputs["q_rotated"] = _apply_rotary_emb(q, cos, sin)
+        outputs["q_rotated"] = _apply_rotary_emb(lowp(q), lowp(cos, f32=True), lowp(sin, f32=True))
     config = dict(TINY, rope_freq_dim=rope_freq_dim, attention_head_dim=head_dim)
     write("rope", case, seed, config, i=inputs, o=outputs)
 
 
 # ---------------------------------------------------------------------------------------------------- adaln
-def adaln_case(case, seed, timesteps):
-    _, model, _ = build(seed)
+def adaln_case(case, seed, timesteps, **over):
+    _, model, _ = build(seed, **over)
     t = torch.tensor(timesteps, dtype=torch.float32)
+    run = lowp(model, KEEP)
     with torch.no_grad():
-        proj = model.time_proj(t)
-        temb = model.time_embedder(proj)
+        proj = run.time_proj(lowp(t, f32=True))
+        temb = run.time_embedder(proj.to(run.time_embedder.linear_1.weight.dtype))  # as the forward aligns it
         outputs = {"timestep_proj": proj, "temb": temb}
-        for n, block in enumerate(model.transformer_blocks):
+        for n, block in enumerate(run.transformer_blocks):
             outputs[f"adaln.{n}"] = torch.stack(block.adaln_proj(temb), dim=1)  # (T * 3, 6, hidden)
-        lin = model.norm_out.linear(torch.nn.functional.silu(temb))
+        lin = run.norm_out.linear(torch.nn.functional.silu(temb).to(run.norm_out.linear.weight.dtype))
         outputs["norm_out.shift"], outputs["norm_out.scale"] = lin.chunk(2, dim=-1)
     w = {k: v for k, v in model.state_dict().items()
          if k.startswith("time_embedder.") or ".adaln_proj." in k or k.startswith("norm_out.linear.")}
@@ -177,31 +181,34 @@ def adaln_case(case, seed, timesteps):
 
 
 # ---------------------------------------------------------------------------------------------------- block
-def block_case(case, seed, geo, video_t, audio_t):
-    _, model, gen = build(seed)
+def block_case(case, seed, geo, video_t, audio_t, **over):
+    cfg, model, gen = build(seed, **over)
     block = model.transformer_blocks[0]
     timestep, timestep_indices = geo.timestep_plan(video_t, audio_t)
     L = geo.position_ids.shape[0]
-    hidden = torch.randn(1, L, TINY["hidden_size"], generator=gen)
-    temb = torch.randn(timestep.numel(), TINY["time_embed_dim"], generator=gen)
+    hidden = torch.randn(1, L, cfg["hidden_size"], generator=gen)
+    temb = torch.randn(timestep.numel(), cfg["time_embed_dim"], generator=gen)
     adaln_indices = timestep_indices * 3 + geo.token_tags
     cos, sin = model.rope(geo.position_ids)
+    inputs = {"hidden_states": hidden, "temb": temb, "adaln_indices": adaln_indices, "cos": cos, "sin": sin}
+    block = lowp(block)
     seen = {}
     hooks = [block.norm1.register_forward_hook(lambda m, i, o: seen.__setitem__("norm1", o)),
              block.attn.register_forward_hook(lambda m, i, o: seen.__setitem__("attn", o)),
              block.norm2.register_forward_pre_hook(lambda m, i: seen.__setitem__("after_attn", i[0])),
              block.ff.register_forward_hook(lambda m, i, o: seen.__setitem__("ff", o))]
     with torch.no_grad():
-        out = block(hidden, temb, adaln_indices, (cos, sin))
+        out = block(lowp(hidden), lowp(temb, f32=True), adaln_indices, lowp((cos, sin), f32=True))
     for h in hooks:
         h.remove()
-    inputs = {"hidden_states": hidden, "temb": temb, "adaln_indices": adaln_indices, "cos": cos, "sin": sin}
     outputs = dict(seen, out=out)
     write("block", case, seed, config_json(model), w=weights(model, "transformer_blocks.0."), i=inputs, o=outputs)
 
 
 # ---------------------------------------------------------------------------------------------------- transformer
 def forward_with_intermediates(model, kwargs):
+    model = lowp(model, KEEP)
+    kwargs = {k: lowp(v, f32=(k == "timestep")) for k, v in kwargs.items()}
     seen = {}
     hooks = [model.token_refiner.register_forward_hook(lambda m, i, o: seen.__setitem__("refiner", o)),
              model.transformer_blocks[0].register_forward_pre_hook(lambda m, a: seen.__setitem__("packed", a[0])),
@@ -220,8 +227,8 @@ def geometry_kwargs(geo):
                 audio_indices=geo.audio_indices, text_indices=geo.text_indices)
 
 
-def transformer_case(case, seed, geo, video_t, audio_t):
-    cfg, model, gen = build(seed)
+def transformer_case(case, seed, geo, video_t, audio_t, **over):
+    cfg, model, gen = build(seed, **over)
     patch_dim = cfg["in_channels"] * 4
     nv, na, nt = geo.video_indices.numel(), geo.audio_indices.numel(), geo.text_indices.numel()
     video = torch.randn(1, nv, patch_dim, generator=gen)
@@ -266,10 +273,11 @@ def scheduler_case(steps, seed):
 
 
 # ---------------------------------------------------------------------------------------------------- trajectory
-def trajectory_case(case, seed, geo, steps):
+def trajectory_case(case, seed, geo, steps, **over):
     """The denoise.py loop: one forward per step, the generated rows stepped down their own schedule, the
-    conditioning rows never written."""
-    cfg, model, gen = build(seed)
+    conditioning rows never written. `steps` is upstream's num_inference_steps (grid points): a distilled profile's N
+    model evaluations are steps = N + 1 (inference_minimax_h3.py of ModelTC/Minimax-H3-Turbo)."""
+    cfg, model, gen = build(seed, **over)
     patch_dim = cfg["in_channels"] * 4
     rows_per_frame = (geo.latent_height // 2) * (geo.latent_width // 2)
     text = torch.randn(1, geo.text_indices.numel(), cfg["text_dim"], generator=gen)
@@ -286,14 +294,17 @@ def trajectory_case(case, seed, geo, steps):
     audio_s.set_timesteps(steps)
     outputs = {"video_rows": video_rows, "video.sigmas": video_s.sigmas, "audio.sigmas": audio_s.sigmas}
     nc = geo.num_cond_video
+    run, text_run = lowp(model, KEEP), lowp(text)
+    # latents stay float32 in the f16 pass (the pipeline's latents are float32; the model casts at its f32 inputs)
+    latents, audio_latents = lowp(latents, f32=True), lowp(audio_latents, f32=True)
     for i, (t, ta) in enumerate(zip(video_s.timesteps, audio_s.timesteps)):
         timestep, timestep_indices = geo.timestep_plan(t, ta)
         with torch.no_grad():
-            v, a = model(hidden_states=latents[None], audio_hidden_states=audio_latents[None],
-                         encoder_hidden_states=text, timestep=timestep, timestep_indices=timestep_indices,
-                         return_dict=False, **geometry_kwargs(geo))
-        latents[nc:] = video_s.step(v[0, nc:].float(), t, latents[nc:], return_dict=False)[0]
-        audio_latents[:] = audio_s.step(a[0].float(), audio_s.timesteps[i], audio_latents, return_dict=False)[0]
+            v, a = run(hidden_states=latents[None], audio_hidden_states=audio_latents[None],
+                       encoder_hidden_states=text_run, timestep=lowp(timestep, f32=True), timestep_indices=timestep_indices,
+                       return_dict=False, **geometry_kwargs(geo))
+        latents[nc:] = video_s.step(v[0, nc:].to(latents.dtype), t, latents[nc:], return_dict=False)[0]
+        audio_latents[:] = audio_s.step(a[0].to(latents.dtype), audio_s.timesteps[i], audio_latents, return_dict=False)[0]
         outputs.update({f"step.{i}.timestep": timestep, f"step.{i}.timestep_indices": timestep_indices,
                         f"step.{i}.noise_pred": v, f"step.{i}.audio_noise_pred": a,
                         f"step.{i}.latents": latents.clone(), f"step.{i}.audio_latents": audio_latents.clone()})
@@ -311,7 +322,10 @@ def main():
     ap.add_argument("--commit", required=True, help="the diffusers commit the sources come from")
     ARGS = ap.parse_args()
     UPSTREAM = diffusers_upstream(ARGS.commit)
+    record_f16(cases)
 
+
+def cases():
     t2va = Geometry(22, 64, 96, [TEXT_TAG] * 5)                      # 7 latent frames of 2x3 rows, 37 audio latents
     vision = [TEXT_TAG] * 3 + [VIDEO_TAG] * 4 + [TEXT_TAG] * 5        # a keyframe's vision tokens inside the text
     fl2va = Geometry(22, 64, 64, vision, ("first", "last"))
@@ -337,6 +351,28 @@ def main():
 
     trajectory_case("t2va_2_steps", 51, t2va, 3)
     trajectory_case("fl2va_2_steps", 52, fl2va, 3)
+
+    # the distilled profiles' schedules (docs/models/minimax-h3.md "Steps per profile"): N model evaluations on
+    # linspace(1, 0, N + 1) shifted per modality = num_inference_steps N + 1: 8 (fastvid, turbo_int8), 6 (fastvid_fast),
+    # 4 (fastvid_4step_int8)
+    for n, seed in ((9, 46), (7, 47), (5, 48)):
+        scheduler_case(n, seed)
+    trajectory_case("t2va_8_nfe", 53, t2va, 9)
+    trajectory_case("fl2va_4_nfe", 54, fl2va, 5)
+
+    # another config and seed for every component (issue 19): 3 heads x 16 over hidden 32, 1 refiner block, FFN 48,
+    # 8 video / 4 audio channels, text 12, a wider sinusoid (32) and timestep MLP (20); a 39-frame wide geometry with
+    # a last keyframe for the rope, a 22-frame one with vision-tagged text for the rest
+    other = dict(num_attention_heads=3, attention_head_dim=16, hidden_size=32, num_layers=2, num_refiner_layers=1,
+                 ffn_dim=48, in_channels=8, audio_in_channels=4, text_dim=12, freq_dim=32, time_embed_hidden_dim=20,
+                 time_embed_dim=16)
+    rope_case("other_geometry_39_frames", 5, Geometry(39, 32, 128, [TEXT_TAG] * 4 + [VIDEO_TAG] * 2 + [TEXT_TAG] * 3,
+                                                      ("last",)), rope_freq_dim=16)
+    small = Geometry(22, 32, 64, [TEXT_TAG] * 2 + [VIDEO_TAG] * 2 + [TEXT_TAG] * 2, ("last",))
+    adaln_case("other_config_two_timesteps", 14, [0.03, 0.999], **other)
+    block_case("other_config", 24, small, 0.7, 0.2, **other)
+    transformer_case("other_config", 33, small, 0.55, 0.35, **other)
+    trajectory_case("other_config_3_nfe", 55, Geometry(22, 32, 64, [TEXT_TAG] * 3), 4, **other)
 
 
 if __name__ == "__main__":

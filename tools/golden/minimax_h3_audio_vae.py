@@ -28,7 +28,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import seed_everything, write_case  # noqa: E402
+from common import lowp, record_f16, seed_everything, write_case  # noqa: E402
 
 import diffusers  # noqa: E402
 from diffusers import AutoencoderKLMiniMaxH3Audio  # noqa: E402
@@ -52,6 +52,14 @@ CASES = {
     "three_stages": dict(seed=8302, frames=6, config=dict(
         latent_channels=32, latent_dim=32, decoder_dim=16, encoder_rates=[4, 5],
         decoder_rates=[5, 2, 2], decoder_kernel_sizes=[9, 4, 4])),
+    # other configs and seeds (issue 19): four stages (x5, x5, x2, x2) from width 32, 8 latent channels, 5 frames;
+    # and two x5 stages (the real first two) at width 24 with 16 latent channels (latent_dim 32), 7 frames
+    "four_stages": dict(seed=8303, frames=5, config=dict(
+        latent_channels=8, latent_dim=24, decoder_dim=32, encoder_rates=[4, 5, 5],
+        decoder_rates=[5, 5, 2, 2], decoder_kernel_sizes=[9, 9, 4, 4])),
+    "two_x5_stages": dict(seed=8304, frames=7, config=dict(
+        latent_channels=16, latent_dim=32, decoder_dim=24, encoder_rates=[5, 5],
+        decoder_rates=[5, 5], decoder_kernel_sizes=[9, 9])),
 }
 
 
@@ -82,6 +90,8 @@ def run_case(name, spec, out_dir, upstream):
     cfg["latents_std"] = (1.5 + torch.rand(C, generator=gen, dtype=torch.float64)).tolist()
     vae = AutoencoderKLMiniMaxH3Audio(**cfg).eval()
     randomize(vae, gen)
+    weights = {k: v for k, v in vae.state_dict().items() if k.startswith("decoder.") or k.startswith("dec_in_proj.")}
+    vae = lowp(vae, inplace=True)  # the f16 / f64 passes: the whole decoder in that dtype (upstream pins it to f32)
     dec = vae.decoder
 
     outputs = {}
@@ -103,7 +113,7 @@ def run_case(name, spec, out_dir, upstream):
         mean = torch.tensor(cfg["latents_mean"]).view(1, -1, 1)
         std = torch.tensor(cfg["latents_std"]).view(1, -1, 1)
         denorm = latents * std + mean  # MiniMaxH3AudioDecodeStep
-        waveform = vae.decode(denorm, return_dict=False)[0]
+        waveform = vae.decode(lowp(denorm), return_dict=False)[0]
         # each stage's output = the mean of its AMP blocks applied to ups.<i> (the loop of the decoder's forward)
         for i in range(len(dec.ups)):
             x = outputs[f"ups.{i}"]
@@ -117,7 +127,6 @@ def run_case(name, spec, out_dir, upstream):
     print(f"{name}: waveform {tuple(waveform.shape)}, |x| peak {outputs['conv_post'].abs().max():.2f}, "
           f"clamped fraction {clipped:.2f}")
 
-    weights = {k: v for k, v in vae.state_dict().items() if k.startswith("decoder.") or k.startswith("dec_in_proj.")}
     write_case(out_dir, MODEL, COMPONENT, name, weights=weights, inputs={"latents": latents}, outputs=outputs,
                config=cfg, upstream=upstream, seed=spec["seed"])
 
@@ -129,8 +138,7 @@ def main():
     args = ap.parse_args()
     upstream = (f"huggingface/diffusers {args.commit} ({diffusers.__version__}, torch {torch.__version__}) "
                 "AutoencoderKLMiniMaxH3Audio")
-    for name, spec in CASES.items():
-        run_case(name, spec, args.out, upstream)
+    record_f16(lambda: [run_case(name, spec, args.out, upstream) for name, spec in CASES.items()])
     print(json.dumps(sorted(CASES)))
 
 

@@ -28,7 +28,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import diffusers_upstream, seed_everything, write_case  # noqa: E402
+from common import diffusers_upstream, lowp, record_f16, seed_everything, write_case  # noqa: E402
 
 from diffusers import AutoencoderKLMiniMaxH3  # noqa: E402
 
@@ -73,12 +73,16 @@ def randomize(model, gen):
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
 
 
-def case(name, seed, frames, height, width, tiling=None, with_video=False):
+def case(name, seed, frames, height, width, tiling=None, with_video=False, **over):
     gen = seed_everything(seed)
     mean, std = real_latent_stats()
-    cfg = dict(TINY, latents_mean=mean, latents_std=std)
+    cfg = dict(TINY, latents_mean=mean, latents_std=std, **over)
     vae = AutoencoderKLMiniMaxH3(**cfg).eval()
     randomize(vae, gen)
+    weights = {k: v for k, v in vae.state_dict().items()
+               if k.startswith("decoder.") or k.startswith("post_quant_conv.")}
+    config = dict(vae.config)
+    vae = lowp(vae)  # the f16 pass: plain float16 weights and activations, as Kiln's f16 decode
     if tiling is None:
         vae.disable_tiling()
         tiling_vec = [0, 0, 0, 0, 0]
@@ -104,14 +108,12 @@ def case(name, seed, frames, height, width, tiling=None, with_video=False):
     with torch.no_grad():
         m = torch.tensor(mean).view(1, -1, 1, 1, 1)
         s = torch.tensor(std).view(1, -1, 1, 1, 1)
-        decoded = vae.decode(latents * s + m, return_dict=False)[0]
+        decoded = vae.decode(lowp(latents * s + m), return_dict=False)[0]
         video = (decoded.float() * torch.tensor(PIXEL_STD).view(1, -1, 1, 1, 1)
                  + torch.tensor(PIXEL_MEAN).view(1, -1, 1, 1, 1)).clamp(0, 1)
     for h in hooks:
         h.remove()
     n = captured["patch_embed"].shape[1]
-    weights = {k: v for k, v in vae.state_dict().items()
-               if k.startswith("decoder.") or k.startswith("post_quant_conv.")}
     outputs = {
         "post_quant_conv": captured["post_quant_conv"],
         "patch_embed": captured["patch_embed"],
@@ -123,7 +125,7 @@ def case(name, seed, frames, height, width, tiling=None, with_video=False):
         outputs["video"] = video
     write_case(ARGS.out, MODEL, COMPONENT, name, weights=weights,
                inputs={"latents": latents, "tiling": torch.tensor(tiling_vec, dtype=torch.float32)},
-               outputs=outputs, config=dict(vae.config), upstream=UPSTREAM, seed=seed)
+               outputs=outputs, config=config, upstream=UPSTREAM, seed=seed)
 
 
 def main():
@@ -133,12 +135,18 @@ def main():
     ap.add_argument("--commit", required=True, help="the diffusers commit the sources come from")
     ARGS = ap.parse_args()
     UPSTREAM = diffusers_upstream(ARGS.commit)
+    record_f16(cases)
 
+
+def cases():
     case("one_clip", 1, 7, 3, 4, with_video=True)            # 7 latent frames = 22 pixel frames: one chunk, one clip
     case("two_chunks", 2, 12, 2, 3)           # 12 = 5*2 + 2: two chunks cross-faded over 5 frames
     case("padded_tail", 3, 9, 2, 2)           # 9 is not 5k + 2: the tail is padded and cut off again
     case("tiled", 4, 7, 4, 6, (12, 12, 4, 4))  # 16x24 pixels in 12x12 tiles: overlaps 8 (h), 8 and 4 (w)
     case("tiled_chunks", 5, 12, 3, 6, (8, 12, 4, 4))  # 12x24 in 8x12 tiles over two temporal chunks
+    # another config and seed (issue 19): one block of 2 heads x 24 (18 rotated dims), 2 registers, FFN x2
+    case("other_config", 6, 7, 2, 3, decoder_num_layers=1, decoder_num_attention_heads=2, decoder_attention_head_dim=24,
+         decoder_num_register_tokens=2, decoder_ffn_mult=2, with_video=True)
 
 
 if __name__ == "__main__":
