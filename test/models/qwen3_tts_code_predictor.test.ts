@@ -10,14 +10,13 @@ import { Qwen3TtsCodePredictor } from '../../src/models/qwen3_tts/code-predictor
 import { parseQwen3TtsConfig } from '../../src/models/qwen3_tts/config';
 import { CodeSampler } from '../../src/models/qwen3_tts/sampling';
 import { testEngine } from '../engine/helpers';
-import { expectClose, goldenTests, WEIGHT_PREFIX } from './golden';
+import { expectClose, expectF16, goldenTests, WEIGHT_PREFIX } from './golden';
 
 for (const dtype of ['f32', 'f16'] as const) {
   goldenTests('qwen3_tts', 'code_predictor', async (c) => {
     const e = await testEngine();
     const config = parseQwen3TtsConfig(c.config, c.path);
     const H = config.talker.hiddenSize;
-    const tol = c.tol(dtype);
     const cp = await Qwen3TtsCodePredictor.load(e, c.ckpt, config, { dtype, prefix: WEIGHT_PREFIX });
     const table = await loadTensor(e, c.ckpt, `${WEIGHT_PREFIX}talker.model.codec_embedding.weight`, { dtype, shape: [config.talker.vocabSize, H] });
     const past = await c.input('past_hidden');
@@ -30,7 +29,7 @@ for (const dtype of ['f32', 'f16'] as const) {
     try {
       // the two-row prefill upstream hands its generate()
       const first = concat(e, [pastHidden, code0Embed], 1);
-      expectClose(await e.read(first), await c.output('inputs_embeds'), tol, `inputs_embeds (${dtype})`);
+      c.expect(dtype, await e.read(first), await c.output('inputs_embeds'), 'inputs_embeds');
       first.free();
 
       const runFrame = async (record: boolean) => {
@@ -48,7 +47,7 @@ for (const dtype of ['f32', 'f16'] as const) {
         return { sum: r.sum, codes, logits };
       };
       const a = await runFrame(true);
-      expectClose(a.logits, await c.output('logits'), tol, `logits (${dtype})`);
+      c.expect(dtype, a.logits, await c.output('logits'), 'logits');
       assert.deepEqual(a.codes, Array.from((await c.output('codes')).data), `codes (${dtype})`);
 
       // the returned sum is the 15 codes' embeddings (codec_embedding[g-1][code_g]), what the talker's next input adds
@@ -57,7 +56,11 @@ for (const dtype of ['f32', 'f16'] as const) {
         const row = (await c.weight(`talker.code_predictor.model.codec_embedding.${g - 1}.weight`)).data.subarray(a.codes[g - 1]! * H, (a.codes[g - 1]! + 1) * H);
         for (let i = 0; i < H; i++) want[i] += row[i]!;
       }
-      expectClose(await e.read(a.sum!), { data: want, shape: [1, 1, H] }, tol, `embedding sum (${dtype})`);
+      // a sum of table rows the fixture does not hold: f32 at the stated tolerance, f16 at float16's own rounding of
+      // the rows (the rule's floor: upstream's f16 error on a value it never computes is taken as 0)
+      const sum = { data: want, shape: [1, 1, H] };
+      if (dtype === 'f32') expectClose(await e.read(a.sum!), sum, c.tol('f32'), 'embedding sum (f32)');
+      else expectF16(await e.read(a.sum!), sum, { max: 0, rms: 0, peak: want.reduce((m, v) => Math.max(m, Math.abs(v)), 0) }, 'embedding sum (f16)');
       a.sum!.free();
 
       // frame 2 warms the pool up after the first frame's allocations; frame 3 must create no buffer

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { parseQwen3TtsConfig } from '../../src/models/qwen3_tts/config';
 import { Qwen3TtsTalker } from '../../src/models/qwen3_tts/talker';
 import { testEngine } from '../engine/helpers';
-import { expectClose, goldenTests, WEIGHT_PREFIX, type GoldenCase } from './golden';
+import { goldenTests, WEIGHT_PREFIX, type GoldenCase } from './golden';
 import { casePositions } from './qwen3-golden';
 
 const DTYPES = ['f32', 'f16'] as const;
@@ -22,19 +22,18 @@ async function loadTalker(c: GoldenCase, dtype: 'f32' | 'f16') {
 for (const dtype of DTYPES) {
   goldenTests('qwen3_tts', 'talker', async (c) => {
     const { e, talker, config } = await loadTalker(c, dtype);
-    const tol = c.tol(dtype);
     const x = await c.input('inputs_embeds');
     const embeds = e.upload(x.data, x.shape, dtype);
     try {
       const layers = config.talker.numLayers;
       const out = talker.forward({ embeds, positions: await casePositions(c), hiddenStates: Array.from({ length: layers }, (_, i) => i) });
       for (const [i, t] of out.states) {
-        expectClose(await e.read(t), await c.output(`hidden.${i}`), tol, `hidden.${i} (${dtype})`);
+        c.expect(dtype, await e.read(t), await c.output(`hidden.${i}`), `hidden.${i}`);
         t.free();
       }
       assert.equal(out.states.size, layers);
-      expectClose(await e.read(out.hidden), await c.output('last_hidden_state'), tol, `last_hidden_state (${dtype})`);
-      expectClose(await e.read(out.logits), await c.output('logits'), tol, `logits (${dtype})`);
+      c.expect(dtype, await e.read(out.hidden), await c.output('last_hidden_state'), 'last_hidden_state');
+      c.expect(dtype, await e.read(out.logits), await c.output('logits'), 'logits');
       out.hidden.free();
       out.logits.free();
     } finally {
@@ -66,7 +65,7 @@ for (const dtype of DTYPES) {
       }
       assert.equal(cache.length, L);
       assert.equal(H, talker.config.talker.hiddenSize);
-      expectClose(got, await c.output('logits'), c.tol(dtype), `logits through the KV cache (${dtype})`);
+      c.expect(dtype, got, await c.output('logits'), 'logits', `logits through the KV cache (${dtype})`);
     } finally {
       e.pool.frozen = false;
       cache.free();
