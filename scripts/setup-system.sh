@@ -2,7 +2,8 @@
 # System packages Kiln needs on a Debian 12 (bookworm) machine, CI included:
 # - Mesa 25 lavapipe from bookworm-backports: the CPU Vulkan driver Dawn (npm `webgpu`) runs on where there is
 #   no GPU (Debian 12's own Mesa 22 is rejected by Dawn; see docs/engine.md);
-# - Chromium, for the web page's end-to-end test (playwright-core drives /usr/bin/chromium).
+# - Chromium, for the web page's end-to-end test (playwright-core drives /usr/bin/chromium);
+# - redis-server, the real Redis the many-hosts tests (test/cluster) start on a free port.
 # Idempotent; needs root (or sudo). ffmpeg comes from npm (@ffmpeg-installer/ffmpeg), sqlite from better-sqlite3.
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -18,4 +19,8 @@ if [ "${KILN_SKIP_CHROMIUM:-0}" != 1 ] && ! command -v chromium >/dev/null; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq chromium fonts-dejavu-core
 fi
-echo "system packages ready: $(dpkg -s mesa-vulkan-drivers | awk '/^Version/{print "mesa-vulkan-drivers " $2}')"
+if ! command -v redis-server >/dev/null; then
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq redis-server
+fi
+echo "system packages ready: $(dpkg -s mesa-vulkan-drivers | awk '/^Version/{print "mesa-vulkan-drivers " $2}'), $(redis-server --version | cut -d" " -f1-3)"

@@ -106,6 +106,8 @@ export function toJobObject(job: JobRecord, live: { position?: number; running?:
   }
   if (job.status === 'done' || job.status === 'failed') o.finished = job.finished;
   o.priority = job.priority ?? DEFAULT_PRIORITY;
+  // the GPU worker it went to (an extension; one name per host in a fleet)
+  if (job.worker && job.status !== 'queued') o.worker = job.worker;
   if (job.status === 'failed') o.error = job.error;
   if (job.callback_status !== undefined) o.callback_status = job.callback_status;
   return o;

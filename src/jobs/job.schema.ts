@@ -40,6 +40,7 @@ export class JobObjectDto {
   @ApiPropertyOptional({ type: 'integer', description: 'HTTP status the callback target returned' }) callback_status?: number;
   @ApiPropertyOptional({ type: 'integer', minimum: 0, maximum: 9, description: 'Extension: higher runs first (5 unless the request set it)' }) priority?: number;
   @ApiPropertyOptional({ description: 'Extension, queued and running: expected seconds until the job finishes (measured runtimes of its class on this machine, the queue ahead, model loads)' }) eta_s?: number;
+  @ApiPropertyOptional({ description: 'Extension: the GPU worker (WORKER_NAME) the job went to, once it started' }) worker?: string;
   @ApiPropertyOptional({ description: 'Extension, done and failed with OUTPUT_TTL_S set: Unix seconds when the job and its file are deleted' }) expires_at?: number;
 }
 

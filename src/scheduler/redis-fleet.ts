@@ -30,11 +30,18 @@ export class RedisFleet extends EventEmitter implements WorkerPool {
   private readonly workers = new Map<string, RemoteWorker>();
   private readonly timer: NodeJS.Timeout;
   private up = false;
+  /** When Redis last came back: heartbeats older than that are not held against the workers for WORKER_STALL_S. */
+  private upSince = 0;
 
   constructor(private readonly o: FleetOptions) {
     super();
     this.redis = new Redis(o.url, { maxRetriesPerRequest: null });
-    this.redis.on('ready', () => (this.up = true));
+    this.redis.on('ready', () => {
+      this.up = true;
+      this.upSince = Date.now() / 1000;
+      // dispatch resumes: the workers that were ready before Redis went away are ready again
+      setImmediate(() => this.workers.forEach((w) => w.ready && w.emit('ready')));
+    });
     this.redis.on('end', () => (this.up = false));
     this.redis.on('close', () => (this.up = false));
     this.redis.on('error', (err) => o.log.debug({ err: err.message }, 'redis'));
@@ -107,10 +114,10 @@ export class RedisFleet extends EventEmitter implements WorkerPool {
       names.forEach((name, i) => {
         const raw = beats[i];
         const w = this.workers.get(name) ?? (raw ? this.add(name) : undefined);
-        w?.heard(raw ? (JSON.parse(raw) as WorkerBeat & { fatal?: string }) : undefined, now);
+        w?.heard(raw ? (JSON.parse(raw) as WorkerBeat & { fatal?: string }) : undefined, now, this.upSince);
       });
       // a worker gone from the list (its key expired, and another API pruned it) is gone here too
-      for (const w of this.workers.values()) if (!names.includes(w.name)) w.heard(undefined, now);
+      for (const w of this.workers.values()) if (!names.includes(w.name)) w.heard(undefined, now, this.upSince);
       // forget workers whose heartbeat key expired long ago and that hold nothing
       const dead = names.filter((n, i) => !beats[i] && !this.workers.get(n)?.ready);
       if (dead.length) await this.redis.srem(REDIS_KEYS.workers, ...dead);
@@ -147,8 +154,9 @@ export class RemoteWorker extends EventEmitter implements WorkerLink {
     private readonly redisUp: () => boolean,
   ) {
     super();
-    this.queue = new Queue(REDIS_KEYS.queue(name), { connection: new Redis(o.url, { maxRetriesPerRequest: null }) });
-    this.events = new QueueEvents(REDIS_KEYS.queue(name), { connection: new Redis(o.url, { maxRetriesPerRequest: null }) });
+    // connection options, not clients: BullMQ owns (and on close, closes) connections it made itself
+    this.queue = new Queue(REDIS_KEYS.queue(name), { connection: { url: o.url, maxRetriesPerRequest: null } });
+    this.events = new QueueEvents(REDIS_KEYS.queue(name), { connection: { url: o.url, maxRetriesPerRequest: null } });
     const quiet = (err: Error) => o.log.debug({ err: err.message, worker: name }, 'bullmq');
     this.queue.on('error', quiet);
     this.events.on('error', quiet);
@@ -239,9 +247,11 @@ export class RemoteWorker extends EventEmitter implements WorkerLink {
     };
   }
 
-  /** Its latest heartbeat (undefined: none), read at `now`. */
-  heard(beat: (WorkerBeat & { fatal?: string }) | undefined, now: number): void {
-    const fresh = beat !== undefined && now - beat.at <= this.o.stallS && beat.version === PROTOCOL_VERSION;
+  /** Its latest heartbeat (undefined: none), read at `now`; Redis has been up since `upSince` (a worker gets
+   * WORKER_STALL_S after Redis comes back to write its heartbeat again before it counts as lost). */
+  heard(beat: (WorkerBeat & { fatal?: string }) | undefined, now: number, upSince = 0): void {
+    const recent = beat !== undefined && (now - beat.at <= this.o.stallS || now - upSince <= this.o.stallS);
+    const fresh = recent && beat.version === PROTOCOL_VERSION;
     if (beat && beat.version !== PROTOCOL_VERSION && this.state !== 'stopped') this.o.log.error({ worker: this.name, version: beat.version }, `worker speaks protocol ${beat.version}, this API ${PROTOCOL_VERSION}: not used`);
     // a worker that restarted between two reads (a new process) lost what the old one held
     const restarted = beat !== undefined && this.beat !== undefined && beat.started_at !== this.beat.started_at;

@@ -17,6 +17,11 @@ export class S3Store {
       endpoint: s.endpoint,
       forcePathStyle: s.forcePathStyle,
       credentials: s.accessKeyId && s.secretAccessKey ? { accessKeyId: s.accessKeyId, secretAccessKey: s.secretAccessKey } : undefined,
+      // checksums only where the operation requires them: by default the SDK (since 3.729) uploads a stream as
+      // aws-chunked with a CRC32 trailer, which S3-compatible stores that predate it (s3rver, older MinIO and Ceph)
+      // store with the chunk framing inside the object ("10000\r\n" before the png's signature)
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
     });
   }
 

@@ -94,7 +94,9 @@ export class RedisHost implements WorkerHost {
         });
       },
       {
-        connection: new Redis(this.url, { maxRetriesPerRequest: null }),
+        // options, not a client: BullMQ then owns the connection and closes it with the worker (a client passed in is
+        // "shared" and would live on, reconnecting, after close)
+        connection: { url: this.url, maxRetriesPerRequest: null },
         concurrency: CONCURRENCY,
         // a task whose lock lapsed (this worker stalled or lost Redis) is failed, never run a second time
         maxStalledCount: 0,
@@ -113,7 +115,8 @@ export class RedisHost implements WorkerHost {
   async close(): Promise<void> {
     clearInterval(this.beat);
     await this.worker?.close(true).catch(() => {});
-    await this.redis.del(REDIS_KEYS.worker(this.name)).catch(() => {});
+    // gone from the fleet at once (not after WORKER_STALL_S); Redis being down must not hold the exit (commands queue)
+    await Promise.race([this.redis.del(REDIS_KEYS.worker(this.name)).catch(() => {}), new Promise((r) => setTimeout(r, 1000))]);
     this.redis.disconnect();
     this.sub.disconnect();
   }
