@@ -1,5 +1,5 @@
 // Qwen-Image-2.1 as a service pipeline (profiles imgmain: int8 linears, imgmain_bf16: 16-bit), diffusers'
-// QwenImage21Pipeline.__call__ (pipeline_qwenimage21.py at c245e42d; docs/models/qwen-image-2.1.md "Pipeline").
+// QwenImage21Pipeline.__call__ (pipeline_qwenimage21.py at 0a1f3676; docs/models/qwen-image-2.1.md "Pipeline").
 // One job:
 //   references (editing, "Picture 1..N") -> decoded RGB at about the res tier's area, sides multiples of 32
 //     -> the Qwen3-VL vision tower (inside the text encoder) and VAE encode -> normalised latents (H/16 x W/16 x 64)
@@ -110,6 +110,8 @@ export interface SampleRequest {
   signal?: AbortSignal;
   /** After each step (the step's GPU work has finished): progress and the runner's safe point (RunContext.safePoint). */
   onStep?(done: number, total: number): Promise<void> | void;
+  /** Initial latents (h * w, C) to use instead of seededNoise (the end-to-end golden gives upstream's draw to both). */
+  noise?: Float32Array;
 }
 
 /** The text-only joint sequence of a conditioning of `rows` tokens and a target of h x w latent tokens. */
@@ -149,7 +151,9 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
   const schedule = flowMatchSchedule(sched, r.steps, condSequence.targetLength);
   const caches: QwenImage21PrefixCache[] = [];
   // null once handed to the caller, so the finally below frees it only on a throw
-  let x: Tensor | null = e.upload(seededNoise(r.seed, cfg.inChannels, h, w), [1, h * w, cfg.inChannels], transformer.dtype, 'qi21 noise');
+  const noise = r.noise ?? seededNoise(r.seed, cfg.inChannels, h, w);
+  if (noise.length !== h * w * cfg.inChannels) throw new RangeError(`Qwen-Image-2.1: ${noise.length} noise values for ${h * w} tokens of ${cfg.inChannels}`);
+  let x: Tensor | null = e.upload(noise, [1, h * w, cfg.inChannels], transformer.dtype, 'qi21 noise');
   try {
     const condCache = transformer.createCache(condSequence);
     caches.push(condCache);
@@ -202,8 +206,16 @@ export interface QwenImage21PipelineOptions {
   checkpoint(e: Engine, signal: AbortSignal): Promise<string>;
   /** imgmain: true. */
   int8: boolean;
+  /** Compute dtype (default f16 where the adapter has shader-f16, else f32; the end-to-end golden runs f32). */
+  dtype?: ComputeDType;
   /** Told the GPU bytes held once loaded. */
   onLoaded?(bytes: number, dir: string): void;
+  /** Initial latents for a task instead of its seed's (tests: the end-to-end golden injects upstream's draw). */
+  noise?(task: ImageTask, channels: number, h: number, w: number): Float32Array;
+  /** Sees the final latents (h * w, C) before the VAE (tests). */
+  onSampled?(latents: Float32Array): void;
+  /** Sees the decoded RGBA (1, H, W, 4) in [-1, 1] before it becomes the png's RGB (tests). */
+  onDecoded?(rgba: Float32Array, height: number, width: number, channels: number): void;
 }
 
 /** The 'image' pipeline of imgmain / imgmain_bf16 (the GPU worker serves it: src/worker/profiles/image.ts). */
@@ -224,7 +236,7 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
     throwIfCancelled(ctx.signal);
     const configs = await readQwenImage21Configs(dir);
     const tokenizer = await TextTokenizer.fromDir(join(dir, 'processor'));
-    const dtype: ComputeDType = e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32';
+    const dtype: ComputeDType = this.o.dtype ?? (e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32');
     const before = e.pool.stats().inUseBytes;
     // The encoder half serves reference images: loaded when the text encoder can take them too.
     const vae = await QwenImage21Vae.load(e, join(dir, 'vae'), { dtype, encoder: configs.vision !== null });
@@ -279,7 +291,9 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
 
       ctx.stage(STAGE.sample);
       ctx.progress(0, task.steps);
+      const grid = latentGrid(task.width, task.height);
       latents = await sampleLatents(e, transformer, m.configs.scheduler, {
+        noise: this.o.noise?.(task, transformer.config.inChannels, grid.h, grid.w),
         cond, negative, references, cfg: task.cfg, seed: task.seed, steps: task.steps, width: task.width, height: task.height, signal: ctx.signal,
         onStep: async (done, total) => {
           ctx.progress(done, total);
@@ -288,6 +302,7 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
       });
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);
+      if (this.o.onSampled) this.o.onSampled(await e.read(latents));
 
       ctx.stage(STAGE.save);
       const { h, w } = latentGrid(task.width, task.height);
@@ -303,6 +318,7 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
         pixels.free();
       }
       throwIfCancelled(ctx.signal);
+      this.o.onDecoded?.(data, H, W, channels);
       const rgb = rgbOverWhite(data, H, W, channels);
       await writePng(task.outputPath, { data: rgb, shape: [3, H, W] }, task.png, { signal: ctx.signal });
     } finally {
