@@ -9,6 +9,8 @@ import { testPipeline } from './test-pipelines';
 const VIDEO_FIELDS = ['id', 'kind', 'status', 'prompt', 'profile', 'mode', 'aspect', 'res', 'size', 'seconds', 'frames', 'seed', 'steps', 'image_count', 'created'];
 const IMAGE_FIELDS = ['id', 'kind', 'status', 'prompt', 'profile', 'mode', 'aspect', 'res', 'size', 'seed', 'steps', 'image_count', 'created', 'negative', 'cfg', 'size_from_ref'];
 const LIVE = ['position', 'progress', 'stage', 'elapsed', 'eta_s'];
+/** Extensions a job gains once it has started: the worker it went to. */
+const STARTED = ['worker'];
 /** Fields this service adds to the spec's job object (README "API"): always there. */
 const EXTENSIONS = ['priority'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -38,18 +40,21 @@ describe('jobs: lifecycle, queue, wait, downloads, delete', () => {
     const v = await post('/api/v1/generate', { prompt: 'a cat sings "hello"', seconds: 5 });
     assert.equal(v.status, 200);
     assert.match(v.body.id, /^\d{8}_\d{6}_\d{4}$/);
-    assert.deepEqual(Object.keys(v.body).filter((k) => !LIVE.includes(k)).sort(), [...VIDEO_FIELDS, ...EXTENSIONS].sort());
+    assert.deepEqual(Object.keys(v.body).filter((k) => !LIVE.includes(k) && !STARTED.includes(k)).sort(), [...VIDEO_FIELDS, ...EXTENSIONS].sort());
     assert.deepEqual([v.body.kind, v.body.profile, v.body.mode, v.body.aspect, v.body.res, v.body.size, v.body.frames, v.body.steps, v.body.image_count], ['video', 'fastvid', 't2v', '16:9', '480p', '864x480', 124, 8, 0]);
     assert.ok(Number.isInteger(v.body.seed) && v.body.seed >= 0, 'seed -1 is resolved at creation');
     assert.ok(Math.abs(v.body.created - Date.now() / 1000) < 5);
     const i = await post('/api/v1/image', { prompt: 'a red fox', aspect: '16:9', res: '2K', seed: 7, steps: 2 });
-    assert.deepEqual(Object.keys(i.body).filter((k) => !LIVE.includes(k)).sort(), [...IMAGE_FIELDS, ...EXTENSIONS].sort());
+    assert.deepEqual(Object.keys(i.body).filter((k) => !LIVE.includes(k) && !STARTED.includes(k)).sort(), [...IMAGE_FIELDS, ...EXTENSIONS].sort());
     assert.deepEqual([i.body.size, i.body.steps, i.body.cfg, i.body.seed, i.body.mode, i.body.negative, i.body.size_from_ref], ['2752x1536', 2, 1, 7, 't2i', '', false]);
     const c = await post('/api/v1/image', { prompt: 'x', size: '1536x864', steps: 1 });
     assert.deepEqual([c.body.size, c.body.aspect, c.body.res], ['1536x864', '16:9', 'custom']);
     const v1 = await post('/api/v1/generate', { prompt: 'x', seconds: 1, aspect: '9:16', res: '768p', steps: 1 });
     assert.deepEqual([v1.body.frames, v1.body.size, v1.body.steps], [39, '768x1344', 1]);
-    for (const id of [v.body.id, i.body.id, c.body.id, v1.body.id]) await until(t, id, (j) => j.status === 'done');
+    for (const id of [v.body.id, i.body.id, c.body.id, v1.body.id]) {
+      const done = await until(t, id, (j) => j.status === 'done');
+      assert.equal(typeof done.worker, 'string', 'a started job names the worker it ran on');
+    }
   });
 
   test('the first job on an idle service is running at once, or queued with position 1 (never queued without one)', async () => {
