@@ -46,6 +46,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     this.inputsDir = files.inputsDir;
     scheduler.on('started', (task, started, worker) => this.onStarted(task, started, worker));
     scheduler.on('progress', (task) => this.onProgress(task));
+    scheduler.on('requeued', (task) => this.onRequeued(task));
     // A job's end is saved before the next job starts (the scheduler waits for this).
     scheduler.settleWith((task, outcome) => this.tracked(this.onFinished(task, outcome)));
     scheduler.on('cancelled', (task) => this.track(this.onFinished(task, { status: 'failed', code: 'cancelled', error: 'cancelled', started: 0, finished: Date.now() / 1000 })));
@@ -218,8 +219,9 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   }
 
   view(job: JobRecord): Record<string, unknown> {
-    const cur = this.scheduler.current();
-    const running = cur?.task.id === job.id ? { stage: cur.stage, progress: cur.progress, started: cur.started } : undefined;
+    // the job's own live state: with many workers, several jobs run at once
+    const cur = job.status === 'running' ? this.scheduler.running(job.id) : undefined;
+    const running = cur ? { stage: cur.stage, progress: cur.progress, started: cur.started } : undefined;
     const o = toJobObject(job, { position: this.scheduler.position(job.id), running, eta_s: this.scheduler.etaS(job.id) });
     // with OUTPUT_TTL_S, a finished job says when it goes (an extension)
     if (this.settings.outputTtlS > 0 && job.finished !== undefined && (job.status === 'done' || job.status === 'failed')) o.expires_at = round3(job.finished + this.settings.outputTtlS);
@@ -248,7 +250,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     if (job.kind !== kind) throw new NotFoundError(`job ${id} is an ${job.kind} job; it has no ${kind}`);
     if (job.status !== 'done' || !job.output) throw new NotFoundError(`job ${id} has no ${kind} yet (status ${job.status})`);
     const file = await this.files.open(job.output);
-    if (!file) throw new NotFoundError(`job ${id}: its ${kind} file is gone from the ${this.files.remote ? 'object store' : 'output folder'}`);
+    if (!file || 'unsatisfiable' in file) throw new NotFoundError(`job ${id}: its ${kind} file is gone from the ${this.files.remote ? 'object store' : 'output folder'}`);
     return { body: file.body, name: job.output, type: file.type };
   }
 
@@ -290,9 +292,23 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   /** The stage each running job reported last: a change is a `stage` event, anything else a `progress` one. */
   private readonly lastStage = new Map<string, string>();
 
+  /** A job sent to a worker that was lost before it began the job: queued again, for another worker. */
+  private onRequeued(task: WorkerTask): void {
+    const job = this.store.get(task.id);
+    if (!job || job.status !== 'running') return;
+    job.status = 'queued';
+    delete job.started;
+    delete job.worker;
+    this.store.update(job);
+    this.lastStage.delete(job.id);
+    this.log.info({ id: job.id }, 'job queued again: its worker was lost before it began');
+    this.events.publish(job.id, 'queued', this.view(job));
+    this.events.moved();
+  }
+
   private onProgress(task: WorkerTask): void {
-    const cur = this.scheduler.current();
-    if (cur?.task.id !== task.id) return; // a speech request: no job, no events
+    const cur = this.scheduler.running(task.id);
+    if (!cur || task.kind === 'tts') return; // a speech request: no job, no events
     const delta = { id: task.id, status: 'running', stage: cur.stage, progress: cur.progress, elapsed: round3(Date.now() / 1000 - cur.started), eta_s: this.scheduler.etaS(task.id) };
     const type = this.lastStage.get(task.id) === cur.stage ? 'progress' : 'stage';
     this.lastStage.set(task.id, cur.stage);

@@ -46,6 +46,8 @@ export interface SchedulerEvents {
   finished: (task: WorkerTask, outcome: Outcome) => void;
   /** A queued task was removed before it ran. */
   cancelled: (task: WorkerTask) => void;
+  /** A job sent to a worker that never began it (lost, or the send failed) is queued again, first in its lane. */
+  requeued: (task: WorkerTask) => void;
   /** The worker loaded the task's model (seconds it took). */
   loaded: (task: WorkerTask, seconds: number) => void;
   /** The worker process ended while the service runs (it is started again). */
@@ -403,6 +405,7 @@ export class Scheduler extends EventEmitter {
     else {
       this.priorities.set(id, r.priority);
       this.queue.unshift(r.task);
+      this.emit('requeued', r.task);
     }
     this.etaCache = undefined;
     setTimeout(() => this.pump(), 1000).unref();
@@ -424,9 +427,10 @@ export class Scheduler extends EventEmitter {
         r.timers.forEach(clearTimeout);
         if (this.o.interactive(r.task)) requeue.push(r.task);
         else {
-          // it was next: it goes first again
+          // it was next: it goes first again (queued, no worker, until another takes it)
           this.priorities.set(r.task.id, r.priority);
           this.queue.unshift(r.task);
+          this.emit('requeued', r.task);
         }
         return;
       }

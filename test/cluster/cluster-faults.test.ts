@@ -9,9 +9,10 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { makeGate } from '../api/control';
+import { makeGate, makeLog } from '../api/control';
 import { auth, startApp, until, type TestApp } from '../api/harness';
-import { testPipeline } from '../api/test-pipelines';
+import { dataUri, pngBytes, wavBytes } from '../api/inputs';
+import { silentSpeech, testPipeline } from '../api/test-pipelines';
 import { startRedis, startS3, startWorker, type RedisServer, type S3Server, type WorkerProcess } from './services';
 
 type Job = Record<string, any>;
@@ -39,12 +40,14 @@ describe('GPU workers on Redis: faults', () => {
   let t: TestApp;
   let hook: Awaited<ReturnType<typeof receiver>>;
   const gate = makeGate();
+  /** `run <job id>` each time a worker begins a job (load/unload too). */
+  const log = makeLog();
   const workers = new Map<string, WorkerProcess>();
   let workerEnv: Record<string, string>;
   let apiEnv: Record<string, string>;
 
   const addWorker = (name: string) => {
-    workers.set(name, startWorker(name, workerEnv, { builtins: false, pipelines: [testPipeline('image', 'imgmain', { gate })] }));
+    workers.set(name, startWorker(name, workerEnv, { builtins: false, pipelines: [testPipeline('image', 'imgmain', { gate, log }), silentSpeech()] }));
   };
   const post = async (prompt: string, extra: object = {}): Promise<Job> => {
     const res = await t.http.post('/api/v1/image').set(auth).send({ prompt, steps: 2, ...extra });
@@ -90,12 +93,28 @@ describe('GPU workers on Redis: faults', () => {
     await redis?.stop();
   });
 
+  test('inputs and outputs travel through the object store: a speech request, an editing job with its picture', async () => {
+    gate.openAll();
+    const speech = await t.http.post('/api/v1/tts').set(auth).send({ text: 'hello from another host', ref_audio: dataUri('audio/wav', wavBytes(3.5)) });
+    assert.equal(speech.status, 200, JSON.stringify(speech.body));
+    const wav = await t.http.get(speech.body.audio).buffer(true);
+    assert.equal(wav.status, 200);
+    assert.equal(wav.body.subarray(0, 4).toString(), 'RIFF');
+    const edit = await t.http.post('/api/images').set(auth).field('prompt', 'make Picture 1 blue').field('steps', '1').attach('images', await pngBytes(64, 48), 'in.png');
+    assert.equal(edit.status, 200, JSON.stringify(edit.body));
+    const done = await until(t, edit.body.id, (j) => j.status === 'done' || j.status === 'failed', 10_000);
+    assert.equal(done.status, 'done', JSON.stringify(done));
+    assert.equal((await t.http.get(`/api/jobs/${done.id}/image`).set(auth)).status, 200);
+  });
+
   test('kill -9 of a worker mid-job: that job fails naming the worker (callback sent), the other worker runs the rest', async () => {
     gate.close();
     const a = await post('first', { callback_url: hook.url });
     const b = await post('second', { callback_url: hook.url });
     const queued = [await post('third'), await post('fourth')];
-    const [ra, rb] = [await until(t, a.id, (j) => j.status === 'running'), await until(t, b.id, (j) => j.status === 'running')];
+    // both begun in their workers (the sampling stage came from there): a job not begun would be handed on instead
+    const sampling = (j: Job) => j.status === 'running' && j.stage === '采样';
+    const [ra, rb] = [await until(t, a.id, sampling), await until(t, b.id, sampling)];
     assert.notEqual(ra.worker, rb.worker, 'one job on each worker');
     const victim = workers.get(ra.worker)!;
     const survivor = rb.worker as string;
@@ -114,6 +133,29 @@ describe('GPU workers on Redis: faults', () => {
     // the status names the lost worker's state; a new process of the same name joins the pool again
     addWorker(ra.worker);
     await readyWorkers(2);
+  });
+
+  test('a job sent to a worker that is lost before it begins goes back to the queue and runs once, elsewhere', async () => {
+    gate.close();
+    const frozen = workers.get('gpu-b')!;
+    frozen.child.kill('SIGSTOP'); // alive but silent, as a host whose network dropped: it takes nothing from Redis
+    try {
+      const jobs = [await post('one'), await post('two')];
+      const sent = await Promise.all(jobs.map((j) => until(t, j.id, (x) => x.status === 'running')));
+      const stranded = sent.find((j) => j.worker === 'gpu-b');
+      assert.ok(stranded, `one job went to the frozen worker: ${sent.map((j) => j.worker).join(', ')}`);
+      // WORKER_STALL_S later gpu-b counts as lost; the job it never began is queued again, with no worker
+      const back = await until(t, stranded.id, (j) => j.status === 'queued', (STALL_S + 5) * 1000);
+      assert.equal(back.worker, undefined);
+      const done = await drain(jobs.map((j) => j.id));
+      for (const j of done) assert.deepEqual([j.status, j.worker], ['done', 'gpu-a'], JSON.stringify(j));
+    } finally {
+      frozen.child.kill('SIGCONT');
+    }
+    // the thawed worker finds nothing to run: each job ran exactly once
+    await readyWorkers(2);
+    await sleep(500);
+    for (const id of [...new Set(log.events.filter((e) => e.startsWith('run ')))]) assert.equal(log.events.filter((e) => e === id).length, 1, `${id} ran once`);
   });
 
   test('DELETE of a job running on a worker reaches that worker: interrupted with the gate still closed', async () => {
