@@ -43,10 +43,15 @@ export function configureApp(app: NestExpressApplication, settings: Settings, to
     app.use('/out', (req: express.Request, res: express.Response, next: express.NextFunction) => {
       const file = /^\/([\w-]+\.(png|mp4|wav))$/.exec(req.path)?.[1];
       if (!file || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
-      app.get(JobFiles).open(file).then((o) => {
+      // one byte range as express.static serves them locally (a browser seeking in an mp4); several: the whole file
+      const range = /^bytes=\d*-\d*$/.test(req.headers.range ?? '') ? req.headers.range : undefined;
+      app.get(JobFiles).open(file, range).then((o) => {
         if (!o) return next();
+        res.setHeader('Accept-Ranges', 'bytes');
+        if ('unsatisfiable' in o) return void res.status(416).setHeader('Content-Range', `bytes */${o.unsatisfiable}`).end();
         res.setHeader('Content-Type', o.type);
         if (o.size !== undefined) res.setHeader('Content-Length', String(o.size));
+        if (o.range) res.status(206).setHeader('Content-Range', o.range);
         if (req.method === 'HEAD') return void (o.body.destroy(), res.end());
         o.body.on('error', () => res.destroy());
         o.body.pipe(res);

@@ -13,6 +13,14 @@ import type { InputFile } from './input-probe';
 
 const TYPES: Record<string, string> = { '.png': 'image/png', '.mp4': 'video/mp4', '.wav': 'audio/wav' };
 
+export interface ServedFile {
+  body: Readable;
+  size?: number;
+  type: string;
+  /** Content-Range of a span. */
+  range?: string;
+}
+
 @Injectable()
 export class JobFiles {
   readonly outDir: string;
@@ -90,12 +98,13 @@ export class JobFiles {
     else await rm(join(this.inputsDir, id), { recursive: true, force: true });
   }
 
-  /** The file served at /out/<file>, or undefined. */
-  async open(file: string): Promise<{ body: Readable; size?: number; type: string } | undefined> {
+  /** The file served at /out/<file>, or undefined. `range` (the object store only: locally express.static serves
+   * ranges): one `bytes=a-b` span of it, or `{ unsatisfiable: size }`. */
+  async open(file: string, range?: string): Promise<ServedFile | { unsatisfiable: number } | undefined> {
     const type = TYPES[extname(file)] ?? 'application/octet-stream';
     if (this.store) {
-      const o = await this.store.open(objectKeys.ofOutFile(file));
-      return o && { body: o.body, size: o.size, type };
+      const o = await this.store.open(objectKeys.ofOutFile(file), range);
+      return o && ('unsatisfiable' in o ? o : { body: o.body, size: o.size, type, range: o.range });
     }
     const path = join(this.outDir, file);
     const s = await stat(path).catch(() => undefined);

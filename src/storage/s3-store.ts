@@ -1,12 +1,21 @@
 // The S3-compatible object store (STORAGE=s3: MinIO, Ceph, R2, AWS S3) that inputs and outputs travel through when
 // workers run on other hosts. Keys: jobs/<id>/inputs/<name> (a job's inputs), jobs/<id>/<id>.<ext> (its output),
 // tts/tts_<id>/... (a speech request's clip and wav). A task names an object as s3://<bucket>/<key>.
-import { DeleteObjectsCommand, GetObjectCommand, HeadBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client, CreateBucketCommand } from '@aws-sdk/client-s3';
+import { DeleteObjectsCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, CreateBucketCommand } from '@aws-sdk/client-s3';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { S3Settings } from '../config/cluster-settings';
+
+export interface OpenedObject {
+  body: Readable;
+  /** Bytes in `body` (the span's, for a range). */
+  size?: number;
+  type?: string;
+  /** A range's Content-Range (`bytes a-b/total`). */
+  range?: string;
+}
 
 export class S3Store {
   private readonly client: S3Client;
@@ -56,13 +65,22 @@ export class S3Store {
     await pipeline(res.Body as Readable, createWriteStream(path));
   }
 
-  /** The object as a stream with its size and type, or undefined if there is none. */
-  async open(key: string): Promise<{ body: Readable; size?: number; type?: string } | undefined> {
+  /** The object as a stream with its size and type, or undefined if there is none. With `range` (an HTTP Range
+   * header of one `bytes=a-b` span) only that span: `range` then gives its Content-Range; a span past the end is
+   * `{ unsatisfiable: size }`. */
+  async open(key: string): Promise<OpenedObject | undefined>;
+  async open(key: string, range: string | undefined): Promise<OpenedObject | { unsatisfiable: number } | undefined>;
+  async open(key: string, range?: string): Promise<OpenedObject | { unsatisfiable: number } | undefined> {
     try {
-      const res = await this.client.send(new GetObjectCommand({ Bucket: this.s.bucket, Key: key }));
-      return { body: res.Body as Readable, size: res.ContentLength, type: res.ContentType };
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.s.bucket, Key: key, Range: range }));
+      return { body: res.Body as Readable, size: res.ContentLength, type: res.ContentType, range: res.ContentRange };
     } catch (err) {
-      if ((err as { name?: string }).name === 'NoSuchKey' || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 404) return undefined;
+      const e = err as { name?: string; $metadata?: { httpStatusCode?: number } };
+      if (e.name === 'NoSuchKey' || e.$metadata?.httpStatusCode === 404) return undefined;
+      if (range && (e.name === 'InvalidRange' || e.$metadata?.httpStatusCode === 416)) {
+        const head = await this.client.send(new HeadObjectCommand({ Bucket: this.s.bucket, Key: key })).catch(() => undefined);
+        return head ? { unsatisfiable: head.ContentLength ?? 0 } : undefined;
+      }
       throw err;
     }
   }

@@ -10,14 +10,8 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { auth, startApp, until, type TestApp } from '../api/harness';
+import { pngSize } from '../api/inputs';
 import { startRedis, startS3, startWorker, type RedisServer, type S3Server, type WorkerProcess } from './services';
-
-const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-
-function pngSize(b: Buffer): { width: number; height: number } {
-  assert.ok(b.subarray(0, 8).equals(PNG_SIGNATURE), `a png: ${b.length} bytes, ${b.subarray(0, 16).toString('hex')}...`);
-  return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
-}
 
 describe('two GPU workers on Redis and S3, demo weights', () => {
   let redis: RedisServer;
@@ -82,6 +76,15 @@ describe('two GPU workers on Redis and S3, demo weights', () => {
       assert.equal(served.status, 200, j.image);
       assert.ok(served.body.equals(dl.body), `${j.image} is the same file`);
     }
+    // a byte range, as express.static answers it locally (a browser seeking in an mp4)
+    const whole = (await t.http.get(jobs[1]!.image).buffer(true)).body as Buffer;
+    const a = Math.floor(Math.random() * (whole.length - 100)), b = a + Math.floor(Math.random() * 99);
+    const part = await t.http.get(jobs[1]!.image).set('Range', `bytes=${a}-${b}`).buffer(true);
+    assert.equal(part.status, 206);
+    assert.equal(part.headers['content-range'], `bytes ${a}-${b}/${whole.length}`);
+    assert.ok((part.body as Buffer).equals(whole.subarray(a, b + 1)), 'the span, byte for byte');
+    const past = await t.http.get(jobs[1]!.image).set('Range', `bytes=${whole.length + 10}-`);
+    assert.deepEqual([past.status, past.headers['content-range']], [416, `bytes */${whole.length}`]);
     // outputs live in the bucket under jobs/<id>/, not in the API's DATA_DIR
     const listed = await objects();
     for (const j of jobs) assert.ok(listed.some((k) => k.startsWith(`jobs/${j.id}/`)), `an object under jobs/${j.id}/: ${listed.join(' ')}`);

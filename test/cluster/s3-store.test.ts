@@ -50,6 +50,20 @@ describe('S3Store on s3rver', () => {
     assert.ok(readFileSync(join(dir, 'back.bin')).equals(big));
   });
 
+  test('a byte range opens as that span with its Content-Range; a span past the end says the size', async () => {
+    const data = randomBytes(5000 + Math.floor(Math.random() * 1000));
+    await store.put('jobs/r/r.mp4', data, 'video/mp4');
+    const a = Math.floor(Math.random() * 4000), b = a + Math.floor(Math.random() * 900);
+    const o = await store.open('jobs/r/r.mp4', `bytes=${a}-${b}`);
+    assert.ok(o && !('unsatisfiable' in o));
+    assert.deepEqual([o.size, o.range], [b - a + 1, `bytes ${a}-${b}/${data.length}`]);
+    const parts: Buffer[] = [];
+    for await (const c of o.body) parts.push(c as Buffer);
+    assert.ok(Buffer.concat(parts).equals(data.subarray(a, b + 1)));
+    assert.deepEqual(await store.open('jobs/r/r.mp4', `bytes=${data.length + 1}-`), { unsatisfiable: data.length });
+    assert.equal(await store.open('jobs/none/r.mp4', 'bytes=0-9'), undefined);
+  });
+
   test('a missing key opens as undefined; deletePrefix removes that prefix only', async () => {
     assert.equal(await store.open('jobs/none/none.png'), undefined);
     for (const k of ['jobs/b/b.png', 'jobs/b/inputs/x', 'jobs/b2/b2.png']) await store.put(k, Buffer.from(k));
