@@ -144,6 +144,13 @@ export interface Qwen3TtsPipelineOptions {
   onLoaded?(bytes: number, dir: string): void;
   /** Sentence-chunk limit in text units (text-split.ts). */
   chunkUnits?: number;
+  /** Talker and code predictor dtype (default f16 where the adapter has shader-f16, else f32; the end-to-end golden runs f32). */
+  dtype?: ComputeDType;
+  /** Overrides of generation_config.json, as upstream's generate_voice_clone(**kwargs) (the end-to-end golden: greedy). */
+  generation?: Partial<Qwen3TtsSampling>;
+  /** Sees each chunk's generated codes (frames x code groups) and the samples before the wav (tests). */
+  onCodes?(frames: number[][]): void;
+  onAudio?(samples: Float32Array): void;
 }
 
 /** The 'tts' pipeline (the GPU worker serves it: src/worker/profiles/speech.ts). */
@@ -170,7 +177,7 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
     try {
       const speech = await Checkpoint.open(join(dir, 'speech_tokenizer', 'model.safetensors'));
       try {
-        const dtype: ComputeDType = e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32';
+        const dtype: ComputeDType = this.o.dtype ?? (e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32');
         const parts = await loadQwen3TtsParts(e, model, speech, configs, { dtype }, ctx.signal);
         const bytes = e.pool.stats().inUseBytes - before;
         this.m = { e, dir, configs, tokenizer, parts, bytes };
@@ -221,7 +228,8 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
       }
       throwIfCancelled(ctx.signal);
 
-      const budgets = chunks.map((c) => maxNewTokensFor(textUnits(c), m.configs.generation));
+      const g = { ...m.configs.generation, ...this.o.generation };
+      const budgets = chunks.map((c) => maxNewTokensFor(textUnits(c), g));
       const totalFrames = budgets.reduce((a, b) => a + b - 1, 0);
       let framesDone = 0;
       const pieces: Float32Array[] = [];
@@ -237,7 +245,6 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
         const embeds = embedPrompt(talker, talkerPrompt, spk);
         let frames: number[][];
         try {
-          const g = m.configs.generation;
           ({ frames } = await generateCodes(talker, embeds, {
             maxNewTokens: budgets[i]!,
             talker: { doSample: g.doSample, temperature: g.temperature, topK: g.topK, repetitionPenalty: g.repetitionPenalty },
@@ -250,6 +257,7 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
           freePromptEmbeds(embeds);
         }
         throwIfCancelled(ctx.signal);
+        this.o.onCodes?.(frames);
         if (frames.length === 0) continue;
         ctx.stage(STAGE.audioDecode);
         pieces.push(await decodeFrames(decoder, frames, ref?.codes ?? null));
@@ -257,6 +265,7 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
       }
       ctx.stage(STAGE.save);
       const audio = joinPieces(pieces, Math.round(CHUNK_PAUSE_S * SPEECH_SAMPLE_RATE));
+      this.o.onAudio?.(audio);
       await writeWav(task.outputPath, { data: audio, sampleRate: SPEECH_SAMPLE_RATE, channels: 1, layout: 'planar' }, { signal: ctx.signal });
     } finally {
       spk.free();

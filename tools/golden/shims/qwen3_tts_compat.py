@@ -146,3 +146,71 @@ def load_upstream():
     _supply_cache_position(model.Qwen3TTSTalkerForConditionalGeneration)
     _supply_cache_position(model.Qwen3TTSTalkerCodePredictorModelForConditionalGeneration)
     return types.SimpleNamespace(model=model, config=cfg, tok=tok, tok_config=tok_cfg)
+
+
+def load_inference(u):
+    """The inference wrappers (qwen_tts.inference: Qwen3TTSModel, Qwen3TTSTokenizer) on top of load_upstream(u), for
+    from_pretrained on a checkpoint folder (the end-to-end golden, tools/golden/qwen3_tts_pipeline.py). Two more
+    5.x adaptations: qwen_tts.core.models gets the names its __init__ would export (the package is registered without
+    running it, see _package), and every config class the checkpoint's config.json instantiates gets
+    legacy_config_defaults after its __init__ (pad/bos/eos ids and eager attention, as build_tts sets them by hand);
+    integers given for float fields become floats (5.x's strict config dataclasses refuse `"trim_right_ratio": 1`,
+    which 4.57 took); the 25 Hz tokenizer's Auto registration gets placeholders."""
+    from transformers import MimiConfig, PretrainedConfig, PreTrainedModel
+
+    # The 25 Hz tokenizer is not loaded (load_upstream leaves it None), but Qwen3TTSTokenizer.from_pretrained
+    # registers it with the Auto classes: placeholders that never build anything.
+    class Absent25HzConfig(PretrainedConfig):
+        model_type = "qwen3_tts_tokenizer_25hz"
+
+    class Absent25HzModel(PreTrainedModel):
+        config_class = Absent25HzConfig
+
+    tokenizer = importlib.import_module("qwen_tts.inference.qwen3_tts_tokenizer")
+    tokenizer.Qwen3TTSTokenizerV1Config, tokenizer.Qwen3TTSTokenizerV1Model = Absent25HzConfig, Absent25HzModel
+    models = sys.modules["qwen_tts.core.models"]
+    models.Qwen3TTSConfig = u.config.Qwen3TTSConfig
+    models.Qwen3TTSForConditionalGeneration = u.model.Qwen3TTSForConditionalGeneration
+    models.Qwen3TTSProcessor = importlib.import_module("qwen_tts.core.models.processing_qwen3_tts").Qwen3TTSProcessor
+    classes = [u.config.Qwen3TTSConfig, u.config.Qwen3TTSTalkerConfig, u.config.Qwen3TTSTalkerCodePredictorConfig,
+               u.config.Qwen3TTSSpeakerEncoderConfig, u.tok_config.Qwen3TTSTokenizerV2Config,
+               u.tok_config.Qwen3TTSTokenizerV2DecoderConfig, MimiConfig]
+    for cls in classes:
+        init = cls.__init__
+
+        floats = {k for k, t in getattr(cls, "__annotations__", {}).items() if t is float or t == "float"}
+
+        @functools.wraps(init)
+        def with_defaults(self, *args, __init=init, __floats=floats, **kwargs):
+            # 5.x validates typed config fields strictly; a JSON writer may put 1.0 as 1 (4.57 took either)
+            kwargs = {k: float(v) if k in __floats and type(v) is int else v for k, v in kwargs.items()}
+            __init(self, *args, **kwargs)
+            legacy_config_defaults(self)
+
+        cls.__init__ = with_defaults
+    # 5.x initialises after loading and skips a module only when its params carry `_is_hf_initialized`, which holds
+    # for torch.nn.init calls but not for in-place `.data.normal_()` as upstream's _init_weights writes them; 5.x
+    # makes that exception for trust_remote_code models (is_remote_code), and upstream's modules are remote code in
+    # that sense (4.57 initialised before loading). Without this every loaded weight is re-drawn at random.
+    # 5.x also builds the model on the meta device and leaves non-persistent buffers to _init_weights: its own
+    # recomputes RotaryEmbedding's inv_freq, upstream's overrides (written for 4.57, which computed inv_freq in
+    # __init__ on a real device) do not, so inv_freq was left as uninitialised memory (garbage, sometimes NaN: the
+    # talker and code predictor then picked other codes on every load). It is computed again here exactly as
+    # upstream's __init__ does: rope_init_fn(config) (float32, as 4.57 on the CPU).
+    for mod in (u.model, u.tok):
+        for obj in vars(mod).values():
+            if isinstance(obj, type) and issubclass(obj, PreTrainedModel) and obj.__module__ == mod.__name__:
+                def as_remote_code(self, module, is_remote_code=False, __base=PreTrainedModel._initialize_weights):
+                    return __base(self, module, is_remote_code=True)
+
+                def with_rope(self, module, __init=obj._init_weights):
+                    __init(self, module)
+                    if hasattr(module, "rope_init_fn") and isinstance(getattr(module, "inv_freq", None), torch.Tensor):
+                        inv_freq, _ = module.rope_init_fn(module.config, None)
+                        with torch.no_grad():
+                            module.inv_freq.copy_(inv_freq)
+                        module.original_inv_freq = module.inv_freq
+
+                obj._initialize_weights = as_remote_code
+                obj._init_weights = with_rope
+    return importlib.import_module("qwen_tts.inference.qwen3_tts_model")
