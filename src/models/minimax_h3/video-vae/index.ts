@@ -1,5 +1,5 @@
-// MiniMax H3 video VAE, decoder side (docs/models/minimax-h3.md "Video VAE decoder"): ViT3D decode of normalised
-// latents into RGB frames, chunked in time and tiled in space as upstream.
+// MiniMax H3 video VAE (docs/models/minimax-h3.md "Video VAE decoder", "Part 2 status"): ViT3D decode of normalised
+// latents into RGB frames, chunked in time and tiled in space as upstream; the causal 3D CNN encoder (encoder.ts).
 export {
   decodePlan, parseVideoVaeConfig, RELEASED_TILING, splitTiles, temporalGeometry, vaeDim, VideoVaeConfigError,
   type DecodePlan, type TemporalGeometry, type TilingOptions, type VideoVaeConfig,
@@ -9,3 +9,7 @@ export {
   openVideoVaeCheckpoint, PIXEL_MEAN, PIXEL_STD, stitchTiles, toRgb, unpatchify, VideoVaeDecoder, VIDEO_VAE_INDEX,
   type DecodedVideo, type VideoLatents, type VideoVaeDecodeOptions, type VideoVaeLoadOptions,
 } from './decoder';
+export {
+  conditionLatents, normalizePixels, normalizeSample, parseVideoVaeEncoderConfig, posteriorSample, stitchLatentTiles, VideoVaeEncoder,
+  type EncoderCapture, type HostVideo, type VideoVaeEncodeOptions, type VideoVaeEncoderConfig, type VideoVaeEncoderLoadOptions,
+} from './encoder';
