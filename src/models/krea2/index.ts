@@ -5,3 +5,4 @@ export * from './rope';
 export * from './sigmas';
 export * from './text-fusion';
 export * from './transformer';
+export * from './conditioner';
