@@ -1,8 +1,13 @@
-// MiniMax H3 audio VAE, decoder side (docs/models/minimax-h3.md "Audio VAE decoder"): BigVGAN on de-normalised
-// latents, the two stereo channels as two batch items, 32 kHz out. The DAC encoder (reference audio) is part 2.
+// MiniMax H3 audio VAE (docs/models/minimax-h3.md "Audio VAE decoder", "Part 2 status"): BigVGAN on de-normalised
+// latents, the two stereo channels as two batch items, 32 kHz out; the DAC encoder + attention projection (encoder.ts)
+// that turns a reference soundtrack into conditioning rows.
 export { parseAudioVaeConfig, hopLength, AudioVaeConfigError, type AudioVaeConfig } from './config';
 export {
   AudioVaeDecoder, interleave, receptiveFieldFrames,
   type AudioVaeDecodeOptions, type AudioVaeLoadOptions, type AudioVaeTrace, type DecodedAudio,
 } from './decoder';
 export { foldWeightNorm } from './weights';
+export {
+  adaptivePoolWindows, AudioVaeEncoder, audioConditionRows, encoderHop, parseAudioVaeEncoderConfig,
+  type AudioEncoderCapture, type AudioPosterior, type AudioVaeEncoderConfig, type AudioVaeEncoderLoadOptions,
+} from './encoder';
