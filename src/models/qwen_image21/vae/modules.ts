@@ -13,7 +13,7 @@ import { upsampleNearest } from '../../../engine/ops/resample';
 import { softmax } from '../../../engine/ops/softmax';
 import { Tensor } from '../../../engine/tensor';
 import { loadConvWeight, prepareRawConvWeight } from '../../common/conv-weights';
-import { loadPlain, uploadTracked, type WeightLoader } from '../../common/weights';
+import { keyOf, loadPlain, uploadTracked, type WeightLoader } from '../../common/weights';
 
 /** Upstream's F.normalize clamps the norm at 1e-12; as RMSNorm that is mean(x^2) >= 1e-24 / C (only 0 rows differ). */
 const rmsEps = (c: number) => 1e-24 / c;
@@ -23,8 +23,26 @@ export class VaeConv2d {
   private constructor(readonly weight: PreparedConvWeight, readonly bias: Tensor, readonly k: number, readonly cout: number) {}
 
   static async load(w: WeightLoader, p: string, cin: number, cout: number, k: number): Promise<VaeConv2d> {
+    const key = keyOf(w, `${p}weight`);
+    if (w.ckpt.has(key) && w.ckpt.entry(key).shape.length === 5) return VaeConv2d.loadCausalFirstFrame(w, p, cin, cout, k);
     const weight = await loadConvWeight(w, `${p}weight`, [cout, cin, k, k]);
     return new VaeConv2d(weight, await loadPlain(w, `${p}bias`, [cout]), k, cout);
+  }
+
+  /**
+   * A causal Conv3d [Cout, Cin, kt, k, k] (the Qwen-Image / Wan 2.1 VAE's) on a first frame: upstream pads kt - 1
+   * zero frames in front, so only the kernel's last time slice meets the frame and the conv is this Conv2d.
+   */
+  static async loadCausalFirstFrame(w: WeightLoader, p: string, cin: number, cout: number, k: number): Promise<VaeConv2d> {
+    const key = keyOf(w, `${p}weight`);
+    const kt = w.ckpt.entry(key).shape[2]!;
+    w.ckpt.entry(key, [cout, cin, kt, k, k]);
+    const all = await w.ckpt.readFloat32(key);
+    const kk = k * k;
+    const last = new Float32Array(cout * cin * kk);
+    for (let oc = 0; oc < cout * cin; oc++) last.set(all.subarray((oc * kt + kt - 1) * kk, (oc * kt + kt) * kk), oc * kk);
+    w.ckpt.entry(keyOf(w, `${p}bias`), [cout]);
+    return VaeConv2d.fromHost(w, last, await w.ckpt.readFloat32(keyOf(w, `${p}bias`)), cin, cout, k, key);
   }
 
   /** From host values (weights folded at load, fixed shortcut weights): weight [Cout, Cin, k, k] flat. */
