@@ -6,3 +6,4 @@ export * from './sigmas';
 export * from './text-fusion';
 export * from './transformer';
 export * from './conditioner';
+export * from './vae';
