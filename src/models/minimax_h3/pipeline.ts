@@ -101,6 +101,17 @@ export interface H3PipelineOptions {
   /** Told the GPU bytes held once loaded (ProfileEntry.residentBytes). */
   onLoaded?(bytes: number, dirs: H3Dirs): void;
   trace?: H3PipelineTrace;
+  /** Compute dtype of the transformer, text encoder and video VAE (default f16 where the adapter has shader-f16, else
+   * f32; the end-to-end golden runs f32). */
+  dtype?: ComputeDType;
+  /** The initial latents instead of h3Noise(seed): video [C, F, h, w] and audio [2, A, Na] (the end-to-end golden
+   * gives upstream's torch draws). */
+  noise?(geo: Geometry, videoChannels: number, audioChannels: number): { video: Float32Array; audio: Float32Array };
+  /** Sees the sampled latents (normalised, before the VAEs), each decoded frame [H, W, 3] in [0, 1] and the decoded
+   * stereo channels (tests). */
+  onSampled?(video: VideoLatents, audio: { data: Float32Array; shape: [number, number, number] }): void;
+  onFrame?(frame: Float32Array, index: number): void;
+  onAudio?(channels: Float32Array[], sampleRate: number): void;
 }
 
 interface Loaded {
@@ -142,7 +153,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     const e = await this.o.engine();
     const dirs = await this.o.dirs(e, ctx.signal);
     throwIfCancelled(ctx.signal);
-    const dtype: ComputeDType = e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32';
+    const dtype: ComputeDType = this.o.dtype ?? (e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32');
     const before = e.pool.stats().inUseBytes;
     const tokenizer = await TextTokenizer.fromDir(dirs.tokenizer);
     const owned: { free(): void }[] = [];
@@ -219,7 +230,10 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       const seq = transformer.prepare(packed);
       const C = transformer.config.inChannels;
       const A = transformer.config.audioInChannels;
-      const noise = h3Noise(task.seed, geo, C, A);
+      const noise = this.o.noise ? this.o.noise(geo, C, A) : h3Noise(task.seed, geo, C, A);
+      if (noise.video.length !== C * geo.numLatentFrames * geo.latentHeight * geo.latentWidth || noise.audio.length !== 2 * A * geo.numAudioLatents) {
+        throw new RangeError('MiniMax H3: the given noise does not fit the job\'s latent geometry');
+      }
       const lat = e.upload(noise.video, [1, C, geo.numLatentFrames, geo.latentHeight, geo.latentWidth], 'f32', 'h3 video noise');
       const video = patchify(e, lat, patch);
       lat.free();
@@ -255,6 +269,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       drop(video);
       const videoHost: VideoLatents = { data: await e.read(latents), shape: [C, geo.numLatentFrames, geo.latentHeight, geo.latentWidth] };
       latents.free();
+      this.o.onSampled?.(videoHost, { data: audioHost, shape: [2, A, geo.numAudioLatents] });
       throwIfCancelled(ctx.signal);
 
       ctx.stage(STAGE.videoDecode);
@@ -267,6 +282,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       let n = 0;
       ctx.progress(0, task.frames);
       for await (const frame of m.videoVae.frames(videoHost, { tiling: this.o.tiling })) {
+        this.o.onFrame?.(frame, n);
         await writer.writeFrame(frame);
         ctx.progress(++n, task.frames);
         throwIfCancelled(ctx.signal);
@@ -275,6 +291,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       ctx.stage(STAGE.audioDecode);
       this.trace('audio decoding');
       const sound = await m.audioVae.decode(e, audioHost, [2, A, geo.numAudioLatents]);
+      this.o.onAudio?.(sound.channels, sound.sampleRate);
       throwIfCancelled(ctx.signal);
       const planar = new Float32Array(sound.samples * 2);
       sound.channels.forEach((c, i) => planar.set(c, i * sound.samples));
