@@ -14,13 +14,29 @@
 // this unpadded run with positions 0..L-1, and the pad rows are masked out of everything downstream (text-fusion.ts),
 // so they are never computed here. The prefix count 34 is upstream's constant (not measured on the tokenizer): the
 // tokens dropped are the first 34 of the joint encoding, whatever they are.
+//
+// Style references (Kiln's own; the release conditions on text only: docs/models/krea-2.md "Style references"): the
+// images go to the same Qwen3-VL-4B as images, in the user turn before the prompt,
+//   prefix | "Style reference 1: <|vision_start|><|image_pad|>...<|vision_end|>\n" ... | prompt | suffix
+// each at about 384 x 384 px (sides multiples of 32: 144 vision tokens), with the tower's merged tokens spliced in,
+// its deepstack features added after the first layers and Qwen3-VL's 3-D positions, as transformers runs an image
+// prompt. Only the prompt's and the suffix's rows are handed on (the rows the text-only path gives): the references
+// shape those states through the language model's attention, while the DiT sees the same kind and number of rows it
+// was trained on, whatever the reference count. The parts are tokenized one by one (the prompt cut at max_length - 5
+// tokens, as upstream's budget for it), so the kept rows are known exactly.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
+import { existsSync } from 'node:fs';
 import { copyInto } from '../../engine/ops/layout';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
-import { parseQwen3Config, Qwen3Model, type Qwen3Config, type Qwen3LoadOptions } from '../qwen3';
+import type { ImageTensor } from '../../media/types';
+import { parseQwen3Config, Qwen3Model, type Qwen3Config, type Qwen3ForwardInput, type Qwen3LoadOptions } from '../qwen3';
+import {
+  imagePatches, parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig, QWEN3_VL_IMAGE_PROCESSOR, qwen3VlRopeIndex, Qwen3VlVisionModel,
+  type Qwen3VlImageProcessorConfig, type Qwen3VlVisionConfig, type VisionInput,
+} from '../qwen3_vl_vision';
 import { TextTokenizer } from '../tokenizer';
 
 export const KREA2_TEMPLATE_PREFIX =
@@ -54,10 +70,40 @@ export function krea2PromptTokens(tok: Pick<TextTokenizer, 'encode'>, prompt: st
   return { ids: [...kept, ...suffix], drop: KREA2_PREFIX_TOKENS, truncated: head.length - kept.length };
 }
 
+/** Pixels a style reference is brought to (about 384 x 384; aspect kept, sides multiples of 32). */
+export const KREA2_STYLE_AREA = 384 * 384;
+/** The label before reference i (1-based). */
+export const krea2StyleBlock = (i: number): string => `Style reference ${i}: <|vision_start|><|image_pad|><|vision_end|>\n`;
+
+export interface Krea2StyleTokens {
+  /** [prefix | style blocks (one <|image_pad|> each) | prompt (cut) | suffix], not yet expanded. */
+  ids: number[];
+  /** The first row handed on: where the prompt starts (in the expanded sequence: add the extra image rows). */
+  promptStart: number;
+  truncated: number;
+}
+
+/** The style-reference template's tokens, part by part (see the header). */
+export function krea2StyleTokens(tok: Pick<TextTokenizer, 'encode'>, prompt: string, references: number, maxLength = KREA2_MAX_LENGTH): Krea2StyleTokens {
+  if (!Number.isInteger(references) || references < 1) throw new RangeError(`krea2StyleTokens: ${references} references`);
+  const head = [...tok.encode(KREA2_TEMPLATE_PREFIX)];
+  for (let i = 1; i <= references; i++) head.push(...tok.encode(krea2StyleBlock(i)));
+  const p = tok.encode(prompt);
+  const kept = p.slice(0, maxLength - KREA2_SUFFIX_TOKENS);
+  return { ids: [...head, ...kept, ...tok.encode(KREA2_TEMPLATE_SUFFIX)], promptStart: head.length, truncated: p.length - kept.length };
+}
+
+export interface Krea2VisionParts {
+  model: Qwen3VlVisionModel;
+  processor: Qwen3VlImageProcessorConfig;
+}
+
 export interface Krea2ConditionerOptions extends Omit<Qwen3LoadOptions, 'layers' | 'norm'> {
   tokenizer?: TextTokenizer;
   selectLayers?: readonly number[];
   maxLength?: number;
+  /** The vision tower, for style references. */
+  vision?: { config: Qwen3VlVisionConfig; prefix?: string; processor?: Qwen3VlImageProcessorConfig };
 }
 
 export class Krea2Conditioner {
@@ -68,27 +114,49 @@ export class Krea2Conditioner {
     readonly tokenizer: TextTokenizer | null,
     readonly selectLayers: readonly number[] = KREA2_SELECT_LAYERS,
     readonly maxLength = KREA2_MAX_LENGTH,
+    readonly vision: Krea2VisionParts | null = null,
   ) {}
 
   static async load(e: Engine, ckpt: Checkpoint, config: Qwen3Config, o: Krea2ConditionerOptions = {}): Promise<Krea2Conditioner> {
-    const { tokenizer, selectLayers = KREA2_SELECT_LAYERS, maxLength = KREA2_MAX_LENGTH, ...load } = o;
+    const { tokenizer, selectLayers = KREA2_SELECT_LAYERS, maxLength = KREA2_MAX_LENGTH, vision, ...load } = o;
     if (selectLayers.length === 0 || selectLayers.some((i) => !Number.isInteger(i) || i < 0 || i >= config.numLayers)) {
       throw new RangeError(`Krea2Conditioner: select_layers [${selectLayers}] must be hidden states 0..${config.numLayers - 1} (before the final norm)`);
     }
     const layers = Math.max(...selectLayers);
     const model = await Qwen3Model.load(e, ckpt, config, { ...load, layers, norm: false });
-    return new Krea2Conditioner(e, model, tokenizer ?? null, selectLayers, maxLength);
+    if (!vision) return new Krea2Conditioner(e, model, tokenizer ?? null, selectLayers, maxLength);
+    try {
+      if (vision.config.outHiddenSize !== config.hiddenSize) throw new RangeError(`Krea2Conditioner: vision out_hidden_size ${vision.config.outHiddenSize} vs text hidden ${config.hiddenSize}`);
+      const tower = await Qwen3VlVisionModel.load(e, ckpt, vision.config, { dtype: load.dtype, int8: load.int8, prefix: vision.prefix });
+      return new Krea2Conditioner(e, model, tokenizer ?? null, selectLayers, maxLength, { model: tower, processor: vision.processor ?? QWEN3_VL_IMAGE_PROCESSOR });
+    } catch (err) {
+      model.free();
+      throw err;
+    }
   }
 
-  /** `dir`: the text encoder folder (config.json of qwen3_vl, weights); the tokenizer from `tokenizerDir` (default dir). */
-  static async fromDir(e: Engine, dir: string, o: Omit<Krea2ConditionerOptions, 'tokenizer'> & { tokenizerDir?: string } = {}): Promise<Krea2Conditioner> {
-    const { tokenizerDir, ...rest } = o;
+  /**
+   * `dir`: the text encoder folder (Qwen3-VL-4B-Instruct: config.json of qwen3_vl, weights, tokenizer files,
+   * preprocessor_config.json); the tokenizer from `tokenizerDir` (default dir). `styles: true` also loads the
+   * vision tower.
+   */
+  static async fromDir(e: Engine, dir: string, o: Omit<Krea2ConditionerOptions, 'tokenizer' | 'vision'> & { tokenizerDir?: string; styles?: boolean } = {}): Promise<Krea2Conditioner> {
+    const { tokenizerDir, styles, ...rest } = o;
     const path = join(dir, 'config.json');
-    const config = parseQwen3Config(JSON.parse(await readFile(path, 'utf8')), 'text', path);
+    const json = JSON.parse(await readFile(path, 'utf8')) as unknown;
+    const config = parseQwen3Config(json, 'text', path);
     const tokenizer = await TextTokenizer.fromDir(tokenizerDir ?? dir);
+    let vision: Krea2ConditionerOptions['vision'];
+    if (styles) {
+      const procPath = join(dir, 'preprocessor_config.json');
+      vision = {
+        config: parseQwen3VlVisionConfig(json, path),
+        processor: existsSync(procPath) ? parseQwen3VlImageProcessorConfig(JSON.parse(await readFile(procPath, 'utf8')), procPath) : QWEN3_VL_IMAGE_PROCESSOR,
+      };
+    }
     const ckpt = await Checkpoint.open(dir);
     try {
-      return await Krea2Conditioner.load(e, ckpt, config, { ...rest, tokenizer });
+      return await Krea2Conditioner.load(e, ckpt, config, { ...rest, tokenizer, vision });
     } finally {
       await ckpt.close();
     }
@@ -98,20 +166,88 @@ export class Krea2Conditioner {
     return this.model.config.hiddenSize;
   }
 
-  /** The fusion's input for a prompt: (1, L - 34, n, hidden) in the model's dtype; the caller frees it. */
-  encode(prompt: string): Tensor {
+  /**
+   * The fusion's input for a prompt: (1, rows, n, hidden) in the model's dtype; the caller frees it. `styles`: the
+   * style references (decoded RGB, brought to size by styleInput), 0 to any number (the service allows 3).
+   */
+  encode(prompt: string, styles: readonly ImageTensor[] = []): Tensor {
     if (!this.tokenizer) throw new Error('Krea2Conditioner: no tokenizer loaded; use encodeIds');
-    const { ids, drop } = krea2PromptTokens(this.tokenizer, prompt, this.maxLength);
-    return this.encodeIds(ids, drop);
+    if (styles.length === 0) {
+      const { ids, drop } = krea2PromptTokens(this.tokenizer, prompt, this.maxLength);
+      return this.encodeIds(ids, drop);
+    }
+    const v = this.requireVision();
+    if (!this.tokenizer.hasToken('<|image_pad|>') || this.tokenizer.tokenId('<|image_pad|>') !== v.model.config.imageTokenId) {
+      throw new Error(`Krea2Conditioner: the tokenizer's <|image_pad|> is not the config's image_token_id ${v.model.config.imageTokenId}`);
+    }
+    const t = krea2StyleTokens(this.tokenizer, prompt, styles.length, this.maxLength);
+    return this.encodeWithImages(t.ids, t.promptStart, styles.map((im, i) => imagePatches(im, v.model.config, v.processor, `style reference ${i + 1}`)));
+  }
+
+  /**
+   * The taps of an image template's rows from `keepFrom` (an index into `ids`, before the image pads are expanded):
+   * ids hold one <|image_pad|> per image, expanded here to its merged-token count.
+   */
+  encodeWithImages(ids: ArrayLike<number>, keepFrom: number, images: readonly VisionInput[]): Tensor {
+    const { model: tower } = this.requireVision();
+    const vc = tower.config;
+    const m = vc.spatialMergeSize;
+    const counts = images.map((r) => (r.grid[0] * r.grid[1] * r.grid[2]) / (m * m));
+    const full: number[] = [];
+    let image = 0;
+    let start = -1;
+    for (let i = 0; i < ids.length; i++) {
+      if (i === keepFrom) start = full.length;
+      if (ids[i] !== vc.imageTokenId) {
+        full.push(ids[i]!);
+        continue;
+      }
+      if (i >= keepFrom) throw new RangeError('Krea2Conditioner: an image token lies in the rows handed on');
+      const n = counts[image++];
+      if (n === undefined) throw new RangeError(`Krea2Conditioner: more <|image_pad|> tokens than the ${images.length} images`);
+      for (let k = 0; k < n; k++) full.push(vc.imageTokenId);
+    }
+    if (image !== images.length) throw new RangeError(`Krea2Conditioner: ${images.length} images but ${image} <|image_pad|> tokens`);
+    if (start < 0) throw new RangeError(`Krea2Conditioner: keepFrom ${keepFrom} of ${ids.length} tokens`);
+    const rows: number[] = [];
+    full.forEach((id, i) => id === vc.imageTokenId && rows.push(i));
+    const positions = qwen3VlRopeIndex(full, vc.imageTokenId, images.map((r) => r.grid), m);
+    const vis = tower.forward(images);
+    let x: Tensor | null = null;
+    try {
+      x = this.model.embed(full); // (1, L, hidden)
+      const flat = x.reshape([full.length, this.hiddenSize]);
+      // the merged tokens replace the image rows, in order (each image is one run of rows)
+      let j = 0;
+      while (j < rows.length) {
+        let n = 1;
+        while (j + n < rows.length && rows[j + n] === rows[j]! + n) n++;
+        copyInto(this.e, vis.embeds.slice(0, j, j + n), flat.slice(0, rows[j]!, rows[j]! + n));
+        j += n;
+      }
+      return this.taps(full.length, start, { embeds: x, positions, deepstack: { rows, embeds: vis.deepstack } });
+    } finally {
+      x?.free();
+      vis.embeds.free();
+      for (const d of vis.deepstack) d.free();
+    }
+  }
+
+  private requireVision(): Krea2VisionParts {
+    if (!this.vision) throw new Error('Krea2Conditioner: loaded without the vision tower, so style references cannot be read');
+    return this.vision;
   }
 
   /** The taps of the rows drop.. of a tokenized template: (1, L - drop, n, hidden). */
   encodeIds(ids: ArrayLike<number>, drop = KREA2_PREFIX_TOKENS): Tensor {
-    const L = ids.length;
+    return this.taps(ids.length, drop, { ids });
+  }
+
+  private taps(L: number, drop: number, input: Pick<Qwen3ForwardInput, 'ids' | 'embeds' | 'positions' | 'deepstack'>): Tensor {
     if (!Number.isInteger(drop) || drop < 0 || drop >= L) throw new RangeError(`Krea2Conditioner: drop ${drop} of ${L} tokens`);
     const H = this.hiddenSize;
     const n = this.selectLayers.length;
-    const out = this.model.forward({ ids, hiddenStates: [...this.selectLayers], final: false });
+    const out = this.model.forward({ ...input, hiddenStates: [...this.selectLayers], final: false });
     try {
       const taps = this.e.empty([1, L - drop, n, H], this.model.dtype, 'krea2 text taps');
       this.selectLayers.forEach((layer, i) => {
@@ -126,5 +262,6 @@ export class Krea2Conditioner {
 
   free(): void {
     this.model.free();
+    this.vision?.model.free();
   }
 }

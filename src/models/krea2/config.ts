@@ -121,3 +121,47 @@ export function parseKrea2Config(json: unknown, source = 'SingleMMDiTConfig'): K
     tokenDim: channels * patch * patch,
   };
 }
+
+/** What a checkpoint can answer: tensor shapes by key (Checkpoint, SyntheticCheckpoint). */
+export interface ShapeSource {
+  has(key: string): boolean;
+  entry(key: string): { shape: readonly number[] };
+}
+
+/**
+ * The config of a released-format checkpoint (SingleStreamDiT's bare state dict, which ships without one), read off
+ * its tensor shapes: widths from `first`, `tmlp`, `txtmlp`; head dims from the QK-norm scales; block counts by key;
+ * the SwiGLU multiplier as the one whose rounded width is the stored one. `channels` (the VAE's latent channels) splits
+ * the patch token width into channels x patch^2. theta is not stored: SingleMMDiTConfig's default (1e3), which the
+ * release uses. The result goes through parseKrea2Config, so it is checked like any config.
+ */
+export function inferKrea2Config(ckpt: ShapeSource, channels: number, prefix = '', source = 'checkpoint'): Krea2Config {
+  const shape = (k: string): readonly number[] => {
+    if (!ckpt.has(prefix + k)) throw new Krea2ConfigError(`${source}: no tensor ${prefix + k} (not a Krea 2 SingleStreamDiT state dict)`);
+    return ckpt.entry(prefix + k).shape;
+  };
+  const [features, tokenDim] = shape('first.weight') as [number, number];
+  const tdim = shape('tmlp.0.weight')[1]!;
+  const txtdim = shape('txtmlp.1.weight')[1]!;
+  const txtlayers = shape('txtfusion.projector.weight')[1]!;
+  let layers = 0;
+  while (ckpt.has(`${prefix}blocks.${layers}.mod.lin`)) layers++;
+  if (layers === 0) throw new Krea2ConfigError(`${source}: no blocks.0.mod.lin`);
+  const headDim = shape('blocks.0.attn.qknorm.qnorm.scale')[0]!;
+  const txtHeadDim = shape('txtfusion.layerwise_blocks.0.attn.qknorm.qnorm.scale')[0]!;
+  const kv = shape('blocks.0.attn.wk.weight')[0]!;
+  const txtKv = shape('txtfusion.layerwise_blocks.0.attn.wk.weight')[0]!;
+  const multiplierOf = (d: number, hidden: number, what: string): number => {
+    for (let m = 1; m <= 64; m++) if (swigluWidth(d, m) === hidden) return m;
+    throw new Krea2ConfigError(`${source}: ${what} SwiGLU width ${hidden} is round_up(floor(2 x ${d} / 3) x m, 128) for no multiplier m`);
+  };
+  const multiplier = multiplierOf(features, shape('blocks.0.mlp.gate.weight')[0]!, 'block');
+  const txtMultiplier = multiplierOf(txtdim, shape('txtfusion.layerwise_blocks.0.mlp.gate.weight')[0]!, 'text fusion');
+  if (swigluWidth(txtdim, multiplier) !== swigluWidth(txtdim, txtMultiplier)) throw new Krea2ConfigError(`${source}: the blocks and the text fusion use different SwiGLU multipliers (${multiplier}, ${txtMultiplier})`);
+  const patch = Math.round(Math.sqrt(tokenDim / channels));
+  if (channels * patch * patch !== tokenDim) throw new Krea2ConfigError(`${source}: patch tokens of ${tokenDim} are not ${channels} channels x patch^2`);
+  return parseKrea2Config(
+    { features, tdim, txtdim, heads: features / headDim, kvheads: kv / headDim, multiplier, layers, patch, channels, txtlayers, txtheads: txtdim / txtHeadDim, txtkvheads: txtKv / txtHeadDim },
+    source,
+  );
+}

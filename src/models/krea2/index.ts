@@ -7,3 +7,5 @@ export * from './text-fusion';
 export * from './transformer';
 export * from './conditioner';
 export * from './vae';
+export * from './demo';
+export * from './pipeline';

@@ -236,3 +236,45 @@ async function foldedPostQuant(w: WeightLoader, c: Krea2VaeConfig): Promise<VaeC
   }
   return VaeConv2d.fromHost(w, wf, bf, z, z, 1, 'post_quant_conv (folded)');
 }
+
+/**
+ * The decoder half's state-dict keys (and post_quant_conv) with their PyTorch shapes: causal Conv3d weights 5-D
+ * (3x3x3, shortcuts 1x1x1), the attention's and the upsamplers' Conv2d 4-D, RMS gammas [C, 1, 1, 1] ([C, 1, 1] in the
+ * attention), the upsample3d time_conv listed as the real file has it though one frame never reads it. The encoder
+ * half is left out (text-to-image decodes only).
+ */
+export function qwenImageVaeDecoderShapes(c: Krea2VaeConfig): Map<string, number[]> {
+  const m = new Map<string, number[]>();
+  const conv = (p: string, cin: number, cout: number, k: number[]) => {
+    m.set(`${p}weight`, [cout, cin, ...k]);
+    m.set(`${p}bias`, [cout]);
+  };
+  const norm = (p: string, ch: number, images = false) => m.set(`${p}gamma`, images ? [ch, 1, 1] : [ch, 1, 1, 1]);
+  const resnet = (p: string, cin: number, cout: number) => {
+    norm(`${p}norm1.`, cin);
+    conv(`${p}conv1.`, cin, cout, [3, 3, 3]);
+    norm(`${p}norm2.`, cout);
+    conv(`${p}conv2.`, cout, cout, [3, 3, 3]);
+    if (cin !== cout) conv(`${p}conv_shortcut.`, cin, cout, [1, 1, 1]);
+  };
+  conv('post_quant_conv.', c.zDim, c.zDim, [1, 1, 1]);
+  const dims = decoderDims(c.baseDim, c.dimMult);
+  conv('decoder.conv_in.', c.zDim, dims[0]!, [3, 3, 3]);
+  resnet('decoder.mid_block.resnets.0.', dims[0]!, dims[0]!);
+  norm('decoder.mid_block.attentions.0.norm.', dims[0]!, true);
+  conv('decoder.mid_block.attentions.0.to_qkv.', dims[0]!, 3 * dims[0]!, [1, 1]);
+  conv('decoder.mid_block.attentions.0.proj.', dims[0]!, dims[0]!, [1, 1]);
+  resnet('decoder.mid_block.resnets.1.', dims[0]!, dims[0]!);
+  const temporalUp = [...c.temporalDownsample].reverse();
+  for (const [i, l] of qwenImageDecoderLevels(c).entries()) {
+    const p = `decoder.up_blocks.${i}.`;
+    for (let r = 0; r <= c.numResBlocks; r++) resnet(`${p}resnets.${r}.`, r === 0 ? l.inDim : l.outDim, l.outDim);
+    if (l.up) {
+      conv(`${p}upsamplers.0.resample.1.`, l.outDim, l.outDim / 2, [3, 3]);
+      if (temporalUp[i]) conv(`${p}upsamplers.0.time_conv.`, l.outDim, 2 * l.outDim, [3, 1, 1]);
+    }
+  }
+  norm('decoder.norm_out.', dims.at(-1)!);
+  conv('decoder.conv_out.', dims.at(-1)!, c.inputChannels, [3, 3, 3]);
+  return m;
+}

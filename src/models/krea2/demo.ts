@@ -1,0 +1,123 @@
+// The demo Krea 2 Turbo checkpoint: what imgart_turbo / imgart_turbo_int8 run when WEIGHTS_DIR has no real one. A
+// tiny random model in the layout the real weights are read from (the three sources krea-ai/krea-2 inference.py
+// loads: the DiT's single safetensors, Qwen3-VL-4B-Instruct, Qwen-Image's vae/), run through the same code; its
+// pictures are noise, and /api/config says "demo".
+//   transformer/krea-2-turbo-demo.safetensors     SingleStreamDiT's bare state dict (native keys, BF16, no config:
+//                                                 the loader reads the config off the shapes, inferKrea2Config)
+//   text_encoder/config.json (qwen3_vl: a 36-layer text model as the real one, so the 12 taps 2..35 exist, and a
+//                 2-block vision tower) + model-0000{1,2}-of-00002.safetensors + .index.json, the tokenizer files
+//                 (writeDemoTokenizer) and preprocessor_config.json, as in the Qwen3-VL-4B-Instruct repo
+//   vae/config.json + diffusion_pytorch_model.safetensors   AutoencoderKLQwenImage at base width 4 (decoder keys)
+// The real interface is kept where it matters to the code: 16 latent channels with the released latent statistics,
+// patch 2, 12 taps, head dims whose RoPE axes all rotate. Which DiT and text-encoder tensors exist is found by running
+// the loaders against SyntheticCheckpoints; the version stamp hashes those key lists.
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { writeJsonFile } from '../../common/json-file';
+import type { Engine } from '../../engine/engine';
+import { shardBytesFor, writeSafetensors, writeShardedSafetensors } from '../../engine/safetensors';
+import { WeightSynth } from '../common/random-weights';
+import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
+import { parseQwen3Config } from '../qwen3/config';
+import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../qwen3_vl_vision';
+import { DEMO_SPECIAL_TOKENS, demoTokenizerInfo, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
+import { Krea2Conditioner } from './conditioner';
+import { parseKrea2Config } from './config';
+import { Krea2Transformer } from './transformer';
+import { parseQwenImageVaeConfig, QWEN_IMAGE_VAE_DEFAULTS, QWEN_IMAGE_VAE_WEIGHTS, qwenImageVaeDecoderShapes } from './vae';
+
+/** The folder under DEMO_WEIGHTS_DIR (the manifest's profile "demo" field). */
+export const DEMO_KREA2_NAME = 'krea-2-turbo';
+export const DEMO_KREA2_TRANSFORMER_FILE = 'krea-2-turbo-demo.safetensors';
+/** Bump when the generator's values change (the key lists are hashed into the version by themselves). */
+const DEMO_FORMAT = 1;
+const DEMO_SEED = 20261125;
+
+export const DEMO_KREA2_TOKENS = [
+  ...DEMO_SPECIAL_TOKENS.filter((t) => !t.startsWith('<tts') && !t.includes('audio')),
+  '<|vision_start|>', '<|vision_end|>', '<|image_pad|>', '<|video_pad|>',
+];
+
+/** SingleMMDiTConfig of the demo DiT: head dim 32 (RoPE axes [8, 12, 12]), GQA 2:1, 12 taps of a 32-wide encoder. */
+export const DEMO_KREA2_DIT = {
+  features: 64, tdim: 256, txtdim: 32, heads: 2, kvheads: 1, multiplier: 4, layers: 2, patch: 2, channels: 16,
+  theta: 1e3, txtlayers: 12, txtheads: 1, txtkvheads: 1,
+};
+
+export const DEMO_KREA2_VAE = { _class_name: 'AutoencoderKLQwenImage', ...QWEN_IMAGE_VAE_DEFAULTS, base_dim: 4 };
+
+const PREPROCESSOR = {
+  size: { longest_edge: 16777216, shortest_edge: 65536 }, patch_size: 16, temporal_patch_size: 2, merge_size: 2,
+  image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5], processor_class: 'Qwen3VLProcessor', image_processor_type: 'Qwen2VLImageProcessorFast',
+};
+
+/** A Qwen3-VL config of the real file's shape with a tiny 36-layer text model and a 2-block tower. */
+export function demoKrea2TextEncoderConfig(tok: DemoTokenizerInfo): Record<string, unknown> {
+  const id = (t: string) => {
+    const v = tok.specialTokens[t];
+    if (v === undefined) throw new Error(`demo tokenizer has no ${t}`);
+    return v;
+  };
+  const hidden = DEMO_KREA2_DIT.txtdim;
+  return {
+    architectures: ['Qwen3VLForConditionalGeneration'],
+    image_token_id: id('<|image_pad|>'),
+    model_type: 'qwen3_vl',
+    text_config: {
+      attention_bias: false, attention_dropout: 0.0, bos_token_id: id('<|endoftext|>'), dtype: 'bfloat16', eos_token_id: id('<|im_end|>'),
+      head_dim: 16, hidden_act: 'silu', hidden_size: hidden, initializer_range: 0.02, intermediate_size: 64,
+      max_position_embeddings: 262144, model_type: 'qwen3_vl_text', num_attention_heads: 2, num_hidden_layers: 36, num_key_value_heads: 1,
+      rms_norm_eps: 1e-6, rope_scaling: { mrope_interleaved: true, mrope_section: [4, 2, 2], rope_type: 'default' }, rope_theta: 5000000,
+      tie_word_embeddings: true, use_cache: true, vocab_size: tok.size,
+    },
+    tie_word_embeddings: true,
+    transformers_version: '4.57.0.dev0',
+    video_token_id: id('<|video_pad|>'),
+    vision_config: {
+      deepstack_visual_indexes: [0, 1], depth: 2, hidden_act: 'gelu_pytorch_tanh', hidden_size: 32, in_channels: 3, initializer_range: 0.02,
+      intermediate_size: 64, model_type: 'qwen3_vl', num_heads: 2, num_position_embeddings: 64, out_hidden_size: hidden,
+      patch_size: 16, spatial_merge_size: 2, temporal_patch_size: 2,
+    },
+    vision_end_token_id: id('<|vision_end|>'),
+    vision_start_token_id: id('<|vision_start|>'),
+  };
+}
+
+export interface Krea2DemoPlan {
+  version: string;
+  write(dir: string): Promise<void>;
+}
+
+/** Works out the demo checkpoint (configs, the loaders' key lists) without writing it. */
+export async function planDemoKrea2(e: Engine): Promise<Krea2DemoPlan> {
+  const textJson = demoKrea2TextEncoderConfig(demoTokenizerInfo({ specialTokens: DEMO_KREA2_TOKENS }));
+  const dit = new SyntheticCheckpoint({ label: 'transformer', dtype: 'F32', fill: zeroFill });
+  const text = new SyntheticCheckpoint({ label: 'text_encoder', dtype: 'F32', fill: zeroFill });
+  const m = await Krea2Transformer.load(e, dit.checkpoint, parseKrea2Config(DEMO_KREA2_DIT, 'demo DiT'), { dtype: 'f32' });
+  m.free();
+  const tcfg = parseQwen3Config(textJson, 'text', 'demo text_encoder/config.json');
+  const vcfg = parseQwen3VlVisionConfig(textJson, 'demo text_encoder/config.json');
+  const c = await Krea2Conditioner.load(e, text.checkpoint, tcfg, { dtype: 'f32', vision: { config: vcfg, processor: parseQwen3VlImageProcessorConfig(PREPROCESSOR, 'demo preprocessor') } });
+  c.free();
+  // what the conditioner reads: layers up to the last tap (35 of 36) and the tower; layer 36 and the final norm,
+  // which the real file has but nothing reads, are left out
+  const textKeys = text.shapes();
+  const vaeKeys = qwenImageVaeDecoderShapes(parseQwenImageVaeConfig(DEMO_KREA2_VAE, 'demo vae/config.json'));
+  const digest = createHash('sha256')
+    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_KREA2_DIT, textJson, DEMO_KREA2_VAE, [...dit.shapes()], [...textKeys], [...vaeKeys]]))
+    .digest('hex')
+    .slice(0, 16);
+  const write = async (dir: string) => {
+    const synth = new WeightSynth(DEMO_SEED);
+    const meta = { format: 'pt', kiln_demo: `random Krea 2 weights (${DEMO_KREA2_NAME} ${digest}); the pictures are noise` };
+    await writeSafetensors(join(dir, 'transformer', DEMO_KREA2_TRANSFORMER_FILE), synth.tensors(dit.shapes(), 'BF16'), meta);
+    const te = synth.tensors(textKeys, 'BF16');
+    await writeShardedSafetensors(join(dir, 'text_encoder'), te, shardBytesFor(te, 2), meta, 'model');
+    await writeJsonFile(join(dir, 'text_encoder', 'config.json'), textJson);
+    await writeJsonFile(join(dir, 'text_encoder', 'preprocessor_config.json'), PREPROCESSOR);
+    await writeDemoTokenizer(join(dir, 'text_encoder'), { specialTokens: DEMO_KREA2_TOKENS });
+    await writeJsonFile(join(dir, 'vae', 'config.json'), DEMO_KREA2_VAE);
+    await writeSafetensors(join(dir, 'vae', QWEN_IMAGE_VAE_WEIGHTS), synth.tensors(vaeKeys, 'BF16'), meta);
+  };
+  return { version: `${DEMO_FORMAT}-${digest}`, write };
+}

@@ -1,0 +1,270 @@
+// Krea 2 Turbo as a service pipeline (profiles imgart_turbo: 16-bit, imgart_turbo_int8: int8 DiT linears), the
+// sample() of krea-ai/krea-2 sampling.py with Turbo's settings (docs/models/krea-2.md "Pipeline"). One job:
+//   style references (0..3) -> decoded RGB at about 384 x 384 -> Qwen3-VL-4B's vision tower   (conditioner.ts)
+//   prompt (+ references) -> template -> Qwen3-VL-4B -> 12 taps per token -> text fusion + txtmlp = context
+//   noise (1, 16, H/8, W/8) from the seed (seededNoise, channel-major) -> patch tokens (patchify.ts)
+//   sigmas: 8 steps at mu 1.15 (sigmas.ts) -> steps x [DiT -> Euler]       progress per step, cancel between steps
+//   (cfg > 1: the negative prompt too, v = v_neg + cfg (v - v_neg): sampling.py's CFG with guidance cfg - 1)
+//   tokens -> latent -> VAE decode (vae.ts, it un-normalises) -> RGB in [-1, 1] -> 8-bit as sampling.py
+//   ((x + 1) / 2 * 255, truncated) -> png (media)
+// Loading reads the three sources the official inference.py loads (layout.ts's Krea2Layout: real weights or the demo).
+import { readdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { throwIfCancelled } from '../../common/errors';
+import { STAGE, referenceSize } from '../../catalog';
+import type { Engine } from '../../engine/engine';
+import { add, mul, sub } from '../../engine/ops/elementwise';
+import { Checkpoint } from '../../engine/safetensors';
+import type { Tensor } from '../../engine/tensor';
+import { loadImage, probeImage, writePng, type ImageTensor, type PngParameters } from '../../media';
+import type { Pipeline, RunContext } from '../common/pipeline';
+import type { ComputeDType } from '../common/weights';
+import { seededNoise } from '../qwen_image21/pipeline';
+import { eulerStep } from '../qwen_image21/sampler';
+import { KREA2_STYLE_AREA, Krea2Conditioner } from './conditioner';
+import { inferKrea2Config } from './config';
+import { krea2Patchify, krea2Unpatchify } from './patchify';
+import { KREA2_TURBO_MU, krea2Sigmas, krea2StepSize } from './sigmas';
+import { Krea2Transformer } from './transformer';
+import { Krea2Vae } from './vae';
+
+/** Where the three parts are: the DiT's safetensors file, the Qwen3-VL-4B-Instruct folder (with its tokenizer), the VAE folder. */
+export interface Krea2Layout {
+  transformer: string;
+  textEncoder: string;
+  vae: string;
+}
+
+/**
+ * The layout of a checkpoint root with transformer/ (one .safetensors: the DiT), text_encoder/ and vae/ (the demo's),
+ * or of the three real folders: `transformerDir` must hold exactly one .safetensors file (its name in the gated
+ * krea/Krea-2-Turbo repo is not known here, so any name is taken).
+ */
+export function krea2Layout(transformerDir: string, textEncoder: string, vae: string): Krea2Layout {
+  const files = readdirSync(transformerDir).filter((f) => f.endsWith('.safetensors') && !f.startsWith('.'));
+  if (files.length !== 1) throw new Error(`Krea 2: ${transformerDir} must hold exactly one .safetensors file (the DiT), found ${files.length ? files.join(', ') : 'none'}`);
+  return { transformer: join(transformerDir, files[0]!), textEncoder, vae };
+}
+
+/** The demo checkpoint's layout (demo.ts). */
+export const krea2DemoLayout = (root: string): Krea2Layout => krea2Layout(join(root, 'transformer'), join(root, 'text_encoder'), join(root, 'vae'));
+
+/** What one image job asks for (the GPU worker builds it from its task: src/worker/profiles/image.ts). */
+export interface Krea2ImageTask {
+  prompt: string;
+  /** Used only when cfg > 1. */
+  negative: string;
+  /** 1 (the profile's): no CFG, as Turbo is distilled to run; > 1: true CFG with the negative prompt. */
+  cfg: number;
+  /** u32; the noise is a function of it, so the same task gives the same image. */
+  seed: number;
+  steps: number;
+  /** Output size in pixels, multiples of 16 (the DiT's patch grid). */
+  width: number;
+  height: number;
+  /** Style reference image files (0..3), "Style reference 1..N" in order. */
+  references: string[];
+  outputPath: string;
+  png: PngParameters;
+}
+
+export interface Krea2PipelineOptions {
+  engine(): Promise<Engine>;
+  /** The parts to load: real weights, or the demo checkpoint (generated on first use). */
+  layout(e: Engine, signal: AbortSignal): Promise<Krea2Layout>;
+  /** imgart_turbo_int8: true. */
+  int8: boolean;
+  /** Compute dtype (default f16 where the adapter has shader-f16, else f32). */
+  dtype?: ComputeDType;
+  onLoaded?(bytes: number, layout: Krea2Layout): void;
+  /** Sees the final latent (1, 16, H/8, W/8) before the VAE (tests). */
+  onSampled?(latent: Float32Array): void;
+}
+
+interface Loaded {
+  e: Engine;
+  layout: Krea2Layout;
+  transformer: Krea2Transformer;
+  conditioner: Krea2Conditioner;
+  vae: Krea2Vae;
+  bytes: number;
+}
+
+/** The latent noise of a seed: (1, C, h, w) channel-major, value (c, y, x) = draw c h w + y w + x of the seed's stream. */
+export function krea2Noise(seed: number, channels: number, h: number, w: number): Float32Array {
+  const packed = seededNoise(seed, channels, h, w); // (h w, C)
+  const out = new Float32Array(packed.length);
+  const n = h * w;
+  for (let t = 0; t < n; t++) for (let c = 0; c < channels; c++) out[c * n + t] = packed[t * channels + c]!;
+  return out;
+}
+
+/** sampling.py's picture: clamp to [-1, 1], (x + 1) / 2 * 255 truncated to 8 bits; (H, W, 3) channels-last in. */
+export function krea2Rgb8(data: Float32Array): Uint8Array {
+  const out = new Uint8Array(data.length);
+  for (let i = 0; i < data.length; i++) out[i] = Math.floor((Math.min(1, Math.max(-1, data[i]!)) * 0.5 + 0.5) * 255);
+  return out;
+}
+
+export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
+  private m: Loaded | null = null;
+
+  constructor(private readonly o: Krea2PipelineOptions) {}
+
+  get residentBytes(): number {
+    return this.m?.bytes ?? 0;
+  }
+
+  async load(ctx: RunContext): Promise<void> {
+    if (this.m && !this.m.e.lost) return;
+    this.m = null;
+    const e = await this.o.engine();
+    const layout = await this.o.layout(e, ctx.signal);
+    throwIfCancelled(ctx.signal);
+    const dtype: ComputeDType = this.o.dtype ?? (e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32');
+    const before = e.pool.stats().inUseBytes;
+    const held: { free(): void }[] = [];
+    try {
+      const vae = await Krea2Vae.fromDir(e, layout.vae, { dtype });
+      held.push(vae);
+      throwIfCancelled(ctx.signal);
+      const ckpt = await Checkpoint.open(layout.transformer);
+      let transformer: Krea2Transformer;
+      try {
+        const config = inferKrea2Config(ckpt, vae.config.zDim, '', layout.transformer);
+        transformer = await Krea2Transformer.load(e, ckpt, config, { dtype, int8: this.o.int8 });
+      } finally {
+        await ckpt.close();
+      }
+      held.push(transformer);
+      throwIfCancelled(ctx.signal);
+      ctx.stage(STAGE.loadTextEncoder);
+      const conditioner = await Krea2Conditioner.fromDir(e, layout.textEncoder, { dtype, styles: true });
+      held.push(conditioner);
+      if (conditioner.hiddenSize !== transformer.config.txtdim || conditioner.selectLayers.length !== transformer.config.txtlayers) {
+        throw new Error(`Krea 2: the text encoder gives ${conditioner.selectLayers.length} taps of ${conditioner.hiddenSize}, the DiT reads ${transformer.config.txtlayers} of ${transformer.config.txtdim}`);
+      }
+      const bytes = e.pool.stats().inUseBytes - before;
+      this.m = { e, layout, transformer, conditioner, vae, bytes };
+      this.o.onLoaded?.(bytes, layout);
+    } catch (err) {
+      for (const h of held) h.free();
+      throw err;
+    }
+  }
+
+  async run(task: Krea2ImageTask, ctx: RunContext): Promise<void> {
+    if (!this.m || this.m.e.lost) await this.load(ctx);
+    const m = this.m!;
+    const e = m.e;
+    const cfg = m.transformer.config;
+    const cell = 8 * cfg.patch;
+    if (task.width % cell !== 0 || task.height % cell !== 0) throw new RangeError(`Krea 2: ${task.width}x${task.height} is not a multiple of ${cell} px`);
+    const h = task.height / 8;
+    const w = task.width / 8;
+    const gridH = h / cfg.patch;
+    const gridW = w / cfg.patch;
+
+    ctx.stage(STAGE.encode);
+    const held: Tensor[] = [];
+    let x: Tensor | null = null;
+    try {
+      const styles: ImageTensor[] = [];
+      for (const [i, path] of task.references.entries()) {
+        const buf = await readFile(path);
+        const label = `images[${i}]`;
+        const src = await probeImage(buf, label, { signal: ctx.signal });
+        const img = await loadImage(buf, { label, fit: { mode: 'cover', ...referenceSize(KREA2_STYLE_AREA, src.width, src.height) }, signal: ctx.signal });
+        styles.push({ data: img.data, shape: img.shape });
+      }
+      const condition = (prompt: string): Tensor => {
+        const taps = m.conditioner.encode(prompt, styles);
+        try {
+          return m.transformer.context(taps);
+        } finally {
+          taps.free();
+        }
+      };
+      const context = condition(task.prompt);
+      held.push(context);
+      const useCfg = task.cfg > 1;
+      const negative = useCfg ? condition(task.negative) : null;
+      if (negative) held.push(negative);
+      await e.sync();
+      throwIfCancelled(ctx.signal);
+
+      ctx.stage(STAGE.sample);
+      ctx.progress(0, task.steps);
+      const shape = { batch: 1, channels: cfg.channels, height: h, width: w };
+      const noise = krea2Patchify(krea2Noise(task.seed, cfg.channels, h, w), shape, cfg.patch);
+      x = e.upload(noise, [1, gridH * gridW, cfg.tokenDim], m.transformer.dtype, 'krea2 noise');
+      const sigmas = krea2Sigmas(task.steps, { mu: KREA2_TURBO_MU });
+      const geo = m.transformer.geometry(context.shape[1]!, gridH, gridW);
+      const negGeo = negative ? m.transformer.geometry(negative.shape[1]!, gridH, gridW) : null;
+      try {
+        for (let i = 0; i < task.steps; i++) {
+          throwIfCancelled(ctx.signal);
+          let v = m.transformer.forward({ img: x, context, sigma: sigmas[i]!, geometry: geo }).sample;
+          if (negative && negGeo) {
+            const vn = m.transformer.forward({ img: x, context: negative, sigma: sigmas[i]!, geometry: negGeo }).sample;
+            const d = sub(e, v, vn);
+            v.free();
+            const sd = mul(e, d, task.cfg);
+            d.free();
+            v = add(e, vn, sd);
+            vn.free();
+            sd.free();
+          }
+          const next = eulerStep(e, x, v, krea2StepSize(sigmas, i));
+          v.free();
+          x.free();
+          x = next;
+          await e.sync();
+          ctx.progress(i + 1, task.steps);
+          await ctx.safePoint();
+        }
+      } finally {
+        geo.free();
+        negGeo?.free();
+      }
+      for (const t of held.splice(0)) t.free();
+      throwIfCancelled(ctx.signal);
+
+      ctx.stage(STAGE.save);
+      const latent = krea2Unpatchify(await e.read(x), shape, cfg.patch); // (1, C, h, w)
+      x.free();
+      x = null;
+      this.o.onSampled?.(latent);
+      const nhwc = new Float32Array(latent.length);
+      for (let c = 0; c < cfg.channels; c++) for (let t = 0; t < h * w; t++) nhwc[t * cfg.channels + c] = latent[c * h * w + t]!;
+      const z = e.upload(nhwc, [1, h, w, cfg.channels], m.vae.dtype, 'krea2 latent');
+      let pixels: Float32Array;
+      try {
+        const out = m.vae.decode(z); // (1, 8h, 8w, 3)
+        try {
+          pixels = await e.read(out);
+        } finally {
+          out.free();
+        }
+      } finally {
+        z.free();
+      }
+      throwIfCancelled(ctx.signal);
+      await writePng(task.outputPath, { data: krea2Rgb8(pixels), width: task.width, height: task.height }, task.png, { signal: ctx.signal });
+    } finally {
+      x?.free();
+      for (const t of held) t.free();
+    }
+  }
+
+  async unload(): Promise<void> {
+    const m = this.m;
+    this.m = null;
+    if (m && !m.e.lost) {
+      m.transformer.free();
+      m.conditioner.free();
+      m.vae.free();
+    }
+  }
+}
