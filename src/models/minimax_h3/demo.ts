@@ -16,8 +16,9 @@
 // Which tensors exist is not written down here: each part's loader runs against a SyntheticCheckpoint
 // (src/models/common/synthetic-checkpoint.ts) that records every key and shape it asks for, and exactly those are
 // written; the version stamp hashes that list, so a loader that starts reading another key regenerates the demo. The
-// text encoder holds only what H3 reads (embed_tokens, layers 0..49), the video VAE only the decoder side, the audio
-// VAE no resampling filters (the loader checks them only when present).
+// text encoder holds only what H3 reads (embed_tokens, layers 0..49), the VAEs both sides (the encoders turn keyframes,
+// references and soundtracks into conditioning latents: issue 15), the audio VAE no resampling filters (the loader
+// checks them only when present).
 import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -28,13 +29,13 @@ import { WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3';
 import { demoTokenizerInfo, writeDemoTokenizer } from '../tokenizer';
-import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
+import { AudioVaeDecoder, AudioVaeEncoder, parseAudioVaeConfig } from './audio-vae';
 import { writeDemoAdapter } from './adapter';
 import { parseH3Config } from './config';
 import type { H3AdapterComponent } from './profiles';
 import { H3TextEncoder, H3_TEXT_ENCODER_LAYER } from './text-encoder';
 import { MiniMaxH3Transformer } from './transformer';
-import { VideoVaeDecoder } from './video-vae';
+import { VideoVaeDecoder, VideoVaeEncoder } from './video-vae';
 
 /** Bump when the generator's values change (configs and key lists are hashed into the version by themselves). */
 const DEMO_FORMAT = 2;
@@ -130,6 +131,8 @@ const MODEL_INDEX = {
  * independent white noise, which x264 at the writer's CRF 18 encodes at ~20 Mbit/s and several times slower than
  * real footage; damped, frames are a faint texture moving with the latents (cheap to encode, still the model's output). */
 const DAMPED: Record<string, number> = { 'decoder.proj_out.weight': 0.05 };
+/** The audio VAE's attention key bias is a zero buffer upstream (stored, never trained). */
+const ZEROED = new Set(['pre_block.attn.zero_k_bias']);
 
 type Keys = Map<string, number[]>;
 
@@ -150,9 +153,13 @@ export async function recordH3Keys(e: Engine, textEncoderConfig: Record<string, 
   (await H3TextEncoder.load(e, te.checkpoint, parseQwen3Config(textEncoderConfig, 'text', 'demo text_encoder config'), { dtype: 'f32' })).free();
   const vae = synth('vae');
   (await VideoVaeDecoder.load(e, vae.checkpoint, DEMO_VAE_CONFIG as unknown as Record<string, unknown>, { dtype: 'f32' })).free();
-  // as released: weight-norm pairs except dec_in_proj's plain weight; no resampling filters (checked only when present)
-  const audio = synth('audio_vae', (n) => !n.endsWith('.filter') && !n.startsWith('dec_in_proj.weight_') && !(n.endsWith('.weight') && !n.startsWith('dec_in_proj.')));
+  (await VideoVaeEncoder.load(e, vae.checkpoint, DEMO_VAE_CONFIG as unknown as Record<string, unknown>, { dtype: 'f32' })).free();
+  // as released: the convs as weight-norm pairs, plain weights for dec_in_proj, the encoder's attention projection and
+  // its mean / logs heads; no resampling filters (checked only when present)
+  const plain = ['dec_in_proj.', 'pre_block.', 'mean_proj.', 'logs_proj.'];
+  const audio = synth('audio_vae', (n) => !n.endsWith('.filter') && !n.startsWith('dec_in_proj.weight_') && !(n.endsWith('.weight') && !plain.some((p) => n.startsWith(p))));
   (await AudioVaeDecoder.load(e, audio.checkpoint, parseAudioVaeConfig(DEMO_AUDIO_VAE_CONFIG, 'demo audio_vae config'), { dtype: 'f32' })).free();
+  (await AudioVaeEncoder.load(e, audio.checkpoint, DEMO_AUDIO_VAE_CONFIG, { dtype: 'f32' })).free();
   return { transformer: tr.shapes(), textEncoder: te.shapes(), vae: vae.shapes(), audioVae: audio.shapes() };
 }
 
@@ -169,14 +176,14 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
   const textConfig = demoTextEncoderConfig(demoTokenizerInfo().size);
   const keys = await recordH3Keys(e, textConfig);
   const digest = createHash('sha256')
-    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DAMPED, DEMO_TRANSFORMER_CONFIG, textConfig, DEMO_VAE_CONFIG, DEMO_AUDIO_VAE_CONFIG, ...Object.values(keys).map((k) => [...k])]))
+    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DAMPED, [...ZEROED], DEMO_TRANSFORMER_CONFIG, textConfig, DEMO_VAE_CONFIG, DEMO_AUDIO_VAE_CONFIG, ...Object.values(keys).map((k) => [...k])]))
     .digest('hex')
     .slice(0, 16);
   const write = async (dir: string) => {
     const json = (path: string, v: unknown) => writeJsonFile(join(dir, path), v);
     const meta = { format: 'pt', kiln_demo: `random MiniMax H3 weights (${digest}); the video and sound are noise` };
     const synth = new WeightSynth(DEMO_SEED);
-    const tensors = (shapes: Keys, dtype: SafeDType | ((k: string) => SafeDType)) => synth.tensors(shapes, dtype, (k) => DAMPED[k]);
+    const tensors = (shapes: Keys, dtype: SafeDType | ((k: string) => SafeDType)) => synth.tensors(shapes, dtype, (k) => (ZEROED.has(k) ? 0 : DAMPED[k]));
 
     await json('model_index.json', MODEL_INDEX);
     await json('scheduler/scheduler_config.json', SCHEDULER(12));
