@@ -108,8 +108,8 @@ def load_audio_vae(folder: str, dtype: torch.dtype):
     waveform NaN. from_config builds the module for real, computing the filters in __init__ as upstream does, and the
     demo's tensors are loaded into it. The demo stores `dec_in_proj` as a weight-norm pair in the parametrizations
     spelling (Kiln's loader reads either), where diffusers' class has a plain conv: it is folded as torch's weight_norm
-    computes it, torch._weight_norm(v, g, 0), in the run's dtype. Left at from_config's init: the encoder side, which
-    the pipeline never runs."""
+    computes it, torch._weight_norm(v, g, 0), in the run's dtype. Only the encoder side may be missing from the file
+    (left at from_config's init: the pipeline never runs it), and the filters (computed)."""
     from safetensors.torch import load_file
 
     vae = AutoencoderKLMiniMaxH3Audio.from_config(AutoencoderKLMiniMaxH3Audio.load_config(folder))
