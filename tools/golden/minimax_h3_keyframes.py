@@ -131,6 +131,9 @@ def main():
     # an audio guide at frame 0 (a soundtrack on the target timeline, 10 latent frames) with a first keyframe, and a
     # last keyframe: ComfyUI's AddGuide with audio
     case("keyframes_with_audio_guide", 39, 64, 64, vision, [(0, True, 10), (38, True, 0)], 0.5, 0.5)
+    # a soundtrack alone pinned at frame 0 over the whole target (65 audio latent frames of 39 frames): the guide form
+    # of issue 15's track mode (AddGuide with audio and no image)
+    case("track_audio_guide", 39, 64, 96, [TEXT_TAG] * 6, [(0, False, 65)], 0.35, 0.45)
 
 
 if __name__ == "__main__":
