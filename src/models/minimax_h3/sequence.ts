@@ -182,7 +182,7 @@ function frameSpans(n: number): Float64Array {
 }
 
 /** origin + [0, s0, s0 + s1, ...]: a sequential float64 cumsum (torch.cumsum on the CPU). */
-function temporalGrid(n: number, origin: number): Float64Array {
+export function temporalGrid(n: number, origin: number): Float64Array {
   const spans = frameSpans(n);
   const out = new Float64Array(n);
   let acc = 0;
@@ -227,7 +227,7 @@ function spatialGrid(dim: number, patch: number, sqrtArea: number): Float64Array
 }
 
 /** (h, w) of the rows of one latent frame (row-major over patches), and the width axis. */
-function frameGrid(latentH: number, latentW: number, ph: number, pw: number): { h: Float64Array; w: Float64Array; widthGrid: Float64Array } {
+export function frameGrid(latentH: number, latentW: number, ph: number, pw: number): { h: Float64Array; w: Float64Array; widthGrid: Float64Array } {
   const sqrtArea = Math.sqrt(latentH * latentW);
   const hg = spatialGrid(latentH, ph, sqrtArea);
   const wg = spatialGrid(latentW, pw, sqrtArea);

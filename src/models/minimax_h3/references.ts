@@ -1,0 +1,129 @@
+// Reference mode (image_mode reference, audio voices; the Ref2VA partition): the packed sequence with one block per
+// reference, exactly as diffusers' MiniMaxH3Ref2VAPrepareLayoutStep.build_ref2va_packed_sequence lays it out.
+// Not wired into the service yet (issue 15, docs/models/minimax-h3.md "Part 2 status").
+//
+//   rows  [ text | reference blocks, in request order | target audio (2 x Na) | target video ]
+//   clock t starts at text_len; each block advances it:
+//     image   its latent frame's rows, t = clock, (h, w) the image's own latent grid;              clock += 1
+//     audio   2 x T rows channel-major, t = clock + k, w = the *target* grid's first / last value;  clock += T
+//     video   its soundtrack's 2 x T rows (w = the video's own grid's extremes), then its latent frames at
+//             clock + 5/3 x cumsum(1, 4, 4, 4, 4, ...) on its own grid;   clock += max(T, Python's sum() of the spans)
+//   the target audio and video start at the final clock
+// Tags: reference video rows 0, reference audio rows 2; timesteps max(t_v, 0.999) and 1.0 (sampler.ts
+// rowTimestepPlan's conditioning defaults), the references being the leading video / audio rows.
+import { AUDIO_CHANNELS, AUDIO_TAG, frameGrid, temporalGrid, TEXT_TAG, VIDEO_TAG, type PackedSequence } from './sequence';
+
+const FRAME_RESCALE = 5.0 / 3.0;
+const FRAMES_PER_LATENT = [1, 4, 4, 4, 4] as const;
+
+/** One reference's latent geometry (what its encoder produced). */
+export type ReferenceBlock =
+  | { kind: 'image'; latentHeight: number; latentWidth: number }
+  | { kind: 'audio'; audioLatents: number }
+  | { kind: 'video'; latentFrames: number; latentHeight: number; latentWidth: number; /** 0: no soundtrack */ audioLatents: number };
+
+export interface ReferenceSequenceRequest {
+  textTags: ArrayLike<number>;
+  numLatentFrames: number;
+  latentHeight: number;
+  latentWidth: number;
+  numAudioLatents: number;
+  patchSize?: readonly [number, number, number];
+  references: readonly ReferenceBlock[];
+}
+
+export function buildReferenceSequence(r: ReferenceSequenceRequest): PackedSequence {
+  const [, ph, pw] = r.patchSize ?? [1, 2, 2];
+  const channels = AUDIO_CHANNELS;
+  const grid = (h: number, w: number, what: string) => {
+    if (!(Number.isInteger(h) && Number.isInteger(w) && h > 0 && w > 0) || h % ph || w % pw) throw new RangeError(`${what}: latent ${h}x${w} is not divisible by the patch ${ph}x${pw}`);
+    return frameGrid(h, w, ph, pw);
+  };
+  const target = grid(r.latentHeight, r.latentWidth, 'target');
+  const nt = r.textTags.length;
+  const positions: number[] = [];
+  const tags: number[] = [];
+  const push = (t: number, h: number, w: number, tag: number) => {
+    positions.push(t, h, w);
+    tags.push(tag);
+  };
+  for (let i = 0; i < nt; i++) {
+    const tag = r.textTags[i]!;
+    if (tag !== TEXT_TAG && tag !== VIDEO_TAG) throw new RangeError(`text row ${i} has tag ${tag} (text rows are ${TEXT_TAG}, vision tokens ${VIDEO_TAG})`);
+    push(i, 0, 0, tag);
+  }
+  const refVideo: number[] = [];
+  const refAudio: number[] = [];
+  const audioBlock = (n: number, time: number, widthGrid: Float64Array, into: number[]) => {
+    for (let c = 0; c < channels; c++) {
+      for (let k = 0; k < n; k++) {
+        into.push(tags.length);
+        push(time + k, 0, c === 0 ? widthGrid[0]! : widthGrid[widthGrid.length - 1]!, AUDIO_TAG);
+      }
+    }
+  };
+  const videoBlock = (frames: number, time: number, g: { h: Float64Array; w: Float64Array }, into: number[]) => {
+    const times = temporalGrid(frames, time);
+    for (let f = 0; f < frames; f++) {
+      for (let j = 0; j < g.h.length; j++) {
+        into.push(tags.length);
+        push(times[f]!, g.h[j]!, g.w[j]!, VIDEO_TAG);
+      }
+    }
+  };
+  let clock = nt;
+  for (const [i, ref] of r.references.entries()) {
+    if (ref.kind === 'image') {
+      videoBlock(1, clock, grid(ref.latentHeight, ref.latentWidth, `reference ${i} (image)`), refVideo);
+      clock += 1.0;
+    } else if (ref.kind === 'audio') {
+      if (!Number.isInteger(ref.audioLatents) || ref.audioLatents < 1) throw new RangeError(`reference ${i} (audio): ${ref.audioLatents} latent frames`);
+      audioBlock(ref.audioLatents, clock, target.widthGrid, refAudio);
+      clock += ref.audioLatents;
+    } else if (ref.kind === 'video') {
+      if (!Number.isInteger(ref.latentFrames) || ref.latentFrames < 1 || !Number.isInteger(ref.audioLatents) || ref.audioLatents < 0) {
+        throw new RangeError(`reference ${i} (video): ${ref.latentFrames} latent frames, ${ref.audioLatents} audio latents`);
+      }
+      const g = grid(ref.latentHeight, ref.latentWidth, `reference ${i} (video)`);
+      audioBlock(ref.audioLatents, clock, g.widthGrid, refAudio);
+      videoBlock(ref.latentFrames, clock, g, refVideo);
+      // upstream sums the spans with Python's sum() here (numpy's pairwise sum for a last keyframe)
+      const spans = Array.from({ length: ref.latentFrames }, (_, k) => FRAME_RESCALE * FRAMES_PER_LATENT[k % FRAMES_PER_LATENT.length]!);
+      clock += Math.max(ref.audioLatents, pythonFloatSum(spans));
+    } else {
+      throw new RangeError(`reference ${i}: kind ${JSON.stringify((ref as { kind: unknown }).kind)} is not image, audio or video`);
+    }
+  }
+  const targetAudio: number[] = [];
+  audioBlock(r.numAudioLatents, clock, target.widthGrid, targetAudio);
+  const targetVideo: number[] = [];
+  videoBlock(r.numLatentFrames, clock, target, targetVideo);
+  return {
+    length: tags.length,
+    positions: Float64Array.from(positions),
+    tags: Uint8Array.from(tags),
+    textIndices: Int32Array.from({ length: nt }, (_, i) => i),
+    videoIndices: Int32Array.from([...refVideo, ...targetVideo]),
+    audioIndices: Int32Array.from([...refAudio, ...targetAudio]),
+    numConditionVideoRows: refVideo.length,
+    numConditionAudioRows: refAudio.length,
+  };
+}
+
+/**
+ * Python's sum() of floats (CPython 3.12 and later: Neumaier-compensated, the compensation added at the end; the
+ * reference lab runs 3.14). Python 3.11 and earlier add sequentially, which can differ in the last bit of a float64
+ * from 16 or so terms on; the RoPE angle takes float32(position), where the two agree.
+ */
+export function pythonFloatSum(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  let sum = values[0]!;
+  let c = 0;
+  for (let i = 1; i < values.length; i++) {
+    const x = values[i]!;
+    const t = sum + x;
+    c += Math.abs(sum) >= Math.abs(x) ? sum - t + x : x - t + sum;
+    sum = t;
+  }
+  return c !== 0 && Number.isFinite(c) ? sum + c : sum;
+}
