@@ -125,7 +125,10 @@ export function draftImage(r: ImageRequest, imageCount: number): ImageDraft {
     res = 'custom';
   }
   if (size_from_ref) {
-    if (!profile!.can_edit) throw new BadInputError(`size_from_ref is for editing; ${profile!.profile} cannot edit`);
+    if (!profile!.can_edit) {
+      const editors = IMAGE_PROFILES.filter((p) => p.can_edit).map((p) => p.profile).join(' and ');
+      throw new BadInputError(`size_from_ref is for editing; ${profile!.profile} cannot edit (its images are style references): ${editors} edit`);
+    }
     if (imageCount === 0) throw new BadInputError('size_from_ref needs at least one image to take the size from');
   }
   const cfgIn = r.cfg ?? 0;
