@@ -11,6 +11,7 @@ import { createLogger } from '../common/logger';
 import { loadWorkerSettings, SettingsError, type WorkerSettings } from '../config/settings';
 import { EngineHolder } from '../engine/engine';
 import { imageProfileEntries } from './profiles/image';
+import { krea2ProfileEntries } from './profiles/krea2';
 import { speechProfileEntry } from './profiles/speech';
 import { videoProfileEntries } from './profiles/video';
 import { S3Store } from '../storage/s3-store';
@@ -101,7 +102,7 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
 function buildRegistry(settings: WorkerSettings, holder: EngineHolder, log: Logger, env: NodeJS.ProcessEnv): ProfileRegistry {
   const registry = new ProfileRegistry();
   if (env[WORKER_ENV.builtins] !== '0') {
-    for (const entry of [speechProfileEntry(settings, holder, log), ...imageProfileEntries(settings, holder, log), ...videoProfileEntries(settings, holder, log)]) registry.register(entry);
+    for (const entry of [speechProfileEntry(settings, holder, log), ...imageProfileEntries(settings, holder, log), ...krea2ProfileEntries(settings, holder, log), ...videoProfileEntries(settings, holder, log)]) registry.register(entry);
   }
   const raw = env[WORKER_ENV.pipelines];
   for (const spec of raw ? (JSON.parse(raw) as PipelineModule[]) : []) {

@@ -134,8 +134,8 @@ describe('web page (Chromium)', { skip }, () => {
       await until('the GPU part of the status line', async () => ((await status.textContent()) ?? '').includes('no GPU (test: no adapter probed)') || undefined);
       await expectText(status, /online/);
       // The test image pipeline and the built-in models on their generated demo checkpoints (speech, imgmain_bf16,
-      // the six video profiles) are demo; only Krea 2 Turbo's two profiles are missing.
-      await expectText(status.locator('.weights summary'), /9 demo, 2 missing/);
+      // Krea 2 Turbo's two profiles, the six video profiles) are demo; none is missing.
+      await expectText(status.locator('.weights summary'), /11 demo$/);
 
       // Image form: choices from /api/config, the limits said before submit, the reference previewed.
       await page.locator('#tab-image').click();
@@ -144,7 +144,7 @@ describe('web page (Chromium)', { skip }, () => {
       assert.deepEqual(profiles.map((p) => p.split(' ')[0]), ['imgmain', 'imgmain_bf16', 'imgart_turbo', 'imgart_turbo_int8']);
       assert.match(profiles[0], /demo weights/);
       assert.match(profiles[1], /demo weights/);
-      assert.match(profiles[2], /not built yet/);
+      assert.match(profiles[2], /demo weights/);
       await expectText(form.locator('[data-field=profile] .hint'), /8-bit integer quantised/);
       await expectText(form.locator('[data-field=images] .hint'), /1 to 10: editing.*at most 25\.0 MB each/i);
       await form.locator('[name=prompt]').fill('the negative of a gradient');

@@ -1,0 +1,89 @@
+// The 'image' entries imgart_turbo (16-bit) and imgart_turbo_int8 (int8 DiT linears): Krea 2 Turbo on the engine,
+// from the real weights in WEIGHTS_DIR when all three parts are there (weights/krea-2.json: the DiT placed by hand,
+// npm run weights -- pull imgart_turbo for the text encoder and the VAE), else from the demo checkpoint generated
+// once into DEMO_WEIGHTS_DIR (shared by both profiles: same files, the int8 happens at load).
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { findProfile, MAX_STEPS } from '../../catalog';
+import type { EngineHolder } from '../../engine/engine';
+import { planDemoKrea2 } from '../../models/krea2/demo';
+import { krea2DemoLayout, krea2Layout, Krea2Pipeline, type Krea2ImageTask } from '../../models/krea2/pipeline';
+import { componentRoot } from '../../weights';
+import type { ImageTask } from '../protocol';
+import type { ProfileEntry } from '../registry';
+import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
+
+/** The Krea 2 Turbo profiles: whether the DiT's linears are quantised to int8 at load. */
+export const KREA2_PROFILES = { imgart_turbo: { int8: false }, imgart_turbo_int8: { int8: true } } as const;
+
+/** GPU working set on top of the weights (activations at 2K, the VAE decode at 2K), for the fits-beside estimate. */
+const WORKING_BYTES = 8 * 2 ** 30;
+
+/** The protocol's task as the pipeline's: the images are style references (mode stays t2i). */
+export function krea2TaskOf(t: ImageTask): Krea2ImageTask {
+  const p = t.params;
+  return {
+    prompt: p.prompt,
+    negative: p.negative,
+    cfg: p.cfg,
+    seed: p.seed,
+    steps: p.steps,
+    width: p.width,
+    height: p.height,
+    references: t.images,
+    outputPath: t.output,
+    png: { prompt: p.prompt, profile: t.profile, seed: p.seed, steps: p.steps, negative_prompt: p.negative, cfg: p.cfg, mode: p.mode },
+  };
+}
+
+export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
+  const { int8 } = KREA2_PROFILES[profile];
+  const source = new WeightsSource(
+    {
+      profile,
+      model: `Krea 2 Turbo, ${int8 ? 'int8 DiT linears' : '16-bit weights'},`,
+      demoModel: 'a tiny random Krea 2 Turbo checkpoint',
+      demoResult: 'the pictures are noise',
+      demoWhen: 'the first imgart_turbo job',
+      workingBytes: WORKING_BYTES,
+      estimateBytes: (w) => {
+        if (w.state !== 'real') return 64 * 2 ** 20;
+        return safetensorsBytes(join(componentRoot(w, 'transformer'), 'transformer')) * (int8 ? 0.5 : 1) + safetensorsBytes(componentRoot(w, 'text_encoder')) + safetensorsBytes(join(componentRoot(w, 'vae'), 'vae'));
+      },
+    },
+    dirs,
+  );
+  return {
+    kind: 'image',
+    profile,
+    // the schedule needs one step at least (8 is the profile's); 0..3 style references
+    accepts: { steps: { min: 1, max: MAX_STEPS }, images: findProfile('image', profile)!.max_images, audios: 0 },
+    weights: () => source.state(),
+    note: () => source.note(),
+    residentBytes: () => source.residentBytes(),
+    create: () =>
+      taskPipeline(
+        new Krea2Pipeline({
+          int8,
+          engine: () => holder.get(),
+          layout: (e) =>
+            source.choose(e, {
+              real: (w) => krea2Layout(join(componentRoot(w, 'transformer'), 'transformer'), componentRoot(w, 'text_encoder'), join(componentRoot(w, 'vae'), 'vae')),
+              demo: (root) => krea2DemoLayout(root),
+              plan: planDemoKrea2,
+            }),
+          onLoaded: (bytes, layout) => {
+            source.loaded(bytes);
+            log?.info({ layout, profile, gpu_bytes: bytes }, 'image model loaded');
+          },
+        }),
+        'image',
+        krea2TaskOf,
+      ),
+  };
+}
+
+/** imgart_turbo and imgart_turbo_int8. */
+export function krea2ProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry[] {
+  return (Object.keys(KREA2_PROFILES) as (keyof typeof KREA2_PROFILES)[]).map((p) => krea2ProfileEntry(p, dirs, holder, log));
+}
