@@ -1,7 +1,9 @@
 // Krea 2's prompt encoder against krea-ai/krea-2 encoder.py (Qwen3VLConditioner.forward, tools/golden/krea2_text.py)
 // with the real Qwen3-VL-4B tokenizer (test/fixtures/tokenizer) and a tiny Qwen3-VL text model: the template's ids
 // (prefix + prompt cut at max_length + 29, the suffix apart), the selected hidden states stacked per token, the
-// 34 prefix rows dropped; upstream's padded run against our unpadded one, compared on its real rows.
+// 34 prefix rows dropped; upstream's padded run against our unpadded one, compared on its real rows. And the style
+// references' path (krea2/style_conditioner, tools/golden/krea2_style.py): the images through transformers' Qwen3-VL
+// image prompt (tower, spliced tokens, deepstack, 3-D positions) and the taps of the rows from the prompt on.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +12,8 @@ import { gunzipSync } from 'node:zlib';
 import type { ComputeDType } from '../../src/models/common/weights';
 import { Krea2Conditioner, krea2PromptTokens, KREA2_PREFIX_TOKENS, KREA2_SELECT_LAYERS, KREA2_TEMPLATE_PREFIX } from '../../src/models/krea2';
 import { parseQwen3Config } from '../../src/models/qwen3';
+import { imagePatches, parseQwen3VlVisionConfig, qwen3VlRopeIndex } from '../../src/models/qwen3_vl_vision';
+import { goldenImages, goldenProcessor } from './qwen3_vl_vision-golden';
 import { TextTokenizer, type TokenizerConfigJson } from '../../src/models/tokenizer';
 import { testEngine } from '../engine/helpers';
 import { goldenTests, repoRoot, selectRows, WEIGHT_PREFIX } from './golden';
@@ -54,6 +58,40 @@ for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
         assert.deepEqual(taps.shape, [1, kept, selectLayers.length, config.hiddenSize]);
         const rows = selectRows(want.data, want.shape, mask);
         c.expect(dtype, await e.read(taps), { data: rows.data, shape: [1, kept, selectLayers.length, config.hiddenSize] }, 'hiddens', `taps (${dtype})`);
+      } finally {
+        taps.free();
+      }
+    } finally {
+      enc.free();
+    }
+  }, dtype);
+}
+
+for (const dtype of ['f32', 'f16'] as ComputeDType[]) {
+  goldenTests('krea2', 'style_conditioner', async (c) => {
+    const e = await testEngine();
+    const config = parseQwen3Config(c.config, undefined, `${c.path} config`);
+    const vcfg = parseQwen3VlVisionConfig(c.config, `${c.path} config`);
+    const selectLayers = (await c.ints('select_layers')).data;
+    const enc = await Krea2Conditioner.load(e, c.ckpt, config, {
+      dtype, prefix: WEIGHT_PREFIX + config.keyPrefix, selectLayers, vision: { config: vcfg, prefix: WEIGHT_PREFIX + vcfg.keyPrefix, processor: await goldenProcessor(c) },
+    });
+    try {
+      const ids = (await c.ints('ids')).data;
+      const keepFrom = (await c.ints('keep_from')).data[0]!;
+      const images = await goldenImages(c);
+      const inputs = images.map((im, i) => imagePatches(im, vcfg, enc.vision!.processor, `image ${i}`));
+      assert.deepEqual(inputs.flatMap((r) => r.grid), (await c.ints('grid_thw')).data, 'grid_thw');
+      const pos = qwen3VlRopeIndex(ids, vcfg.imageTokenId, inputs.map((r) => r.grid), vcfg.spatialMergeSize);
+      assert.deepEqual(pos.flatMap((row) => Array.from(row)), Array.from((await c.output('position_ids')).data), 'MRoPE positions');
+      // the template as the conditioner gets it: one <|image_pad|> per image, the kept rows from the prompt on
+      const collapsed = ids.filter((id, i) => id !== vcfg.imageTokenId || ids[i - 1] !== vcfg.imageTokenId);
+      const keep = keepFrom - (ids.filter((id) => id === vcfg.imageTokenId).length - images.length);
+      const taps = enc.encodeWithImages(collapsed, keep, inputs);
+      try {
+        const want = await c.output('taps');
+        assert.deepEqual(taps.shape, want.shape);
+        c.expect(dtype, await e.read(taps), want, 'taps', `style taps (${dtype})`);
       } finally {
         taps.free();
       }
