@@ -80,6 +80,10 @@ export interface Krea2PipelineOptions {
   onLoaded?(bytes: number, layout: Krea2Layout): void;
   /** Sees the final latent (1, 16, H/8, W/8) before the VAE (tests). */
   onSampled?(latent: Float32Array): void;
+  /** Initial latent (1, C, h, w) for a task instead of its seed's (tests: the end-to-end golden gives upstream's draw). */
+  noise?(task: Krea2ImageTask, channels: number, h: number, w: number): Float32Array;
+  /** Sees the decoded RGB (1, H, W, 3) in [-1, 1] before it becomes 8-bit (tests). */
+  onDecoded?(rgb: Float32Array, height: number, width: number): void;
 }
 
 interface Loaded {
@@ -197,7 +201,9 @@ export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
       ctx.stage(STAGE.sample);
       ctx.progress(0, task.steps);
       const shape = { batch: 1, channels: cfg.channels, height: h, width: w };
-      const noise = krea2Patchify(krea2Noise(task.seed, cfg.channels, h, w), shape, cfg.patch);
+      const drawn = this.o.noise?.(task, cfg.channels, h, w) ?? krea2Noise(task.seed, cfg.channels, h, w);
+      if (drawn.length !== cfg.channels * h * w) throw new RangeError(`Krea 2: ${drawn.length} noise values for a (1, ${cfg.channels}, ${h}, ${w}) latent`);
+      const noise = krea2Patchify(drawn, shape, cfg.patch);
       x = e.upload(noise, [1, gridH * gridW, cfg.tokenDim], m.transformer.dtype, 'krea2 noise');
       const sigmas = krea2Sigmas(task.steps, { mu: KREA2_TURBO_MU });
       const geo = m.transformer.geometry(context.shape[1]!, gridH, gridW);
@@ -251,6 +257,7 @@ export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
         z.free();
       }
       throwIfCancelled(ctx.signal);
+      this.o.onDecoded?.(pixels, task.height, task.width);
       await writePng(task.outputPath, { data: krea2Rgb8(pixels), width: task.width, height: task.height }, task.png, { signal: ctx.signal });
     } finally {
       x?.free();
