@@ -22,6 +22,7 @@ import { groupNorm } from '../../../engine/ops/norm';
 import type { Checkpoint } from '../../../engine/safetensors';
 import type { Tensor } from '../../../engine/tensor';
 import { loadConvWeight } from '../../common/conv-weights';
+import { torchRandn } from '../../common/torch-rng';
 import { loadPlain, newWeightLoader, type ComputeDType, type WeightLoader } from '../../common/weights';
 import { RELEASED_TILING, splitTiles, VideoVaeConfigError, type TilingOptions } from './config';
 import { PIXEL_MEAN, PIXEL_STD } from './decoder';
@@ -548,6 +549,17 @@ export function normalizeSample(cfg: VideoVaeEncoderConfig, z: HostVideo): HostV
     for (let i = ch * n; i < (ch + 1) * n; i++) out[i] = Math.fround(Math.fround(roundF16(z.data[i]!) - lm) / ls);
   }
   return { data: out, shape: z.shape };
+}
+
+/** encode_vae_condition's generator seed (components.keyframe_encode_seed). */
+export const KEYFRAME_ENCODE_SEED = 42;
+
+/**
+ * The noise encode_vae_condition's posterior.sample draws for n latent values: torch.randn under a fresh generator
+ * seeded 42 (torch-rng.ts: within a few float32 ulps of torch's own draw).
+ */
+export function conditionNoise(n: number): Float32Array {
+  return torchRandn(KEYFRAME_ENCODE_SEED, n);
 }
 
 /** encode_vae_condition after the encoder: the conditioning latents [C, T, h, w] the packing takes. */

@@ -10,6 +10,7 @@ export {
   type DecodedVideo, type VideoLatents, type VideoVaeDecodeOptions, type VideoVaeLoadOptions,
 } from './decoder';
 export {
-  conditionLatents, normalizePixels, normalizeSample, parseVideoVaeEncoderConfig, posteriorSample, stitchLatentTiles, VideoVaeEncoder,
+  conditionLatents, conditionNoise, KEYFRAME_ENCODE_SEED, normalizePixels, normalizeSample, parseVideoVaeEncoderConfig, posteriorSample,
+  stitchLatentTiles, VideoVaeEncoder,
   type EncoderCapture, type HostVideo, type VideoVaeEncodeOptions, type VideoVaeEncoderConfig, type VideoVaeEncoderLoadOptions,
 } from './encoder';
