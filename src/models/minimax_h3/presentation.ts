@@ -9,7 +9,22 @@
 //   Ref2VA  per reference in request order, numbered per kind: "<Audio j>: " first when it carries sound (a voice, or
 //           a video's soundtrack); an image "<Picture i>: " + an <|image_pad|> block; a video "<Video k>: " then per
 //           merged frame pair "<T.T seconds>" + a <|video_pad|> block; then the prompt verbatim
+import { QWEN3_VL_IMAGE_PROCESSOR, type Qwen3VlImageProcessorConfig } from '../qwen3_vl_vision/config';
+import { smartResize } from '../qwen3_vl_vision/preprocess';
 import { TEXT_TAG, VIDEO_TAG } from './sequence';
+
+/** The 32B's vision tower: 16-pixel patches merged 2 x 2 (processor/preprocessor_config.json, text_encoder/config.json). */
+const PATCH = 16;
+const MERGE = 2;
+
+/**
+ * <|image_pad|> tokens of a picture of height x width (the prepared canvas or reference): the Qwen3-VL image
+ * processor's smart_resize to multiples of 32 within its pixel bounds, then (h / 32) (w / 32). 1344 x 768: 1008.
+ */
+export function imageTokenCount(height: number, width: number, proc: Qwen3VlImageProcessorConfig = QWEN3_VL_IMAGE_PROCESSOR): number {
+  const [h, w] = smartResize(height, width, PATCH * MERGE, proc.minPixels, proc.maxPixels);
+  return (h / (PATCH * MERGE)) * (w / (PATCH * MERGE));
+}
 
 export interface PresentationTokenizer {
   /** Ids of a text without special tokens added around it (tokenizer(text, add_special_tokens=False)). */
