@@ -111,6 +111,72 @@ export function krea2Rgb8(data: Float32Array): Uint8Array {
   return out;
 }
 
+export interface Krea2SampleRequest {
+  /** (1, Lt, features): the transformer's context() of the prompt. */
+  context: Tensor;
+  /** The negative prompt's context, used when cfg > 1. */
+  negative?: Tensor;
+  cfg: number;
+  steps: number;
+  width: number;
+  height: number;
+  /** The initial latent (1, C, H/8, W/8), channel-major (krea2Noise). */
+  noise: Float32Array;
+  signal?: AbortSignal;
+  /** After each step (its GPU work finished): progress and the runner's safe point. */
+  onStep?(done: number, total: number): Promise<void> | void;
+}
+
+/**
+ * The denoising loop: the noise patchified, Turbo's sigmas (mu 1.15), `steps` DiT passes (two with CFG) and Euler
+ * updates. Returns the final patch tokens (1, N, C p^2) in the transformer's dtype; the caller frees them.
+ */
+export async function sampleKrea2(e: Engine, transformer: Krea2Transformer, r: Krea2SampleRequest): Promise<Tensor> {
+  const cfg = transformer.config;
+  const cell = 8 * cfg.patch;
+  if (r.width % cell !== 0 || r.height % cell !== 0) throw new RangeError(`Krea 2: ${r.width}x${r.height} is not a multiple of ${cell} px`);
+  const h = r.height / 8;
+  const w = r.width / 8;
+  const gridH = h / cfg.patch;
+  const gridW = w / cfg.patch;
+  if (r.noise.length !== cfg.channels * h * w) throw new RangeError(`Krea 2: ${r.noise.length} noise values for a (1, ${cfg.channels}, ${h}, ${w}) latent`);
+  const tokens = krea2Patchify(r.noise, { batch: 1, channels: cfg.channels, height: h, width: w }, cfg.patch);
+  let x: Tensor | null = e.upload(tokens, [1, gridH * gridW, cfg.tokenDim], transformer.dtype, 'krea2 noise');
+  const negative = r.cfg > 1 ? r.negative : undefined;
+  const sigmas = krea2Sigmas(r.steps, { mu: KREA2_TURBO_MU });
+  const geo = transformer.geometry(r.context.shape[1]!, gridH, gridW);
+  const negGeo = negative ? transformer.geometry(negative.shape[1]!, gridH, gridW) : null;
+  try {
+    for (let i = 0; i < r.steps; i++) {
+      throwIfCancelled(r.signal);
+      let v = transformer.forward({ img: x, context: r.context, sigma: sigmas[i]!, geometry: geo }).sample;
+      if (negative && negGeo) {
+        const vn = transformer.forward({ img: x, context: negative, sigma: sigmas[i]!, geometry: negGeo }).sample;
+        const d = sub(e, v, vn);
+        v.free();
+        const sd = mul(e, d, r.cfg);
+        d.free();
+        v = add(e, vn, sd);
+        vn.free();
+        sd.free();
+      }
+      const next = eulerStep(e, x, v, krea2StepSize(sigmas, i));
+      v.free();
+      x.free();
+      x = next;
+      await e.sync();
+      await r.onStep?.(i + 1, r.steps);
+    }
+    const out = x;
+    x = null;
+    return out;
+  } finally {
+    x?.free();
+    geo.free();
+    negGeo?.free();
+  }
+}
+
 export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
   private m: Loaded | null = null;
 
@@ -167,8 +233,6 @@ export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
     if (task.width % cell !== 0 || task.height % cell !== 0) throw new RangeError(`Krea 2: ${task.width}x${task.height} is not a multiple of ${cell} px`);
     const h = task.height / 8;
     const w = task.width / 8;
-    const gridH = h / cfg.patch;
-    const gridW = w / cfg.patch;
 
     ctx.stage(STAGE.encode);
     const held: Tensor[] = [];
@@ -201,39 +265,15 @@ export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
       ctx.stage(STAGE.sample);
       ctx.progress(0, task.steps);
       const shape = { batch: 1, channels: cfg.channels, height: h, width: w };
-      const drawn = this.o.noise?.(task, cfg.channels, h, w) ?? krea2Noise(task.seed, cfg.channels, h, w);
-      if (drawn.length !== cfg.channels * h * w) throw new RangeError(`Krea 2: ${drawn.length} noise values for a (1, ${cfg.channels}, ${h}, ${w}) latent`);
-      const noise = krea2Patchify(drawn, shape, cfg.patch);
-      x = e.upload(noise, [1, gridH * gridW, cfg.tokenDim], m.transformer.dtype, 'krea2 noise');
-      const sigmas = krea2Sigmas(task.steps, { mu: KREA2_TURBO_MU });
-      const geo = m.transformer.geometry(context.shape[1]!, gridH, gridW);
-      const negGeo = negative ? m.transformer.geometry(negative.shape[1]!, gridH, gridW) : null;
-      try {
-        for (let i = 0; i < task.steps; i++) {
-          throwIfCancelled(ctx.signal);
-          let v = m.transformer.forward({ img: x, context, sigma: sigmas[i]!, geometry: geo }).sample;
-          if (negative && negGeo) {
-            const vn = m.transformer.forward({ img: x, context: negative, sigma: sigmas[i]!, geometry: negGeo }).sample;
-            const d = sub(e, v, vn);
-            v.free();
-            const sd = mul(e, d, task.cfg);
-            d.free();
-            v = add(e, vn, sd);
-            vn.free();
-            sd.free();
-          }
-          const next = eulerStep(e, x, v, krea2StepSize(sigmas, i));
-          v.free();
-          x.free();
-          x = next;
-          await e.sync();
-          ctx.progress(i + 1, task.steps);
+      x = await sampleKrea2(e, m.transformer, {
+        context, negative: negative ?? undefined, cfg: task.cfg, steps: task.steps, width: task.width, height: task.height,
+        noise: this.o.noise?.(task, cfg.channels, h, w) ?? krea2Noise(task.seed, cfg.channels, h, w),
+        signal: ctx.signal,
+        onStep: async (done, total) => {
+          ctx.progress(done, total);
           await ctx.safePoint();
-        }
-      } finally {
-        geo.free();
-        negGeo?.free();
-      }
+        },
+      });
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);
 
