@@ -1,5 +1,7 @@
-// npm run bench:image [-- --profile imgmain|imgmain_bf16|both] [--layers N] [--sizes 1024,2048] [--job-size 1024]
-//                     [--vae-size PX, 0: none] [--steps 25] [--prompt-tokens N] [--no-job]   (--sizes '' skips the step timings)
+// npm run bench:image [-- --profile imgmain|imgmain_bf16|both|imgart_turbo|imgart_turbo_int8|krea|all] [--layers N]
+//                     [--sizes 1024,2048] [--job-size 1024] [--vae-size PX, 0: none] [--steps 25] [--prompt-tokens N]
+//                     [--no-job] [--demo-sizes]   (--sizes '' skips the step timings)
+// The Krea 2 Turbo profiles (imgart_turbo*, krea = both of them) are krea2.ts's cases (8 steps unless --steps).
 // Qwen-Image-2.1 at the real sizes (transformer: the class defaults = the reported config.json; text encoder: the
 // reported Qwen3-VL-8B text config; VAE: the reported vae/config.json) with random weights made in memory
 // (SyntheticCheckpoint + WeightSynth: nothing is written to disk), through the same loaders and the same denoising
@@ -23,13 +25,19 @@ import { loadQwenImage21Parts, type QwenImage21Configs } from '../../src/models/
 import { latentGrid, sampleLatents, seededNoise, textSequence } from '../../src/models/qwen_image21/pipeline';
 import { modelTimestep, flowMatchSchedule } from '../../src/models/qwen_image21/sigmas';
 import { QWEN_IMAGE21_LATENTS_MEAN, QWEN_IMAGE21_LATENTS_STD, QWEN_IMAGE21_VAE_DEFAULTS, QwenImage21Vae } from '../../src/models/qwen_image21/vae';
+import { benchKrea2, KREA2_BENCH_STEPS } from './krea2';
 
 const args = process.argv.slice(2);
 const arg = (name: string) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
 };
-const profiles = (arg('--profile') ?? 'both') === 'both' ? ['imgmain', 'imgmain_bf16'] : [arg('--profile')!];
+const PROFILE_SETS: Record<string, string[]> = {
+  both: ['imgmain', 'imgmain_bf16'],
+  krea: ['imgart_turbo', 'imgart_turbo_int8'],
+  all: ['imgmain', 'imgmain_bf16', 'imgart_turbo', 'imgart_turbo_int8'],
+};
+const profiles = PROFILE_SETS[arg('--profile') ?? 'both'] ?? [arg('--profile')!];
 const layersArg = arg('--layers');
 const sizes = (arg('--sizes') ?? '1024,2048').split(',').filter(Boolean).map(Number);
 const jobSize = Number(arg('--job-size') ?? 1024);
@@ -183,6 +191,13 @@ async function main(): Promise<void> {
       const r = spawnSync(process.execPath, [process.argv[1]!, ...rest, '--profile', p], { stdio: 'inherit' });
       if (r.status !== 0) throw new Error(`bench:image --profile ${p} exited with ${r.status ?? r.signal}`);
     }
+    return;
+  }
+  if (profiles[0]!.startsWith('imgart')) {
+    const kSteps = Number(arg('--steps') ?? KREA2_BENCH_STEPS);
+    const demoSizes = args.includes('--demo-sizes');
+    console.log(`date: ${new Date().toISOString()}  Krea 2 Turbo, random weights at the ${demoSizes ? 'demo' : 'real'} sizes; steps at ${sizes.join(', ')} px, job at ${jobSize} px, ${kSteps} steps, prompt ${promptTokens} tokens`);
+    await benchKrea2({ profile: profiles[0]!, layers: layersArg ? Number(layersArg) : undefined, sizes, jobSize, steps: kSteps, promptTokens, job, demoSizes });
     return;
   }
   console.log(`date: ${new Date().toISOString()}  Qwen-Image-2.1, random weights at the real sizes; steps at ${sizes.join(', ')} px, job at ${jobSize} px, ${steps} steps, prompt ${promptTokens} tokens`);
