@@ -51,18 +51,33 @@ export function torchRand(seed: number, n: number): Float32Array {
   return Float32Array.from({ length: n }, () => g.uniform());
 }
 
+/** A torch.Generator on the CPU: successive torch.randn draws consume its stream as ATen does (n uniforms, and 16
+ * more when n is not a multiple of 16). */
+export class TorchGenerator {
+  private readonly g: Mt19937;
+
+  constructor(seed: number) {
+    this.g = new Mt19937(seed);
+  }
+
+  /** torch.randn(n, generator=this) (float32), n >= 16; to a few float32 ulps. */
+  randn(n: number): Float32Array {
+    if (!Number.isInteger(n) || n < 16) throw new RangeError(`torchRandn: ${n} values (ATen draws fewer than 16 another way)`);
+    const g = this.g;
+    const d = new Float32Array(n);
+    for (let i = 0; i < n; i++) d[i] = g.uniform();
+    for (let i = 0; i + 16 <= n; i += 16) fill16(d, i);
+    if (n % 16) {
+      for (let i = n - 16; i < n; i++) d[i] = g.uniform();
+      fill16(d, n - 16);
+    }
+    return d;
+  }
+}
+
 /** torch.randn(n, generator=torch.Generator().manual_seed(seed)) (float32, CPU), n >= 16; to a few float32 ulps. */
 export function torchRandn(seed: number, n: number): Float32Array {
-  if (!Number.isInteger(n) || n < 16) throw new RangeError(`torchRandn: ${n} values (ATen draws fewer than 16 another way)`);
-  const g = new Mt19937(seed);
-  const d = new Float32Array(n);
-  for (let i = 0; i < n; i++) d[i] = g.uniform();
-  for (let i = 0; i + 16 <= n; i += 16) fill16(d, i);
-  if (n % 16) {
-    for (let i = n - 16; i < n; i++) d[i] = g.uniform();
-    fill16(d, n - 16);
-  }
-  return d;
+  return new TorchGenerator(seed).randn(n);
 }
 
 const f = Math.fround;
