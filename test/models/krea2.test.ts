@@ -122,6 +122,30 @@ for (const v of VARIANTS) {
     }
   }, v.name);
 
+  // The SwiGLU in row chunks (what a 4096 x 4096 picture needs at the real width) gives the one-piece result.
+  goldenTests(MODEL, 'block', async (c) => {
+    const e = await testEngine();
+    const cfg = caseConfig(c);
+    const w: WeightLoader = { e, ckpt: c.ckpt, dtype: v.dtype, int8: v.int8, loaded: [] };
+    const block = await Krea2SingleStreamBlock.load(w, `${WEIGHT_PREFIX}blocks.0.`, cfg.features, cfg.heads, cfg.kvheads, cfg.mlpDim);
+    const temps: Tensor[] = [];
+    try {
+      const x = await c.input('x');
+      if (x.shape[0] !== 1) return; // row chunks are for batch 1
+      const h = upload(e, temps, x, v.dtype);
+      const whole = block.mlp.forward(e, h, h);
+      const chunked = block.mlp.forward(e, h, h, undefined, 5);
+      temps.push(whole, chunked);
+      const a = await e.read(whole);
+      const b = await e.read(chunked);
+      assert.ok(x.shape[1]! > 5, 'the case has more rows than a chunk');
+      a.forEach((val, i) => assert.ok(Math.abs(val - b[i]!) <= 1e-6 * Math.max(1, Math.abs(val)), `row-chunked SwiGLU at ${i}: ${b[i]} vs ${val}`));
+    } finally {
+      for (const t of temps) t.free();
+      block.free();
+    }
+  }, `${v.name}, SwiGLU in row chunks`);
+
   goldenTests(MODEL, 'text_fusion', async (c) => {
     const e = await testEngine();
     const cfg = caseConfig(c);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { copy } from '../../src/engine/ops/layout';
 import type { Tensor } from '../../src/engine/tensor';
-import { decoderDims, Krea2Vae, parseQwenImageVaeConfig, QWEN_IMAGE_VAE_DEFAULTS, qwenImageDecoderLevels } from '../../src/models/krea2';
+import { decoderDims, Krea2Vae, krea2VaeHaloRows, parseQwenImageVaeConfig, QWEN_IMAGE_VAE_DEFAULTS, qwenImageDecoderLevels, qwenImageDecoderRowElements } from '../../src/models/krea2';
 import { testEngine, type HostTensor } from '../engine/helpers';
 import { goldenTests, WEIGHT_PREFIX } from './golden';
 
@@ -49,6 +49,32 @@ for (const dtype of ['f32', 'f16'] as const) {
   }, dtype);
 }
 
+// Row strips: a latent tall enough for strips cut on both sides decodes to the one-piece pixels (same computation per
+// pixel; the halo covers the tail's reach), with a case's weights and a random latent.
+goldenTests('krea2', 'vae_decode', async (c) => {
+  if (c.name !== 'b1_4x6') return;
+  const e = await testEngine();
+  const config = parseQwenImageVaeConfig(c.config, `${c.path} config`);
+  const vae = await Krea2Vae.load(e, c.ckpt, config, { dtype: 'f32', prefix: WEIGHT_PREFIX });
+  const h = 2 * krea2VaeHaloRows(config) + 6;
+  const z = e.upload(Float32Array.from({ length: h * 3 * 16 }, (_, i) => Math.sin(i * 12.9898) * 2), [1, h, 3, 16], 'f32');
+  try {
+    const whole = vae.decode(z);
+    const striped = vae.decode(z, undefined, { stripRows: 4 });
+    const a = await e.read(whole);
+    const b = await e.read(striped);
+    whole.free();
+    striped.free();
+    assert.equal(b.length, a.length);
+    let worst = 0;
+    for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
+    assert.ok(worst <= 1e-5, `strips of 4 rows (halo ${krea2VaeHaloRows(config)}) differ from one piece by ${worst}`);
+  } finally {
+    z.free();
+    vae.free();
+  }
+}, 'row strips');
+
 test('the released Qwen-Image VAE decoder: widths 384 -> 384, 192 -> 384, 192 -> 192, 96 -> 96, 8x', () => {
   const cfg = parseQwenImageVaeConfig({ _class_name: 'AutoencoderKLQwenImage', ...QWEN_IMAGE_VAE_DEFAULTS });
   assert.equal(cfg.spatialRatio, 8);
@@ -60,5 +86,8 @@ test('the released Qwen-Image VAE decoder: widths 384 -> 384, 192 -> 384, 192 ->
     { inDim: 96, outDim: 96, up: false },
   ]);
   assert.throws(() => parseQwenImageVaeConfig({ _class_name: 'AutoencoderKLQwenImage21' }), /not AutoencoderKLQwenImage/);
+  // the tail's reach is 98 output rows (13 latent rows); its biggest tensor the last upsample, 192 x 64 per latent pixel
+  assert.equal(krea2VaeHaloRows(cfg), 13);
+  assert.equal(qwenImageDecoderRowElements(cfg, 1), 192 * 64);
   assert.throws(() => parseQwenImageVaeConfig({ z_dim: 64 }), /latents_(mean|std) must be 64 numbers/);
 });

@@ -139,12 +139,39 @@ export class Krea2SwiGLU {
     );
   }
 
-  /** residual + outGate * down(silu(gate h) * up h); SiLU, product, gate and residual ride in GEMM epilogues. */
-  forward(e: Engine, h: Tensor, residual: Tensor, outGate?: Tensor): Tensor {
+  /**
+   * residual + outGate * down(silu(gate h) * up h); SiLU, product, gate and residual ride in GEMM epilogues. The
+   * hidden activation (rows x 16384 at the real width) is made in row chunks that each fit one binding (a 4096 x 4096
+   * image is 65k rows: 2.1 GB of f16 in one piece); batch 1 only then, whose row chunks are contiguous.
+   */
+  forward(e: Engine, h: Tensor, residual: Tensor, outGate?: Tensor, maxRows = this.rowsPerChunk(e, h)): Tensor {
+    const [B, L, D] = h.shape as [number, number, number];
+    if (L <= maxRows) return this.chunk(e, h, residual, outGate);
+    if (B !== 1) throw new RangeError(`Krea2SwiGLU: ${L} rows in chunks of ${maxRows} need batch 1 (got ${B})`);
+    const out = e.empty([B, L, D], h.dtype, 'krea2 mlp out');
+    try {
+      for (let r0 = 0; r0 < L; r0 += maxRows) {
+        const r1 = Math.min(L, r0 + maxRows);
+        this.chunk(e, h.slice(1, r0, r1), residual.slice(1, r0, r1), outGate, out.slice(1, r0, r1));
+      }
+    } catch (err) {
+      out.free();
+      throw err;
+    }
+    return out;
+  }
+
+  /** Rows whose hidden activation fits one binding. */
+  private rowsPerChunk(e: Engine, h: Tensor): number {
+    const hidden = ('q' in this.gate ? this.gate.q : this.gate).shape[0]!;
+    return Math.max(1, Math.floor(e.pool.maxBindingBytes / (hidden * h.bytesPerElement * h.shape[0]!)));
+  }
+
+  private chunk(e: Engine, h: Tensor, residual: Tensor, outGate: Tensor | undefined, out?: Tensor): Tensor {
     const g = linear(e, h, this.gate, null, { act: 'silu' });
     const m = linear(e, h, this.up, null, { gate: g });
     g.free();
-    const y = linear(e, m, this.down, null, { gate: outGate, residual });
+    const y = linear(e, m, this.down, null, { gate: outGate, residual, out });
     m.free();
     return y;
   }

@@ -16,6 +16,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
 import { Checkpoint } from '../../engine/safetensors';
+import { copyInto } from '../../engine/ops/layout';
 import { clamp } from '../../engine/ops/unary';
 import type { Tensor } from '../../engine/tensor';
 import { keyOf, newWeightLoader, type ComputeDType, type WeightLoader } from '../common/weights';
@@ -178,34 +179,79 @@ export class Krea2Vae {
     }
   }
 
-  /** latents [N, h, w, zDim] channels-last, as the sampler leaves them -> pixels [N, 8h, 8w, 3] in [-1, 1]. */
-  decode(z: Tensor, capture?: Krea2VaeCapture): Tensor {
+  /**
+   * latents [N, h, w, zDim] channels-last, as the sampler leaves them -> pixels [N, 8h, 8w, 3] in [-1, 1].
+   * Everything after the mid block is local (3x3 convs, per-pixel norms, nearest upsampling), so it runs in row strips
+   * of the latent grid with a halo of krea2VaeHaloRows() rows each side, keeping each strip's centre: the same pixels
+   * as one piece, while the biggest tensor is one strip's (at the real widths a 2048 x 2048 picture's last upsample is
+   * 1.6 GB of f16 in one piece; larger explicit sizes would pass the 2 GiB binding limit). `stripRows` forces the
+   * strip height (tests); by default as few strips as fit `stripBytes` (default: the binding limit).
+   */
+  decode(z: Tensor, capture?: Krea2VaeCapture, o: { stripRows?: number; stripBytes?: number } = {}): Tensor {
     const e = this.e;
     const c = this.config;
     if (z.rank !== 4 || z.shape[3] !== c.zDim || z.dtype !== this.dtype) throw new RangeError(`Qwen-Image VAE decode: latents ${z} must be ${this.dtype}[N, h, w, ${c.zDim}]`);
+    const [N, h, w] = z.shape as [number, number, number, number];
+    const r = c.spatialRatio;
     const d = this.decoder;
     const p = this.postQuant.forward(e, z);
     capture?.('post_quant_conv', p);
     const a = d.conv_in.forward(e, p);
     p.free();
     capture?.('conv_in', a);
-    let h = d.mid_block.forward(e, a);
+    const mid = d.mid_block.forward(e, a);
     a.free();
-    capture?.('mid_block', h);
+    capture?.('mid_block', mid);
+    const halo = krea2VaeHaloRows(c);
+    const budget = Math.min(o.stripBytes ?? e.pool.maxBindingBytes, e.pool.maxBindingBytes);
+    let rows = o.stripRows;
+    if (rows === undefined) {
+      const perRow = qwenImageDecoderRowElements(c, w) * N * z.bytesPerElement;
+      const fit = Math.floor(budget / perRow);
+      if (fit >= h) rows = h;
+      else if (fit - 2 * halo < 1) throw new RangeError(`Qwen-Image VAE decode: a ${h}x${w} latent needs ${perRow} bytes per latent row; ${budget} bytes do not hold one row and a ${halo}-row halo each side`);
+      else rows = Math.ceil(h / Math.ceil(h / (fit - 2 * halo)));
+    }
+    if (!Number.isInteger(rows) || rows < 1) throw new RangeError(`Qwen-Image VAE decode: stripRows ${rows} must be a positive integer`);
+    const out = e.empty([N, h * r, w * r, c.inputChannels], z.dtype, 'krea2 vae decode');
+    try {
+      for (let s0 = 0; s0 < h; s0 += rows) {
+        const s1 = Math.min(h, s0 + rows);
+        const lo = Math.max(0, s0 - halo);
+        const hi = Math.min(h, s1 + halo);
+        const one = s0 === 0 && s1 === h;
+        const y = this.tail(one ? mid : mid.slice(1, lo, hi), one ? capture : undefined);
+        const clamped = clamp(e, y.slice(1, (s0 - lo) * r, (s1 - lo) * r), -1, 1);
+        y.free();
+        copyInto(e, clamped, out.slice(1, s0 * r, s1 * r));
+        clamped.free();
+      }
+    } catch (err) {
+      out.free();
+      throw err;
+    } finally {
+      mid.free();
+    }
+    return out;
+  }
+
+  /** The up levels and the head on rows of the mid block's output -> [N, 8 rows, 8w, 3], unclamped. */
+  private tail(x: Tensor, capture?: Krea2VaeCapture): Tensor {
+    const e = this.e;
+    const d = this.decoder;
+    let h = x;
     for (const [i, b] of d.up_blocks.entries()) {
       const next = b.forward(e, h);
-      h.free();
+      if (h !== x) h.free();
       h = next;
       capture?.(`up_block.${i}`, h);
     }
     const s = normSilu(e, d.norm_out, h);
-    h.free();
+    if (h !== x) h.free();
     const out = d.conv_out.forward(e, s);
     s.free();
     capture?.('decoder', out);
-    const clamped = clamp(e, out, -1, 1);
-    out.free();
-    return clamped;
+    return out;
   }
 
   free(): void {
@@ -277,4 +323,37 @@ export function qwenImageVaeDecoderShapes(c: Krea2VaeConfig): Map<string, number
   norm('decoder.norm_out.', dims.at(-1)!);
   conv('decoder.conv_out.', dims.at(-1)!, c.inputChannels, [3, 3, 3]);
   return m;
+}
+
+/**
+ * Latent rows a strip needs on each side so its centre is exact: the reach of everything after the mid block (each
+ * 3x3 conv one row at its own scale; nearest upsampling and the norms are per pixel), in latent rows, rounded up.
+ * 13 for the released VAE.
+ */
+export function krea2VaeHaloRows(c: Krea2VaeConfig): number {
+  let reach = 0; // in output rows
+  let scale = 1;
+  for (const l of qwenImageDecoderLevels(c)) {
+    reach += (2 * (c.numResBlocks + 1) * c.spatialRatio) / scale;
+    if (l.up) {
+      scale *= 2;
+      reach += c.spatialRatio / scale;
+    }
+  }
+  reach += 1; // conv_out
+  return Math.ceil(reach / c.spatialRatio);
+}
+
+/** Elements per latent row (per image, width w) of the biggest tensor after the mid block. */
+export function qwenImageDecoderRowElements(c: Krea2VaeConfig, w: number): number {
+  let scale = 1;
+  let most = decoderDims(c.baseDim, c.dimMult)[0]!;
+  for (const l of qwenImageDecoderLevels(c)) {
+    most = Math.max(most, l.inDim * scale * scale, l.outDim * scale * scale);
+    if (l.up) {
+      scale *= 2;
+      most = Math.max(most, l.outDim * scale * scale); // the nearest 2x before the halving conv
+    }
+  }
+  return most * w;
 }
