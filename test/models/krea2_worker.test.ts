@@ -1,0 +1,102 @@
+// The worker's imgart_turbo entry on weights in the real layout (weights/krea-2.json): WEIGHTS_DIR with the DiT placed
+// by hand in Krea-2-Turbo/transformer/, Qwen3-VL-4B-Instruct/ (config, sharded weights with an index, the real Qwen
+// tokenizer files whose size and sha256 the manifest pins, the processor config) and Qwen-Image/vae/, holding the
+// demo checkpoint's tensors (the text model's embeddings tiled to the real 151936-row vocabulary, the real special
+// token ids in its config). The weights check says real, and a job runs through the entry's real branch to a png:
+// the component roots and sub-folders the entry resolves are the ones the manifest describes, and the real tokenizer's
+// ids (template, vision tokens) reach the model.
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { gunzipSync } from 'node:zlib';
+import type { EngineHolder } from '../../src/engine/engine';
+import { Checkpoint, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { planDemoKrea2 } from '../../src/models/krea2';
+import { checkProfile } from '../../src/weights';
+import { krea2ProfileEntry } from '../../src/worker/profiles/krea2';
+import type { ImageTask } from '../../src/worker/protocol';
+import { pngBytes, pngSize } from '../api/inputs';
+import { testEngine } from '../engine/helpers';
+import { repoRoot } from './golden';
+import { recordingContext } from './run-context';
+
+const VOCAB = 151936;
+
+describe('imgart_turbo on weights in the real layout', () => {
+  let dir: string;
+  let weightsDir: string;
+  before(async () => {
+    const e = await testEngine();
+    dir = mkdtempSync(join(tmpdir(), 'krea2-real-'));
+    const demo = join(dir, 'demo');
+    await (await planDemoKrea2(e)).write(demo);
+    weightsDir = join(dir, 'weights');
+    // the DiT, placed by hand
+    const dit = join(weightsDir, 'Krea-2-Turbo', 'transformer');
+    mkdirSync(dit, { recursive: true });
+    copyFileSync(join(demo, 'transformer', readdirSync(join(demo, 'transformer'))[0]!), join(dit, 'krea-2-turbo.safetensors'));
+    // the VAE folder of Qwen/Qwen-Image
+    const vae = join(weightsDir, 'Qwen-Image', 'vae');
+    mkdirSync(vae, { recursive: true });
+    for (const f of readdirSync(join(demo, 'vae'))) copyFileSync(join(demo, 'vae', f), join(vae, f));
+    // Qwen3-VL-4B-Instruct: the real tokenizer files, the demo model with the real vocabulary size and special ids
+    const te = join(weightsDir, 'Qwen3-VL-4B-Instruct');
+    mkdirSync(te, { recursive: true });
+    const fixtures = join(repoRoot(), 'test', 'fixtures', 'tokenizer');
+    writeFileSync(join(te, 'vocab.json'), gunzipSync(readFileSync(join(fixtures, 'qwen-vocab.json.gz'))));
+    writeFileSync(join(te, 'merges.txt'), gunzipSync(readFileSync(join(fixtures, 'qwen-merges.txt.gz'))));
+    copyFileSync(join(fixtures, 'qwen3-vl.tokenizer_config.json'), join(te, 'tokenizer_config.json'));
+    copyFileSync(join(demo, 'text_encoder', 'preprocessor_config.json'), join(te, 'preprocessor_config.json'));
+    const cfg = JSON.parse(readFileSync(join(demo, 'text_encoder', 'config.json'), 'utf8'));
+    Object.assign(cfg, { image_token_id: 151655, video_token_id: 151656, vision_start_token_id: 151652, vision_end_token_id: 151653 });
+    Object.assign(cfg.text_config, { vocab_size: VOCAB, bos_token_id: 151643, eos_token_id: 151645 });
+    writeFileSync(join(te, 'config.json'), JSON.stringify(cfg));
+    const src = await Checkpoint.open(join(demo, 'text_encoder'));
+    const tensors: Record<string, WriteTensor> = {};
+    try {
+      for (const k of src.keys()) {
+        const v = await src.readFloat32(k);
+        const shape = [...src.entry(k).shape];
+        if (k.endsWith('embed_tokens.weight')) {
+          const [rows, width] = shape as [number, number];
+          const tiled = new Float32Array(VOCAB * width);
+          for (let r = 0; r < VOCAB; r++) tiled.set(v.subarray((r % rows) * width, (r % rows + 1) * width), r * width);
+          tensors[k] = { dtype: 'F32', shape: [VOCAB, width], data: tiled };
+        } else tensors[k] = { dtype: 'F32', shape, data: v };
+      }
+    } finally {
+      await src.close();
+    }
+    await writeShardedSafetensors(te, tensors, 16 * 2 ** 20, { format: 'pt' }, 'model');
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('the weights check says real, and a job with a style reference runs through the real layout to a png', async () => {
+    const w = checkProfile('imgart_turbo', weightsDir);
+    assert.equal(w.state, 'real', JSON.stringify(w, null, 1).slice(0, 2000));
+    const e = await testEngine();
+    const holder = { get: async () => e } as unknown as EngineHolder;
+    const entry = krea2ProfileEntry('imgart_turbo', { weightsDir, demoWeightsDir: join(dir, 'no-demo') }, holder);
+    assert.equal(entry.weights(), 'real');
+    assert.match(entry.note!(), /^Krea 2 Turbo, 16-bit weights, /);
+    const ref = join(dir, 'ref.png');
+    writeFileSync(ref, await pngBytes(96, 64));
+    const pipe = entry.create();
+    try {
+      for (const images of [[], [ref]]) {
+        const output = join(dir, `out-${images.length}.png`);
+        const task: ImageTask = {
+          kind: 'image', id: `t${images.length}`, profile: 'imgart_turbo', images, audios: [], output,
+          params: { prompt: 'a lighthouse at dusk', negative: '', seed: 1, steps: 2, cfg: 1, width: 64, height: 48, res: 'custom', mode: 't2i' },
+        };
+        await pipe.run(task, recordingContext());
+        assert.deepEqual(pngSize(readFileSync(output)), { width: 64, height: 48 });
+      }
+      assert.ok(!readFileSync(join(dir, 'out-0.png')).equals(readFileSync(join(dir, 'out-1.png'))), 'the reference changes the picture');
+    } finally {
+      await pipe.unload();
+    }
+  });
+});
