@@ -292,6 +292,7 @@ def main(out):
     fusion_case(out, "b1_pads", 21, 1, 4, 3)
     fusion_case(out, "b1_no_pads", 22, 1, 7, 0)
     fusion_case(out, "other_config_b2", 23, 2, 3, 2, **OTHER)
+    fusion_case(out, "twelve_taps", 24, 1, 5, 2, txtlayers=12)  # the release's tap count
 
     transformer_case(out, "b1_pads", 31, 1, 4, 3, 3, 4, 0.76)
     transformer_case(out, "b1_no_pads", 32, 1, 6, 0, 2, 2, 0.31)
