@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Rgb8Image } from '../../src/models/common/pil-resize';
-import { prepareVideoReference, resampleFrameIndices, sampleVideoFrames } from '../../src/models/minimax_h3/video-refs';
+import { prepareVideoReference, resampleFrameIndices, sampleVideoFrames, videoReferenceEncodeFrames } from '../../src/models/minimax_h3/video-refs';
 import { goldenTests, type GoldenCase } from './golden';
 
 async function frames(c: GoldenCase, kind: 'input' | 'output'): Promise<Rgb8Image[]> {
@@ -36,4 +36,10 @@ test('video reference frame rates: 30 -> 24 drops, 15 -> 24 holds, 24 keeps; too
   assert.deepEqual(resampleFrameIndices(3, 15), [0, 0, 1, 2, 2]);
   assert.deepEqual(resampleFrameIndices(3, 24), [0, 1, 2]);
   assert.throws(() => sampleVideoFrames(12), /at least 13/);
+});
+
+test('video reference frames encoded: snapped down to 17k + 5, as the reference encoder step', () => {
+  // upstream: frames[:max(1, (n - 5) // 17) * 17 + 5]
+  assert.deepEqual([22, 38, 39, 40, 124, 130, 361].map(videoReferenceEncodeFrames), [22, 22, 39, 39, 124, 124, 345]);
+  assert.equal(videoReferenceEncodeFrames(10), 10); // the slice bound (22) is past a short clip's end
 });

@@ -54,3 +54,13 @@ export function sampleVideoFrames(count: number, fps = 24, sampleFps = 2, tempor
   for (let i = 0; i < times.length; i += temporalPatch) blockTimestamps.push((times[i]! + times[i + temporalPatch - 1]!) / 2);
   return { indices, blockTimestamps };
 }
+
+/**
+ * How many of a prepared video reference's frames the video VAE encodes (MiniMaxH3Ref2VAReferenceEncoderStep): the
+ * first max(1, (n - 5) // 17) * 17 + 5, i.e. snapped *down* to 17k + 5 so the encoder needs no padding (a clip shorter
+ * than 22 frames is kept whole: the slice bound is past its end).
+ */
+export function videoReferenceEncodeFrames(count: number): number {
+  if (!Number.isInteger(count) || count < 1) throw new RangeError(`video reference: ${count} frames`);
+  return Math.min(count, Math.max(1, Math.floor((count - 5) / 17)) * 17 + 5);
+}
