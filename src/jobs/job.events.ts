@@ -1,4 +1,4 @@
-import { Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Injectable } from '@nestjs/common';
 import { EventEmitter } from 'node:events';
 import type { JobEventType, StoredEvent } from './event.store';
 import { JobStore } from './job.store';
@@ -9,7 +9,7 @@ import { JobStore } from './job.store';
  * place without an id), `deleted` (a job's record is gone) and `closing` (the service stops: streams end).
  */
 @Injectable()
-export class JobEvents extends EventEmitter implements OnApplicationShutdown {
+export class JobEvents extends EventEmitter implements BeforeApplicationShutdown {
   constructor(private readonly store: JobStore) {
     super();
     this.setMaxListeners(0); // one listener per open stream
@@ -42,7 +42,8 @@ export class JobEvents extends EventEmitter implements OnApplicationShutdown {
     this.emit('deleted', jobId);
   }
 
-  onApplicationShutdown(): void {
+  /** Before Nest closes the HTTP server (which waits for open requests): event streams end, so shutdown is prompt. */
+  beforeApplicationShutdown(): void {
     this.emit('closing');
   }
 }

@@ -2,10 +2,12 @@
  * listener per waiter, removed when it resolves. */
 export class JobWaiters {
   private readonly byJob = new Map<string, Set<() => void>>();
+  /** Set by wakeAll at shutdown: a wait that starts after it returns at once. */
+  private closed = false;
 
   wait(id: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
     return new Promise<void>((resolve) => {
-      if (signal?.aborted || timeoutMs <= 0) return resolve();
+      if (this.closed || signal?.aborted || timeoutMs <= 0) return resolve();
       let set = this.byJob.get(id);
       if (!set) this.byJob.set(id, (set = new Set()));
       const done = () => {
@@ -25,7 +27,9 @@ export class JobWaiters {
     for (const done of [...(this.byJob.get(id) ?? [])]) done();
   }
 
+  /** Shutdown: every waiter answers now (with the job as it stands), and later waits do not block. */
   wakeAll(): void {
+    this.closed = true;
     for (const id of [...this.byJob.keys()]) this.wake(id);
   }
 

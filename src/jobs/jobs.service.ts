@@ -92,6 +92,12 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     return q;
   }
 
+  /** Before Nest closes the HTTP server, which waits for every open request: a client blocked in wait=true gets
+   * the job as it stands now instead of holding the shutdown for up to MAX_WAIT_S. */
+  beforeApplicationShutdown(): void {
+    this.waiters.wakeAll();
+  }
+
   async onApplicationShutdown(): Promise<void> {
     await this.scheduler.stop();
     while (this.writing.size) await Promise.all([...this.writing]);
