@@ -1,5 +1,5 @@
 // Image jobs through the real app with the real imgmain / imgmain_bf16 registration (no test pipeline): with no
-// checkpoint in WEIGHTS_DIR the service generates the demo Qwen-Image-2.1 checkpoint at the first job and runs the
+// checkpoint in WEIGHTS_DIR the service puts the trained demo Qwen-Image-2.1 checkpoint in place at the first job and runs the
 // whole model on the engine (lavapipe here). /api/config says demo; POST /api/v1/image and /api/images give a real
 // png of the asked size; the same parameters and seed give the same bytes and another seed others; DELETE interrupts
 // a running job between steps; an editing job with an uploaded reference gives its png too.
@@ -29,7 +29,7 @@ describe('image jobs with the real Qwen-Image-2.1 pipeline (demo weights)', () =
     for (const name of ['imgmain', 'imgmain_bf16']) {
       const p = cfg.profiles.find((x: { profile: string }) => x.profile === name);
       assert.deepEqual([p.available, p.weights], [true, 'demo'], name);
-      assert.match(p.note, /^demo: a tiny random Qwen-Image-2.1 checkpoint .*npm run weights -- pull imgmain/);
+      assert.match(p.note, /^demo: a tiny Qwen-Image-2.1 checkpoint trained on procedural pictures .*npm run weights -- pull imgmain/);
     }
   });
 

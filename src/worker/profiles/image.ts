@@ -1,11 +1,14 @@
 // The 'image' entries imgmain (int8 transformer linears) and imgmain_bf16 (16-bit): Qwen-Image-2.1 on the engine,
 // from the real checkpoint in WEIGHTS_DIR when it is complete (npm run weights -- pull imgmain), else from the demo
-// checkpoint generated once into DEMO_WEIGHTS_DIR (shared by both profiles: same files, the int8 happens at load).
+// checkpoint put once into DEMO_WEIGHTS_DIR (shared by both profiles: same files, the int8 happens at load): the
+// trained one committed under assets/demo (trained-demo.ts), or a random one where the checkout lacks it.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { findProfile, MAX_STEPS, referenceArea } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { planDemoQwenImage21 } from '../../models/qwen_image21/demo';
+import { planTrainedDemoQwenImage21, TRAINED_DEMO_GRAMMAR, TRAINED_DEMO_PATH } from '../../models/qwen_image21/trained-demo';
+import { projectRoot } from '../../paths';
 import { QwenImage21Pipeline, type ImageTask as ModelImageTask } from '../../models/qwen_image21/pipeline';
 import { componentRoot } from '../../weights';
 import type { ImageTask } from '../protocol';
@@ -38,12 +41,16 @@ export function imageTaskOf(t: ImageTask): ModelImageTask {
 
 export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
   const { int8 } = QWEN_IMAGE21_PROFILES[profile];
+  // the trained demo (assets/demo) when the checkout has it, else a random one of the same architecture
+  const trained = planTrainedDemoQwenImage21(join(projectRoot(), TRAINED_DEMO_PATH));
   const source = new WeightsSource(
     {
       profile,
       model: `Qwen-Image-2.1, ${int8 ? 'int8 transformer linears' : '16-bit weights'},`,
-      demoModel: 'a tiny random Qwen-Image-2.1 checkpoint',
-      demoResult: 'the pictures are noise',
+      demoModel: trained ? 'a tiny Qwen-Image-2.1 checkpoint trained on procedural pictures' : 'a tiny random Qwen-Image-2.1 checkpoint',
+      demoResult: trained
+        ? `trained to draw "${TRAINED_DEMO_GRAMMAR}" (colors red, green, blue, yellow, white, black, orange, purple; shapes circle, square, triangle; positions center, left, right, top, bottom) at 256x256 and 512x512: the background follows the prompt, the shape not reliably yet (docs/models/demo.md)`
+        : 'the pictures are noise',
       demoWhen: 'the first image job',
       workingBytes: WORKING_BYTES,
       // bf16 -> f16 on the GPU; int8 halves the transformer
@@ -68,7 +75,7 @@ export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, d
         new QwenImage21Pipeline({
           int8,
           engine: () => holder.get(),
-          checkpoint: (e) => source.choose(e, { real: (w) => componentRoot(w, 'transformer'), demo: (root) => root, plan: planDemoQwenImage21 }),
+          checkpoint: (e) => source.choose(e, { real: (w) => componentRoot(w, 'transformer'), demo: (root) => root, plan: async (e) => trained ?? planDemoQwenImage21(e) }),
           onLoaded: (bytes, dir) => {
             source.loaded(bytes);
             log?.info({ dir, profile, gpu_bytes: bytes }, 'image model loaded');
