@@ -5,7 +5,7 @@
 //   npm test -- test/engine api   only test files whose path contains one of the filters; type errors
 //                                 are printed but do not stop the run (several people edit at once)
 // Each run compiles into its own build/run-<pid>/ so concurrent runs never clobber each other.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, statSync, rmSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 
@@ -62,6 +62,9 @@ const run = (list, tapFile) =>
     { stdio: 'inherit', cwd: root },
   ).status ?? 1;
 
+// a file hung in native code (every thread in a futex wait) gets SIGABRT and runs again: scripts/test-watchdog.mjs
+const watchdog = spawn(process.execPath, [join(root, 'scripts/test-watchdog.mjs'), out, process.env.KILN_TEST_STALL_S ?? '300'], { stdio: 'inherit' });
+process.on('exit', () => watchdog.kill());
 const status = run(files, join(out, 'report.tap'));
 if (status === 0) process.exit(0);
 
