@@ -10,9 +10,9 @@ import { test } from 'node:test';
 import type { Engine } from '../../src/engine/engine';
 import { copy } from '../../src/engine/ops/layout';
 import type { Tensor } from '../../src/engine/tensor';
-import {
-  conditionNoise, normalizePixels, normalizeSample, parseVideoVaeEncoderConfig, posteriorSample, roundF16, VideoVaeEncoder, type HostVideo,
-} from '../../src/models/minimax_h3/video-vae/encoder';
+import { conditionNoise, normalizePixels, normalizeSample, posteriorSample, roundF16 } from '../../src/models/minimax_h3/video-vae/condition';
+import { parseVideoVaeEncoderConfig } from '../../src/models/minimax_h3/video-vae/config';
+import { VideoVaeEncoder, type HostVideo } from '../../src/models/minimax_h3/video-vae/encoder';
 import { testEngine, type HostTensor } from '../engine/helpers';
 import { SyntheticCheckpoint, zeroFill } from '../../src/models/common/synthetic-checkpoint';
 import { F32_RULE, f16Allowance, goldenDir, goldenTests, type GoldenCase, WEIGHT_PREFIX } from './golden';

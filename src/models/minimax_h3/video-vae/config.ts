@@ -1,6 +1,6 @@
-// MiniMax H3 video VAE decoder hyper-parameters, read from the diffusers vae/config.json
-// (AutoencoderKLMiniMaxH3), and the decode geometry upstream derives from them (temporal chunks, spatial tiles).
-// Only the decoder side is read here (the encoder is part 2 of the video work).
+// MiniMax H3 video VAE hyper-parameters, read from the diffusers vae/config.json (AutoencoderKLMiniMaxH3): the
+// decoder side and the decode geometry upstream derives from it (temporal chunks, spatial tiles), then the encoder
+// side (parseVideoVaeEncoderConfig, at the end).
 
 export interface VideoVaeConfig {
   latentChannels: number;
@@ -168,4 +168,73 @@ export function splitTiles(length: number, tile: number, minOverlap: number, rat
   const starts = [0];
   for (let i = 0; i < n - 1; i++) starts.push(starts[i]! + tile - overlaps[i]!);
   return { starts, sizes: new Array<number>(n).fill(tile), overlaps };
+}
+
+// ---- encoder side (the causal 3D CNN, cnn.ts) ----
+
+export interface VideoVaeEncoderConfig {
+  inChannels: number;
+  latentChannels: number;
+  blockOutChannels: number[];
+  layersPerBlock: number;
+  spatialFactors: number[];
+  temporalFactors: number[];
+  groups: number;
+  eps: number;
+  /** Product of the spatial factors (16 released): pixels per latent along h and w. */
+  ratio: number;
+  clipLength: number;
+  tokenDrop: number;
+  latentsMean: number[];
+  latentsStd: number[];
+}
+
+/** The encoder side of the diffusers vae/config.json (AutoencoderKLMiniMaxH3). */
+export function parseVideoVaeEncoderConfig(raw: Record<string, unknown>, where = 'video VAE config'): VideoVaeEncoderConfig {
+  const bad = (why: string) => new VideoVaeConfigError(`${where}: ${why}`);
+  const int = (k: string, min = 1): number => {
+    const v = raw[k];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min) throw bad(`"${k}" must be an integer >= ${min} (got ${JSON.stringify(v)})`);
+    return v;
+  };
+  const ints = (k: string): number[] => {
+    const v = raw[k];
+    if (!Array.isArray(v) || v.length === 0 || v.some((x) => typeof x !== 'number' || !Number.isInteger(x) || x < 1)) throw bad(`"${k}" must be a list of positive integers`);
+    return [...(v as number[])];
+  };
+  const floats = (k: string, n: number): number[] => {
+    const v = raw[k];
+    if (!Array.isArray(v) || v.length !== n || v.some((x) => typeof x !== 'number' || !Number.isFinite(x))) throw bad(`"${k}" must be ${n} numbers`);
+    return [...(v as number[])];
+  };
+  const latentChannels = int('latent_channels');
+  const blockOutChannels = ints('block_out_channels');
+  const spatialFactors = ints('spatial_downsample_factors');
+  const temporalFactors = ints('temporal_downsample_factors');
+  const levels = blockOutChannels.length;
+  if (spatialFactors.length !== levels || temporalFactors.length !== levels) throw bad(`one spatial and one temporal factor per level (${levels})`);
+  if ([...spatialFactors, ...temporalFactors].some((f) => f > 2)) throw bad('downsample factors must be 1 or 2 (one stride-2 conv per level)');
+  const groups = int('norm_num_groups');
+  if (blockOutChannels.some((c) => c % groups)) throw bad(`block_out_channels ${JSON.stringify(blockOutChannels)} must split into ${groups} groups`);
+  const mode = raw.spatial_padding_mode ?? 'reflect';
+  if (mode !== 'reflect') throw bad(`spatial_padding_mode ${JSON.stringify(mode)}: only "reflect" (the released mode) is implemented`);
+  const eps = raw.norm_eps;
+  if (typeof eps !== 'number' || !(eps > 0)) throw bad('"norm_eps" must be a positive number');
+  const cfg: VideoVaeEncoderConfig = {
+    inChannels: int('in_channels'),
+    latentChannels,
+    blockOutChannels,
+    layersPerBlock: int('layers_per_block'),
+    spatialFactors,
+    temporalFactors,
+    groups,
+    eps,
+    ratio: spatialFactors.reduce((a, b) => a * b, 1),
+    clipLength: int('clip_length'),
+    tokenDrop: int('token_drop', 0),
+    latentsMean: floats('latents_mean', latentChannels),
+    latentsStd: floats('latents_std', latentChannels),
+  };
+  if (cfg.latentsStd.some((s) => s <= 0)) throw bad('latents_std must be positive');
+  return cfg;
 }
