@@ -1,7 +1,7 @@
-// MiniMax H3 audio VAE (decoder side) hyper-parameters, read from the diffusers config
-// (audio_vae/config.json, AutoencoderKLMiniMaxH3Audio). The native partition's files (FL2VA/audio_vae/
-// {config.json,config.yaml,metadata.json}) name the rates but not the BigVGAN kernel sizes or AMP dilations, so
-// they cannot describe the decoder on their own: only the diffusers config is parsed.
+// MiniMax H3 audio VAE hyper-parameters, read from the diffusers config (audio_vae/config.json,
+// AutoencoderKLMiniMaxH3Audio): the decoder side, then the encoder side (parseAudioVaeEncoderConfig). The native
+// partition's files (FL2VA/audio_vae/{config.json,config.yaml,metadata.json}) name the rates but not the BigVGAN
+// kernel sizes or AMP dilations, so they cannot describe the decoder on their own: only the diffusers config is parsed.
 
 export interface AudioVaeConfig {
   /** Diffusion latent width (32): the input of dec_in_proj. */
@@ -29,12 +29,10 @@ export class AudioVaeConfigError extends Error {
 /** Waveform samples per latent frame: prod(decoderRates) (800 = 32 kHz / 40 Hz). */
 export const hopLength = (c: AudioVaeConfig): number => c.decoderRates.reduce((a, r) => a * r, 1);
 
-export function parseAudioVaeConfig(json: unknown, source = 'audio_vae config'): AudioVaeConfig {
+/** The config object and the field readers both parses use; errors name the source, the key and its value. */
+function fieldReaders(json: unknown, source: string) {
   if (!json || typeof json !== 'object' || Array.isArray(json)) throw new AudioVaeConfigError(`${source}: not a JSON object`);
   const c = json as Record<string, unknown>;
-  if (c._class_name !== undefined && c._class_name !== 'AutoencoderKLMiniMaxH3Audio') {
-    throw new AudioVaeConfigError(`${source}: _class_name ${JSON.stringify(c._class_name)} is not AutoencoderKLMiniMaxH3Audio (the diffusers audio VAE config)`);
-  }
   const bad = (key: string, why: string) => new AudioVaeConfigError(`${source}: ${key} = ${JSON.stringify(c[key])} ${why}`);
   const isPosInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v > 0;
   const int = (key: string): number => {
@@ -53,6 +51,14 @@ export function parseAudioVaeConfig(json: unknown, source = 'audio_vae config'):
     }
     return [...v];
   };
+  return { c, bad, isPosInt, int, ints, floats };
+}
+
+export function parseAudioVaeConfig(json: unknown, source = 'audio_vae config'): AudioVaeConfig {
+  const { c, bad, isPosInt, int, ints, floats } = fieldReaders(json, source);
+  if (c._class_name !== undefined && c._class_name !== 'AutoencoderKLMiniMaxH3Audio') {
+    throw new AudioVaeConfigError(`${source}: _class_name ${JSON.stringify(c._class_name)} is not AutoencoderKLMiniMaxH3Audio (the diffusers audio VAE config)`);
+  }
   const latentChannels = int('latent_channels');
   const dil = c.resblock_dilation_sizes;
   if (!Array.isArray(dil) || dil.length === 0 || !dil.every((d) => Array.isArray(d) && d.length > 0 && d.every(isPosInt))) {
@@ -84,3 +90,40 @@ export function parseAudioVaeConfig(json: unknown, source = 'audio_vae config'):
   for (const k of cfg.resblockKernelSizes) if (k % 2 === 0) throw bad('resblock_kernel_sizes', `: kernel ${k} is even (AMP convs keep the length only with odd kernels)`);
   return cfg;
 }
+
+// ---- encoder side (the DAC encoder + attention projection, encoder.ts) ----
+
+export interface AudioVaeEncoderConfig {
+  /** Width of the first conv (64 released), doubled by every encoder block. */
+  encoderDim: number;
+  /** Encoder strides (2, 4, 4, 5, 5): their product is the hop, samples per latent frame (800). */
+  encoderRates: number[];
+  /** The DAC encoder's output width (2048) = the attention projection's input. */
+  latentDim: number;
+  latentChannels: number;
+  numHeads: number;
+  latentsMean: number[];
+  latentsStd: number[];
+}
+
+/** The encoder side of the diffusers audio_vae/config.json (AutoencoderKLMiniMaxH3Audio). */
+export function parseAudioVaeEncoderConfig(json: unknown, source = 'audio_vae config'): AudioVaeEncoderConfig {
+  const { bad, int, ints, floats } = fieldReaders(json, source);
+  const encoderRates = ints('encoder_rates');
+  const latentChannels = int('latent_channels');
+  const cfg: AudioVaeEncoderConfig = {
+    encoderDim: int('encoder_dim'),
+    encoderRates,
+    latentDim: int('latent_dim'),
+    latentChannels,
+    numHeads: int('num_attention_heads'),
+    latentsMean: floats('latents_mean', latentChannels, false),
+    latentsStd: floats('latents_std', latentChannels, true),
+  };
+  if (cfg.latentDim % cfg.numHeads) throw bad('num_attention_heads', `must divide latent_dim ${cfg.latentDim}`);
+  if (cfg.latentDim % latentChannels) throw bad('latent_dim', `must be a multiple of latent_channels ${latentChannels}`);
+  return cfg;
+}
+
+/** Samples per latent frame: prod(encoder_rates). */
+export const encoderHop = (c: AudioVaeEncoderConfig): number => c.encoderRates.reduce((a, r) => a * r, 1);
