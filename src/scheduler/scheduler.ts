@@ -8,35 +8,12 @@
 // later jobs of other profiles go (first come first served within a profile). A job goes only once the previous
 // task's end is saved (`settle`), so a crash between two jobs never finds both running.
 import { EventEmitter } from 'node:events';
-import { DEFAULT_PRIORITY, STAGE, STAGE_WORDS, type Stage, type TaskKind } from '../catalog';
-import type { FailCode, ServedProfile, WorkerTask } from '../worker/protocol';
+import { DEFAULT_PRIORITY, STAGE, type TaskKind } from '../catalog';
+import type { ServedProfile, WorkerTask } from '../worker/protocol';
 import { EtaModel, fleetEtas, profileKey } from './eta';
+import { Lanes, type Waiting } from './lanes';
+import { armTimeout, lostOutcome, type Outcome, type Running } from './running';
 import type { TaskEvent, WorkerLink, WorkerPool, WorkerStatus } from './worker-link';
-
-export interface Running {
-  task: WorkerTask;
-  /** The worker it was sent to. */
-  link: WorkerLink;
-  /** Its queue priority (a job put back in the queue keeps it). */
-  priority: number;
-  /** Unix seconds it was sent to the worker. */
-  started: number;
-  stage: Stage;
-  progress: { value: number; max: number };
-  /** The worker began it (an interactive request may wait there for a safe point). */
-  begun: boolean;
-  /** Why it must stop: a DELETE (interrupted), or its time limit (timeout); set once. */
-  stopping?: 'interrupted' | 'timeout';
-  timers: NodeJS.Timeout[];
-  /** Seconds it was expected to take when sent (its model's load included if the GPU had to switch). */
-  expectedS: number;
-  /** Seconds its model took to load, if it had to be loaded. */
-  loadS?: number;
-}
-
-export type Outcome =
-  | { status: 'done'; started: number; finished: number; exec_s: number }
-  | { status: 'failed'; code: FailCode | 'crashed' | 'timeout'; error: string; started: number; finished: number };
 
 export interface SchedulerEvents {
   /** A task left the queue and went to a worker (its name): positions of all queued tasks moved. */
@@ -68,11 +45,11 @@ export interface SchedulerOptions {
   log?: (msg: string, extra?: object) => void;
 }
 
+export type { Outcome, Running } from './running';
+
 export class Scheduler extends EventEmitter {
-  /** Jobs waiting, in the order they will run: priority (higher first), then arrival. */
-  private readonly queue: WorkerTask[] = [];
-  private readonly priorities = new Map<string, number>();
-  private readonly interactive: WorkerTask[] = [];
+  /** Jobs and interactive requests waiting, in the order they will go. */
+  private readonly lanes: Lanes;
   /** Sent to the worker, not ended. */
   private readonly inHand = new Map<string, Running>();
   /** Ends being saved: the next job waits for them. */
@@ -92,6 +69,7 @@ export class Scheduler extends EventEmitter {
     private readonly o: SchedulerOptions,
   ) {
     super();
+    this.lanes = new Lanes(o.interactive);
     this.eta = o.eta ?? new EtaModel({ get: () => undefined, add: () => {} });
     this.now = o.clock ?? (() => Date.now() / 1000);
     const watch = (link: WorkerLink) => {
@@ -120,12 +98,7 @@ export class Scheduler extends EventEmitter {
   enqueue(task: WorkerTask, priority = DEFAULT_PRIORITY): void {
     if (this.stopped) throw new Error('scheduler is stopped');
     this.etaCache = undefined;
-    if (this.o.interactive(task)) this.interactive.push(task);
-    else {
-      this.priorities.set(task.id, priority);
-      const after = this.queue.findIndex((t) => (this.priorities.get(t.id) ?? DEFAULT_PRIORITY) < priority);
-      this.queue.splice(after < 0 ? this.queue.length : after, 0, task);
-    }
+    this.lanes.add(task, priority);
     queueMicrotask(() => this.pump());
   }
 
@@ -160,7 +133,7 @@ export class Scheduler extends EventEmitter {
           serves: (t: WorkerTask) => this.pool!.fixed || l.profiles.some((p) => p.kind === t.kind && p.profile === t.profile),
         };
       });
-      this.etaCache = { at: now, etas: fleetEtas(now, workers, this.queue, this.eta) };
+      this.etaCache = { at: now, etas: fleetEtas(now, workers, this.lanes.jobs(), this.eta) };
     }
     const eta = this.etaCache.etas.get(id);
     return eta === undefined ? undefined : Math.round(eta * 10) / 10;
@@ -169,12 +142,11 @@ export class Scheduler extends EventEmitter {
   /** A job's place in the job queue, 1 = next job to run; undefined when not queued. Interactive requests are
    * not counted: they take seconds and never wait behind a job. */
   position(id: string): number | undefined {
-    const i = this.queue.findIndex((t) => t.id === id);
-    return i < 0 ? undefined : i + 1;
+    return this.lanes.position(id);
   }
 
   queuedCount(): number {
-    return this.queue.length;
+    return this.lanes.jobs().length;
   }
 
   /** A running job (the first; an interactive request beside it does not replace it). */
@@ -261,7 +233,7 @@ export class Scheduler extends EventEmitter {
     const link = this.pool?.link(name);
     if (!link) return false;
     const r: Running = { task, link, priority: DEFAULT_PRIORITY, started, stage: STAGE.sample, progress: { value: 0, max: 0 }, begun: true, timers: [], expectedS: this.eta.runS(task) };
-    this.armTimeout(r);
+    armTimeout(r, this.o.maxJobS[r.task.kind], this.now());
     this.inHand.set(task.id, r);
     this.lastKey.set(link, profileKey(task));
     this.etaCache = undefined;
@@ -271,13 +243,10 @@ export class Scheduler extends EventEmitter {
   /** Queued: removed (returns 'cancelled'). With the worker: it stops at its next check (returns 'interrupted');
    * if it has not ended INTERRUPT_GRACE_S later, the worker is killed and restarted. Otherwise undefined. */
   cancel(id: string): 'cancelled' | 'interrupted' | undefined {
-    for (const lane of [this.queue, this.interactive]) {
-      const i = lane.findIndex((t) => t.id === id);
-      if (i < 0) continue;
-      const [task] = lane.splice(i, 1);
-      this.priorities.delete(id);
+    const queued = this.lanes.remove(id);
+    if (queued) {
       this.etaCache = undefined;
-      this.emit('cancelled', task);
+      this.emit('cancelled', queued);
       return 'cancelled';
     }
     const r = this.inHand.get(id);
@@ -295,7 +264,7 @@ export class Scheduler extends EventEmitter {
    * are (the job store re-queues them at the next start); waiting interactive requests fail as cancelled. */
   async stop(): Promise<void> {
     this.stopped = true;
-    for (const task of this.interactive.splice(0)) this.emit('cancelled', task);
+    for (const task of this.lanes.drainRequests()) this.emit('cancelled', task);
     await this.pool?.stop(this.o.interruptGraceS * 1000);
   }
 
@@ -313,57 +282,33 @@ export class Scheduler extends EventEmitter {
     if (this.stopped || !this.pool) return;
     const ready = this.pool.links().filter((l) => l.ready);
     if (ready.length === 0) return;
-    for (let i = 0; i < this.interactive.length; ) {
-      const task = this.interactive[i];
+    const go = (w: Waiting, link: WorkerLink) => this.dispatch(w, link);
+    // a request goes to a worker that serves it, a free one first (else beside the job it runs)
+    this.lanes.take('requests', (task) => {
       const fit = ready.filter((l) => this.fits(l, task));
-      const link = fit.find((l) => !this.holds(l)) ?? fit[0];
-      if (!link) {
-        i++;
-        continue;
-      }
-      this.interactive.splice(i, 1);
-      this.dispatch(task, link);
-    }
+      return fit.find((l) => !this.holds(l)) ?? fit[0];
+    }, go);
     if (this.settling > 0) return;
-    for (let i = 0; i < this.queue.length; ) {
-      const task = this.queue[i];
+    // a job to a free worker that serves it, one with its model loaded first
+    this.lanes.take('jobs', (task) => {
       const free = ready.filter((l) => !this.holds(l) && this.fits(l, task));
-      if (free.length === 0) {
-        i++;
-        continue;
-      }
       const key = profileKey(task);
-      const link = free.find((l) => this.lastKey.get(l) === key || l.status().loaded.includes(key)) ?? free[0];
-      this.queue.splice(i, 1);
-      this.dispatch(task, link);
-    }
+      return free.find((l) => this.lastKey.get(l) === key || l.status().loaded.includes(key)) ?? free[0];
+    }, go);
   }
 
-  private dispatch(task: WorkerTask, link: WorkerLink): void {
+  private dispatch({ task, priority }: Waiting, link: WorkerLink): void {
     this.etaCache = undefined;
     const key = profileKey(task);
     const interactive = this.o.interactive(task);
     const expectedS = this.eta.runS(task) + (!interactive && key !== this.lastKey.get(link) ? this.eta.loadS(key) : 0);
     if (!interactive) this.lastKey.set(link, key);
-    const r: Running = { task, link, priority: this.priorities.get(task.id) ?? DEFAULT_PRIORITY, started: this.now(), stage: STAGE.loadModel, progress: { value: 0, max: 0 }, begun: false, timers: [], expectedS };
-    this.priorities.delete(task.id);
-    this.armTimeout(r);
+    const r: Running = { task, link, priority, started: this.now(), stage: STAGE.loadModel, progress: { value: 0, max: 0 }, begun: false, timers: [], expectedS };
+    armTimeout(r, this.o.maxJobS[r.task.kind], this.now());
     this.inHand.set(task.id, r);
     link.run(task);
     // an interactive request is running once the worker begins it; a job from now (its worker holds nothing else)
     if (!interactive) this.emit('started', task, r.started, link.name);
-  }
-
-  /** MAX_JOB_S for the task's kind, from when it was sent. */
-  private armTimeout(r: Running): void {
-    const limit = this.o.maxJobS[r.task.kind];
-    const left = Math.max(0, limit - (this.now() - r.started));
-    const t = setTimeout(() => {
-      r.stopping ??= 'timeout';
-      r.link.kill(`${r.task.id} ran past MAX_JOB_S (${limit} s for ${r.task.kind})`);
-    }, left * 1000);
-    t.unref();
-    r.timers.push(t);
   }
 
   private onEvent(e: TaskEvent): void {
@@ -401,12 +346,8 @@ export class Scheduler extends EventEmitter {
     if (!r || r.begun) return;
     this.inHand.delete(id);
     r.timers.forEach(clearTimeout);
-    if (this.o.interactive(r.task)) this.interactive.unshift(r.task);
-    else {
-      this.priorities.set(id, r.priority);
-      this.queue.unshift(r.task);
-      this.emit('requeued', r.task);
-    }
+    this.lanes.putBack([r]);
+    if (!this.o.interactive(r.task)) this.emit('requeued', r.task);
     this.etaCache = undefined;
     setTimeout(() => this.pump(), 1000).unref();
   }
@@ -419,24 +360,20 @@ export class Scheduler extends EventEmitter {
     const held = [...this.inHand.values()].filter((r) => r.link === link);
     // the tasks it had not begun are taken back first, in one go, so nothing else is sent to it meanwhile
     const back = await Promise.all(held.map((r) => (!r.begun && !r.stopping && !this.stopped ? r.link.withdraw(r.task.id) : Promise.resolve(false))));
-    const requeue: WorkerTask[] = [];
+    const requeue: Running[] = [];
     held.forEach((r, i) => {
       if (!this.inHand.has(r.task.id)) return; // it ended meanwhile
       if (back[i]) {
+        // it was next: it goes first again (queued, no worker, until another takes it)
         this.inHand.delete(r.task.id);
         r.timers.forEach(clearTimeout);
-        if (this.o.interactive(r.task)) requeue.push(r.task);
-        else {
-          // it was next: it goes first again (queued, no worker, until another takes it)
-          this.priorities.set(r.task.id, r.priority);
-          this.queue.unshift(r.task);
-          this.emit('requeued', r.task);
-        }
+        requeue.push(r);
         return;
       }
       this.end(r, { status: 'failed', ...lostOutcome(r, reason, this.stopped, this.o.maxJobS[r.task.kind]), started: r.started, finished: this.now() });
     });
-    this.interactive.unshift(...requeue);
+    this.lanes.putBack(requeue);
+    for (const r of requeue) if (!this.o.interactive(r.task)) this.emit('requeued', r.task);
     this.etaCache = undefined;
     this.pump();
   }
@@ -454,12 +391,4 @@ export class Scheduler extends EventEmitter {
         this.pump();
       });
   }
-}
-
-/** The error of a task whose worker died under it. */
-function lostOutcome(r: Running, reason: string, stopping: boolean, limitS: number): Pick<Extract<Outcome, { status: 'failed' }>, 'code' | 'error'> {
-  if (stopping) return { code: 'shutdown', error: 'shutdown' };
-  if (r.stopping === 'interrupted') return { code: 'interrupted', error: 'interrupted' };
-  if (r.stopping === 'timeout') return { code: 'timeout', error: `timed out after ${limitS} s` };
-  return { code: 'crashed', error: r.link.lostText(reason, STAGE_WORDS[r.stage], r.task.kind === 'tts' ? 'request' : 'job') };
 }

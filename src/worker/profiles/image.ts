@@ -13,6 +13,7 @@ import { QwenImage21Pipeline, type ImageTask as ModelImageTask } from '../../mod
 import { componentRoot } from '../../weights';
 import type { ImageTask } from '../protocol';
 import type { ProfileEntry } from '../registry';
+import { imageTaskFields } from './image-task';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** The Qwen-Image-2.1 profiles: whether the transformer's linears are quantised to int8 at load. */
@@ -23,20 +24,7 @@ const WORKING_BYTES = 6 * 2 ** 30;
 
 /** The protocol's task as the model pipeline's task. */
 export function imageTaskOf(t: ImageTask): ModelImageTask {
-  const p = t.params;
-  return {
-    prompt: p.prompt,
-    negative: p.negative,
-    cfg: p.cfg,
-    seed: p.seed,
-    steps: p.steps,
-    width: p.width,
-    height: p.height,
-    references: t.images,
-    referenceArea: referenceArea(p.res, p.width, p.height),
-    outputPath: t.output,
-    png: { prompt: p.prompt, profile: t.profile, seed: p.seed, steps: p.steps, negative_prompt: p.negative, cfg: p.cfg, mode: p.mode },
-  };
+  return { ...imageTaskFields(t), referenceArea: referenceArea(t.params.res, t.params.width, t.params.height) };
 }
 
 export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {

@@ -11,6 +11,7 @@ import { krea2DemoLayout, krea2Layout, Krea2Pipeline, type Krea2ImageTask } from
 import { componentRoot } from '../../weights';
 import type { ImageTask } from '../protocol';
 import type { ProfileEntry } from '../registry';
+import { imageTaskFields } from './image-task';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** The Krea 2 Turbo profiles: whether the DiT's linears are quantised to int8 at load. */
@@ -21,19 +22,7 @@ const WORKING_BYTES = 8 * 2 ** 30;
 
 /** The protocol's task as the pipeline's: the images are style references (mode stays t2i). */
 export function krea2TaskOf(t: ImageTask): Krea2ImageTask {
-  const p = t.params;
-  return {
-    prompt: p.prompt,
-    negative: p.negative,
-    cfg: p.cfg,
-    seed: p.seed,
-    steps: p.steps,
-    width: p.width,
-    height: p.height,
-    references: t.images,
-    outputPath: t.output,
-    png: { prompt: p.prompt, profile: t.profile, seed: p.seed, steps: p.steps, negative_prompt: p.negative, cfg: p.cfg, mode: p.mode },
-  };
+  return imageTaskFields(t);
 }
 
 export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
