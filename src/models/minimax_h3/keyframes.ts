@@ -14,7 +14,10 @@
 //         rowTimestepPlan's conditioning defaults)
 // ComfyUI's spatial axis is arange(n) * (ratio / n) + (1 - ratio) / 2, which can differ from diffusers' linspace form
 // in the last bit; each path reproduces its own upstream.
-import { AUDIO_CHANNELS, AUDIO_TAG, buildPackedSequence, TEXT_TAG, VIDEO_TAG, type PackedSequence, type PackedSequenceRequest } from './sequence';
+import { PackedRows } from './packed-rows';
+import {
+  AUDIO_CHANNELS, buildPackedSequence, frameGridOfAxes, temporalGrid, type FrameGrid, type PackedSequence, type PackedSequenceRequest,
+} from './sequence';
 
 const FRAME_RESCALE = 5.0 / 3.0;
 const FRAMES_PER_LATENT = [1, 4, 4, 4, 4] as const;
@@ -62,70 +65,22 @@ export function buildGuideSequence(r: GuideSequenceRequest): PackedSequence {
   if (channels !== 2) throw new RangeError(`guide sequence: ${channels} audio channels (the layout is stereo)`);
   if (r.latentHeight % ph || r.latentWidth % pw) throw new RangeError(`latent ${r.latentHeight}x${r.latentWidth} is not divisible by the patch ${ph}x${pw}`);
   const frames = pixelFrames(r.numLatentFrames);
-  const { h: frameH, w: frameW, widthGrid } = comfyFrameGrid(r.latentHeight, r.latentWidth, ph, pw);
-  const rowsPerFrame = frameH.length;
-  const wLow = widthGrid[0]!;
-  const wHigh = widthGrid[widthGrid.length - 1]!;
-  const nt = r.textTags.length;
-  const positions: number[] = [];
-  const tags: number[] = [];
-  const push = (t: number, h: number, w: number, tag: number) => {
-    positions.push(t, h, w);
-    tags.push(tag);
-  };
-  for (let i = 0; i < nt; i++) {
-    const tag = r.textTags[i]!;
-    if (tag !== TEXT_TAG && tag !== VIDEO_TAG) throw new RangeError(`text row ${i} has tag ${tag} (text rows are ${TEXT_TAG}, vision tokens ${VIDEO_TAG})`);
-    push(i, 0, 0, tag);
-  }
-  const condVideo: number[] = [];
-  const condAudio: number[] = [];
-  const cursor = nt; // no references: the target timeline starts right after the text
+  const grid = comfyFrameGrid(r.latentHeight, r.latentWidth, ph, pw);
+  const rows = new PackedRows(r.textTags);
+  const cursor = r.textTags.length; // no references: the target timeline starts right after the text
   for (const [k, g] of r.guides.entries()) {
     const vt = g.videoLatentFrames ?? 1;
     const rt = g.audioLatents ?? 0;
     if (!Number.isInteger(g.frameIndex) || g.frameIndex < 0 || g.frameIndex >= frames) throw new RangeError(`guide ${k}: frame ${g.frameIndex} outside the video's ${frames} frames`);
     if (!Number.isInteger(vt) || vt < 0 || !Number.isInteger(rt) || rt < 0 || vt + rt === 0) throw new RangeError(`guide ${k}: ${vt} video latent frames, ${rt} audio latents`);
     const condT = cursor + FRAME_RESCALE * g.frameIndex;
-    const times = timeGrid(vt, condT);
-    for (let f = 0; f < vt; f++) {
-      for (let j = 0; j < rowsPerFrame; j++) {
-        condVideo.push(tags.length);
-        push(times[f]!, frameH[j]!, frameW[j]!, VIDEO_TAG);
-      }
-    }
-    for (let c = 0; c < 2; c++) {
-      for (let i = 0; i < rt; i++) {
-        condAudio.push(tags.length);
-        push(condT + i, 0, c === 0 ? wLow : wHigh, AUDIO_TAG);
-      }
-    }
+    // ComfyUI's _video_t_grid is the same sequential float64 cumsum as diffusers' temporal grid
+    rows.videoRows(temporalGrid(vt, condT), grid, 'condition');
+    rows.audioRows(rt, condT, grid.widthGrid, 'condition');
   }
-  const targetAudio: number[] = [];
-  for (let c = 0; c < 2; c++) {
-    for (let i = 0; i < r.numAudioLatents; i++) {
-      targetAudio.push(tags.length);
-      push(cursor + i, 0, c === 0 ? wLow : wHigh, AUDIO_TAG);
-    }
-  }
-  const targetVideo: number[] = [];
-  const times = timeGrid(r.numLatentFrames, cursor);
-  for (let f = 0; f < r.numLatentFrames; f++) {
-    for (let j = 0; j < rowsPerFrame; j++) {
-      targetVideo.push(tags.length);
-      push(times[f]!, frameH[j]!, frameW[j]!, VIDEO_TAG);
-    }
-  }
-  return {
-    length: tags.length,
-    positions: Float64Array.from(positions),
-    tags: Uint8Array.from(tags),
-    textIndices: Int32Array.from({ length: nt }, (_, i) => i),
-    videoIndices: Int32Array.from([...condVideo, ...targetVideo]),
-    audioIndices: Int32Array.from([...condAudio, ...targetAudio]),
-    numConditionVideoRows: condVideo.length,
-    numConditionAudioRows: condAudio.length,
-  };
+  rows.audioRows(r.numAudioLatents, cursor, grid.widthGrid, 'target');
+  rows.videoRows(temporalGrid(r.numLatentFrames, cursor), grid, 'target');
+  return rows.sequence();
 }
 
 /**
@@ -146,17 +101,6 @@ export function pixelFrames(n: number): number {
   return f;
 }
 
-/** origin + exclusive cumsum of the latent frames' spans 5/3 x (1, 4, 4, 4, 4, ...) (ComfyUI _video_t_grid). */
-function timeGrid(n: number, origin: number): Float64Array {
-  const out = new Float64Array(n);
-  let acc = 0;
-  for (let k = 0; k < n; k++) {
-    out[k] = origin + acc;
-    acc += FRAME_RESCALE * FRAMES_PER_LATENT[k % FRAMES_PER_LATENT.length]!;
-  }
-  return out;
-}
-
 /** ComfyUI _axis_from_sqrt_area: (arange(n) * (ratio / n) + (1 - ratio) / 2) * 32, n = dim / patch. */
 function comfyAxis(dim: number, patch: number, sqrtArea: number): Float64Array {
   const ratio = dim / sqrtArea;
@@ -166,17 +110,7 @@ function comfyAxis(dim: number, patch: number, sqrtArea: number): Float64Array {
   return Float64Array.from({ length: n }, (_, i) => (i * step + left) * SPATIAL_SCALE);
 }
 
-function comfyFrameGrid(latentH: number, latentW: number, ph: number, pw: number): { h: Float64Array; w: Float64Array; widthGrid: Float64Array } {
+function comfyFrameGrid(latentH: number, latentW: number, ph: number, pw: number): FrameGrid {
   const area = Math.sqrt(latentH * latentW);
-  const hg = comfyAxis(latentH, ph, area);
-  const wg = comfyAxis(latentW, pw, area);
-  const h = new Float64Array(hg.length * wg.length);
-  const w = new Float64Array(hg.length * wg.length);
-  for (let i = 0; i < hg.length; i++) {
-    for (let j = 0; j < wg.length; j++) {
-      h[i * wg.length + j] = hg[i]!;
-      w[i * wg.length + j] = wg[j]!;
-    }
-  }
-  return { h, w, widthGrid: wg };
+  return frameGridOfAxes(comfyAxis(latentH, ph, area), comfyAxis(latentW, pw, area));
 }

@@ -11,7 +11,8 @@
 //   the target audio and video start at the final clock
 // Tags: reference video rows 0, reference audio rows 2; timesteps max(t_v, 0.999) and 1.0 (sampler.ts
 // rowTimestepPlan's conditioning defaults), the references being the leading video / audio rows.
-import { AUDIO_CHANNELS, AUDIO_TAG, frameGrid, temporalGrid, TEXT_TAG, VIDEO_TAG, type PackedSequence } from './sequence';
+import { PackedRows } from './packed-rows';
+import { frameGrid, temporalGrid, type PackedSequence } from './sequence';
 
 const FRAME_RESCALE = 5.0 / 3.0;
 const FRAMES_PER_LATENT = [1, 4, 4, 4, 4] as const;
@@ -34,59 +35,28 @@ export interface ReferenceSequenceRequest {
 
 export function buildReferenceSequence(r: ReferenceSequenceRequest): PackedSequence {
   const [, ph, pw] = r.patchSize ?? [1, 2, 2];
-  const channels = AUDIO_CHANNELS;
   const grid = (h: number, w: number, what: string) => {
     if (!(Number.isInteger(h) && Number.isInteger(w) && h > 0 && w > 0) || h % ph || w % pw) throw new RangeError(`${what}: latent ${h}x${w} is not divisible by the patch ${ph}x${pw}`);
     return frameGrid(h, w, ph, pw);
   };
   const target = grid(r.latentHeight, r.latentWidth, 'target');
-  const nt = r.textTags.length;
-  const positions: number[] = [];
-  const tags: number[] = [];
-  const push = (t: number, h: number, w: number, tag: number) => {
-    positions.push(t, h, w);
-    tags.push(tag);
-  };
-  for (let i = 0; i < nt; i++) {
-    const tag = r.textTags[i]!;
-    if (tag !== TEXT_TAG && tag !== VIDEO_TAG) throw new RangeError(`text row ${i} has tag ${tag} (text rows are ${TEXT_TAG}, vision tokens ${VIDEO_TAG})`);
-    push(i, 0, 0, tag);
-  }
-  const refVideo: number[] = [];
-  const refAudio: number[] = [];
-  const audioBlock = (n: number, time: number, widthGrid: Float64Array, into: number[]) => {
-    for (let c = 0; c < channels; c++) {
-      for (let k = 0; k < n; k++) {
-        into.push(tags.length);
-        push(time + k, 0, c === 0 ? widthGrid[0]! : widthGrid[widthGrid.length - 1]!, AUDIO_TAG);
-      }
-    }
-  };
-  const videoBlock = (frames: number, time: number, g: { h: Float64Array; w: Float64Array }, into: number[]) => {
-    const times = temporalGrid(frames, time);
-    for (let f = 0; f < frames; f++) {
-      for (let j = 0; j < g.h.length; j++) {
-        into.push(tags.length);
-        push(times[f]!, g.h[j]!, g.w[j]!, VIDEO_TAG);
-      }
-    }
-  };
-  let clock = nt;
+  const rows = new PackedRows(r.textTags);
+  let clock = r.textTags.length;
   for (const [i, ref] of r.references.entries()) {
     if (ref.kind === 'image') {
-      videoBlock(1, clock, grid(ref.latentHeight, ref.latentWidth, `reference ${i} (image)`), refVideo);
+      rows.videoRows(temporalGrid(1, clock), grid(ref.latentHeight, ref.latentWidth, `reference ${i} (image)`), 'condition');
       clock += 1.0;
     } else if (ref.kind === 'audio') {
       if (!Number.isInteger(ref.audioLatents) || ref.audioLatents < 1) throw new RangeError(`reference ${i} (audio): ${ref.audioLatents} latent frames`);
-      audioBlock(ref.audioLatents, clock, target.widthGrid, refAudio);
+      rows.audioRows(ref.audioLatents, clock, target.widthGrid, 'condition');
       clock += ref.audioLatents;
     } else if (ref.kind === 'video') {
       if (!Number.isInteger(ref.latentFrames) || ref.latentFrames < 1 || !Number.isInteger(ref.audioLatents) || ref.audioLatents < 0) {
         throw new RangeError(`reference ${i} (video): ${ref.latentFrames} latent frames, ${ref.audioLatents} audio latents`);
       }
       const g = grid(ref.latentHeight, ref.latentWidth, `reference ${i} (video)`);
-      audioBlock(ref.audioLatents, clock, g.widthGrid, refAudio);
-      videoBlock(ref.latentFrames, clock, g, refVideo);
+      rows.audioRows(ref.audioLatents, clock, g.widthGrid, 'condition');
+      rows.videoRows(temporalGrid(ref.latentFrames, clock), g, 'condition');
       // upstream sums the spans with Python's sum() here (numpy's pairwise sum for a last keyframe)
       const spans = Array.from({ length: ref.latentFrames }, (_, k) => FRAME_RESCALE * FRAMES_PER_LATENT[k % FRAMES_PER_LATENT.length]!);
       clock += Math.max(ref.audioLatents, pythonFloatSum(spans));
@@ -94,20 +64,9 @@ export function buildReferenceSequence(r: ReferenceSequenceRequest): PackedSeque
       throw new RangeError(`reference ${i}: kind ${JSON.stringify((ref as { kind: unknown }).kind)} is not image, audio or video`);
     }
   }
-  const targetAudio: number[] = [];
-  audioBlock(r.numAudioLatents, clock, target.widthGrid, targetAudio);
-  const targetVideo: number[] = [];
-  videoBlock(r.numLatentFrames, clock, target, targetVideo);
-  return {
-    length: tags.length,
-    positions: Float64Array.from(positions),
-    tags: Uint8Array.from(tags),
-    textIndices: Int32Array.from({ length: nt }, (_, i) => i),
-    videoIndices: Int32Array.from([...refVideo, ...targetVideo]),
-    audioIndices: Int32Array.from([...refAudio, ...targetAudio]),
-    numConditionVideoRows: refVideo.length,
-    numConditionAudioRows: refAudio.length,
-  };
+  rows.audioRows(r.numAudioLatents, clock, target.widthGrid, 'target');
+  rows.videoRows(temporalGrid(r.numLatentFrames, clock), target, 'target');
+  return rows.sequence();
 }
 
 /**

@@ -226,11 +226,21 @@ function spatialGrid(dim: number, patch: number, sqrtArea: number): Float64Array
   return Float64Array.from({ length: num }, (_, i) => (i * step + left) * SPATIAL_SCALE);
 }
 
+/** One latent frame's rows: (h, w) per patch, row-major, and the width axis (audio rows sit at its ends). */
+export interface FrameGrid {
+  h: Float64Array;
+  w: Float64Array;
+  widthGrid: Float64Array;
+}
+
 /** (h, w) of the rows of one latent frame (row-major over patches), and the width axis. */
-export function frameGrid(latentH: number, latentW: number, ph: number, pw: number): { h: Float64Array; w: Float64Array; widthGrid: Float64Array } {
+export function frameGrid(latentH: number, latentW: number, ph: number, pw: number): FrameGrid {
   const sqrtArea = Math.sqrt(latentH * latentW);
-  const hg = spatialGrid(latentH, ph, sqrtArea);
-  const wg = spatialGrid(latentW, pw, sqrtArea);
+  return frameGridOfAxes(spatialGrid(latentH, ph, sqrtArea), spatialGrid(latentW, pw, sqrtArea));
+}
+
+/** The rows of one latent frame over a height axis and a width axis (diffusers' linspace axes or ComfyUI's). */
+export function frameGridOfAxes(hg: Float64Array, wg: Float64Array): FrameGrid {
   const h = new Float64Array(hg.length * wg.length);
   const w = new Float64Array(hg.length * wg.length);
   for (let i = 0; i < hg.length; i++) {
