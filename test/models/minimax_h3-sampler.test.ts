@@ -5,8 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { copy, copyInto } from '../../src/engine/ops/layout';
-import type { Tensor } from '../../src/engine/tensor';
+import { copyInto } from '../../src/engine/ops/layout';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
 import { patchify, unpatchify } from '../../src/models/minimax_h3/patchify';
 import { rowTimestepPlan, sampleH3, tableGroups } from '../../src/models/minimax_h3/sampler';
@@ -15,6 +14,7 @@ import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { testEngine, type Tolerance } from '../engine/helpers';
 import { expectClose, goldenCaseFiles, goldenDir, GoldenCase, goldenTests, WEIGHT_PREFIX } from './golden';
 import { caseSequence, VARIANTS } from './minimax_h3-golden';
+import { expectTrajectory } from './minimax_h3-trajectory';
 
 // Sigmas: float32 in upstream's order; torch.linspace's vectorised path may differ from the scalar formula by
 // an ulp (see sigmas.ts), which the shift can at most double: 2.5e-7 absolute covers it, an off-by-one grid
@@ -78,48 +78,10 @@ for (const v of VARIANTS) {
     rows.free();
     const an = await c.input('audio_noise');
     const audio = e.upload(an.data, an.shape, 'f32');
-    const textIn = await c.input('encoder_hidden_states');
-    const text32 = e.upload(textIn.data, textIn.shape, 'f32');
-    const text = model.encodeText(text32);
-    const sequence = model.prepare(packed);
-    const pending: Promise<void>[] = [];
-    const seen = new Map<string, Tensor>();
-    try {
-      let done = 0;
-      await sampleH3(e, model, sequence, text, video, audio, {
-        steps,
-        onStep: (k) => {
-          done = k;
-          seen.set(`step.${k - 1}.latents`, copy(e, video));
-          seen.set(`step.${k - 1}.audio_latents`, copy(e, audio));
-        },
-        capture: (i, name, t, plan) => {
-          seen.set(`step.${i}.${name}`, copy(e, t));
-          pending.push(
-            (async () => {
-              assert.deepEqual(Array.from(plan.timesteps), Array.from((await c.output(`step.${i}.timestep`)).data), `step ${i} timesteps`);
-              assert.deepEqual(Array.from(plan.indices), Array.from((await c.output(`step.${i}.timestep_indices`)).data), `step ${i} indices`);
-            })(),
-          );
-        },
-      });
-      await Promise.all(pending);
-      assert.equal(done, steps - 1);
-      for (let i = 0; i < steps - 1; i++) {
-        for (const name of ['noise_pred', 'audio_noise_pred', 'latents', 'audio_latents']) {
-          const key = `step.${i}.${name}`;
-          c.expect(v.int8 ? 'int8' : v.dtype, await e.read(seen.get(key)!), await c.output(key), key, `${key} (${v.name})`);
-        }
-      }
-      // the keyframe rows were never written
-      const final = await e.read(video);
-      for (let j = 0; j < nc * cond.shape[1]!; j++) assert.equal(final[j], Math.fround(cond.data[j]!), `condition value ${j}`);
-    } finally {
-      seen.forEach((t) => t.free());
-      for (const t of [video, audio, text32, text]) t.free();
-      sequence.free();
-      model.free();
-    }
+    await expectTrajectory({
+      e, c, v, model, packed, video, audio, steps, planCheck: 'capture',
+      kept: [{ stream: video, rows: cond, count: nc, label: 'condition value' }],
+    });
   }, v.name);
 }
 

@@ -3,17 +3,16 @@
 // keyframeFrameIndices) through sampleH3 from upstream's noise, the keyframe rows given; every step's row timesteps,
 // velocities and latents against the upstream loop in f32, f16 and int8, and the keyframe rows never written.
 import assert from 'node:assert/strict';
-import { copy, copyInto } from '../../src/engine/ops/layout';
-import type { Tensor } from '../../src/engine/tensor';
+import { copyInto } from '../../src/engine/ops/layout';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
 import { patchify } from '../../src/models/minimax_h3/patchify';
 import { buildKeyframeSequence, keyframeFrameIndices } from '../../src/models/minimax_h3/keyframes';
-import { sampleH3 } from '../../src/models/minimax_h3/sampler';
 import { resolveGeometry } from '../../src/models/minimax_h3/sequence';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { testEngine } from '../engine/helpers';
 import { goldenTests, WEIGHT_PREFIX } from './golden';
 import { VARIANTS } from './minimax_h3-golden';
+import { expectTrajectory } from './minimax_h3-trajectory';
 
 for (const v of VARIANTS) {
   goldenTests('minimax_h3', 'trajectory_guides', async (c) => {
@@ -42,41 +41,6 @@ for (const v of VARIANTS) {
     rows.free();
     const an = await c.input('audio_noise');
     const audio = e.upload(an.data, an.shape, 'f32');
-    const textIn = await c.input('encoder_hidden_states');
-    const text32 = e.upload(textIn.data, textIn.shape, 'f32');
-    const text = model.encodeText(text32);
-    const sequence = model.prepare(packed);
-    const seen = new Map<string, Tensor>();
-    const plans: { timesteps: number[]; indices: number[] }[] = [];
-    try {
-      await sampleH3(e, model, sequence, text, video, audio, {
-        steps,
-        onStep: (k) => {
-          seen.set(`step.${k - 1}.latents`, copy(e, video));
-          seen.set(`step.${k - 1}.audio_latents`, copy(e, audio));
-        },
-        capture: (i, name, t, plan) => {
-          seen.set(`step.${i}.${name}`, copy(e, t));
-          if (name === 'noise_pred') plans.push({ timesteps: Array.from(plan.timesteps), indices: Array.from(plan.indices) });
-        },
-      });
-      assert.equal(plans.length, steps - 1);
-      for (let i = 0; i < steps - 1; i++) {
-        assert.deepEqual(plans[i]!.timesteps, Array.from((await c.output(`step.${i}.timestep`)).data), `step ${i} timesteps`);
-        assert.deepEqual(plans[i]!.indices, Array.from((await c.output(`step.${i}.timestep_indices`)).data), `step ${i} indices`);
-        for (const name of ['noise_pred', 'audio_noise_pred', 'latents', 'audio_latents']) {
-          const key = `step.${i}.${name}`;
-          c.expect(v.int8 ? 'int8' : v.dtype, await e.read(seen.get(key)!), await c.output(key), key, `${key} (${v.name})`);
-        }
-      }
-      // the keyframe rows were never written
-      const fv = await e.read(video);
-      for (let j = 0; j < nc * cond.shape[1]!; j++) assert.equal(fv[j], Math.fround(cond.data[j]!), `keyframe value ${j}`);
-    } finally {
-      seen.forEach((t) => t.free());
-      for (const t of [video, audio, text32, text]) t.free();
-      sequence.free();
-      model.free();
-    }
+    await expectTrajectory({ e, c, v, model, packed, video, audio, steps, kept: [{ stream: video, rows: cond, count: nc, label: 'keyframe value' }] });
   }, v.name);
 }

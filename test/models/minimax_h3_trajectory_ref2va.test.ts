@@ -3,17 +3,16 @@
 // noise, the reference rows given; every step's row timesteps, velocities and latents against diffusers' loop in f32,
 // f16 and int8, and the reference rows (image rows at 0.999, voice rows clean at 1.0) never written.
 import assert from 'node:assert/strict';
-import { copy, copyInto } from '../../src/engine/ops/layout';
-import type { Tensor } from '../../src/engine/tensor';
+import { copyInto } from '../../src/engine/ops/layout';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
 import { patchify } from '../../src/models/minimax_h3/patchify';
 import { buildReferenceSequence, type ReferenceBlock } from '../../src/models/minimax_h3/references';
-import { sampleH3 } from '../../src/models/minimax_h3/sampler';
 import { resolveGeometry } from '../../src/models/minimax_h3/sequence';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import { testEngine } from '../engine/helpers';
 import { goldenTests, WEIGHT_PREFIX } from './golden';
 import { VARIANTS } from './minimax_h3-golden';
+import { expectTrajectory } from './minimax_h3-trajectory';
 
 for (const v of VARIANTS) {
   goldenTests('minimax_h3', 'trajectory_ref2va', async (c) => {
@@ -53,43 +52,12 @@ for (const v of VARIANTS) {
     copyInto(e, anT, audio.slice(0, nca, packed.audioIndices.length));
     acondT.free();
     anT.free();
-    const textIn = await c.input('encoder_hidden_states');
-    const text32 = e.upload(textIn.data, textIn.shape, 'f32');
-    const text = model.encodeText(text32);
-    const sequence = model.prepare(packed);
-    const seen = new Map<string, Tensor>();
-    const plans: { timesteps: number[]; indices: number[] }[] = [];
-    try {
-      await sampleH3(e, model, sequence, text, video, audio, {
-        steps,
-        onStep: (k) => {
-          seen.set(`step.${k - 1}.latents`, copy(e, video));
-          seen.set(`step.${k - 1}.audio_latents`, copy(e, audio));
-        },
-        capture: (i, name, t, plan) => {
-          seen.set(`step.${i}.${name}`, copy(e, t));
-          if (name === 'noise_pred') plans.push({ timesteps: Array.from(plan.timesteps), indices: Array.from(plan.indices) });
-        },
-      });
-      assert.equal(plans.length, steps - 1);
-      for (let i = 0; i < steps - 1; i++) {
-        assert.deepEqual(plans[i]!.timesteps, Array.from((await c.output(`step.${i}.timestep`)).data), `step ${i} timesteps`);
-        assert.deepEqual(plans[i]!.indices, Array.from((await c.output(`step.${i}.timestep_indices`)).data), `step ${i} indices`);
-        for (const name of ['noise_pred', 'audio_noise_pred', 'latents', 'audio_latents']) {
-          const key = `step.${i}.${name}`;
-          c.expect(v.int8 ? 'int8' : v.dtype, await e.read(seen.get(key)!), await c.output(key), key, `${key} (${v.name})`);
-        }
-      }
-      // the reference rows were never written
-      const fv = await e.read(video);
-      for (let j = 0; j < nc * cond.shape[1]!; j++) assert.equal(fv[j], Math.fround(cond.data[j]!), `image reference value ${j}`);
-      const fa = await e.read(audio);
-      for (let j = 0; j < nca * acond.shape[1]!; j++) assert.equal(fa[j], Math.fround(acond.data[j]!), `voice value ${j}`);
-    } finally {
-      seen.forEach((t) => t.free());
-      for (const t of [video, audio, text32, text]) t.free();
-      sequence.free();
-      model.free();
-    }
+    await expectTrajectory({
+      e, c, v, model, packed, video, audio, steps,
+      kept: [
+        { stream: video, rows: cond, count: nc, label: 'image reference value' },
+        { stream: audio, rows: acond, count: nca, label: 'voice value' },
+      ],
+    });
   }, v.name);
 }
