@@ -22,3 +22,11 @@ export interface Pipeline<Task> {
   run(task: Task, ctx: RunContext): Promise<void>;
   unload(): Promise<void>;
 }
+
+/** A sampler's onStep for a pipeline run: reports the step as progress, then offers the runner its safe point. */
+export function stepReporter(ctx: RunContext): (done: number, total: number) => Promise<void> {
+  return async (done, total) => {
+    ctx.progress(done, total);
+    await ctx.safePoint();
+  };
+}

@@ -13,6 +13,11 @@ import { hostWeightsOf } from './host-weights';
 
 /** The dtype a model computes in: its activations and its (non-int8) weights. */
 export type ComputeDType = 'f32' | 'f16';
+
+/** A pipeline's compute dtype unless told: f16 where the adapter has shader-f16, else f32. */
+export function defaultComputeDType(e: Engine): ComputeDType {
+  return e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32';
+}
 /** A linear weight (N, K) as PyTorch stores it: plain, or int8 with per-output-channel scales. */
 export type LinearWeight = Tensor | Int8Weight;
 

@@ -9,17 +9,17 @@
 //   ((x + 1) / 2 * 255, truncated) -> png (media)
 // Loading reads the three sources the official inference.py loads (layout.ts's Krea2Layout: real weights or the demo).
 import { readdirSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { throwIfCancelled } from '../../common/errors';
 import { STAGE, referenceSize } from '../../catalog';
 import type { Engine } from '../../engine/engine';
-import { add, mul, sub } from '../../engine/ops/elementwise';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
-import { loadImage, probeImage, writePng, type ImageTensor, type PngParameters } from '../../media';
-import type { Pipeline, RunContext } from '../common/pipeline';
-import type { ComputeDType } from '../common/weights';
+import { writePng, type PngParameters } from '../../media';
+import { stepReporter, type Pipeline, type RunContext } from '../common/pipeline';
+import { guide } from '../common/guidance';
+import { loadReferenceImages } from '../common/reference-images';
+import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { seededNoise } from '../qwen_image21/pipeline';
 import { eulerStep } from '../qwen_image21/sampler';
 import { KREA2_STYLE_AREA, Krea2Conditioner } from './conditioner';
@@ -150,16 +150,7 @@ export async function sampleKrea2(e: Engine, transformer: Krea2Transformer, r: K
     for (let i = 0; i < r.steps; i++) {
       throwIfCancelled(r.signal);
       let v = transformer.forward({ img: x, context: r.context, sigma: sigmas[i]!, geometry: geo }).sample;
-      if (negative && negGeo) {
-        const vn = transformer.forward({ img: x, context: negative, sigma: sigmas[i]!, geometry: negGeo }).sample;
-        const d = sub(e, v, vn);
-        v.free();
-        const sd = mul(e, d, r.cfg);
-        d.free();
-        v = add(e, vn, sd);
-        vn.free();
-        sd.free();
-      }
+      if (negative && negGeo) v = guide(e, v, transformer.forward({ img: x, context: negative, sigma: sigmas[i]!, geometry: negGeo }).sample, r.cfg);
       const next = eulerStep(e, x, v, krea2StepSize(sigmas, i));
       v.free();
       x.free();
@@ -192,7 +183,7 @@ export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
     const e = await this.o.engine();
     const layout = await this.o.layout(e, ctx.signal);
     throwIfCancelled(ctx.signal);
-    const dtype: ComputeDType = this.o.dtype ?? (e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32');
+    const dtype: ComputeDType = this.o.dtype ?? defaultComputeDType(e);
     const before = e.pool.stats().inUseBytes;
     const held: { free(): void }[] = [];
     try {
@@ -238,14 +229,7 @@ export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
     const held: Tensor[] = [];
     let x: Tensor | null = null;
     try {
-      const styles: ImageTensor[] = [];
-      for (const [i, path] of task.references.entries()) {
-        const buf = await readFile(path);
-        const label = `images[${i}]`;
-        const src = await probeImage(buf, label, { signal: ctx.signal });
-        const img = await loadImage(buf, { label, fit: { mode: 'cover', ...referenceSize(KREA2_STYLE_AREA, src.width, src.height) }, signal: ctx.signal });
-        styles.push({ data: img.data, shape: img.shape });
-      }
+      const styles = await loadReferenceImages(task.references, (w, h) => referenceSize(KREA2_STYLE_AREA, w, h), ctx.signal);
       const condition = (prompt: string): Tensor => {
         const taps = m.conditioner.encode(prompt, styles);
         try {
@@ -269,10 +253,7 @@ export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
         context, negative: negative ?? undefined, cfg: task.cfg, steps: task.steps, width: task.width, height: task.height,
         noise: this.o.noise?.(task, cfg.channels, h, w) ?? krea2Noise(task.seed, cfg.channels, h, w),
         signal: ctx.signal,
-        onStep: async (done, total) => {
-          ctx.progress(done, total);
-          await ctx.safePoint();
-        },
+        onStep: stepReporter(ctx),
       });
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);

@@ -25,7 +25,7 @@ import { STAGE } from '../../catalog';
 import { commitFile, removeQuietly, tempSibling } from '../../media/files';
 import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
 import type { Pipeline, RunContext } from '../common/pipeline';
-import type { ComputeDType } from '../common/weights';
+import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
 import { buildPackedSequence, resolveGeometry, TEXT_TAG, type Geometry } from './sequence';
@@ -153,7 +153,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     const e = await this.o.engine();
     const dirs = await this.o.dirs(e, ctx.signal);
     throwIfCancelled(ctx.signal);
-    const dtype: ComputeDType = this.o.dtype ?? (e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32');
+    const dtype: ComputeDType = this.o.dtype ?? defaultComputeDType(e);
     const before = e.pool.stats().inUseBytes;
     const tokenizer = await TextTokenizer.fromDir(dirs.tokenizer);
     const owned: { free(): void }[] = [];

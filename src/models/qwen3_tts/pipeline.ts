@@ -18,7 +18,7 @@ import { CLIP_SECONDS, STAGE } from '../../catalog';
 import { decodeAudio, probeAudio } from '../../media/audio-input';
 import { SPEECH_SAMPLE_RATE, writeWav } from '../../media/wav';
 import type { Pipeline, RunContext } from '../common/pipeline';
-import type { ComputeDType } from '../common/weights';
+import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { CodecDecoder, CodecEncoder } from './codec';
 import {
@@ -177,7 +177,7 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
     try {
       const speech = await Checkpoint.open(join(dir, 'speech_tokenizer', 'model.safetensors'));
       try {
-        const dtype: ComputeDType = this.o.dtype ?? (e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32');
+        const dtype: ComputeDType = this.o.dtype ?? defaultComputeDType(e);
         const parts = await loadQwen3TtsParts(e, model, speech, configs, { dtype }, ctx.signal);
         const bytes = e.pool.stats().inUseBytes - before;
         this.m = { e, dir, configs, tokenizer, parts, bytes };

@@ -11,16 +11,16 @@
 //   latents -> VAE decode (it un-normalises with latents_mean/std) -> RGBA -> RGB over white -> png (media)
 // Loading reads a checkpoint folder in the published diffusers format (checkpoint.ts; real weights or the demo,
 // demo.ts); reference pixels and the png's RGB are in references.ts.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
-import { add, mul, sub } from '../../engine/ops/elementwise';
 import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../catalog';
-import { loadImage, probeImage, writePng, type ImageTensor, type PngParameters } from '../../media';
-import type { Pipeline, RunContext } from '../common/pipeline';
-import type { ComputeDType } from '../common/weights';
+import { writePng, type PngParameters } from '../../media';
+import { stepReporter, type Pipeline, type RunContext } from '../common/pipeline';
+import { guide } from '../common/guidance';
+import { loadReferenceImages } from '../common/reference-images';
+import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { imageMaskWithTarget, jointSequence, type ImageShape, type JointSequence } from './joint-sequence';
 import { eulerStep } from './sampler';
@@ -163,16 +163,7 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
       throwIfCancelled(r.signal);
       const timestep = modelTimestep(schedule, i);
       let v = transformer.forward({ sequence: condSequence, encoderHiddenStates: r.cond.embeds, referenceLatents, latents: x, timestep, cache: condCache }).sample;
-      if (negCache) {
-        const vn = transformer.forward({ sequence: negSequence!, encoderHiddenStates: r.negative!.embeds, referenceLatents, latents: x, timestep, cache: negCache }).sample;
-        const d = sub(e, v, vn);
-        v.free();
-        const sd = mul(e, d, r.cfg);
-        d.free();
-        v = add(e, vn, sd);
-        vn.free();
-        sd.free();
-      }
+      if (negCache) v = guide(e, v, transformer.forward({ sequence: negSequence!, encoderHiddenStates: r.negative!.embeds, referenceLatents, latents: x, timestep, cache: negCache }).sample, r.cfg);
       const next = eulerStep(e, x, v, eulerDt(schedule, i));
       v.free();
       x.free();
@@ -236,7 +227,7 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
     throwIfCancelled(ctx.signal);
     const configs = await readQwenImage21Configs(dir);
     const tokenizer = await TextTokenizer.fromDir(join(dir, 'processor'));
-    const dtype: ComputeDType = this.o.dtype ?? (e.gpu.hasFeature('shader-f16') ? 'f16' : 'f32');
+    const dtype: ComputeDType = this.o.dtype ?? defaultComputeDType(e);
     const before = e.pool.stats().inUseBytes;
     // The encoder half serves reference images: loaded when the text encoder can take them too.
     const vae = await QwenImage21Vae.load(e, join(dir, 'vae'), { dtype, encoder: configs.vision !== null });
@@ -269,15 +260,7 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
     const keep = (t: Tensor) => (held.push(t), t);
     let latents: Tensor | null = null;
     try {
-      const refImages: ImageTensor[] = [];
-      for (const [i, path] of task.references.entries()) {
-        const buf = await readFile(path);
-        const label = `images[${i}]`;
-        const src = await probeImage(buf, label, { signal: ctx.signal });
-        const size = referenceDimensions(task.referenceArea, src.width, src.height);
-        const img = await loadImage(buf, { label, fit: { mode: 'cover', ...size }, signal: ctx.signal });
-        refImages.push({ data: img.data, shape: img.shape });
-      }
+      const refImages = await loadReferenceImages(task.references, (w, h) => referenceDimensions(task.referenceArea, w, h), ctx.signal);
       const references = refImages.length ? { latents: keep(encodeReferences(e, m.vae, refImages)), shapes: refImages.map((im): ImageShape => [1, im.shape[1] / 16, im.shape[2] / 16]) } : undefined;
       const condition = (prompt: string): PromptCondition => {
         const c = textEncoder.encodePrompt(prompt, refImages);
@@ -295,10 +278,7 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
       latents = await sampleLatents(e, transformer, m.configs.scheduler, {
         noise: this.o.noise?.(task, transformer.config.inChannels, grid.h, grid.w),
         cond, negative, references, cfg: task.cfg, seed: task.seed, steps: task.steps, width: task.width, height: task.height, signal: ctx.signal,
-        onStep: async (done, total) => {
-          ctx.progress(done, total);
-          await ctx.safePoint();
-        },
+        onStep: stepReporter(ctx),
       });
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);
