@@ -2,7 +2,7 @@
 // Job and profile fields come from the server's own types (type-only imports, erased from the bundle), so the two
 // cannot drift apart.
 
-import type { ProfileInfo } from '../../src/catalog';
+import type { ProfileInfo, ProfileSuggestion } from '../../src/catalog';
 import type { JobRecord, JobStatus } from '../../src/jobs/job.model';
 
 export type Weights = 'real' | 'demo' | 'missing';
@@ -12,6 +12,8 @@ export interface Profile extends ProfileInfo {
   available: boolean;
   weights: Weights;
   note?: string;
+  /** What its weights were made for, when narrow (a trained demo): the form preselects it. */
+  suggested?: ProfileSuggestion;
 }
 
 export interface Range {

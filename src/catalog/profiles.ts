@@ -31,6 +31,17 @@ export interface ProfileInfo {
   model: string;
 }
 
+/** What the weights a profile runs now were made for, when that is narrow (a trained demo checkpoint): the page
+ * preselects it. An extension of /api/config's profile entries (`suggested`). */
+export interface ProfileSuggestion {
+  /** An explicit size the weights were trained at, "<w>x<h>". */
+  size: string;
+  /** A prompt they follow. */
+  prompt: string;
+  /** Why, in a sentence for the page. */
+  why: string;
+}
+
 /** fastvid_fast has no description in the spec. We serve it as fastvid sampled in 6 steps: the distilled
  * 8-step weights hold up well at 6, a quarter faster, and it needs no extra checkpoint (README: "Profiles"). */
 export const VIDEO_PROFILES: ProfileInfo[] = [

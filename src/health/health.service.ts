@@ -41,7 +41,7 @@ export class HealthService {
   /** A catalog profile with what the GPU worker says of it (its last report, kept while it restarts). */
   private profile(p: ProfileInfo | { profile: string; kind: 'tts' }) {
     const served = this.scheduler.profiles().find((s) => s.kind === p.kind && s.profile === p.profile);
-    if (served) return { ...p, available: true, weights: served.weights, note: served.note };
+    if (served) return { ...p, available: true, weights: served.weights, note: served.note, ...(served.suggested && { suggested: served.suggested }) };
     const model = 'model' in p ? p.model : TTS_MODEL;
     const note = !this.scheduler.hasWorker()
       ? `no GPU worker on this host (WORKERS=none): ${p.kind === 'tts' ? 'speech requests answer 503' : 'its jobs wait in the queue'}`

@@ -4,7 +4,7 @@
 // the same messages are what a worker on another host will exchange through a shared queue.
 //
 // This module is imported by both processes, so it holds types and plain data only: no engine, no models.
-import type { Stage, TaskKind } from '../catalog';
+import type { ProfileSuggestion, Stage, TaskKind } from '../catalog';
 
 /** Bumped when a message changes shape; the API refuses a worker that says another version at hello. */
 export const PROTOCOL_VERSION = 2;
@@ -96,6 +96,8 @@ export interface ServedProfile {
   /** Free text shown with the weights state (checkpoint path, or what is missing). */
   note: string;
   accepts: Accepts;
+  /** What the weights it runs now were made for (a trained demo checkpoint), if narrow. */
+  suggested?: ProfileSuggestion;
 }
 
 /** The API -> worker messages. */

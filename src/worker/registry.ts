@@ -1,6 +1,6 @@
 // The profiles a GPU worker serves: one entry per (kind, profile), each building the model pipeline behind it.
 // The built-in entries are in profiles/ (video, image, speech); tests add their own (main.ts, KILN_WORKER_PIPELINES).
-import type { TaskKind } from '../catalog';
+import type { ProfileSuggestion, TaskKind } from '../catalog';
 import type { Pipeline } from '../models/common/pipeline';
 import { findProfile, MAX_STEPS } from '../catalog';
 import type { Accepts, ServedProfile, WeightsState, WorkerTask } from './protocol';
@@ -21,6 +21,14 @@ export interface ProfileEntry {
   residentBytes?(): number;
   /** What its pipeline can run; default: any step count, the catalog's input limits. */
   accepts?: Accepts;
+  /** What the weights it runs now were made for, when narrow (a trained demo): /api/config's `suggested`. */
+  suggested?(): ProfileSuggestion | undefined;
+}
+
+/** `{ suggested }` when the entry has a suggestion now, else nothing (the field stays out of the JSON). */
+function suggestionOf(e: ProfileEntry): { suggested?: ProfileSuggestion } {
+  const suggested = e.suggested?.();
+  return suggested ? { suggested } : {};
 }
 
 /** An entry's Accepts, the catalog's limits where it declares none. */
@@ -53,6 +61,6 @@ export class ProfileRegistry {
 
   /** What the worker tells the API it serves (hello, and when it changes). */
   served(): ServedProfile[] {
-    return this.all().map((e) => ({ kind: e.kind, profile: e.profile, interactive: e.interactive === true, weights: e.weights(), note: e.note?.() ?? '', accepts: acceptsOf(e) }));
+    return this.all().map((e) => ({ kind: e.kind, profile: e.profile, interactive: e.interactive === true, weights: e.weights(), note: e.note?.() ?? '', accepts: acceptsOf(e), ...suggestionOf(e) }));
   }
 }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
-import { cornerBoxes, demoPromptText, meanRgb, nearestColor, pickDemoPrompts, shapeCore, type DemoPrompt } from './demo-grammar';
+import { allDemoPrompts, cornerBoxes, demoPromptText, meanRgb, nearestColor, pickDemoPrompts, shapeCore, type DemoPrompt } from './demo-grammar';
 import { auth, startAppOnDemoWeights, TestApp, until } from './harness';
 
 const PROMPTS = 24;
@@ -43,6 +43,11 @@ describe('the trained demo draws what the prompt asks (imgmain on demo weights)'
     const p = cfg.profiles.find((x: { profile: string }) => x.profile === 'imgmain');
     assert.equal(p.weights, 'demo');
     assert.match(p.note, /trained on procedural pictures.*a <color> <shape> \[at the <position>\] on a <color> background/);
+    // what the page preselects: a trained size and a prompt of the grammar (an extension; profiles on other weights
+    // have none)
+    assert.equal(p.suggested.size, '256x256');
+    assert.ok(allDemoPrompts().some((d) => demoPromptText(d) === p.suggested.prompt), p.suggested.prompt);
+    assert.equal(cfg.profiles.find((x: { profile: string }) => x.profile === 'imgart_turbo').suggested, undefined);
   });
 
   test(`${PROMPTS} prompts at 256x256: the background is right in at least 90%; the shape's color is measured`, async () => {

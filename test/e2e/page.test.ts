@@ -146,6 +146,14 @@ describe('web page (Chromium)', { skip }, () => {
       assert.match(profiles[1], /demo weights/);
       assert.match(profiles[2], /demo weights/);
       await expectText(form.locator('[data-field=profile] .hint'), /8-bit integer quantised/);
+      // imgmain_bf16 runs the trained demo checkpoint: its size and a prompt of its grammar are preselected, and the
+      // hint says why; back on imgmain (a test pipeline, no suggestion) the untouched size empties again.
+      await form.locator('select[name=profile]').selectOption('imgmain_bf16');
+      assert.equal(await form.locator('[name=size]').inputValue(), '256x256');
+      await expectText(form.locator('[data-field=size] .hint'), /256x256 preselected: the demo weights were trained at 256x256 and 512x512 on "a <color> <shape>/);
+      assert.match((await form.locator('[name=prompt]').getAttribute('placeholder')) ?? '', /^e\.g\. a yellow circle at the left on a blue background$/);
+      await form.locator('select[name=profile]').selectOption('imgmain');
+      assert.equal(await form.locator('[name=size]').inputValue(), '');
       await expectText(form.locator('[data-field=images] .hint'), /1 to 10: editing.*at most 25\.0 MB each/i);
       await form.locator('[name=prompt]').fill('the negative of a gradient');
       await form.locator('[name=steps]').fill('3');

@@ -29,7 +29,8 @@ export class ImageForm {
     f.group('aspect', 'res');
     const es = c.explicit_size;
     const size = h('input', { name: 'size', type: 'text', placeholder: 'e.g. 1536x864', autocomplete: 'off', spellcheck: 'false' });
-    f.row('size', 'Exact size', size, `Optional <width>x<height>, multiples of ${es.multiple_of} from ${es.min} to ${es.max}; overrides aspect and tier.`);
+    const sizeRule = `Optional <width>x<height>, multiples of ${es.multiple_of} from ${es.min} to ${es.max}; overrides aspect and tier.`;
+    const sizeRow = f.row('size', 'Exact size', size, sizeRule);
     const fromRef = h('input', { name: 'size_from_ref', type: 'checkbox', value: 'true' });
     const fromRefRow = f.row('size_from_ref', 'Size from the first image', fromRef, '', { inline: true });
     f.row('seed', 'Seed', h('input', { name: 'seed', type: 'number', value: -1, step: 1, inputmode: 'numeric' }), '-1 = random.');
@@ -42,9 +43,22 @@ export class ImageForm {
     const imagesRule = h('span');
     imagesRow.hint.append(imagesRule, ' ', this.images.limitsEl);
 
+    // The size (and the prompt's placeholder) the profile's weights were made for (a trained demo), put in the size
+    // field while the user has not typed one of their own there.
+    let suggestedSize = '';
+    const prompt = f.form.querySelector<HTMLTextAreaElement>('[name=prompt]')!;
+    const placeholder = prompt.placeholder;
+    const suggest = (p: (typeof profiles)[number] | undefined) => {
+      const s = p?.suggested;
+      if (size.value.trim() === suggestedSize) size.value = s?.size ?? '';
+      suggestedSize = s?.size ?? '';
+      prompt.placeholder = s ? `e.g. ${s.prompt}` : placeholder;
+    };
+
     const refresh = () => {
       const p = profiles.find((x) => x.profile === profile.value);
       describeProfile(profileRow.hint, p);
+      suggest(p);
       const max = c.max_images[profile.value] ?? p?.max_images ?? 0;
       this.images.setLimits({ maxCount: max, maxBytes: cfg.limits.image_bytes });
       imagesRule.textContent = p?.can_edit
@@ -58,6 +72,7 @@ export class ImageForm {
       const [w, hgt] = c.sizes[aspect.value]?.[res.value] ?? [0, 0];
       const exact = size.value.trim();
       resRow.hint.textContent = exact ? `Exact size ${exact} set` : fromRef.checked ? 'From the first image' : `${w}×${hgt} px`;
+      sizeRow.hint.textContent = p?.suggested && exact === p.suggested.size ? `${p.suggested.size} preselected: ${p.suggested.why}.` : sizeRule;
       this.checkFiles();
     };
     f.form.addEventListener('change', refresh);

@@ -44,3 +44,10 @@ export function planTrainedDemoQwenImage21(dir: string): { version: string; writ
     },
   };
 }
+
+/** What the page preselects while imgmain runs this checkpoint: a size and a prompt it was trained for. */
+export const TRAINED_DEMO_SUGGESTION = {
+  size: '256x256',
+  prompt: 'a yellow circle at the left on a blue background',
+  why: `the demo weights were trained at 256x256 and 512x512 on "${TRAINED_DEMO_GRAMMAR}"; other sizes and prompts run, but come out as some picture of that grammar`,
+} as const;

@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { findProfile, MAX_STEPS, referenceArea } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { planDemoQwenImage21 } from '../../models/qwen_image21/demo';
-import { planTrainedDemoQwenImage21, TRAINED_DEMO_GRAMMAR, TRAINED_DEMO_PATH } from '../../models/qwen_image21/trained-demo';
+import { planTrainedDemoQwenImage21, TRAINED_DEMO_GRAMMAR, TRAINED_DEMO_PATH, TRAINED_DEMO_SUGGESTION } from '../../models/qwen_image21/trained-demo';
 import { projectRoot } from '../../paths';
 import { QwenImage21Pipeline, type ImageTask as ModelImageTask } from '../../models/qwen_image21/pipeline';
 import { componentRoot } from '../../weights';
@@ -58,6 +58,7 @@ export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, d
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
+    suggested: () => (trained && source.state() === 'demo' ? TRAINED_DEMO_SUGGESTION : undefined),
     create: () =>
       taskPipeline(
         new QwenImage21Pipeline({
