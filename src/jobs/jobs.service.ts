@@ -3,13 +3,13 @@ import { mkdir } from 'node:fs/promises';
 import { removeStaleTemps } from '../media/files';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { MAX_INPUT_BYTES, notBuilt, type JobKind } from '../catalog';
+import { IMAGE_PROFILES, MAX_INPUT_BYTES, notBuilt, VIDEO_PROFILES, type JobKind } from '../catalog';
 import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../common/tokens';
 import { OutboundClient } from '../net/outbound';
 import { Outcome, Scheduler } from '../scheduler/scheduler';
-import type { ImageTask, VideoTask, WorkerTask } from '../worker/protocol';
+import type { ImageTask, ServedProfile, VideoTask, WorkerTask } from '../worker/protocol';
 import { CallbackSender } from './callback.sender';
 import { InputFile, InputProbe } from './input-probe';
 import { newJobId } from './job-id';
@@ -21,6 +21,8 @@ import { JobFiles } from './job.files';
 import { JobWaiters } from './job.waiters';
 
 export const OUTPUT_EXT = { video: '.mp4', image: '.png' } as const;
+
+const profilesOf = (kind: JobKind): string[] => (kind === 'video' ? VIDEO_PROFILES : IMAGE_PROFILES).map((p) => p.profile);
 
 /** Job lifecycle: create (inputs saved, record stored, task queued), live view, wait, delete, restart recovery.
  * Scheduler events drive every transition; the store is written at each transition, not at each step. */
@@ -119,16 +121,38 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   /** What the GPU worker says it can run, checked at creation so a job is never accepted only to fail on a known
    * limit: a profile it does not serve, steps outside its range, inputs it cannot take yet are 400s naming why.
    * While no worker has said (none on this host, or it is starting) the job is taken and waits. */
-  checkServed(kind: JobKind, profile: string, job: { steps: number; images: number; audios: number }): void {
+  checkServed(kind: JobKind, profile: string, job: { steps: number; images: number; audios: number; imageMode?: 'keyframe' | 'reference'; ttsText?: boolean }): void {
     const served = this.scheduler.served(kind, profile);
     if (served === undefined) return;
     if (served === null) throw new BadInputError(notBuilt(kind, profile));
-    const { steps, images, audios, inputsNote } = served.accepts;
+    const { steps, images, audios, imageModes, ttsText, inputsNote } = served.accepts;
+    const note = inputsNote ?? 'not built';
     if (job.steps < steps.min || job.steps > steps.max) throw new BadInputError(`steps: profile ${profile} runs ${steps.min} to ${steps.max} steps (got ${job.steps})`);
-    for (const [field, n, most] of [['images', job.images, images], ['audios', job.audios, audios]] as const) {
-      if (n <= most) continue;
-      throw new BadInputError(most === 0 ? `${field}: profile ${profile} takes none yet: ${inputsNote ?? 'not built'}` : `too many ${field}: ${n} given, profile ${profile} takes at most ${most}`);
+    // tts_text and voices first: with audios the image mode may have switched to reference, so name the cause
+    if (job.ttsText && ttsText === false) throw new BadInputError(`tts_text: profile ${profile} cannot speak it yet: ${note}${this.whoCan(kind, profile, (a) => a.ttsText !== false)}`);
+    if (job.audios > audios) {
+      throw new BadInputError(audios === 0
+        ? `audios: profile ${profile} takes none yet: ${note}${this.whoCan(kind, profile, (a) => a.audios >= job.audios)}`
+        : `too many audios: ${job.audios} given, profile ${profile} takes at most ${audios}`);
     }
+    const mode = job.imageMode;
+    if (job.images > 0 && mode && imageModes && !imageModes.includes(mode)) {
+      throw new BadInputError(`image_mode ${mode}: profile ${profile} cannot run it yet: ${note}${this.whoCan(kind, profile, (a) => a.images >= job.images && (!a.imageModes || a.imageModes.includes(mode)))}`);
+    }
+    if (job.images > images) {
+      throw new BadInputError(images === 0
+        ? `images: profile ${profile} takes none yet: ${note}${this.whoCan(kind, profile, (a) => a.images >= job.images)}`
+        : `too many images: ${job.images} given, profile ${profile} takes at most ${images}`);
+    }
+  }
+
+  /** '; profile x, y can' for the other profiles of `kind` whose worker accepts what `ok` asks, or that none can. */
+  private whoCan(kind: JobKind, profile: string, ok: (a: ServedProfile['accepts']) => boolean): string {
+    const names = profilesOf(kind).filter((p) => p !== profile && (() => {
+      const s = this.scheduler.served(kind, p);
+      return !!s && ok(s.accepts);
+    })());
+    return names.length ? `; profile${names.length > 1 ? 's' : ''} ${names.join(', ')} can` : `; no ${kind} profile can yet`;
   }
 
   /** Fetches URL / data-URI inputs (JSON forms). */

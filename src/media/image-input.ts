@@ -119,6 +119,33 @@ export async function loadImage(buf: Buffer, opts: LoadImageOptions): Promise<Lo
   return { ...rgb8ToTensor(data, width, height), source };
 }
 
+/** An image decoded at its own size as 8-bit RGB, interleaved [height, width, 3] (the layout Pillow gives). */
+export interface DecodedRgb8 {
+  width: number;
+  height: number;
+  data: Uint8Array;
+  channels: 3;
+  source: ImageProbe;
+}
+
+/**
+ * Decodes one uploaded image to 8-bit sRGB at its displayed size, with no resize: EXIF orientation applied, alpha
+ * flattened on white (or black). For models whose upstream resizes with Pillow (MiniMax H3's keyframes): their own
+ * resampler (models/common/pil-resize.ts) then sees the original pixels, where sharp's Lanczos would differ by a
+ * level here and there. Throws BadInputError naming `label`, CancelledError on abort.
+ */
+export async function decodeImageRgb8(buf: Buffer, opts: { label: string; background?: 'white' | 'black'; signal?: AbortSignal }): Promise<DecodedRgb8> {
+  const { label } = opts;
+  const source = await probeImage(buf, label, { signal: opts.signal });
+  const bg = opts.background === 'black' ? { r: 0, g: 0, b: 0 } : { r: 255, g: 255, b: 255 };
+  const pipeline = sharp(buf, sharpInput).flatten({ background: bg }).toColourspace('srgb').removeAlpha().raw().timeout({ seconds: DECODE_TIMEOUT_S });
+  const { data, info } = await guard(pipeline.toBuffer({ resolveWithObject: true }), label, source.format, opts.signal);
+  if (info.channels !== 3 || info.width !== source.width || info.height !== source.height || data.length !== source.width * source.height * 3) {
+    throw new Error(`decodeImageRgb8 ${label}: sharp returned ${info.width}x${info.height}x${info.channels}, expected ${source.width}x${source.height}x3`);
+  }
+  return { width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.length), channels: 3, source };
+}
+
 /**
  * Size for a resolution tier keeping the aspect ratio of `srcW x srcH`: each side is rounded down to a
  * multiple of `multiple` (default 32) so the area never exceeds `area`, then clamped to

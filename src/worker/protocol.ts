@@ -82,7 +82,10 @@ export interface Accepts {
   /** Most input images / audio clips a job may carry (0: none). */
   images: number;
   audios: number;
-  /** Why images or audios are refused when the profile takes none yet. */
+  /** Video: the image_mode values it runs images in (absent: any); tts_text taken (absent: yes). */
+  imageModes?: readonly ('keyframe' | 'reference')[];
+  ttsText?: boolean;
+  /** Why images, audios, an image mode or tts_text are refused where the profile does not take them yet. */
   inputsNote?: string;
 }
 

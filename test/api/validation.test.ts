@@ -150,17 +150,19 @@ describe("what the built-in models cannot run is refused at creation (their entr
   test('steps below the model\'s minimum, inputs not built yet: 400s that say so, no job stored', async () => {
     const cases: [string, object, RegExp][] = [
       ['/api/v1/image', { prompt: 'x', size: '256x256', steps: 1 }, /^steps: profile imgmain runs 2 to 200 steps \(got 1\)$/],
-      ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())] }, /^images: profile fastvid takes none yet: keyframes, reference pictures, voices and soundtracks are not built yet/],
-      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^audios: profile basevid50 takes none yet/],
+      // keyframes run (test/api/video-keyframes.test.ts); reference mode, voices, soundtracks and tts_text do not yet
+      ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures, voices, soundtracks and tts_text are not built yet .*; no video profile can yet$/],
+      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^tts_text: profile basevid50 cannot speak it yet: .*; no video profile can yet$/],
+      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], audio_mode: 'track' }, /^audios: profile basevid50 takes none yet: .*; no video profile can yet$/],
     ];
     for (const [path, body, reason] of cases) {
       const res = await post(path, body);
       assert.equal(res.status, 400, `${JSON.stringify(body).slice(0, 80)}: ${JSON.stringify(res.body)}`);
       assert.match(res.body.detail, reason);
     }
-    const multipart = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').attach('images', await pngBytes(), 'a.png');
+    const multipart = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').field('image_mode', 'reference').attach('images', await pngBytes(), 'a.png');
     assert.equal(multipart.status, 400);
-    assert.match(multipart.body.detail, /^images: profile fastvid takes none yet/);
+    assert.match(multipart.body.detail, /^image_mode reference: profile fastvid cannot run it yet/);
     assert.equal((await t.http.get('/api/jobs').set(auth)).body.length, 0);
   });
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import sharp from 'sharp';
 import { BadInputError, CancelledError } from '../../src/common/errors';
-import { loadImage, MAX_IMAGE_BYTES, probeImage, RES_TIER_AREAS, tierSize } from '../../src/media/image-input';
+import { decodeImageRgb8, loadImage, MAX_IMAGE_BYTES, probeImage, RES_TIER_AREAS, tierSize } from '../../src/media/image-input';
 import { crc32 } from '../../src/media/png';
 import { near, tensorPixel } from './helpers';
 
@@ -76,6 +76,24 @@ describe('probeImage / loadImage', () => {
       const black = await loadImage(buf, { label: 'x', fit: { mode: 'cover', width: 32, height: 32 }, background: 'black' });
       assert.deepEqual(tensorPixel(black, 4, 16), [0, 0, 0]);
     }
+  });
+
+  test('decodeImageRgb8: the original pixels at the displayed size (no resize), EXIF orientation applied, alpha on white', async () => {
+    const png = await raw(bands(30, 10, [RED, GREEN, BLUE]), 30, 10).png().toBuffer();
+    const d = await decodeImageRgb8(png, { label: 'images[0]' });
+    assert.deepEqual([d.width, d.height, d.channels, d.data.length], [30, 10, 3, 900]);
+    assert.deepEqual(Buffer.from(d.data), bands(30, 10, [RED, GREEN, BLUE]), 'every pixel as stored (lossless, no resampling)');
+    const jpeg = await raw(bands(60, 40, [RED, BLUE]), 60, 40).jpeg({ quality: 95 }).withMetadata({ orientation: 6 }).toBuffer();
+    const o = await decodeImageRgb8(jpeg, { label: 'images[0]' });
+    assert.deepEqual([o.width, o.height], [40, 60]);
+    assert.ok(near([...o.data.subarray((5 * 40 + 20) * 3, (5 * 40 + 20) * 3 + 3)], RED, 20), 'red on top');
+    assert.ok(near([...o.data.subarray((55 * 40 + 20) * 3, (55 * 40 + 20) * 3 + 3)], BLUE, 20), 'blue at the bottom');
+    const rgba = Buffer.alloc(8 * 8 * 4);
+    for (let i = 0; i < 64; i++) if (i % 8 >= 4) rgba.set([255, 0, 0, 255], i * 4);
+    const a = await decodeImageRgb8(await raw(rgba, 8, 8, 4).png().toBuffer(), { label: 'x' });
+    assert.deepEqual([...a.data.subarray(0, 3)], [255, 255, 255]);
+    assert.deepEqual([...a.data.subarray(5 * 3, 5 * 3 + 3)], RED);
+    await assert.rejects(decodeImageRgb8(Buffer.from('not an image at all'), { label: 'images[2]' }), isBad(/^images\[2\]/));
   });
 
   test('animated gif and webp use the first frame', async () => {

@@ -3,7 +3,9 @@
 // x = 0.999 x0 + (1 - 0.999) noise (MiniMaxH3Scheduler.scale_noise in float32), patchified 1 x 2 x 2 into rows, the
 // conditions' rows concatenated in packed order: the leading video rows of the sequence, never written by the sampler.
 // Upstream draws one noise tensor per condition from the request's generator, before the target's noise
-// (h3-conditioning.md 7.1); `TorchGenerator` reproduces those draws for a torch seed. Not wired into the service yet.
+// (h3-conditioning.md 7.1); `TorchGenerator` reproduces those draws for a torch seed. The service's keyframe jobs
+// draw it from Kiln's own streams instead (pipeline.ts keyframeNoises; docs/models/minimax-h3.md "Keyframes in the
+// service").
 import { TorchGenerator } from '../common/torch-rng';
 import { KEYFRAME_NOISE_AUG } from './sequence';
 

@@ -1,6 +1,7 @@
 // How MiniMax H3 puts input pictures onto its canvas (diffusers modular_pipelines/minimax_h3 at 58eb52c0:
 // resolve_canvas_size, MiniMaxH3ResizeStep, MiniMaxH3Ref2VASetupStep), with Pillow's LANCZOS (pil-resize.ts) as there.
-// Not wired into the service yet (issue 15, docs/models/minimax-h3.md "Part 2 status").
+// The service's keyframe jobs take prepareFrameKeyframes (the job's frame, every image cover-cropped); references
+// are not wired in yet (issue 15, docs/models/minimax-h3.md "Part 2 status").
 //   canvas      short edge 768, area capped at 768 x 1344, both sides rounded (Python round) to multiples of 32,
 //               aspect 1:4 .. 4:1; keyframe requests take the first keyframe's aspect, the others 16:9
 //   keyframes   the first is stretched onto the canvas; a second (last) is scaled to cover it (sides rounded) and
@@ -45,14 +46,32 @@ export function prepareKeyframes(images: readonly Rgb8Image[], canvas?: { height
   const keyframes = images.map((img, i) => {
     if (img.width === width && img.height === height) return { ...img, data: Uint8Array.from(img.data) };
     if (i === 0) return pilResizeLanczos(img, width, height); // the geometry anchor: stretched
-    const scale = Math.max(width / img.width, height / img.height);
-    const rw = Math.max(width, pythonRound(img.width * scale));
-    const rh = Math.max(height, pythonRound(img.height * scale));
-    const left = Math.max(0, Math.floor((rw - width) / 2));
-    const top = Math.max(0, Math.floor((rh - height) / 2));
-    return cropImage(pilResizeLanczos(img, rw, rh), left, top, width, height);
+    return coverCrop(img, width, height);
   });
   return { height, width, keyframes };
+}
+
+/** MiniMaxH3ResizeStep's last-keyframe rule: scaled (LANCZOS) to cover width x height, sides rounded, then
+ * centre-cropped at ((w - W) // 2, (h - H) // 2). An image already of that size is copied as it is. */
+export function coverCrop(img: Rgb8Image, width: number, height: number): Rgb8Image {
+  if (img.width === width && img.height === height) return { ...img, data: Uint8Array.from(img.data) };
+  const scale = Math.max(width / img.width, height / img.height);
+  const rw = Math.max(width, pythonRound(img.width * scale));
+  const rh = Math.max(height, pythonRound(img.height * scale));
+  const left = Math.max(0, Math.floor((rw - width) / 2));
+  const top = Math.max(0, Math.floor((rh - height) / 2));
+  return cropImage(pilResizeLanczos(img, rw, rh), left, top, width, height);
+}
+
+/**
+ * The service's keyframes (service-api.md: "images are scaled and cropped to the target frame"): the frame is the
+ * job's size (aspect and res), not the first image's aspect, so every image, the first included, is cover-cropped
+ * onto it (coverCrop). Where the first image has the frame's aspect this is diffusers' stretch up to the rounding of
+ * the covering size; ComfyUI's MiniMaxH3AddGuide also centre-crops every guide (h3-conditioning.md 7.3).
+ */
+export function prepareFrameKeyframes(images: readonly Rgb8Image[], width: number, height: number): Rgb8Image[] {
+  if (images.length < 1) throw new RangeError('keyframes: no images');
+  return images.map((img) => coverCrop(img, width, height));
 }
 
 /** The size a reference image is encoded at: its short edge at `shortEdge`, sides rounded to the multiple. */

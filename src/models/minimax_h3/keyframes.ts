@@ -1,5 +1,6 @@
 // Keyframes (image_mode keyframe, FL2VA): which frames the images are pinned at, and the packed sequence with their
-// conditioning rows. Not wired into the service yet (issue 15, docs/models/minimax-h3.md "Part 2 status").
+// conditioning rows. The pipeline's keyframe jobs (mode i2v) build their sequence here (docs/models/minimax-h3.md
+// "Keyframes in the service").
 //
 // 1 image: the first frame; 2: first and last. Both are the official FL2VA recipe, diffusers' build_packed_sequence
 // (sequence.ts buildPackedSequence with 'first' / 'last' anchors), reproduced bit for bit.

@@ -4,10 +4,14 @@
 //   加载文本编码器             the Qwen3-VL text encoder (layers < 50) onto the GPU per job: read and prepared (bf16 ->
 //                              dtype, int8 quantised) on the first job only, then uploaded from the host copy
 //                              (H3TextEncoderHost) that unload() drops
-//   编码提示词/图片            prompt verbatim -> hidden_states[50] -> the encoder is FREED -> context_embedder + refiner
+//   编码提示词/图片            prompt verbatim -> hidden_states[50] -> the encoder is FREED -> context_embedder + refiner;
+//                              keyframes (mode i2v): each image cover-cropped onto the frame and encoded by the video
+//                              VAE encoder, loaded for this and freed (keyframe-inputs.ts) -> one latent frame each
 //   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
-//                              (rows channel-major); packed sequence [text | audio | video]; dual-schedule Euler
-//                              (video shift 12, audio shift 3); progress, cancel and the runner's safe point per step
+//                              (rows channel-major); packed sequence [text | keyframes | audio | video] (keyframes.ts:
+//                              FL2VA for 1-2 images, guides from 3); the keyframe rows 0.999 x0 + 0.001 noise, first in
+//                              the video rows and never stepped; dual-schedule Euler (video shift 12, audio shift 3);
+//                              progress, cancel and the runner's safe point per step
 //   视频解码                   unpatchify -> VideoVaeDecoder.frames() (tiled, chunked) streamed into the H.264 encoder
 //   音频解码                   audio rows -> [2, 32, Na] -> AudioVaeDecoder (32 kHz, one batch item per stereo channel)
 //   封装                       the writer finishes x264 and muxes AAC into a hidden temp sibling of the output
@@ -22,13 +26,18 @@ import { BadInputError, throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../catalog';
+import { copyInto } from '../../engine/ops/layout';
 import { commitFile, removeQuietly, tempSibling } from '../../media/files';
 import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
 import type { Pipeline, RunContext } from '../common/pipeline';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
-import { buildPackedSequence, resolveGeometry, TEXT_TAG, type Geometry } from './sequence';
+import type { Rgb8Image } from '../common/pil-resize';
+import { conditionRows, type HostLatents } from './conditions';
+import { encodeKeyframes, readKeyframes } from './keyframe-inputs';
+import { buildKeyframeSequence, MAX_KEYFRAMES } from './keyframes';
+import { resolveGeometry, TEXT_TAG, type Geometry } from './sequence';
 import { patchify, unpatchify } from './patchify';
 import { sampleH3, type H3SampleOptions } from './sampler';
 import { h3StepPlan } from './sigmas';
@@ -49,8 +58,10 @@ export interface VideoTask {
   height: number;
   /** On the 17k + 5 grid (the catalog's snapFrames). */
   frames: number;
-  /** Keyframe / reference images and voice / soundtrack clips (part 2: refused until built). */
+  /** Image files in request order: keyframes (mode i2v, 1 to 6) when imageMode is 'keyframe' (the default);
+   * reference pictures and voice / soundtrack clips are refused until built (issue 15). */
   images: string[];
+  imageMode?: 'keyframe' | 'reference';
   audios: string[];
   /** mp4, written through a temp name. */
   outputPath: string;
@@ -111,6 +122,9 @@ export interface H3PipelineOptions {
    * stereo channels (tests). */
   onSampled?(video: VideoLatents, audio: { data: Float32Array; shape: [number, number, number] }): void;
   onFrame?(frame: Float32Array, index: number): void;
+  /** Keyframe jobs: the prepared pictures [H, W, 3] (8-bit) and the conditioning rows [rows, 96] as uploaded and as
+   * read back after the last step (tests: the sampler must leave them unchanged). */
+  onKeyframes?(k: { pictures: Rgb8Image[]; latents: HostLatents[]; rows: Float32Array; after: Float32Array }): void;
   onAudio?(channels: Float32Array[], sampleRate: number): void;
 }
 
@@ -181,7 +195,8 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     if (!this.m || this.m.e.lost) await this.load(ctx);
     const m = this.m!;
     const { e, transformer } = m;
-    if (task.images.length || task.audios.length) throw new BadInputError('MiniMax H3: keyframes, reference images and audio inputs are not built yet (text to video only)');
+    checkInputs(task);
+    const count = task.images.length;
     const { width, height } = task;
     const geo = jobGeometry(task.frames, height, width, transformer.config.patchSize);
     const patch = transformer.config.patchSize;
@@ -208,6 +223,20 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       encoder?.free();
     }
 
+    // keyframes: pictures onto the frame, then the VAE encoder (its own load, freed before sampling)
+    let pictures: Rgb8Image[] = [];
+    let latents: HostLatents[] = [];
+    try {
+      if (count) {
+        pictures = await readKeyframes(task.images, width, height, ctx.signal);
+        latents = await encodeKeyframes(e, m.dirs.vae, pictures, { tiling: this.o.tiling, signal: ctx.signal });
+        this.trace('keyframes encoded');
+      }
+    } catch (err) {
+      text.free();
+      throw err;
+    }
+
     const tmp = tempSibling(task.outputPath);
     let writer: VideoWriter | null = null;
     const live: Tensor[] = [text];
@@ -218,7 +247,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     try {
       throwIfCancelled(ctx.signal);
       ctx.stage(STAGE.sample);
-      const packed = buildPackedSequence({
+      const packed = buildKeyframeSequence({
         textTags: new Uint8Array(ids.length).fill(TEXT_TAG),
         numLatentFrames: geo.numLatentFrames,
         latentHeight: geo.latentHeight,
@@ -226,7 +255,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         numAudioLatents: geo.numAudioLatents,
         patchSize: patch,
         audioChannels: 2,
-      });
+      }, count);
       const seq = transformer.prepare(packed);
       const C = transformer.config.inChannels;
       const A = transformer.config.audioInChannels;
@@ -235,8 +264,23 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         throw new RangeError('MiniMax H3: the given noise does not fit the job\'s latent geometry');
       }
       const lat = e.upload(noise.video, [1, C, geo.numLatentFrames, geo.latentHeight, geo.latentWidth], 'f32', 'h3 video noise');
-      const video = patchify(e, lat, patch);
+      const target = patchify(e, lat, patch); // [nv, C * 4]
       lat.free();
+      // video rows [nc + nv, C * 4]: the keyframes' conditioning rows first (packed order), then the target's
+      const nc = packed.numConditionVideoRows;
+      const nv = target.shape[0]!;
+      const rowWidth = target.shape[1]!;
+      const rows = count ? conditionRows(latents, keyframeNoises(task.seed, latents), patch) : new Float32Array(0);
+      if (rows.length !== nc * rowWidth) throw new Error(`MiniMax H3: ${rows.length / rowWidth} keyframe rows for the sequence's ${nc}`);
+      let video = target;
+      if (nc) {
+        video = e.empty([nc + nv, rowWidth], 'f32', 'h3 video rows');
+        const cond = e.upload(rows, [nc, rowWidth], 'f32', 'h3 keyframe rows');
+        copyInto(e, cond, video.slice(0, 0, nc));
+        copyInto(e, target, video.slice(0, nc, nc + nv));
+        cond.free();
+        target.free();
+      }
       live.push(video);
       const audio = e.upload(audioRows(noise.audio, 2, A, geo.numAudioLatents), [2 * geo.numAudioLatents, A], 'f32', 'h3 audio noise');
       live.push(audio);
@@ -265,10 +309,22 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       drop(text);
       const audioHost = channelsFromRows(await e.read(audio), 2, A, geo.numAudioLatents);
       drop(audio);
-      const latents = unpatchify(e, video, C, [geo.numLatentFrames, geo.latentHeight, geo.latentWidth], patch);
-      drop(video);
-      const videoHost: VideoLatents = { data: await e.read(latents), shape: [C, geo.numLatentFrames, geo.latentHeight, geo.latentWidth] };
-      latents.free();
+      if (nc && this.o.onKeyframes) {
+        const after = (await e.read(video)).slice(0, nc * rowWidth);
+        this.o.onKeyframes({ pictures, latents, rows, after });
+      }
+      // the conditioning rows are dropped (never decoded); a fresh tensor for the generated ones
+      let generated = video;
+      if (nc) {
+        generated = e.empty([nv, rowWidth], 'f32', 'h3 generated rows');
+        live.push(generated);
+        copyInto(e, video.slice(0, nc, nc + nv), generated);
+        drop(video);
+      }
+      const sampled = unpatchify(e, generated, C, [geo.numLatentFrames, geo.latentHeight, geo.latentWidth], patch);
+      drop(generated);
+      const videoHost: VideoLatents = { data: await e.read(sampled), shape: [C, geo.numLatentFrames, geo.latentHeight, geo.latentWidth] };
+      sampled.free();
       this.o.onSampled?.(videoHost, { data: audioHost, shape: [2, A, geo.numAudioLatents] });
       throwIfCancelled(ctx.signal);
 
@@ -320,6 +376,13 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       m.transformer.free();
     }
   }
+}
+
+/** What the pipeline runs: text alone, or 1 to 6 keyframes (image_mode keyframe); the rest of part 2 is refused. */
+export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios'>): void {
+  if (task.audios.length) throw new BadInputError('MiniMax H3: voices and soundtracks (audios) are not built yet; keyframes (image_mode keyframe) are');
+  if (task.images.length && (task.imageMode ?? 'keyframe') !== 'keyframe') throw new BadInputError('MiniMax H3: reference pictures (image_mode reference) are not built yet; keyframes (image_mode keyframe) are');
+  if (task.images.length > MAX_KEYFRAMES) throw new BadInputError(`MiniMax H3: ${task.images.length} keyframes given, at most ${MAX_KEYFRAMES}`);
 }
 
 /** The job's latent geometry; its frame count must already be on the 17k + 5 grid (the service snaps it). */
@@ -391,6 +454,16 @@ export function h3Noise(seed: number, geo: Geometry, videoChannels: number, audi
     video: gaussianNoise(seed, 0, videoChannels * geo.numLatentFrames * geo.latentHeight * geo.latentWidth),
     audio: gaussianNoise(seed, 1, 2 * audioChannels * geo.numAudioLatents),
   };
+}
+
+/**
+ * The 0.001 share of noise in each keyframe's conditioning rows, [C, 1, h, w] like its latents: Kiln's own seeded
+ * stream 2 + i for keyframe i (video noise is stream 0, audio 1). Kiln's choice where upstreams differ
+ * (h3-conditioning.md 7.1; docs/models/minimax-h3.md "Keyframes in the service"): the target noise is not torch's
+ * anyway, and separate streams leave it the same as a text-only job of the same seed.
+ */
+export function keyframeNoises(seed: number, latents: readonly HostLatents[]): Float32Array[] {
+  return latents.map((l, i) => gaussianNoise(seed, 2 + i, l.data.length));
 }
 
 /** Audio latents [N, A, T] -> transformer rows [N * T, A] (channel-major: row c * T + t). */

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { MAX_STEPS } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
+import { MAX_KEYFRAMES } from '../../models/minimax_h3/keyframes';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Dirs, type VideoTask as ModelVideoTask } from '../../models/minimax_h3/pipeline';
 import { H3_PROFILE_NAMES, h3Profile, loadH3Transformer, type H3Profile, type H3TransformerFiles } from '../../models/minimax_h3/profiles';
 import { componentRoot, type ProfileWeights } from '../../weights';
@@ -21,7 +22,7 @@ const WORKING_BYTES = 8 * 2 ** 30;
 /** The protocol's task as the model pipeline's task. */
 export function videoTaskOf(t: VideoTask): ModelVideoTask {
   const p = t.params;
-  return { prompt: p.prompt, seed: p.seed, steps: p.steps, width: p.width, height: p.height, frames: p.frames, images: t.images, audios: t.audios, outputPath: t.output };
+  return { prompt: p.prompt, seed: p.seed, steps: p.steps, width: p.width, height: p.height, frames: p.frames, images: t.images, imageMode: p.image_mode, audios: t.audios, outputPath: t.output };
 }
 
 export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
@@ -42,7 +43,11 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
     kind: 'video',
     profile: profile.name,
     // a 1-step request runs one forward (the smallest grid, [1, 0])
-    accepts: { steps: { min: 1, max: MAX_STEPS }, images: 0, audios: 0, inputsNote: 'keyframes, reference pictures, voices and soundtracks are not built yet (MiniMax H3 part 2): text to video only' },
+    // keyframes (image_mode keyframe, 1 to 6 images) run; the rest of part 2 is refused at creation (issue 15)
+    accepts: {
+      steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: 0, imageModes: ['keyframe'], ttsText: false,
+      inputsNote: 'reference pictures, voices, soundtracks and tts_text are not built yet (MiniMax H3 part 2); text to video and keyframes (image_mode keyframe, 1 to 6 images) are',
+    },
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
