@@ -36,15 +36,21 @@ import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
 import type { Rgb8Image } from '../common/pil-resize';
 import { conditionRows, type HostLatents } from './conditions';
 import { encodeKeyframes, readKeyframes } from './keyframe-inputs';
+import { keyframeTextPlan } from './keyframe-text';
+import { H3VisionTextEncoder } from './text-encoder-vision';
 import { buildKeyframeSequence, MAX_KEYFRAMES } from './keyframes';
 import { resolveGeometry, TEXT_TAG, type Geometry } from './sequence';
 import { patchify, unpatchify } from './patchify';
 import { sampleH3, type H3SampleOptions } from './sampler';
+import { h3Noise, keyframeNoises } from './noise';
 import { h3StepPlan } from './sigmas';
 import { H3TextEncoder, H3TextEncoderHost } from './text-encoder';
 import type { MiniMaxH3Transformer } from './transformer';
 import { openVideoVaeCheckpoint, parseVideoVaeConfig, VideoVaeDecoder, type VideoLatents, type VideoVaeDecodeOptions } from './video-vae';
 import { Checkpoint } from '../../engine/safetensors';
+
+/** The seeded noise of a job (noise.ts), here for the callers that import it with the pipeline. */
+export { gaussianNoise, h3Noise, keyframeNoises } from './noise';
 
 /** What one video job asks for (the GPU worker builds it from its task: src/worker/profiles/video.ts). */
 export interface VideoTask {
@@ -122,6 +128,8 @@ export interface H3PipelineOptions {
    * stereo channels (tests). */
   onSampled?(video: VideoLatents, audio: { data: Float32Array; shape: [number, number, number] }): void;
   onFrame?(frame: Float32Array, index: number): void;
+  /** The text encoder's input: token ids, per-row tags (vision rows VIDEO_TAG) and how many pictures it sees. */
+  onText?(t: { ids: readonly number[]; tags: Uint8Array; pictures: number }): void;
   /** Keyframe jobs: the prepared pictures [H, W, 3] (8-bit) and the conditioning rows [rows, 96] as uploaded and as
    * read back after the last step (tests: the sampler must leave them unchanged). */
   onKeyframes?(k: { pictures: Rgb8Image[]; latents: HostLatents[]; rows: Float32Array; after: Float32Array }): void;
@@ -203,14 +211,33 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
 
     // text: load the encoder, encode, free it before anything of the sampling is allocated
     ctx.stage(STAGE.loadTextEncoder);
-    const ids = H3TextEncoder.promptIds(m.tokenizer, task.prompt);
-    let encoder: H3TextEncoder | null = await this.textEncoderHost.load(e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
+    // keyframes onto the frame first: the text encoder may see them (keyframe-text.ts)
+    const pictures = count ? await readKeyframes(task.images, width, height, ctx.signal) : [];
+    const vision = await keyframeTextPlan(m.dirs.textEncoder, m.tokenizer, task.prompt, pictures);
+    const ids = vision ? vision.ids : H3TextEncoder.promptIds(m.tokenizer, task.prompt);
+    // per text row: TEXT_TAG, VIDEO_TAG inside a picture's vision block
+    const textTags = vision ? Uint8Array.from(vision.tags) : new Uint8Array(ids.length).fill(TEXT_TAG);
+    this.o.onText?.({ ids, tags: textTags, pictures: vision?.images.length ?? 0 });
+    let encoder: { encode(): Tensor; free(): void } | null = null;
+    if (vision) {
+      // the tower beside the decoder, read from the checkpoint for this job (no host copy yet: docs "Left")
+      const ckpt = await Checkpoint.open(m.dirs.textEncoder);
+      try {
+        const v = await H3VisionTextEncoder.load(e, ckpt, vision.config, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
+        encoder = { encode: () => v.encode(ids, vision.images), free: () => v.free() };
+      } finally {
+        await ckpt.close();
+      }
+    } else {
+      const t = await this.textEncoderHost.load(e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
+      encoder = { encode: () => t.encode(ids), free: () => t.free() };
+    }
     let text: Tensor;
     try {
       this.trace('text encoder loaded');
       throwIfCancelled(ctx.signal);
       ctx.stage(STAGE.encode);
-      const embeds = encoder.encode(ids);
+      const embeds = encoder.encode();
       encoder.free();
       encoder = null;
       this.trace('text encoder freed');
@@ -223,12 +250,10 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       encoder?.free();
     }
 
-    // keyframes: pictures onto the frame, then the VAE encoder (its own load, freed before sampling)
-    let pictures: Rgb8Image[] = [];
+    // keyframes: the VAE encoder (its own load, freed before sampling)
     let latents: HostLatents[] = [];
     try {
       if (count) {
-        pictures = await readKeyframes(task.images, width, height, ctx.signal);
         latents = await encodeKeyframes(e, m.dirs.vae, pictures, { tiling: this.o.tiling, signal: ctx.signal });
         this.trace('keyframes encoded');
       }
@@ -248,7 +273,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       throwIfCancelled(ctx.signal);
       ctx.stage(STAGE.sample);
       const packed = buildKeyframeSequence({
-        textTags: new Uint8Array(ids.length).fill(TEXT_TAG),
+        textTags,
         numLatentFrames: geo.numLatentFrames,
         latentHeight: geo.latentHeight,
         latentWidth: geo.latentWidth,
@@ -412,58 +437,6 @@ async function loadAudioVae(e: Engine, dir: string): Promise<AudioVaeDecoder> {
   } finally {
     await ckpt.close();
   }
-}
-
-// ---- seeded noise ----
-
-/**
- * Standard normal values, a pure function of (seed, stream, index): a 32-bit integer hash of the three (murmur3's
- * finaliser over a splitmix-style counter) gives two uniforms per pair of values, Box-Muller gives the normals.
- * The same seed reproduces the clip on any machine; torch's Philox stream is not reproduced (upstream's noise for
- * a seed is not ours).
- */
-export function gaussianNoise(seed: number, stream: number, n: number): Float32Array {
-  const out = new Float32Array(n);
-  const s = seed >>> 0;
-  const base = mix32((s ^ Math.imul(stream + 1, 0x9e3779b9)) >>> 0);
-  for (let i = 0; i < n; i += 2) {
-    const a = mix32((base + Math.imul(i, 0x85ebca6b)) >>> 0);
-    const b = mix32((a ^ 0x27d4eb2f) + i + 1);
-    const u1 = (a + 1) / 4294967297; // (0, 1): log is finite
-    const u2 = b / 4294967296;
-    const r = Math.sqrt(-2 * Math.log(u1));
-    out[i] = r * Math.cos(2 * Math.PI * u2);
-    if (i + 1 < n) out[i + 1] = r * Math.sin(2 * Math.PI * u2);
-  }
-  return out;
-}
-
-function mix32(x: number): number {
-  let h = x >>> 0;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
-
-/** The initial latents of a job: video [C, F, h, w] (stream 0) and audio [2, A, Na] (stream 1), both N(0, 1). */
-export function h3Noise(seed: number, geo: Geometry, videoChannels: number, audioChannels: number): { video: Float32Array; audio: Float32Array } {
-  return {
-    video: gaussianNoise(seed, 0, videoChannels * geo.numLatentFrames * geo.latentHeight * geo.latentWidth),
-    audio: gaussianNoise(seed, 1, 2 * audioChannels * geo.numAudioLatents),
-  };
-}
-
-/**
- * The 0.001 share of noise in each keyframe's conditioning rows, [C, 1, h, w] like its latents: Kiln's own seeded
- * stream 2 + i for keyframe i (video noise is stream 0, audio 1). Kiln's choice where upstreams differ
- * (h3-conditioning.md 7.1; docs/models/minimax-h3.md "Keyframes in the service"): the target noise is not torch's
- * anyway, and separate streams leave it the same as a text-only job of the same seed.
- */
-export function keyframeNoises(seed: number, latents: readonly HostLatents[]): Float32Array[] {
-  return latents.map((l, i) => gaussianNoise(seed, 2 + i, l.data.length));
 }
 
 /** Audio latents [N, A, T] -> transformer rows [N * T, A] (channel-major: row c * T + t). */
