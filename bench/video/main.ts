@@ -1,5 +1,5 @@
 // npm run bench:video [-- --layers N] [--width-div K] [--cases 480p:5,768p:10] [--aspect 16:9] [--text-tokens N] [--steps N]
-//                     [--no-int8] [--vae-layers N] [--audio-seconds S] [--skip-transformer|--skip-vae|--skip-audio]
+//                     [--keyframes N] [--no-int8] [--vae-layers N] [--audio-seconds S] [--skip-transformer|--skip-vae|--skip-audio]
 // MiniMax H3 at the released sizes (test/fixtures/golden/minimax_h3/configs/transformer.json, video_vae/real-config.json,
 // bench/video/configs/audio_vae.json) with random weights made in memory (SyntheticCheckpoint + WeightSynth, f16 source
 // values; the DiT's linears int8 per output channel unless --no-int8), through the service's loaders, packed sequence, sampler
@@ -11,6 +11,10 @@
 //                      extrapolated by its clip x tile count (tiles are independent and equal in cost)
 //   audio VAE decode   the case's stereo latents (or --audio-seconds) to 32 kHz
 //   peak GPU memory    the pool's peak bytes in use after each phase (weights included; phases run in order)
+//   --keyframes N      a keyframe job's longer sequence (keyframes.ts: N latent frames of conditioning rows; with 1-2
+//                      also their vision blocks in the text, (H/32)(W/32) pads + 2 + ~6 label tokens each), and the
+//                      video VAE encoder (f32, released tiling) on one keyframe at each case's size (--encoder-div K:
+//                      its channels / K; --skip-vae-encoder)
 // --layers N keeps N of the 50 blocks (lavapipe: 1, with small --cases such as 352p:1); --vae-layers N keeps N of
 // the 36 ViT blocks (the decode then takes about N/36 of the blocks' share); --width-div K divides the DiT's widths
 // (lavapipe cannot bind the released adaln_proj / FFN matrices: 128 MiB per binding).
@@ -22,12 +26,18 @@ import { WeightSynth } from '../../src/models/common/random-weights';
 import { SyntheticCheckpoint } from '../../src/models/common/synthetic-checkpoint';
 import { AudioVaeDecoder, parseAudioVaeConfig } from '../../src/models/minimax_h3/audio-vae';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
-import { buildPackedSequence, resolveGeometry, TEXT_TAG, type Geometry } from '../../src/models/minimax_h3/sequence';
+import { buildKeyframeSequence } from '../../src/models/minimax_h3/keyframes';
+import { imageTokenCount } from '../../src/models/minimax_h3/presentation';
+import { resolveGeometry, TEXT_TAG, VIDEO_TAG, type Geometry } from '../../src/models/minimax_h3/sequence';
+import { copyInto } from '../../src/engine/ops/layout';
 import { patchify } from '../../src/models/minimax_h3/patchify';
 import { audioRows, gaussianNoise, h3Noise } from '../../src/models/minimax_h3/pipeline';
 import { sampleH3 } from '../../src/models/minimax_h3/sampler';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
-import { decodePlan, parseVideoVaeConfig, RELEASED_TILING, splitTiles, VideoVaeDecoder } from '../../src/models/minimax_h3/video-vae';
+import { decodePlan, normalizePixels, parseVideoVaeConfig, RELEASED_TILING, splitTiles, VideoVaeDecoder, VideoVaeEncoder } from '../../src/models/minimax_h3/video-vae';
+
+/** "<Picture i>: " in the released tokenizer, about (the vision block's rows dominate). */
+const PICTURE_LABEL_TOKENS = 6;
 
 const args = process.argv.slice(2);
 const arg = (name: string) => {
@@ -71,6 +81,7 @@ async function main(): Promise<void> {
   const cases = parseCases(arg('--cases') ?? '480p:5,768p:10', arg('--aspect') ?? '16:9');
   const textTokens = Number(arg('--text-tokens') ?? 128);
   const steps = Number(arg('--steps') ?? 1);
+  const keyframes = Number(arg('--keyframes') ?? 0);
 
   const e = await Engine.create({ allowSoftware: true });
   const d = e.describe();
@@ -90,18 +101,34 @@ async function main(): Promise<void> {
     console.log(`transformer load: ${fmt(now() - t0)} (random weights made and uploaded), ${gib(weights)} on the GPU (${gib((weights / Math.max(1, layers)) * full.numLayers)} at ${full.numLayers} blocks, approx.)`);
     for (const c of cases) {
       const { geo } = c;
-      const packed = buildPackedSequence({
-        textTags: new Uint8Array(textTokens).fill(TEXT_TAG), numLatentFrames: geo.numLatentFrames, latentHeight: geo.latentHeight,
+      // FL2VA (1-2 keyframes) shows the pictures to the text encoder: their vision blocks lead the text rows
+      const visionRows = keyframes >= 1 && keyframes <= 2 ? keyframes * (imageTokenCount(c.height, c.width) + 2 + PICTURE_LABEL_TOKENS) : 0;
+      const textRows = textTokens + visionRows;
+      const textTags = new Uint8Array(textRows).fill(TEXT_TAG).fill(VIDEO_TAG, 0, visionRows);
+      const packed = buildKeyframeSequence({
+        textTags, numLatentFrames: geo.numLatentFrames, latentHeight: geo.latentHeight,
         latentWidth: geo.latentWidth, numAudioLatents: geo.numAudioLatents, patchSize: config.patchSize,
-      });
+      }, keyframes);
       const seq = model.prepare(packed);
-      const embeds = e.upload(gaussianNoise(3, 2, textTokens * config.textDim), [1, textTokens, config.textDim], dtype, 'bench text');
+      const embeds = e.upload(gaussianNoise(3, 2, textRows * config.textDim), [1, textRows, config.textDim], dtype, 'bench text');
       const text = model.encodeText(embeds);
       embeds.free();
       const noise = h3Noise(1, geo, config.inChannels, config.audioInChannels);
       const lat = e.upload(noise.video, [1, config.inChannels, geo.numLatentFrames, geo.latentHeight, geo.latentWidth], 'f32');
-      const video = patchify(e, lat, config.patchSize);
+      let video = patchify(e, lat, config.patchSize);
       lat.free();
+      const nc = packed.numConditionVideoRows;
+      if (nc) {
+        // the keyframes' conditioning rows ahead of the target's (values do not matter for the timing)
+        const [nv, width] = video.shape as [number, number];
+        const rows = e.empty([nc + nv, width], 'f32', 'bench video rows');
+        const cond = e.upload(gaussianNoise(6, 2, nc * width), [nc, width], 'f32');
+        copyInto(e, cond, rows.slice(0, 0, nc));
+        copyInto(e, video, rows.slice(0, nc, nc + nv));
+        cond.free();
+        video.free();
+        video = rows;
+      }
       const audio = e.upload(audioRows(noise.audio, 2, config.audioInChannels, geo.numAudioLatents), [2 * geo.numAudioLatents, config.audioInChannels], 'f32');
       try {
         t0 = now();
@@ -119,7 +146,8 @@ async function main(): Promise<void> {
           },
         });
         const step = times.reduce((a, b) => a + b, 0) / times.length;
-        console.log(`${c.label} (${c.width}x${c.height}, ${geo.numFrames} frames): ${packed.length} rows (${textTokens} text, ${2 * geo.numAudioLatents} audio, ${packed.videoIndices.length} video); warm-up ${fmt(warm)}; step ${fmt(step)} (mean of ${times.length}); peak ${peak()}`);
+        const kf = keyframes ? `, ${keyframes} keyframes: ${nc} conditioning video rows, ${visionRows} vision rows in the text` : '';
+        console.log(`${c.label} (${c.width}x${c.height}, ${geo.numFrames} frames${kf}): ${packed.length} rows (${textRows} text, ${2 * geo.numAudioLatents} audio, ${packed.videoIndices.length} video); warm-up ${fmt(warm)}; step ${fmt(step)} (mean of ${times.length}); peak ${peak()}`);
         if (layers < full.numLayers && layers > 0) {
           // a step without blocks: the same sampler step on a copy of the model with none (shares the weights)
           const bare = Object.create(model, { transformer_blocks: { value: [] } }) as MiniMaxH3Transformer;
@@ -160,6 +188,25 @@ async function main(): Promise<void> {
       console.log(`${c.label}: ${clips} clips x ${tiles} tiles -> decode ~${fmt(perTile * clips * tiles)} (extrapolated)`);
     }
     vae.free();
+  }
+
+  if (keyframes > 0 && !has('--skip-vae-encoder')) {
+    // the keyframe path's encoder: loaded for the job in f32 (upstream pins it), one frame per picture, tiled;
+    // --encoder-div K divides its channels (lavapipe: the released widths take minutes per frame)
+    const raw = json('test/fixtures/golden/minimax_h3/video_vae/real-config.json');
+    const div = Number(arg('--encoder-div') ?? 1);
+    const cfg = { ...raw, block_out_channels: (raw.block_out_channels as number[]).map((n) => n / div) };
+    const ckpt = new SyntheticCheckpoint({ label: 'random vae encoder', dtype: 'F16', fill: synth.fill });
+    const before = e.pool.stats().inUseBytes;
+    const enc = await VideoVaeEncoder.load(e, ckpt.checkpoint, cfg);
+    console.log(`video VAE encoder: channels ${(cfg.block_out_channels as number[]).join('/')}, f32, ${gib(e.pool.stats().inUseBytes - before)} on the GPU`);
+    for (const c of cases) {
+      const px = { data: Float32Array.from({ length: 3 * c.height * c.width }, (_, i) => (i * 7919) % 256), shape: [3, 1, c.height, c.width] as const };
+      const t0 = now();
+      const m = await enc.encode(normalizePixels(px));
+      console.log(`one ${c.width}x${c.height} keyframe -> moments [${m.shape.join(', ')}]: ${fmt(now() - t0)} (x ${keyframes} keyframes per job); peak ${peak()}`);
+    }
+    enc.free();
   }
 
   if (!has('--skip-audio')) {
