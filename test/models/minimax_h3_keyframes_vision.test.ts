@@ -5,23 +5,24 @@
 // tokens over the pads, and the job runs to its mp4; with 3 keyframes (guides, not shown to the text encoder
 // upstream) and on the plain demo checkpoint (no tower) the prompt is encoded alone.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { writeJsonFile } from '../../src/common/json-file';
 import type { Engine } from '../../src/engine/engine';
-import { writeShardedSafetensors, shardBytesFor } from '../../src/engine/safetensors';
+import { Checkpoint, writeShardedSafetensors, shardBytesFor } from '../../src/engine/safetensors';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { WeightSynth } from '../../src/models/common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../../src/models/common/synthetic-checkpoint';
 import { demoTextEncoderConfig, planDemoH3 } from '../../src/models/minimax_h3/demo';
-import { visionTower } from '../../src/models/minimax_h3/keyframe-text';
+import { keyframeTextPlan, visionTower } from '../../src/models/minimax_h3/keyframe-text';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type VideoTask } from '../../src/models/minimax_h3/pipeline';
 import { fl2vaPresentation } from '../../src/models/minimax_h3/presentation';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { TEXT_TAG, VIDEO_TAG } from '../../src/models/minimax_h3/sequence';
+import { H3TextEncoderHost } from '../../src/models/minimax_h3/text-encoder';
 import { H3VisionTextEncoder } from '../../src/models/minimax_h3/text-encoder-vision';
 import { TextTokenizer } from '../../src/models/tokenizer';
 import { demoTokenizerInfo } from '../../src/models/tokenizer/demo';
@@ -125,6 +126,7 @@ describe('MiniMax H3 keyframes with a text encoder that has the vision tower', (
         assert.equal([...seenText!.tags].filter((x) => x === VIDEO_TAG).length, n * (PADS + 2), 'each vision block (start, pads, end) is tagged video');
         assert.equal(rowsSeen, n * (H / 32) * (W / 32));
         assert.equal(countVideoFrames(t.outputPath), FRAMES);
+        assert.ok(p.textEncoderHostBytes > 0, 'the decoder came from the host copy');
       }
       seenText = null;
       await p.run(task('v3', 3), ctx());
@@ -133,6 +135,32 @@ describe('MiniMax H3 keyframes with a text encoder that has the vision tower', (
       assert.ok([...seenText!.tags].every((x) => x === TEXT_TAG));
     } finally {
       await p.unload();
+    }
+  });
+
+  test('the decoder from the host copy plus the tower (withText) encodes a presentation as a load from the file does', async () => {
+    const te = h3DirsFromRoot(vision).textEncoder;
+    const config = JSON.parse(readFileSync(join(te, 'config.json'), 'utf8')) as Record<string, unknown>;
+    const tok = await TextTokenizer.fromDir(h3DirsFromRoot(vision).tokenizer);
+    const pic = { width: W, height: H, channels: 3, data: Uint8Array.from({ length: W * H * 3 }, (_, i) => (i * 31) % 251) };
+    const plan = (await keyframeTextPlan(te, tok, 'a boat at dawn', [pic, pic]))!;
+    const ckpt = await Checkpoint.open(te);
+    const host = new H3TextEncoderHost();
+    const fromFile = await H3VisionTextEncoder.load(e, ckpt, config, { dtype: 'f32' });
+    const fromHost = await H3VisionTextEncoder.withText(e, await host.load(e, te, { dtype: 'f32' }), ckpt, config, { dtype: 'f32' });
+    try {
+      const a = fromFile.encode(plan.ids, plan.images);
+      const b = fromHost.encode(plan.ids, plan.images);
+      const [x, y] = [await e.read(a), await e.read(b)];
+      a.free();
+      b.free();
+      assert.equal(x.length, plan.ids.length * 32);
+      assert.deepEqual(y, x, 'the same weights, the same embeddings');
+    } finally {
+      fromFile.free();
+      fromHost.free();
+      host.drop();
+      await ckpt.close();
     }
   });
 

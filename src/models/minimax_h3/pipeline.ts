@@ -218,19 +218,22 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     // per text row: TEXT_TAG, VIDEO_TAG inside a picture's vision block
     const textTags = vision ? Uint8Array.from(vision.tags) : new Uint8Array(ids.length).fill(TEXT_TAG);
     this.o.onText?.({ ids, tags: textTags, pictures: vision?.images.length ?? 0 });
-    let encoder: { encode(): Tensor; free(): void } | null = null;
+    const t = await this.textEncoderHost.load(e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
+    let encoder: { encode(): Tensor; free(): void } | null = { encode: () => t.encode(ids), free: () => t.free() };
     if (vision) {
-      // the tower beside the decoder, read from the checkpoint for this job (no host copy yet: docs "Left")
-      const ckpt = await Checkpoint.open(m.dirs.textEncoder);
+      // the decoder from the host copy as for text, the tower read from the checkpoint for this job (docs "Left")
       try {
-        const v = await H3VisionTextEncoder.load(e, ckpt, vision.config, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
-        encoder = { encode: () => v.encode(ids, vision.images), free: () => v.free() };
-      } finally {
-        await ckpt.close();
+        const ckpt = await Checkpoint.open(m.dirs.textEncoder);
+        try {
+          const v = await H3VisionTextEncoder.withText(e, t, ckpt, vision.config, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
+          encoder = { encode: () => v.encode(ids, vision.images), free: () => v.free() };
+        } finally {
+          await ckpt.close();
+        }
+      } catch (err) {
+        t.free();
+        throw err;
       }
-    } else {
-      const t = await this.textEncoderHost.load(e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
-      encoder = { encode: () => t.encode(ids), free: () => t.free() };
     }
     let text: Tensor;
     try {

@@ -40,6 +40,17 @@ export class H3VisionTextEncoder {
     }
   }
 
+  /**
+   * The tower loaded from `ckpt` beside an already loaded decoder (H3TextEncoderHost's, so a keyframe job reuses the
+   * host copy of the 50 layers and reads only the tower's tensors). The result owns both: free() frees the decoder's
+   * GPU weights too.
+   */
+  static async withText(e: Engine, text: H3TextEncoder, ckpt: Checkpoint, configJson: Record<string, unknown>, o: Pick<H3VisionTextEncoderOptions, 'dtype' | 'int8' | 'visionPrefix'> = {}): Promise<H3VisionTextEncoder> {
+    const vision = parseQwen3VlVisionConfig(configJson, `${ckpt.path} config`);
+    const tower = await Qwen3VlVisionModel.load(e, ckpt, vision, { dtype: o.dtype ?? 'f16', int8: o.int8, prefix: o.visionPrefix ?? vision.keyPrefix });
+    return new H3VisionTextEncoder(e, text, tower, vision);
+  }
+
   /** prompt_embeds (1, L, hidden): hidden_states[layer] of the presentation `ids` with `images` in pad order. */
   encode(ids: readonly number[], images: readonly VisionInput[]): Tensor {
     if (images.length === 0) return this.text.encode(ids);
@@ -54,7 +65,7 @@ export class H3VisionTextEncoder {
     const vis = this.tower.forward(images);
     let x: Tensor | null = null;
     try {
-      x = model.embed(ids); // (1, L, hidden)
+      x = this.text.embed(ids); // (1, L, hidden)
       const flat = x.reshape([ids.length, x.shape[2]!]);
       let j = 0;
       while (j < rows.length) {

@@ -93,6 +93,11 @@ export class H3TextEncoder {
     }
   }
 
+  /** The token embeddings (1, L, hidden) of `ids`: the model's embed_tokens, or the borrowed host table's rows. */
+  embed(ids: ArrayLike<number>): Tensor {
+    return this.embedTokens ? this.embedTokens.lookup(ids, [1, ids.length]) : this.model.embed(ids);
+  }
+
   /** Tokenizes and encodes a T2VA prompt. */
   encodePrompt(tokenizer: PromptTokenizer, prompt: string): Tensor {
     return this.encode(H3TextEncoder.promptIds(tokenizer, prompt));
