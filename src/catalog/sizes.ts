@@ -66,6 +66,26 @@ export function referenceProblem(label: string, res: string, outW: number, outH:
   return `${label}: a ${srcW}x${srcH} picture is scaled to ${width}x${height} for the model, more than ${REFERENCE_MAX_ASPECT} times ${how}, which it cannot take; crop it closer to square`;
 }
 
+/**
+ * The size a keyframe is scaled to before its centre crop onto a video frame of frameW x frameH (MiniMax H3's
+ * cover rule, diffusers MiniMaxH3ResizeStep: scale = max(W / w, H / h), sides Python-rounded, at least the frame).
+ */
+export function keyframeCoverSize(srcW: number, srcH: number, frameW: number, frameH: number): { width: number; height: number } {
+  const scale = Math.max(frameW / srcW, frameH / srcH);
+  return { width: Math.max(frameW, pythonRound(srcW * scale)), height: Math.max(frameH, pythonRound(srcH * scale)) };
+}
+
+/** Most pixels a keyframe may be scaled to before its crop (a sliver 8000 x 10 would be 99 MP onto 608 x 352; the
+ * resampler runs on the worker's CPU): the input pixel cap, 8192 x 8192. */
+export const KEYFRAME_MAX_COVER_PIXELS = 8192 * 8192;
+
+/** Why a keyframe cannot be put onto the frame, or undefined. */
+export function keyframeProblem(label: string, frameW: number, frameH: number, srcW: number, srcH: number): string | undefined {
+  const { width, height } = keyframeCoverSize(srcW, srcH, frameW, frameH);
+  if (width * height <= KEYFRAME_MAX_COVER_PIXELS) return undefined;
+  return `${label}: a ${srcW}x${srcH} picture would be scaled to ${width}x${height} to cover the ${frameW}x${frameH} frame before its crop, over ${KEYFRAME_MAX_COVER_PIXELS / 1e6 | 0} megapixels; crop it closer to the frame's aspect`;
+}
+
 /** Smallest whole-number ratio, e.g. 1280x720 -> "16:9". */
 export function aspectOf(w: number, h: number): string {
   const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { CLIP_SECONDS } from '../catalog';
+import { CLIP_SECONDS, keyframeProblem } from '../catalog';
+import { BadInputError } from '../common/errors';
 import { draftVideo, checkTimeout, VideoRequest } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
 import { JobsService } from '../jobs/jobs.service';
@@ -19,7 +20,14 @@ export class VideoService {
     const timeout = checkTimeout(req.timeout, 600);
     this.jobs.admit(req.callback_url);
     const [images, audios] = await inputs.load();
-    await this.jobs.probeImages(images);
+    const probed = await this.jobs.probeImages(images);
+    if (d.image_mode === 'keyframe') {
+      // the cover scale before the crop is bounded (a sliver of a picture would be scaled to hundreds of megapixels)
+      probed.forEach((p, i) => {
+        const problem = keyframeProblem(images[i]!.label, d.width, d.height, p.width, p.height);
+        if (problem) throw new BadInputError(problem);
+      });
+    }
     await this.jobs.checkAudioLengths(audios, CLIP_SECONDS.video);
     const job = await this.jobs.submit(
       {

@@ -1,8 +1,9 @@
 // Keyframe video jobs (image_mode keyframe, mode i2v) through the real app on the demo MiniMax H3 checkpoint: 1 image
 // by POST /api/v1/generate (data URI), 2 by multipart POST /api/jobs, 3 (guides) by /api/v1/generate; each runs to an
 // mp4 with H.264 at the job's size and frame count, 24 fps, and a stereo 32 kHz AAC track, and the job says mode i2v
-// and its image_count. Refused at creation with a 400, nothing stored: 7 images, a file that is not an image, and the
-// parts of issue 15 not built yet (image_mode reference, audios, tts_text), each naming what is not built.
+// and its image_count. Refused at creation with a 400, nothing stored: 7 images, a file that is not an image, a sliver
+// whose cover scale onto the frame would pass 67 megapixels, and the parts of issue 15 not built yet (image_mode
+// reference, audios, tts_text), each naming what is not built.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -86,9 +87,11 @@ describe('keyframe video jobs through the API (demo weights)', () => {
   test('refused with a 400 before anything is queued: 7 images, a non-image, and what is not built yet', async () => {
     const before = (await t.http.get('/api/jobs').set(auth)).body.length;
     const img = dataUri('image/png', pics[0]!);
+    const sliver = await sharp({ create: { width: 8000, height: 10, channels: 3, background: { r: 9, g: 99, b: 199 } } }).png().toBuffer();
     const cases: [object, RegExp][] = [
       [{ images: pics.map((p) => dataUri('image/png', p)) }, /^too many images: 7 given, a video takes at most 6$/],
       [{ images: [img, dataUri('image/png', Buffer.from('this is not a picture'))] }, /^images\[1\]: /],
+      [{ images: [dataUri('image/png', sliver)] }, /^images\[0\]: a 8000x10 picture would be scaled to 281600x352 to cover the 608x352 frame before its crop, over 67 megapixels; crop it closer to the frame's aspect$/],
       [{ images: [img], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures, .* not built yet .*; no video profile can yet$/],
       [{ images: [img], audios: [dataUri('audio/wav', wavBytes(3))] }, /^audios: profile fastvid takes none yet: .*voices.* not built yet/],
       [{ audios: [dataUri('audio/wav', wavBytes(3))], tts_text: 'hello there' }, /^tts_text: profile fastvid cannot speak it yet/],

@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pilResizeLanczos, type Rgb8Image } from '../../src/models/common/pil-resize';
-import { prepareKeyframes, prepareReferenceImage, referenceImageSize, resolveCanvasSize } from '../../src/models/minimax_h3/image-prep';
+import { keyframeProblem } from '../../src/catalog';
+import { coverCrop, prepareFrameKeyframes, prepareKeyframes, prepareReferenceImage, referenceImageSize, resolveCanvasSize } from '../../src/models/minimax_h3/image-prep';
 import { goldenTests, type GoldenCase } from './golden';
 
 async function image(c: GoldenCase, kind: 'input' | 'output', i: number): Promise<Rgb8Image> {
@@ -38,6 +39,22 @@ goldenTests('minimax_h3', 'image_prep', async (c) => {
   } else {
     expectPixels(pilResizeLanczos(inputs[0]!, cfg.width as number, cfg.height as number), wants[0]!, 'resize');
   }
+});
+
+test('service keyframes: every image cover-cropped onto the job frame as the last-keyframe rule; a cover past 8192^2 pixels refused', () => {
+  const img = (w: number, h: number): Rgb8Image => ({ width: w, height: h, channels: 3, data: Uint8Array.from({ length: w * h * 3 }, (_, i) => (i * 13) % 256) });
+  const [a, b] = prepareFrameKeyframes([img(150, 100), img(40, 90)], 96, 64);
+  assert.deepEqual([a!.width, a!.height, b!.width, b!.height], [96, 64, 96, 64]);
+  // the first keyframe too is cover-cropped (not stretched as diffusers does onto its own canvas): the same pixels as
+  // the last-keyframe rule, which the golden checks against diffusers
+  assert.deepEqual(a, coverCrop(img(150, 100), 96, 64));
+  assert.deepEqual(prepareKeyframes([img(96, 64), img(150, 100)], { height: 64, width: 96 }).keyframes[1], a);
+  const same = img(96, 64);
+  assert.deepEqual(prepareFrameKeyframes([same], 96, 64)[0], same, 'a picture of the frame size is copied as it is');
+  // 8000 x 10 onto 608 x 352: scaled by 35.2 to 281600 x 352 = 99 MP
+  assert.throws(() => coverCrop(img(8000, 10), 608, 352), /8000x10 would be scaled to 281600x352/);
+  assert.match(keyframeProblem('images[0]', 608, 352, 8000, 10)!, /^images\[0\]: a 8000x10 picture would be scaled to 281600x352 to cover the 608x352 frame/);
+  assert.equal(keyframeProblem('images[0]', 608, 352, 4000, 10), undefined, '49.6 MP is within the cap');
 });
 
 test('canvas rule at the released sizes: 16:9 -> 768 x 1344, portrait and square, the area cap, the aspect limits', () => {

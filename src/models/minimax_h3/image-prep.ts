@@ -7,6 +7,7 @@
 //   keyframes   the first is stretched onto the canvas; a second (last) is scaled to cover it (sides rounded) and
 //               centre-cropped at ((w - W) // 2, (h - H) // 2)
 //   references  an image is scaled so its short edge is 2048 (upscaling too, no area cap), sides rounded to 32
+import { KEYFRAME_MAX_COVER_PIXELS, keyframeCoverSize } from '../../catalog';
 import { pythonRound } from '../../common/python-round';
 import { cropImage, pilResizeLanczos, type Rgb8Image } from '../common/pil-resize';
 
@@ -55,9 +56,8 @@ export function prepareKeyframes(images: readonly Rgb8Image[], canvas?: { height
  * centre-cropped at ((w - W) // 2, (h - H) // 2). An image already of that size is copied as it is. */
 export function coverCrop(img: Rgb8Image, width: number, height: number): Rgb8Image {
   if (img.width === width && img.height === height) return { ...img, data: Uint8Array.from(img.data) };
-  const scale = Math.max(width / img.width, height / img.height);
-  const rw = Math.max(width, pythonRound(img.width * scale));
-  const rh = Math.max(height, pythonRound(img.height * scale));
+  const { width: rw, height: rh } = keyframeCoverSize(img.width, img.height, width, height);
+  if (rw * rh > KEYFRAME_MAX_COVER_PIXELS) throw new RangeError(`keyframe: ${img.width}x${img.height} would be scaled to ${rw}x${rh} to cover ${width}x${height} (over ${KEYFRAME_MAX_COVER_PIXELS} pixels)`);
   const left = Math.max(0, Math.floor((rw - width) / 2));
   const top = Math.max(0, Math.floor((rh - height) / 2));
   return cropImage(pilResizeLanczos(img, rw, rh), left, top, width, height);
