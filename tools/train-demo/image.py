@@ -27,6 +27,10 @@ build and thread count give the same files). The transformer went through three 
 
 (The first transformer run encodes every prompt's picture once, about 10 minutes, into the work folder's latents.pt.)
 
+Flags for trying other transformers and sigma mixes (none in the committed recipe; what two such runs showed is in
+docs/models/demo.md): --layers / --heads / --head-dim (a fresh transformer of another width, RoPE axes 1:1.5:1.5),
+--sigmas mix | one, --lr. probe.py shows a checkpoint's x0 predictions per sigma.
+
 What is trained, and how (docs/models/demo.md):
   1. the VAE (encoder and decoder), on 64 x 64 crops of 128 x 128 and 256 x 256 pictures: L1 + MSE reconstruction
      and a small KL term; then its latents' per-channel mean and std over the data set become latents_mean /
@@ -154,10 +158,11 @@ def latent_set(vae: AutoencoderKLQwenImage21, table: list, size: int, copies: in
 
 
 def train_dit(pipe: QwenImage21Pipeline, sets: dict, steps: int, lr: float, batch: int, schedule: list[int],
-              snapshot=None, uniform=False, stop_after=None) -> list[float]:
+              snapshot=None, sigmas="high", stop_after=None) -> list[float]:
     """`sets`: size -> latents from latent_set (table order, copy-major); `schedule`: the size of each step, cycled;
     `snapshot(step)` every 400 steps (a run cut short still leaves weights); `stop_after`: leave after that many
-    steps (the lr schedule still spans `steps`); `uniform`: sigmas from uniform u (the first committed stage)."""
+    steps (the lr schedule still spans `steps`); `sigmas`: how u is drawn, "uniform", "high" (density 2u), "mix"
+    (every other sample each way) or "one" (sigma 1: pure noise in, E[x0 | text] out)."""
     trng = torch.Generator().manual_seed(SEED + 2)
     table = all_prompts()
     texts = [prompt_of(*p) for p in table]
@@ -185,7 +190,8 @@ def train_dit(pipe: QwenImage21Pipeline, sets: dict, steps: int, lr: float, batc
         # the model must pass its input through almost unchanged (v = n - E[x0 | text]), are seen often; with u
         # uniform a first run drew noise at sigma 1 and every sampled picture kept its blotches
         u = torch.rand(n, generator=trng)
-        u = u if uniform else 1 - (1 - u) ** 2
+        high = 1 - (1 - u) ** 2
+        u = {"uniform": u, "high": high, "one": torch.ones(n), "mix": torch.where(torch.arange(n) % 2 == 0, u, high)}[sigmas]
         s = shifted(u.clamp(1e-3, 1 - 1e-4), mu)
         xs = (1 - s[:, None, None]) * x0 + s[:, None, None] * noise
         # text: the pipeline's own embeddings of the batch (padded to its longest, with the mask), with gradients
@@ -222,7 +228,12 @@ def main():
     ap.add_argument("--dit-steps", type=int, default=1300)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--resume", action="store_true", help="--stage dit: start from the work folder's snapshot")
-    ap.add_argument("--sigmas", choices=["uniform", "high"], default="high", help="u uniform, or weighted toward 1")
+    ap.add_argument("--sigmas", choices=["uniform", "high", "mix", "one"], default="high",
+                    help="u uniform, weighted toward 1, half of each batch each way, or 1 (pure noise in: the text alone)")
+    ap.add_argument("--layers", type=int, help="--stage dit without --resume: the transformer's blocks (default: the random demo's)")
+    ap.add_argument("--heads", type=int, help="--stage dit without --resume: its attention heads (default: the random demo's)")
+    ap.add_argument("--head-dim", type=int, help="--stage dit without --resume: its head width (RoPE axes split 1:1.5:1.5)")
+    ap.add_argument("--lr", type=float, default=2e-3, help="--stage dit: the one-cycle peak learning rate")
     ap.add_argument("--stop-after", type=int, help="--stage dit: stop after this many steps (snapshot kept)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
@@ -248,7 +259,15 @@ def main():
         log(f"vae done in {time.time() - t0:.0f} s")
     if a.stage in ("all", "dit"):
         pipe = load_pipeline(ckpt, a.processor_extra, torch.float32)
-        tr = QwenImage21Transformer2DModel.from_config(pipe.transformer.config)
+        config = dict(pipe.transformer.config)
+        if a.layers:
+            config["num_layers"] = a.layers
+        if a.heads:
+            config["num_attention_heads"] = a.heads
+        if a.head_dim:
+            config["attention_head_dim"] = a.head_dim
+            config["axes_dims_rope"] = [a.head_dim // 4, a.head_dim * 3 // 8, a.head_dim * 3 // 8]
+        tr = QwenImage21Transformer2DModel.from_config(config)
         partial = os.path.join(a.work, "transformer-partial")
         if a.resume and os.path.exists(partial):
             # go on from a snapshot (its text encoder too): how the committed weights were made, see the docstring
@@ -282,8 +301,8 @@ def main():
                 shutil.copytree(os.path.join(ckpt, "text_encoder"), partial_te)
             write_text_encoder(pipe.text_encoder, partial_te)
             json.dump({"losses": losses, "step": step}, open(os.path.join(a.work, "dit_losses.json"), "w"))
-        losses = train_dit(pipe, sets, a.dit_steps, 2e-3, 16, [256, 256, 256, 512], snapshot,
-                           uniform=a.sigmas == "uniform", stop_after=a.stop_after)
+        losses = train_dit(pipe, sets, a.dit_steps, a.lr, 16, [256, 256, 256, 512], snapshot,
+                           sigmas=a.sigmas, stop_after=a.stop_after)
         snapshot(len(losses) - 1, losses)  # --resume goes on from here
         shutil.rmtree(os.path.join(ckpt, "transformer"))
         tr.save_pretrained(os.path.join(ckpt, "transformer"), safe_serialization=True)
