@@ -13,6 +13,8 @@ export const MAX_INPUT_BYTES = 25 * 1024 * 1024;
 /** Images and audio clips a video request may carry. */
 export const VIDEO_MAX_IMAGES = 6;
 export const VIDEO_MAX_AUDIOS = 3;
+/** Clips of a video in audio_mode track: clip 1 is the soundtrack, and no other clip has a meaning there (README). */
+export const TRACK_MAX_AUDIOS = 1;
 /** Clip lengths in seconds: a video job's audios[i], and the speech reference clip. */
 export const CLIP_SECONDS = {
   video: { minS: 2, maxS: 15 },

@@ -4,7 +4,7 @@ import { randomInt } from 'node:crypto';
 import { BadInputError } from '../common/errors';
 import {
   DEFAULT_PRIORITY, EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_PRIORITY, MAX_PROMPT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S,
-  ProfileInfo, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, VIDEO_SIZES, aspectOf, snapFrames,
+  ProfileInfo, TRACK_MAX_AUDIOS, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, VIDEO_SIZES, aspectOf, snapFrames,
 } from '../catalog';
 
 export interface VideoRequest {
@@ -80,6 +80,7 @@ export function draftVideo(r: VideoRequest, imageCount: number, audioCount: numb
   const tts_text = r.tts_text ?? '';
   if (tts_text.trim() !== '' && audioCount === 0) throw new BadInputError('tts_text needs a voice to speak in: give a reference clip as audios[0]');
   if (audio_mode === 'track' && audioCount === 0) throw new BadInputError('audio_mode track needs a soundtrack clip in audios');
+  if (audio_mode === 'track' && audioCount > TRACK_MAX_AUDIOS) throw new BadInputError(`audios: audio_mode track takes ${TRACK_MAX_AUDIOS} clip (the soundtrack); ${audioCount} given`);
   // The spec: in voice mode with images, the image mode switches to reference.
   if (audio_mode === 'voice' && audioCount > 0 && imageCount > 0 && tts_text.trim() === '') image_mode = 'reference';
   const [width, height] = VIDEO_SIZES[aspect][res];

@@ -121,15 +121,19 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   /** What the GPU worker says it can run, checked at creation so a job is never accepted only to fail on a known
    * limit: a profile it does not serve, steps outside its range, inputs it cannot take yet are 400s naming why.
    * While no worker has said (none on this host, or it is starting) the job is taken and waits. */
-  checkServed(kind: JobKind, profile: string, job: { steps: number; images: number; audios: number; imageMode?: 'keyframe' | 'reference'; ttsText?: boolean }): void {
+  checkServed(kind: JobKind, profile: string, job: { steps: number; images: number; audios: number; imageMode?: 'keyframe' | 'reference'; audioMode?: 'voice' | 'track'; ttsText?: boolean }): void {
     const served = this.scheduler.served(kind, profile);
     if (served === undefined) return;
     if (served === null) throw new BadInputError(notBuilt(kind, profile));
-    const { steps, images, audios, imageModes, ttsText, inputsNote } = served.accepts;
+    const { steps, images, audios, imageModes, audioModes, ttsText, inputsNote } = served.accepts;
     const note = inputsNote ?? 'not built';
     if (job.steps < steps.min || job.steps > steps.max) throw new BadInputError(`steps: profile ${profile} runs ${steps.min} to ${steps.max} steps (got ${job.steps})`);
     // tts_text and voices first: with audios the image mode may have switched to reference, so name the cause
     if (job.ttsText && ttsText === false) throw new BadInputError(`tts_text: profile ${profile} cannot speak it yet: ${note}${this.whoCan(kind, profile, (a) => a.ttsText !== false)}`);
+    const amode = job.audioMode;
+    if (job.audios > 0 && amode && audioModes && !audioModes.includes(amode)) {
+      throw new BadInputError(`audio_mode ${amode}: profile ${profile} cannot run it yet: ${note}${this.whoCan(kind, profile, (a) => a.audios >= job.audios && (!a.audioModes || a.audioModes.includes(amode)))}`);
+    }
     if (job.audios > audios) {
       throw new BadInputError(audios === 0
         ? `audios: profile ${profile} takes none yet: ${note}${this.whoCan(kind, profile, (a) => a.audios >= job.audios)}`

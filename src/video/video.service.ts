@@ -16,7 +16,7 @@ export class VideoService {
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
     const d = draftVideo(req, inputs.images, inputs.audios);
-    this.jobs.checkServed('video', d.profile.profile, { steps: d.steps, images: inputs.images, audios: inputs.audios, imageMode: d.image_mode, ttsText: d.tts_text.trim() !== '' });
+    this.jobs.checkServed('video', d.profile.profile, { steps: d.steps, images: inputs.images, audios: inputs.audios, imageMode: d.image_mode, audioMode: d.audio_mode, ttsText: d.tts_text.trim() !== '' });
     const timeout = checkTimeout(req.timeout, 600);
     this.jobs.admit(req.callback_url);
     const [images, audios] = await inputs.load();

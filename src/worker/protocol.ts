@@ -84,8 +84,10 @@ export interface Accepts {
   audios: number;
   /** Video: the image_mode values it runs images in (absent: any); tts_text taken (absent: yes). */
   imageModes?: readonly ('keyframe' | 'reference')[];
+  /** Video: the audio_mode values it runs audios in (absent: any). */
+  audioModes?: readonly ('voice' | 'track')[];
   ttsText?: boolean;
-  /** Why images, audios, an image mode or tts_text are refused where the profile does not take them yet. */
+  /** Why images, audios, an image or audio mode or tts_text are refused where the profile does not take them yet. */
   inputsNote?: string;
 }
 

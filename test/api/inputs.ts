@@ -34,3 +34,38 @@ export function wavBytes(seconds: number, rate = 16000, hz = 440): Buffer {
 }
 
 export const dataUri = (mime: string, bytes: Buffer) => `data:${mime};base64,${bytes.toString('base64')}`;
+
+/** 16-bit stereo PCM wav at `rate`: a `leftHz` tone on the left, a `rightHz` tone on the right (channels told apart). */
+export function stereoWavBytes(seconds: number, rate = 44100, leftHz = 440, rightHz = 660): Buffer {
+  const n = Math.round(seconds * rate);
+  const buf = Buffer.alloc(44 + n * 4);
+  buf.write('RIFF', 0);
+  buf.writeUInt32LE(36 + n * 4, 4);
+  buf.write('WAVEfmt ', 8);
+  buf.writeUInt32LE(16, 16);
+  buf.writeUInt16LE(1, 20);
+  buf.writeUInt16LE(2, 22);
+  buf.writeUInt32LE(rate, 24);
+  buf.writeUInt32LE(rate * 4, 28);
+  buf.writeUInt16LE(4, 32);
+  buf.writeUInt16LE(16, 34);
+  buf.write('data', 36);
+  buf.writeUInt32LE(n * 4, 40);
+  for (let i = 0; i < n; i++) {
+    buf.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * leftHz * i) / rate)), 44 + i * 4);
+    buf.writeInt16LE(Math.round(6000 * Math.sin((2 * Math.PI * rightHz * i) / rate)), 46 + i * 4);
+  }
+  return buf;
+}
+
+/** Pearson correlation of two interleaved signals over their first `n` values (the overlap by default). */
+export function correlation(a: Float32Array, b: Float32Array, n = Math.min(a.length, b.length)): number {
+  let sa = 0, sb = 0, sab = 0, saa = 0, sbb = 0;
+  for (let i = 0; i < n; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    sa += x; sb += y; sab += x * y; saa += x * x; sbb += y * y;
+  }
+  const cov = sab / n - (sa / n) * (sb / n);
+  return cov / Math.sqrt((saa / n - (sa / n) ** 2) * (sbb / n - (sb / n) ** 2));
+}

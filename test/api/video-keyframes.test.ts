@@ -3,7 +3,7 @@
 // mp4 with H.264 at the job's size and frame count, 24 fps, and a stereo 32 kHz AAC track, and the job says mode i2v
 // and its image_count. Refused at creation with a 400, nothing stored: 7 images, a file that is not an image, a sliver
 // whose cover scale onto the frame would pass 67 megapixels, and the parts of issue 15 not built yet (image_mode
-// reference, audios, tts_text), each naming what is not built.
+// reference, voices, tts_text), each naming what is not built.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -93,7 +93,8 @@ describe('keyframe video jobs through the API (demo weights)', () => {
       [{ images: [img, dataUri('image/png', Buffer.from('this is not a picture'))] }, /^images\[1\]: /],
       [{ images: [dataUri('image/png', sliver)] }, /^images\[0\]: a 8000x10 picture would be scaled to 281600x352 to cover the 608x352 frame before its crop, over 67 megapixels; crop it closer to the frame's aspect$/],
       [{ images: [img], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures, .* not built yet .*; no video profile can yet$/],
-      [{ images: [img], audios: [dataUri('audio/wav', wavBytes(3))] }, /^audios: profile fastvid takes none yet: .*voices.* not built yet/],
+      // with a clip in voice mode the image mode switches to reference; the voice is named first
+      [{ images: [img], audios: [dataUri('audio/wav', wavBytes(3))] }, /^audio_mode voice: profile fastvid cannot run it yet: .*voices.* not built yet/],
       [{ audios: [dataUri('audio/wav', wavBytes(3))], tts_text: 'hello there' }, /^tts_text: profile fastvid cannot speak it yet/],
     ];
     for (const [body, reason] of cases) {

@@ -2,10 +2,11 @@
 // guides pinned at any frame as ComfyUI's PackedLayout lays them out (positions bit for bit, tags, row indices, the
 // conditioning row counts and every row's timestep in a forward), for 1, 2, 4 and 6 keyframes and an audio guide; for
 // the 1- and 2-keyframe cases also the official FL2VA layout (diffusers' build_packed_sequence), which is what the
-// service's keyframe sequence uses there.
+// service's keyframe sequence uses there; for the two audio-guide cases also the service's track sequence
+// (buildTrackSequence: a track alone, and keyframes + a track).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildGuideSequence, buildKeyframeSequence, keyframeFrameIndices, pixelFrames } from '../../src/models/minimax_h3/keyframes';
+import { buildGuideSequence, buildKeyframeSequence, buildTrackSequence, keyframeFrameIndices, pixelFrames } from '../../src/models/minimax_h3/keyframes';
 import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler';
 import { buildPackedSequence, checkPackedSequence, resolveGeometry, type KeyframeAnchor, type PackedSequence } from '../../src/models/minimax_h3/sequence';
 import { goldenTests, type GoldenCase } from './golden';
@@ -55,6 +56,14 @@ goldenTests('minimax_h3', 'keyframes', async (c) => {
     if (frames.length > 2) await expectPositions(c, service, 'position_bits');
     else await expectPositions(c, service, 'diffusers_position_bits');
   }
+  const track = audio[0]! > 0 && audio.slice(1).every((a) => a === 0);
+  if (track && video.every((v, k) => v === (k === 0 && frames.length === 1 ? 0 : 1)) && frames.every((f, k) => video[0] === 0 || f === keyframeFrameIndices(frames.length, g.numFrames)[k])) {
+    // the service's track sequence (audio_mode track): the clip on the first guide at frame 0, keyframes as images
+    const service = buildTrackSequence(request, video[0] === 0 ? 0 : frames.length, audio[0]!);
+    await expectPositions(c, service, 'position_bits');
+    assert.deepEqual(Array.from(service.audioIndices), await ints('audio_indices'), 'track: audio_indices');
+    assert.equal(service.numConditionAudioRows, (await c.output('num_condition_audio_rows')).data[0]);
+  }
   if (c.has('output', 'diffusers_position_bits')) {
     const anchors = frames.map((f): KeyframeAnchor => (f === 0 ? 'first' : 'last'));
     await expectPositions(c, buildPackedSequence({ ...request, keyframeAnchors: anchors }), 'diffusers_position_bits');
@@ -75,4 +84,17 @@ test('guides: a frame outside the video and an empty guide are refused', () => {
   const g = resolveGeometry(39, 64, 64);
   assert.throws(() => buildGuideSequence({ ...g, textTags: [1], guides: [{ frameIndex: 39 }] }), /outside/);
   assert.throws(() => buildGuideSequence({ ...g, textTags: [1], guides: [{ frameIndex: 0, videoLatentFrames: 0 }] }), /0 video latent frames/);
+});
+
+test('track sequence: every count of keyframes, the clip on the first guide at frame 0; a clip past the target refused', () => {
+  const g = resolveGeometry(39, 64, 96);
+  for (const n of [0, 1, 2, 3]) {
+    const s = buildTrackSequence({ ...g, textTags: [1, 1] }, n, g.numAudioLatents);
+    checkPackedSequence(s);
+    assert.equal(s.numConditionAudioRows, 2 * g.numAudioLatents, `${n} keyframes: the track's rows`);
+    assert.equal(s.numConditionVideoRows, n * (64 / 32) * (96 / 32), `${n} keyframes: one latent frame each`);
+    // the track's first row sits at the target's time origin (t = text rows), as the target audio's
+    assert.equal(s.positions[s.audioIndices[0]! * 3], 2);
+  }
+  assert.throws(() => buildTrackSequence({ ...g, textTags: [1] }, 0, g.numAudioLatents + 1), /audio latents for a target of 65/);
 });

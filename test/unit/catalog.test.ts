@@ -30,6 +30,8 @@ test('video drafts: voice clips with images switch image mode to reference; defa
   assert.deepEqual([d.profile.profile, d.aspect, d.res, d.width, d.height, d.seconds, d.frames, d.steps, d.mode], ['fastvid', '16:9', '480p', 864, 480, 5, 124, 8, 't2v']);
   assert.equal(draftVideo({ prompt: 'x' }, 2, 1).image_mode, 'reference');
   assert.equal(draftVideo({ prompt: 'x', audio_mode: 'track' }, 2, 1).image_mode, 'keyframe');
+  // track mode: clip 1 is the soundtrack, and a second clip would have no meaning (README "API")
+  assert.throws(() => draftVideo({ prompt: 'x', audio_mode: 'track' }, 0, 2), /^BadInputError: audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/);
   assert.equal(draftVideo({ prompt: 'x', profile: 'fastvid_4step_int8' }, 0, 0).steps, 4);
   assert.equal(draftVideo({ prompt: 'x', seed: 5 }, 0, 0).seed, 5);
 });

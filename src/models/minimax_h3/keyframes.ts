@@ -1,6 +1,6 @@
 // Keyframes (image_mode keyframe, FL2VA): which frames the images are pinned at, and the packed sequence with their
 // conditioning rows. The pipeline's keyframe jobs (mode i2v) build their sequence here (docs/models/minimax-h3.md
-// "Keyframes in the service").
+// "Keyframes in the service"), and track jobs (audio_mode track) theirs with the soundtrack as an audio guide at frame 0.
 //
 // 1 image: the first frame; 2: first and last. Both are the official FL2VA recipe, diffusers' build_packed_sequence
 // (sequence.ts buildPackedSequence with 'first' / 'last' anchors), reproduced bit for bit.
@@ -93,6 +93,23 @@ export function buildKeyframeSequence(r: Omit<PackedSequenceRequest, 'keyframeAn
   if (count === 0) return buildPackedSequence(r);
   if (count <= 2) return buildPackedSequence({ ...r, keyframeAnchors: count === 1 ? ['first'] : ['first', 'last'] });
   return buildGuideSequence({ ...r, guides: keyframeFrameIndices(count, frames).map((frameIndex) => ({ frameIndex })) });
+}
+
+/**
+ * The sequence of a track job (audio_mode track): the soundtrack as an audio guide pinned at frame 0 over
+ * `trackLatents` audio latents, with `keyframes` images at keyframeFrameIndices. ComfyUI's guide layout for every
+ * count (the official FL2VA layout has no audio conditioning): the first keyframe's guide carries the track too
+ * (frame 0, its video rows then the track's audio rows, as the golden "keyframes_with_audio_guide"); with no image
+ * the track is a guide alone ("track_audio_guide"). First / last keyframes sit at the FL2VA coordinates.
+ */
+export function buildTrackSequence(r: Omit<PackedSequenceRequest, 'keyframeAnchors'>, keyframes: number, trackLatents: number): PackedSequence {
+  if (!Number.isInteger(trackLatents) || trackLatents < 1 || trackLatents > r.numAudioLatents) {
+    throw new RangeError(`track: ${trackLatents} audio latents for a target of ${r.numAudioLatents}`);
+  }
+  const frames = pixelFrames(r.numLatentFrames);
+  const guides: FrameGuide[] = keyframes ? keyframeFrameIndices(keyframes, frames).map((frameIndex) => ({ frameIndex })) : [{ frameIndex: 0, videoLatentFrames: 0 }];
+  guides[0] = { ...guides[0]!, audioLatents: trackLatents };
+  return buildGuideSequence({ ...r, guides });
 }
 
 /** Pixel frames of n latent frames: 1 + 4 + 4 + 4 + 4 + 1 + ... (17k + 5 for 5k + 2). */

@@ -6,14 +6,18 @@
 //                              (H3TextEncoderHost) that unload() drops
 //   编码提示词/图片            prompt verbatim -> hidden_states[50] -> the encoder is FREED -> context_embedder + refiner;
 //                              keyframes (mode i2v): each image cover-cropped onto the frame and encoded by the video
-//                              VAE encoder, loaded for this and freed (keyframe-inputs.ts) -> one latent frame each
+//                              VAE encoder, loaded for this and freed (keyframe-inputs.ts) -> one latent frame each;
+//                              a track (audio_mode track): the clip at 32 kHz stereo fitted to the video, encoded by the
+//                              audio VAE encoder, loaded for this and freed (track-inputs.ts) -> the target's audio latents
 //   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
 //                              (rows channel-major); packed sequence [text | keyframes | audio | video] (keyframes.ts:
-//                              FL2VA for 1-2 images, guides from 3); the keyframe rows 0.999 x0 + 0.001 noise, first in
-//                              the video rows and never stepped; dual-schedule Euler (video shift 12, audio shift 3);
+//                              FL2VA for 1-2 images, guides from 3; a track: guides, the clip's rows at frame 0, clean,
+//                              first in the audio rows and never stepped); the keyframe rows 0.999 x0 + 0.001 noise, first
+//                              in the video rows and never stepped; dual-schedule Euler (video shift 12, audio shift 3);
 //                              progress, cancel and the runner's safe point per step
 //   视频解码                   unpatchify -> VideoVaeDecoder.frames() (tiled, chunked) streamed into the H.264 encoder
-//   音频解码                   audio rows -> [2, 32, Na] -> AudioVaeDecoder (32 kHz, one batch item per stereo channel)
+//   音频解码                   audio rows -> [2, 32, Na] -> AudioVaeDecoder (32 kHz, one batch item per stereo channel);
+//                              a track job muxes its prepared clip instead (the generated audio is not decoded)
 //   封装                       the writer finishes x264 and muxes AAC into a hidden temp sibling of the output
 //   保存                       fsync + rename onto the job's output path
 // Frames follow the model grid 17k + 5 (latent frames 5k + 2), audio latents round(frames / 24 * 40) per channel
@@ -37,8 +41,9 @@ import type { Rgb8Image } from '../common/pil-resize';
 import { conditionRows, type HostLatents } from './conditions';
 import { encodeKeyframes, readKeyframes } from './keyframe-inputs';
 import { keyframeTextPlan } from './keyframe-text';
+import { encodeTrack, readTrack, type Track } from './track-inputs';
 import { H3VisionTextEncoder } from './text-encoder-vision';
-import { buildKeyframeSequence, MAX_KEYFRAMES } from './keyframes';
+import { buildKeyframeSequence, buildTrackSequence, MAX_KEYFRAMES } from './keyframes';
 import { resolveGeometry, TEXT_TAG, type Geometry } from './sequence';
 import { patchify, unpatchify } from './patchify';
 import { sampleH3, type H3SampleOptions } from './sampler';
@@ -65,10 +70,13 @@ export interface VideoTask {
   /** On the 17k + 5 grid (the catalog's snapFrames). */
   frames: number;
   /** Image files in request order: keyframes (mode i2v, 1 to 6) when imageMode is 'keyframe' (the default);
-   * reference pictures and voice / soundtrack clips are refused until built (issue 15). */
+   * reference pictures are refused until built (issue 15). */
   images: string[];
   imageMode?: 'keyframe' | 'reference';
+  /** Audio files: one soundtrack clip in audioMode 'track' (held as audio conditioning and muxed unchanged); voices
+   * (audioMode 'voice', the default) are refused until built (issue 15). */
   audios: string[];
+  audioMode?: 'voice' | 'track';
   /** mp4, written through a temp name. */
   outputPath: string;
 }
@@ -134,6 +142,9 @@ export interface H3PipelineOptions {
    * read back after the last step (tests: the sampler must leave them unchanged). */
   onKeyframes?(k: { pictures: Rgb8Image[]; latents: HostLatents[]; rows: Float32Array; after: Float32Array }): void;
   onAudio?(channels: Float32Array[], sampleRate: number): void;
+  /** Track jobs: the prepared clip (what the mp4 carries), its conditioning rows [2 * Na, A] as uploaded and as read
+   * back after the last step (tests: unchanged by the sampler). */
+  onTrack?(t: { track: Track; rows: Float32Array; after: Float32Array }): void;
 }
 
 interface Loaded {
@@ -213,6 +224,8 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     ctx.stage(STAGE.loadTextEncoder);
     // keyframes onto the frame first: the text encoder may see them (keyframe-text.ts)
     const pictures = count ? await readKeyframes(task.images, width, height, ctx.signal) : [];
+    // the soundtrack read and fitted before any model loads too: a file that is not audio fails here
+    const track = task.audioMode === 'track' ? await readTrack(task.audios[0]!, task.frames, ctx.signal) : null;
     const vision = await keyframeTextPlan(m.dirs.textEncoder, m.tokenizer, task.prompt, pictures);
     const ids = vision ? vision.ids : H3TextEncoder.promptIds(m.tokenizer, task.prompt);
     // per text row: TEXT_TAG, VIDEO_TAG inside a picture's vision block
@@ -255,10 +268,15 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
 
     // keyframes: the VAE encoder (its own load, freed before sampling)
     let latents: HostLatents[] = [];
+    let trackRows: Float32Array = new Float32Array(0);
     try {
       if (count) {
         latents = await encodeKeyframes(e, m.dirs.vae, pictures, { tiling: this.o.tiling, signal: ctx.signal });
         this.trace('keyframes encoded');
+      }
+      if (track) {
+        trackRows = await encodeTrack(e, m.dirs.audioVae, track, geo.numAudioLatents);
+        this.trace('track encoded');
       }
     } catch (err) {
       text.free();
@@ -275,7 +293,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     try {
       throwIfCancelled(ctx.signal);
       ctx.stage(STAGE.sample);
-      const packed = buildKeyframeSequence({
+      const layout = {
         textTags,
         numLatentFrames: geo.numLatentFrames,
         latentHeight: geo.latentHeight,
@@ -283,7 +301,8 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         numAudioLatents: geo.numAudioLatents,
         patchSize: patch,
         audioChannels: 2,
-      }, count);
+      };
+      const packed = track ? buildTrackSequence(layout, count, geo.numAudioLatents) : buildKeyframeSequence(layout, count);
       const seq = transformer.prepare(packed);
       const C = transformer.config.inChannels;
       const A = transformer.config.audioInChannels;
@@ -310,7 +329,13 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         target.free();
       }
       live.push(video);
-      const audio = e.upload(audioRows(noise.audio, 2, A, geo.numAudioLatents), [2 * geo.numAudioLatents, A], 'f32', 'h3 audio noise');
+      // audio rows [nca + 2 Na, A]: the track's clean rows first (never stepped), then the target's noise
+      const nca = packed.numConditionAudioRows;
+      if (trackRows.length !== nca * A) throw new Error(`MiniMax H3: ${trackRows.length / A} track rows for the sequence's ${nca}`);
+      const audioInit = new Float32Array((nca + 2 * geo.numAudioLatents) * A);
+      audioInit.set(trackRows);
+      audioInit.set(audioRows(noise.audio, 2, A, geo.numAudioLatents), trackRows.length);
+      const audio = e.upload(audioInit, [nca + 2 * geo.numAudioLatents, A], 'f32', 'h3 audio rows');
       live.push(audio);
       const plan = h3StepPlan(transformer.stepCount, task.steps);
       ctx.progress(plan.progressOffset, task.steps);
@@ -335,8 +360,10 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         seq.free();
       }
       drop(text);
-      const audioHost = channelsFromRows(await e.read(audio), 2, A, geo.numAudioLatents);
+      const audioRead = await e.read(audio);
+      const audioHost = channelsFromRows(audioRead.subarray(nca * A), 2, A, geo.numAudioLatents);
       drop(audio);
+      if (track) this.o.onTrack?.({ track, rows: trackRows, after: audioRead.slice(0, nca * A) });
       if (nc && this.o.onKeyframes) {
         const after = (await e.read(video)).slice(0, nc * rowWidth);
         this.o.onKeyframes({ pictures, latents, rows, after });
@@ -374,8 +401,11 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
 
       ctx.stage(STAGE.audioDecode);
       this.trace('audio decoding');
-      const sound = await m.audioVae.decode(e, audioHost, [2, A, geo.numAudioLatents]);
-      this.o.onAudio?.(sound.channels, sound.sampleRate);
+      // a track job's soundtrack is its clip, unchanged: the generated audio is not decoded
+      const sound = track
+        ? { channels: track.channels, sampleRate: track.sampleRate, samples: track.channels[0].length }
+        : await m.audioVae.decode(e, audioHost, [2, A, geo.numAudioLatents]);
+      if (!track) this.o.onAudio?.(sound.channels, sound.sampleRate);
       throwIfCancelled(ctx.signal);
       const planar = new Float32Array(sound.samples * 2);
       sound.channels.forEach((c, i) => planar.set(c, i * sound.samples));
@@ -406,9 +436,11 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
   }
 }
 
-/** What the pipeline runs: text alone, or 1 to 6 keyframes (image_mode keyframe); the rest of part 2 is refused. */
-export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios'>): void {
-  if (task.audios.length) throw new BadInputError('MiniMax H3: voices and soundtracks (audios) are not built yet; keyframes (image_mode keyframe) are');
+/** What the pipeline runs: text alone, 1 to 6 keyframes (image_mode keyframe), a soundtrack (audio_mode track, 1 clip)
+ * with or without them; the rest of part 2 is refused. */
+export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode'>): void {
+  if (task.audios.length && task.audioMode !== 'track') throw new BadInputError('MiniMax H3: voices (audio_mode voice) are not built yet; soundtracks (audio_mode track) are');
+  if (task.audioMode === 'track' && task.audios.length !== 1) throw new BadInputError(`MiniMax H3: audio_mode track takes 1 clip (the soundtrack), ${task.audios.length} given`);
   if (task.images.length && (task.imageMode ?? 'keyframe') !== 'keyframe') throw new BadInputError('MiniMax H3: reference pictures (image_mode reference) are not built yet; keyframes (image_mode keyframe) are');
   if (task.images.length > MAX_KEYFRAMES) throw new BadInputError(`MiniMax H3: ${task.images.length} keyframes given, at most ${MAX_KEYFRAMES}`);
 }

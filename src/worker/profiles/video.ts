@@ -4,7 +4,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { MAX_STEPS } from '../../catalog';
+import { MAX_STEPS, TRACK_MAX_AUDIOS } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
 import { MAX_KEYFRAMES } from '../../models/minimax_h3/keyframes';
@@ -22,7 +22,7 @@ const WORKING_BYTES = 8 * 2 ** 30;
 /** The protocol's task as the model pipeline's task. */
 export function videoTaskOf(t: VideoTask): ModelVideoTask {
   const p = t.params;
-  return { prompt: p.prompt, seed: p.seed, steps: p.steps, width: p.width, height: p.height, frames: p.frames, images: t.images, imageMode: p.image_mode, audios: t.audios, outputPath: t.output };
+  return { prompt: p.prompt, seed: p.seed, steps: p.steps, width: p.width, height: p.height, frames: p.frames, images: t.images, imageMode: p.image_mode, audios: t.audios, audioMode: p.audio_mode, outputPath: t.output };
 }
 
 export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
@@ -43,10 +43,11 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
     kind: 'video',
     profile: profile.name,
     // a 1-step request runs one forward (the smallest grid, [1, 0])
-    // keyframes (image_mode keyframe, 1 to 6 images) run; the rest of part 2 is refused at creation (issue 15)
+    // keyframes (image_mode keyframe, 1 to 6 images) and a soundtrack (audio_mode track, 1 clip) run; the rest of
+    // part 2 is refused at creation (issue 15)
     accepts: {
-      steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: 0, imageModes: ['keyframe'], ttsText: false,
-      inputsNote: 'reference pictures, voices, soundtracks and tts_text are not built yet (MiniMax H3 part 2); text to video and keyframes (image_mode keyframe, 1 to 6 images) are',
+      steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: TRACK_MAX_AUDIOS, imageModes: ['keyframe'], audioModes: ['track'], ttsText: false,
+      inputsNote: 'reference pictures, voices and tts_text are not built yet (MiniMax H3 part 2); text to video, keyframes (image_mode keyframe, 1 to 6 images) and a soundtrack (audio_mode track, 1 clip) are',
     },
     weights: () => source.state(),
     note: () => source.note(),
