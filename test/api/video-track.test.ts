@@ -54,7 +54,7 @@ describe('track video jobs through the API (demo weights)', () => {
     const n = 52000; // 39 frames at 24 fps = 1.625 s at 32 kHz
     assert.ok(Math.abs(got.length / 2 - n) < 1100, `the mp4's audio lasts the video: ${got.length / 2} samples per channel`);
     const r = correlation(got, want, 2 * Math.min(n, got.length / 2));
-    console.log(`# track cut (3 s clip, 352p 1 s, 2 steps; demo generation and load included): ${Date.now() - started} ms, exec_s ${job.exec_s}; mp4 audio vs clip r ${r.toFixed(5)}`);
+    console.log(`# track cut (3 s clip, 352p 1 s, 2 steps; demo generation and load included): ${Date.now() - started} ms, exec_s ${job.exec_s}; mp4 audio vs clip r ${r.toFixed(6)}`);
     assert.ok(r > 0.99, `r ${r}`);
   });
 
@@ -71,7 +71,7 @@ describe('track video jobs through the API (demo weights)', () => {
     assert.equal(want.length / 2, 64000);
     const r = correlation(got, want, want.length);
     const tail = rms(got, { from: 2 * (64000 + 1600) });
-    console.log(`# track padded (2 s clip + 1 keyframe, 352p 2 s, 2 steps, model loaded): exec_s ${job.exec_s}; r ${r.toFixed(5)} over the clip, rms after it ${tail.toExponential(2)}`);
+    console.log(`# track padded (2 s clip + 1 keyframe, 352p 2 s, 2 steps, model loaded): exec_s ${job.exec_s}; r ${r.toFixed(6)} over the clip, rms after it ${tail.toExponential(2)}`);
     assert.ok(r > 0.99, `r ${r}`);
     assert.ok(got.length / 2 > 64000 + 8000, 'the audio goes on past the clip');
     assert.ok(tail < 1e-3, `silence after the clip (rms ${tail})`);

@@ -111,7 +111,7 @@ describe('MiniMax H3 track jobs on the demo checkpoint', () => {
     const got = decodeAudioTrack(t.outputPath, 32000, 2);
     const want = decodeAudioTrack(path, 32000, 2);
     const r = correlation(got, want, Math.min(got.length, 2 * n));
-    console.log(`# track cut to ${FRAMES} frames: mp4 audio vs the clip at 32 kHz, Pearson r ${r.toFixed(5)} over ${Math.min(got.length, 2 * n) / 2} samples per channel`);
+    console.log(`# track cut to ${FRAMES} frames: mp4 audio vs the clip at 32 kHz, Pearson r ${r.toFixed(6)} over ${Math.min(got.length, 2 * n) / 2} samples per channel`);
     assert.ok(r > 0.99, `r ${r}`);
   });
 
@@ -132,7 +132,7 @@ describe('MiniMax H3 track jobs on the demo checkpoint', () => {
     const got = decodeAudioTrack(t.outputPath, 32000, 2);
     const want = decodeAudioTrack(path, 32000, 2);
     const r = correlation(got, want, want.length);
-    console.log(`# track padded to ${FRAMES} frames: r ${r.toFixed(5)} over the clip's ${want.length / 2} samples per channel`);
+    console.log(`# track padded to ${FRAMES} frames: r ${r.toFixed(6)} over the clip's ${want.length / 2} samples per channel`);
     assert.ok(r > 0.99, `r ${r}`);
     assert.ok(rms(got, { from: 2 * (16000 + 1600) }) < 1e-3, 'silence after the clip (from 50 ms past its end)');
   });
