@@ -21,7 +21,7 @@ import { cropPosterior, encodeTrack, fitTrack, readTrack, trackSamples, type Tra
 import { ensureDemoCheckpoint } from '../../src/weights';
 import { correlation, stereoWavBytes } from '../api/inputs';
 import { testEngine } from '../engine/helpers';
-import { countVideoFrames, decodeAudioTrack, probe, rms } from '../media/helpers';
+import { countVideoFrames, decodeAudioTrack, ffmpeg, probe, rms } from '../media/helpers';
 
 const W = 96;
 const H = 64;
@@ -50,6 +50,17 @@ test('fitTrack cuts or pads each channel with silence; trackSamples is the write
   assert.equal(audioLatentFrames(56), 93);
   const p = { channels: 1, frames: 3, mean: [Float32Array.from([1, 2, 3, 4, 5, 6])], logs: [Float32Array.from([0, 0, 0, 1, 1, 1])] };
   assert.deepEqual(Array.from(cropPosterior(p, 2).mean[0]!), [1, 2, 4, 5]);
+});
+
+test('readTrack: a mono mp3 at 22.05 kHz becomes 32 kHz stereo (both channels the clip) of the video\'s length', async () => {
+  const mp3 = join(dir, 'mono.mp3');
+  ffmpeg(['-f', 'lavfi', '-i', 'sine=f=440:r=22050:d=2.5', '-c:a', 'libmp3lame', mp3]);
+  const t = await readTrack(mp3, 39);
+  assert.equal(t.sampleRate, 32000);
+  assert.deepEqual([t.channels[0].length, t.channels[1].length], [52000, 52000], 'cut to 39 frames = 1.625 s');
+  assert.ok(Math.abs(t.clipSamples - 80000) < 2400, `the clip decoded at 32 kHz: ${t.clipSamples} samples`);
+  assert.deepEqual(t.channels[0], t.channels[1], 'mono duplicated');
+  assert.ok(rms(t.channels[0], { from: 8000 }) > 0.05, 'sound, not silence');
 });
 
 describe('MiniMax H3 track jobs on the demo checkpoint', () => {
