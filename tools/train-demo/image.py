@@ -158,11 +158,12 @@ def latent_set(vae: AutoencoderKLQwenImage21, table: list, size: int, copies: in
 
 
 def train_dit(pipe: QwenImage21Pipeline, sets: dict, steps: int, lr: float, batch: int, schedule: list[int],
-              snapshot=None, sigmas="high", stop_after=None) -> list[float]:
+              snapshot=None, sigmas="high", stop_after=None, shape_weight=0.0) -> list[float]:
     """`sets`: size -> latents from latent_set (table order, copy-major); `schedule`: the size of each step, cycled;
     `snapshot(step)` every 400 steps (a run cut short still leaves weights); `stop_after`: leave after that many
     steps (the lr schedule still spans `steps`); `sigmas`: how u is drawn, "uniform", "high" (density 2u), "mix"
-    (every other sample each way) or "one" (sigma 1: pure noise in, E[x0 | text] out)."""
+    (every other sample each way) or "one" (sigma 1: pure noise in, E[x0 | text] out); `shape_weight`: the loss
+    weight of the latent cells away from the background, on top of 1 (0: plain MSE, as upstream)."""
     trng = torch.Generator().manual_seed(SEED + 2)
     table = all_prompts()
     texts = [prompt_of(*p) for p in table]
@@ -200,7 +201,14 @@ def train_dit(pipe: QwenImage21Pipeline, sets: dict, steps: int, lr: float, batc
         img_mask = torch.cat([torch.zeros(n, T, dtype=torch.bool), torch.ones(n, h * w // 4, dtype=torch.bool)], dim=1)
         pred = tr(hidden_states=xs, timestep=s, encoder_hidden_states=enc, encoder_hidden_states_mask=enc_mask,
                   img_shapes=[[(1, h, w)]] * n, img_mask=img_mask, return_dict=False)[0]
-        loss = F.mse_loss(pred[:, -x0.shape[1]:], noise - x0)
+        err = (pred[:, -x0.shape[1]:] - (noise - x0)) ** 2  # (n, h w, C)
+        if shape_weight:
+            # the shape's cells: those far from the picture's per-channel median (the background's latent)
+            dev = (x0 - x0.median(dim=1, keepdim=True).values).pow(2).mean(-1)  # (n, h w)
+            wgt = 1 + shape_weight * (dev > 0.25 * dev.amax(dim=1, keepdim=True)).float()
+            loss = (err.mean(-1) * wgt).sum() / wgt.sum()
+        else:
+            loss = err.mean()
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(list(tr.parameters()) + text_params, 1.0)
@@ -233,6 +241,8 @@ def main():
     ap.add_argument("--layers", type=int, help="--stage dit without --resume: the transformer's blocks (default: the random demo's)")
     ap.add_argument("--heads", type=int, help="--stage dit without --resume: its attention heads (default: the random demo's)")
     ap.add_argument("--head-dim", type=int, help="--stage dit without --resume: its head width (RoPE axes split 1:1.5:1.5)")
+    ap.add_argument("--shape-weight", type=float, default=0.0, help="--stage dit: extra loss weight on the shape's latent cells")
+    ap.add_argument("--sizes", default="256,256,256,512", help="--stage dit: the picture size of each step, cycled")
     ap.add_argument("--lr", type=float, default=2e-3, help="--stage dit: the one-cycle peak learning rate")
     ap.add_argument("--stop-after", type=int, help="--stage dit: stop after this many steps (snapshot kept)")
     a = ap.parse_args()
@@ -301,8 +311,8 @@ def main():
                 shutil.copytree(os.path.join(ckpt, "text_encoder"), partial_te)
             write_text_encoder(pipe.text_encoder, partial_te)
             json.dump({"losses": losses, "step": step}, open(os.path.join(a.work, "dit_losses.json"), "w"))
-        losses = train_dit(pipe, sets, a.dit_steps, a.lr, 16, [256, 256, 256, 512], snapshot,
-                           sigmas=a.sigmas, stop_after=a.stop_after)
+        losses = train_dit(pipe, sets, a.dit_steps, a.lr, 16, [int(v) for v in a.sizes.split(",")], snapshot,
+                           sigmas=a.sigmas, stop_after=a.stop_after, shape_weight=a.shape_weight)
         snapshot(len(losses) - 1, losses)  # --resume goes on from here
         shutil.rmtree(os.path.join(ckpt, "transformer"))
         tr.save_pretrained(os.path.join(ckpt, "transformer"), safe_serialization=True)
