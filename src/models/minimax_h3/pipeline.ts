@@ -40,22 +40,24 @@ import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
 import type { Rgb8Image } from '../common/pil-resize';
 import { conditionRows, type HostLatents } from './conditions';
 import { encodeKeyframes, readKeyframes } from './keyframe-inputs';
-import { keyframeTextPlan } from './keyframe-text';
+import { encodeJobText } from './job-text';
+import { channelsFromRows, uploadJobRows } from './job-rows';
 import { encodeTrack, readTrack, type Track } from './track-inputs';
-import { H3VisionTextEncoder } from './text-encoder-vision';
 import { buildKeyframeSequence, buildTrackSequence, MAX_KEYFRAMES } from './keyframes';
-import { resolveGeometry, TEXT_TAG, type Geometry } from './sequence';
-import { patchify, unpatchify } from './patchify';
+import { resolveGeometry, type Geometry } from './sequence';
+import { unpatchify } from './patchify';
 import { sampleH3, type H3SampleOptions } from './sampler';
 import { h3Noise, keyframeNoises } from './noise';
 import { h3StepPlan } from './sigmas';
-import { H3TextEncoder, H3TextEncoderHost } from './text-encoder';
+import { H3TextEncoderHost } from './text-encoder';
 import type { MiniMaxH3Transformer } from './transformer';
 import { openVideoVaeCheckpoint, parseVideoVaeConfig, VideoVaeDecoder, type VideoLatents, type VideoVaeDecodeOptions } from './video-vae';
 import { Checkpoint } from '../../engine/safetensors';
 
 /** The seeded noise of a job (noise.ts), here for the callers that import it with the pipeline. */
 export { gaussianNoise, h3Noise, keyframeNoises } from './noise';
+/** The audio row layout (job-rows.ts), here for the callers that import it with the pipeline. */
+export { audioRows, channelsFromRows } from './job-rows';
 
 /** What one video job asks for (the GPU worker builds it from its task: src/worker/profiles/video.ts). */
 export interface VideoTask {
@@ -226,45 +228,10 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     const pictures = count ? await readKeyframes(task.images, width, height, ctx.signal) : [];
     // the soundtrack read and fitted before any model loads too: a file that is not audio fails here
     const track = task.audioMode === 'track' ? await readTrack(task.audios[0]!, task.frames, ctx.signal) : null;
-    const vision = await keyframeTextPlan(m.dirs.textEncoder, m.tokenizer, task.prompt, pictures);
-    const ids = vision ? vision.ids : H3TextEncoder.promptIds(m.tokenizer, task.prompt);
-    // per text row: TEXT_TAG, VIDEO_TAG inside a picture's vision block
-    const textTags = vision ? Uint8Array.from(vision.tags) : new Uint8Array(ids.length).fill(TEXT_TAG);
-    this.o.onText?.({ ids, tags: textTags, pictures: vision?.images.length ?? 0 });
-    const t = await this.textEncoderHost.load(e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
-    let encoder: { encode(): Tensor; free(): void } | null = { encode: () => t.encode(ids), free: () => t.free() };
-    if (vision) {
-      // the decoder from the host copy as for text, the tower read from the checkpoint for this job (docs "Left")
-      try {
-        const ckpt = await Checkpoint.open(m.dirs.textEncoder);
-        try {
-          const v = await H3VisionTextEncoder.withText(e, t, ckpt, vision.config, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
-          encoder = { encode: () => v.encode(ids, vision.images), free: () => v.free() };
-        } finally {
-          await ckpt.close();
-        }
-      } catch (err) {
-        t.free();
-        throw err;
-      }
-    }
-    let text: Tensor;
-    try {
-      this.trace('text encoder loaded');
-      throwIfCancelled(ctx.signal);
-      ctx.stage(STAGE.encode);
-      const embeds = encoder.encode();
-      encoder.free();
-      encoder = null;
-      this.trace('text encoder freed');
-      try {
-        text = transformer.encodeText(embeds);
-      } finally {
-        embeds.free();
-      }
-    } finally {
-      encoder?.free();
-    }
+    const { text, textTags } = await encodeJobText(e, {
+      textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt: task.prompt, pictures,
+      dtype: m.dtype, int8: this.o.textEncoderInt8, onText: this.o.onText, trace: (ev) => this.trace(ev),
+    }, ctx);
 
     // keyframes: the VAE encoder (its own load, freed before sampling)
     let latents: HostLatents[] = [];
@@ -306,37 +273,16 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       const seq = transformer.prepare(packed);
       const C = transformer.config.inChannels;
       const A = transformer.config.audioInChannels;
-      const noise = this.o.noise ? this.o.noise(geo, C, A) : h3Noise(task.seed, geo, C, A);
-      if (noise.video.length !== C * geo.numLatentFrames * geo.latentHeight * geo.latentWidth || noise.audio.length !== 2 * A * geo.numAudioLatents) {
-        throw new RangeError('MiniMax H3: the given noise does not fit the job\'s latent geometry');
-      }
-      const lat = e.upload(noise.video, [1, C, geo.numLatentFrames, geo.latentHeight, geo.latentWidth], 'f32', 'h3 video noise');
-      const target = patchify(e, lat, patch); // [nv, C * 4]
-      lat.free();
-      // video rows [nc + nv, C * 4]: the keyframes' conditioning rows first (packed order), then the target's
       const nc = packed.numConditionVideoRows;
-      const nv = target.shape[0]!;
-      const rowWidth = target.shape[1]!;
-      const rows = count ? conditionRows(latents, keyframeNoises(task.seed, latents), patch) : new Float32Array(0);
-      if (rows.length !== nc * rowWidth) throw new Error(`MiniMax H3: ${rows.length / rowWidth} keyframe rows for the sequence's ${nc}`);
-      let video = target;
-      if (nc) {
-        video = e.empty([nc + nv, rowWidth], 'f32', 'h3 video rows');
-        const cond = e.upload(rows, [nc, rowWidth], 'f32', 'h3 keyframe rows');
-        copyInto(e, cond, video.slice(0, 0, nc));
-        copyInto(e, target, video.slice(0, nc, nc + nv));
-        cond.free();
-        target.free();
-      }
-      live.push(video);
-      // audio rows [nca + 2 Na, A]: the track's clean rows first (never stepped), then the target's noise
       const nca = packed.numConditionAudioRows;
-      if (trackRows.length !== nca * A) throw new Error(`MiniMax H3: ${trackRows.length / A} track rows for the sequence's ${nca}`);
-      const audioInit = new Float32Array((nca + 2 * geo.numAudioLatents) * A);
-      audioInit.set(trackRows);
-      audioInit.set(audioRows(noise.audio, 2, A, geo.numAudioLatents), trackRows.length);
-      const audio = e.upload(audioInit, [nca + 2 * geo.numAudioLatents, A], 'f32', 'h3 audio rows');
-      live.push(audio);
+      const rows = count ? conditionRows(latents, keyframeNoises(task.seed, latents), patch) : new Float32Array(0);
+      const { video, audio } = uploadJobRows(e, {
+        geo, patch, channels: C, audioChannels: A, nc, nca, keyframeRows: rows, trackRows,
+        noise: this.o.noise ? this.o.noise(geo, C, A) : h3Noise(task.seed, geo, C, A),
+      });
+      live.push(video, audio);
+      const rowWidth = video.shape[1]!;
+      const nv = video.shape[0]! - nc;
       const plan = h3StepPlan(transformer.stepCount, task.steps);
       ctx.progress(plan.progressOffset, task.steps);
       this.trace('sampling');
@@ -472,18 +418,4 @@ async function loadAudioVae(e: Engine, dir: string): Promise<AudioVaeDecoder> {
   } finally {
     await ckpt.close();
   }
-}
-
-/** Audio latents [N, A, T] -> transformer rows [N * T, A] (channel-major: row c * T + t). */
-export function audioRows(x: Float32Array, N: number, A: number, T: number): Float32Array {
-  const out = new Float32Array(N * T * A);
-  for (let c = 0; c < N; c++) for (let k = 0; k < A; k++) for (let t = 0; t < T; t++) out[(c * T + t) * A + k] = x[(c * A + k) * T + t]!;
-  return out;
-}
-
-/** The inverse of audioRows: rows [N * T, A] -> latents [N, A, T] (the audio VAE's layout). */
-export function channelsFromRows(rows: Float32Array, N: number, A: number, T: number): Float32Array {
-  const out = new Float32Array(N * A * T);
-  for (let c = 0; c < N; c++) for (let t = 0; t < T; t++) for (let k = 0; k < A; k++) out[(c * A + k) * T + t] = rows[(c * T + t) * A + k]!;
-  return out;
 }
