@@ -15,7 +15,8 @@ import { STAGE, referenceSize } from '../../catalog';
 import type { Engine } from '../../engine/engine';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
-import { writePng, type PngParameters } from '../../media';
+import { writePng } from '../../media';
+import type { ImageJobTask } from '../common/image-task';
 import { stepReporter, type Pipeline, type RunContext } from '../common/pipeline';
 import { guide } from '../common/guidance';
 import { loadReferenceImages } from '../common/reference-images';
@@ -51,22 +52,13 @@ export function krea2Layout(transformerDir: string, textEncoder: string, vae: st
 export const krea2DemoLayout = (root: string): Krea2Layout => krea2Layout(join(root, 'transformer'), join(root, 'text_encoder'), join(root, 'vae'));
 
 /** What one image job asks for (the GPU worker builds it from its task: src/worker/profiles/image.ts). */
-export interface Krea2ImageTask {
-  prompt: string;
-  /** Used only when cfg > 1. */
-  negative: string;
+export interface Krea2ImageTask extends ImageJobTask {
   /** 1 (the profile's): no CFG, as Turbo is distilled to run; > 1: true CFG with the negative prompt. */
   cfg: number;
-  /** u32; the noise is a function of it, so the same task gives the same image. */
-  seed: number;
-  steps: number;
   /** Output size in pixels, multiples of 16 (the DiT's patch grid). */
   width: number;
-  height: number;
   /** Style reference image files (0..3), "Style reference 1..N" in order. */
   references: string[];
-  outputPath: string;
-  png: PngParameters;
 }
 
 export interface Krea2PipelineOptions {

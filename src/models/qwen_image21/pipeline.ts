@@ -16,7 +16,8 @@ import { throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../catalog';
-import { writePng, type PngParameters } from '../../media';
+import { writePng } from '../../media';
+import type { ImageJobTask } from '../common/image-task';
 import { stepReporter, type Pipeline, type RunContext } from '../common/pipeline';
 import { guide } from '../common/guidance';
 import { loadReferenceImages } from '../common/reference-images';
@@ -31,26 +32,15 @@ import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type
 import { encodeReferences, referenceDimensions, rgbOverWhite } from './references';
 
 /** What one image job asks for (the GPU worker builds it from its task: src/worker/profiles/image.ts). */
-export interface ImageTask {
-  prompt: string;
+export interface ImageTask extends ImageJobTask {
   /** Used only when cfg > 1 (then also when empty, as upstream runs CFG with any given negative prompt). */
   negative: string;
-  /** True CFG scale; <= 1 means one transformer pass per step. */
-  cfg: number;
-  /** u32; the noise is a function of it (seededNoise), so the same task gives the same image. */
-  seed: number;
-  steps: number;
   /** Output size in pixels, multiples of 32 (the service resolved tier, aspect, explicit size, size_from_ref). */
   width: number;
-  height: number;
   /** Reference image files (editing), in "Picture 1..N" order. */
   references: string[];
   /** Pixels a reference is scaled to (about; aspect kept, sides multiples of 32, see referenceDimensions). */
   referenceArea: number;
-  /** png, written through a temp name. */
-  outputPath: string;
-  /** Recorded in the png's text chunks. */
-  png: PngParameters;
 }
 
 // ---- seeded noise ----

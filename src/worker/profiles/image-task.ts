@@ -1,23 +1,9 @@
-// What every image pipeline takes from the protocol's image task: the prompt and sampling parameters, the size,
-// the reference files (edit references for Qwen-Image-2.1, style references for Krea 2), where the png goes and
-// what its text chunks record. Each profile adds what only its model reads.
-import type { PngParameters } from '../../media';
+// The protocol's image task as every image pipeline takes it (models/common/image-task.ts); each profile adds what
+// only its model reads (Qwen-Image-2.1: the references' area).
+import type { ImageJobTask } from '../../models/common/image-task';
 import type { ImageTask } from '../protocol';
 
-export interface ImageTaskFields {
-  prompt: string;
-  negative: string;
-  cfg: number;
-  seed: number;
-  steps: number;
-  width: number;
-  height: number;
-  references: string[];
-  outputPath: string;
-  png: PngParameters;
-}
-
-export function imageTaskFields(t: ImageTask): ImageTaskFields {
+export function imageTaskFields(t: ImageTask): ImageJobTask {
   const p = t.params;
   return {
     prompt: p.prompt,
