@@ -1,6 +1,7 @@
 // Small real inputs for API tests, made in-process.
 import assert from 'node:assert/strict';
 import sharp from 'sharp';
+import { wavHeader } from '../../src/media/wav';
 
 export async function pngBytes(width = 64, height = 48): Promise<Buffer> {
   return sharp({ create: { width, height, channels: 3, background: { r: 200, g: 40, b: 10 } } }).png().toBuffer();
@@ -16,21 +17,9 @@ export function pngSize(buf: Buffer): { width: number; height: number } {
 /** 16-bit mono PCM wav of an `hz` tone (440 Hz unless told). */
 export function wavBytes(seconds: number, rate = 16000, hz = 440): Buffer {
   const n = Math.round(seconds * rate);
-  const buf = Buffer.alloc(44 + n * 2);
-  buf.write('RIFF', 0);
-  buf.writeUInt32LE(36 + n * 2, 4);
-  buf.write('WAVEfmt ', 8);
-  buf.writeUInt32LE(16, 16);
-  buf.writeUInt16LE(1, 20);
-  buf.writeUInt16LE(1, 22);
-  buf.writeUInt32LE(rate, 24);
-  buf.writeUInt32LE(rate * 2, 28);
-  buf.writeUInt16LE(2, 32);
-  buf.writeUInt16LE(16, 34);
-  buf.write('data', 36);
-  buf.writeUInt32LE(n * 2, 40);
-  for (let i = 0; i < n; i++) buf.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / rate)), 44 + i * 2);
-  return buf;
+  const data = Buffer.alloc(n * 2);
+  for (let i = 0; i < n; i++) data.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * hz * i) / rate)), i * 2);
+  return Buffer.concat([wavHeader(rate, 1, n), data]);
 }
 
 export const dataUri = (mime: string, bytes: Buffer) => `data:${mime};base64,${bytes.toString('base64')}`;
@@ -38,24 +27,12 @@ export const dataUri = (mime: string, bytes: Buffer) => `data:${mime};base64,${b
 /** 16-bit stereo PCM wav at `rate`: a `leftHz` tone on the left, a `rightHz` tone on the right (channels told apart). */
 export function stereoWavBytes(seconds: number, rate = 44100, leftHz = 440, rightHz = 660): Buffer {
   const n = Math.round(seconds * rate);
-  const buf = Buffer.alloc(44 + n * 4);
-  buf.write('RIFF', 0);
-  buf.writeUInt32LE(36 + n * 4, 4);
-  buf.write('WAVEfmt ', 8);
-  buf.writeUInt32LE(16, 16);
-  buf.writeUInt16LE(1, 20);
-  buf.writeUInt16LE(2, 22);
-  buf.writeUInt32LE(rate, 24);
-  buf.writeUInt32LE(rate * 4, 28);
-  buf.writeUInt16LE(4, 32);
-  buf.writeUInt16LE(16, 34);
-  buf.write('data', 36);
-  buf.writeUInt32LE(n * 4, 40);
+  const data = Buffer.alloc(n * 4);
   for (let i = 0; i < n; i++) {
-    buf.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * leftHz * i) / rate)), 44 + i * 4);
-    buf.writeInt16LE(Math.round(6000 * Math.sin((2 * Math.PI * rightHz * i) / rate)), 46 + i * 4);
+    data.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * leftHz * i) / rate)), i * 4);
+    data.writeInt16LE(Math.round(6000 * Math.sin((2 * Math.PI * rightHz * i) / rate)), 2 + i * 4);
   }
-  return buf;
+  return Buffer.concat([wavHeader(rate, 2, n), data]);
 }
 
 /** Pearson correlation of two interleaved signals over their first `n` values (the overlap by default). */

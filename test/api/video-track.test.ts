@@ -9,7 +9,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { countVideoFrames, decodeAudioTrack, probe, rms } from '../media/helpers';
+import { decodeAudioTrack, rms } from '../media/helpers';
+import { fetchCheckedMp4 } from './video-output';
 import { auth, startAppOnDemoWeights, TestApp, until } from './harness';
 import { correlation, dataUri, pngBytes, stereoWavBytes, wavBytes } from './inputs';
 
@@ -28,14 +29,7 @@ describe('track video jobs through the API (demo weights)', () => {
   /** A finished job's mp4 (checked: H.264 608x352 at 24 fps, `frames` frames, stereo 32 kHz AAC) and its audio and
    * the clip's, both decoded to 32 kHz stereo (interleaved). */
   const checkVideo = async (job: Record<string, any>, frames: number, clip: Buffer) => {
-    const res = await t.http.get(job.video).buffer(true);
-    assert.equal(res.status, 200);
-    const path = join(scratch, `${job.id}.mp4`);
-    writeFileSync(path, res.body);
-    const p = probe(path);
-    assert.deepEqual([p.video?.codec, p.video?.width, p.video?.height, p.video?.fps], ['h264', 608, 352, 24]);
-    assert.deepEqual([p.audio?.codec, p.audio?.sampleRate, p.audio?.layout], ['aac', 32000, 'stereo']);
-    assert.equal(countVideoFrames(path), frames);
+    const path = await fetchCheckedMp4(t, job, frames, scratch);
     const clipPath = join(scratch, `${job.id}-clip.wav`);
     writeFileSync(clipPath, clip);
     return { got: decodeAudioTrack(path, 32000, 2), want: decodeAudioTrack(clipPath, 32000, 2) };

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
-import { STAGE } from '../../src/catalog';
+import { STAGE, type Stage } from '../../src/catalog';
 import { BadInputError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
@@ -23,6 +23,7 @@ import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import type { VideoLatents } from '../../src/models/minimax_h3/video-vae';
 import { ensureDemoCheckpoint } from '../../src/weights';
 import { testEngine } from '../engine/helpers';
+import { recordingContext } from './run-context';
 import { countVideoFrames, probe } from '../media/helpers';
 
 const W = 96;
@@ -33,15 +34,10 @@ const ROWS_PER_FRAME = (H / 32) * (W / 32);
 const dir = mkdtempSync(join(tmpdir(), 'kiln-h3-keyframes-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-function context(): { ctx: RunContext; stages: string[] } {
-  const stages: string[] = [];
-  const ctx: RunContext = {
-    signal: new AbortController().signal,
-    stage: (s) => stages.at(-1) !== s && stages.push(s),
-    progress: () => undefined,
-    safePoint: async () => undefined,
-  };
-  return { ctx, stages };
+/** A run context recording each stage once (test/models/run-context.ts). */
+function context(): { ctx: RunContext; stages: Stage[] } {
+  const stages: Stage[] = [];
+  return { ctx: recordingContext({ stages, distinct: true }), stages };
 }
 
 /** A 150x100 png: a diagonal colour gradient with a dark disc (so a crop and the frame's structure are visible). */

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
-import { STAGE } from '../../src/catalog';
+import { STAGE, type Stage } from '../../src/catalog';
 import { BadInputError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
@@ -21,6 +21,7 @@ import { cropPosterior, encodeTrack, fitTrack, readTrack, trackSamples, type Tra
 import { ensureDemoCheckpoint } from '../../src/weights';
 import { correlation, stereoWavBytes } from '../api/inputs';
 import { testEngine } from '../engine/helpers';
+import { recordingContext } from './run-context';
 import { countVideoFrames, decodeAudioTrack, ffmpeg, probe, rms } from '../media/helpers';
 
 const W = 96;
@@ -30,15 +31,10 @@ const FRAMES = 22; // 0.917 s: 29333 samples at 32 kHz, 37 audio latents per cha
 const dir = mkdtempSync(join(tmpdir(), 'kiln-h3-track-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-function context(): { ctx: RunContext; stages: string[] } {
-  const stages: string[] = [];
-  const ctx: RunContext = {
-    signal: new AbortController().signal,
-    stage: (s) => stages.at(-1) !== s && stages.push(s),
-    progress: () => undefined,
-    safePoint: async () => undefined,
-  };
-  return { ctx, stages };
+/** A run context recording each stage once (test/models/run-context.ts). */
+function context(): { ctx: RunContext; stages: Stage[] } {
+  const stages: Stage[] = [];
+  return { ctx: recordingContext({ stages, distinct: true }), stages };
 }
 
 test('fitTrack cuts or pads each channel with silence; trackSamples is the writer\'s length; cropPosterior keeps the first frames', () => {
