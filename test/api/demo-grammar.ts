@@ -1,5 +1,6 @@
 // The demo's grammar and geometry (tools/train-demo/procedural.py, the same tables): what a prompt asks, and where
 // its shape and background are in a picture, for tests that check what the trained demo draws.
+import { makeRng } from '../engine/helpers';
 
 export const DEMO_COLORS: Record<string, [number, number, number]> = {
   red: [220, 30, 30], green: [30, 180, 40], blue: [30, 60, 220], yellow: [235, 220, 40],
@@ -75,16 +76,9 @@ export function meanRgb(data: Uint8Array | Buffer, width: number, channels: numb
   return sum.map((s) => s / n);
 }
 
-/** A seeded pick of `n` distinct prompts (mulberry32), the same on every run. */
+/** A seeded pick of `n` distinct prompts (the engine tests' mulberry32, makeRng), the same on every run. */
 export function pickDemoPrompts(n: number, seed: number): DemoPrompt[] {
-  let a = seed >>> 0;
-  const rand = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rand = makeRng(seed).next;
   const all = allDemoPrompts();
   const out: DemoPrompt[] = [];
   while (out.length < n) {
