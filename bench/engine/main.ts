@@ -132,7 +132,7 @@ async function main(): Promise<void> {
     s.free();
     measured.push({ c, ms });
   }
-  e.destroy();
+  await e.shutdown();
   printTorchColumn(measured);
 }
 

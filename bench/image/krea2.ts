@@ -192,7 +192,7 @@ export async function benchKrea2(o: Krea2BenchOptions): Promise<void> {
       vae.free();
     }
   } finally {
-    e.destroy();
+    await e.shutdown();
   }
 }
 

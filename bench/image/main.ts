@@ -178,7 +178,7 @@ async function benchProfile(profile: string): Promise<void> {
       vae.free();
     }
   } finally {
-    e.destroy();
+    await e.shutdown();
   }
 }
 

@@ -181,7 +181,7 @@ async function main(): Promise<void> {
   console.log(`decode bandwidth: ${(bytes / 2 ** 20).toFixed(0)} MiB of weights per frame -> ${gbs.toFixed(1)} GB/s = ${((100 * gbs) / bw).toFixed(0)}% of the measured copy${sheet ? `, ${((100 * gbs) / sheet.GBs).toFixed(1)}% of ${sheet.label}` : ''}`);
   spk.free();
   parts.free();
-  e.destroy();
+  await e.shutdown();
 }
 
 main().catch((err) => {

@@ -225,7 +225,7 @@ async function main(): Promise<void> {
     }
     vae.free();
   }
-  e.destroy();
+  await e.shutdown();
 }
 
 main().catch((err) => {

@@ -47,7 +47,8 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
   const shutdown = async (runner: Runner) => {
     await runner.stop();
     if (host instanceof RedisHost) await host.close();
-    holder.destroy();
+    // waits for the GPU's last work first: a device destroyed with Dawn callbacks owed can abort at exit
+    await holder.shutdown().catch((err: unknown) => log.warn({ err }, 'the GPU\'s last work failed while shutting down'));
     process.exit(0);
   };
   // with REDIS_URL the worker takes work from Redis, even when an API started it (WORKERS=local, QUEUE=redis)

@@ -8,7 +8,7 @@ import { type Tensor, contiguousStrides, fmtShape, numelOf } from '../../src/eng
 let shared: Promise<Engine> | null = null;
 // Registered when the test file imports this module, so it runs once after all of the file's tests
 // (inside a test, after() would scope to that test).
-after(async () => (await shared)?.destroy());
+after(async () => (await shared)?.shutdown());
 
 /** The file's engine (debug mode: errors name their kernel). Destroyed after the file's tests. */
 export function testEngine(): Promise<Engine> {

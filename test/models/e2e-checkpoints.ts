@@ -47,7 +47,7 @@ async function main(argv: string[]): Promise<void> {
   try {
     await writeE2eCheckpoint(e, pipeline as E2ePipeline, dir);
   } finally {
-    e.destroy();
+    await e.shutdown();
   }
   console.log(JSON.stringify(checkpointHashes(dir), null, 1));
 }

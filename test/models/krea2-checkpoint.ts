@@ -20,7 +20,7 @@ async function main(argv: string[]): Promise<void> {
   try {
     await writeKrea2Checkpoint(e, dir);
   } finally {
-    e.destroy();
+    await e.shutdown();
   }
   console.log(JSON.stringify(checkpointHashes(dir), null, 1));
 }

@@ -11,7 +11,7 @@ import { goldenTests } from './golden';
 
 let engine: Promise<Engine> | null = null;
 const getEngine = () => (engine ??= Engine.create({ debug: true, allowSoftware: true }));
-after(async () => (await engine)?.destroy());
+after(async () => (await engine)?.shutdown());
 
 goldenTests('qwen3_tts', 'mel', async (c) => {
   const cfg = c.config as Record<string, number | boolean>;

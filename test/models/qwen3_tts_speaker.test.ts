@@ -15,7 +15,7 @@ import { expectClose, expectF16, goldenDir, GoldenCase, goldenTests } from './go
 
 let engine: Promise<Engine> | null = null;
 const getEngine = () => (engine ??= Engine.create({ debug: true, allowSoftware: true }));
-after(async () => (await engine)?.destroy());
+after(async () => (await engine)?.shutdown());
 
 async function load(c: GoldenCase, dtype: ComputeDType): Promise<{ e: Engine; enc: SpeakerEncoder }> {
   const e = await getEngine();
