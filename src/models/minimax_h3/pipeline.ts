@@ -8,7 +8,9 @@
 //                              keyframes (mode i2v): each image cover-cropped onto the frame and encoded by the video
 //                              VAE encoder, loaded for this and freed (keyframe-inputs.ts) -> one latent frame each;
 //                              a track (audio_mode track): the clip at 32 kHz stereo fitted to the video, encoded by the
-//                              audio VAE encoder, loaded for this and freed (track-inputs.ts) -> the target's audio latents
+//                              audio VAE encoder, loaded for this and freed (track-inputs.ts) -> the target's audio latents;
+//                              a spoken track (tts_text): task.speech() makes the clip first (the worker's speech model,
+//                              loaded and freed inside it), then it goes the track's way
 //   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
 //                              (rows channel-major); packed sequence [text | keyframes | audio | video] (keyframes.ts:
 //                              FL2VA for 1-2 images, guides from 3; a track: guides, the clip's rows at frame 0, clean,
@@ -79,6 +81,12 @@ export interface VideoTask {
    * (audioMode 'voice', the default) are refused until built (issue 15). */
   audios: string[];
   audioMode?: 'voice' | 'track';
+  /** A spoken soundtrack (tts_text): makes an audio file inside 编码提示词/图片, after the text encoder is freed and
+   * before anything of the sampling is allocated, having freed whatever GPU memory it took; the file is then the
+   * track, read exactly as audios[0] of an audio_mode track job (32 kHz stereo, cut or padded to the video). The
+   * worker composes it from the speech model (src/worker/profiles/video-speech.ts), so this model imports no other.
+   * Its progress is reported as the stage's progress; its own stages are not. With it, `audios` is empty. */
+  speech?(ctx: RunContext): Promise<string>;
   /** mp4, written through a temp name. */
   outputPath: string;
 }
@@ -227,7 +235,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     // keyframes onto the frame first: the text encoder may see them (keyframe-text.ts)
     const pictures = count ? await readKeyframes(task.images, width, height, ctx.signal) : [];
     // the soundtrack read and fitted before any model loads too: a file that is not audio fails here
-    const track = task.audioMode === 'track' ? await readTrack(task.audios[0]!, task.frames, ctx.signal) : null;
+    let track = task.audioMode === 'track' && !task.speech ? await readTrack(task.audios[0]!, task.frames, ctx.signal) : null;
     const { text, textTags } = await encodeJobText(e, {
       textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt: task.prompt, pictures,
       dtype: m.dtype, int8: this.o.textEncoderInt8, onText: this.o.onText, trace: (ev) => this.trace(ev),
@@ -237,6 +245,14 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     let latents: HostLatents[] = [];
     let trackRows: Float32Array = new Float32Array(0);
     try {
+      if (task.speech) {
+        // the speech model loads and is freed here, still in 编码提示词/图片 (the text encoder is already freed)
+        this.trace('speech');
+        const spoken = await task.speech(ctx);
+        this.trace('speech made');
+        throwIfCancelled(ctx.signal);
+        track = await readTrack(spoken, task.frames, ctx.signal);
+      }
       if (count) {
         latents = await encodeKeyframes(e, m.dirs.vae, pictures, { tiling: this.o.tiling, signal: ctx.signal });
         this.trace('keyframes encoded');
@@ -382,11 +398,17 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
   }
 }
 
-/** What the pipeline runs: text alone, 1 to 6 keyframes (image_mode keyframe), a soundtrack (audio_mode track, 1 clip)
- * with or without them; the rest of part 2 is refused. */
-export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode'>): void {
+/** What the pipeline runs: text alone, 1 to 6 keyframes (image_mode keyframe), a soundtrack (audio_mode track, 1 clip,
+ * or a spoken one from task.speech and no clip) with or without them; the rest of part 2 is refused. */
+export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
+  if (task.speech && task.audios.length) throw new BadInputError('MiniMax H3: a spoken soundtrack (tts_text) is the only audio of the job; its voice goes to the speech model, not here');
+  if (task.speech) return checkImages(task);
   if (task.audios.length && task.audioMode !== 'track') throw new BadInputError('MiniMax H3: voices (audio_mode voice) are not built yet; soundtracks (audio_mode track) are');
   if (task.audioMode === 'track' && task.audios.length !== 1) throw new BadInputError(`MiniMax H3: audio_mode track takes 1 clip (the soundtrack), ${task.audios.length} given`);
+  checkImages(task);
+}
+
+function checkImages(task: Pick<VideoTask, 'images' | 'imageMode'>): void {
   if (task.images.length && (task.imageMode ?? 'keyframe') !== 'keyframe') throw new BadInputError('MiniMax H3: reference pictures (image_mode reference) are not built yet; keyframes (image_mode keyframe) are');
   if (task.images.length > MAX_KEYFRAMES) throw new BadInputError(`MiniMax H3: ${task.images.length} keyframes given, at most ${MAX_KEYFRAMES}`);
 }

@@ -21,8 +21,9 @@ export function speechTaskOf(t: SpeechTask): ModelSpeechTask {
   return { text: p.text, language: p.language, refText: p.ref_text, refAudioPath: t.audios[0] ?? '', outputPath: t.output, seed: p.seed };
 }
 
-export function speechProfileEntry(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
-  const source = new WeightsSource(
+/** The speech model's weights: real from WEIGHTS_DIR when complete, else the demo checkpoint (generated once). */
+export function speechWeightsSource(dirs: WeightsDirs): WeightsSource {
+  return new WeightsSource(
     {
       profile: TTS_PROFILE,
       model: 'Qwen3-TTS-12Hz',
@@ -39,6 +40,24 @@ export function speechProfileEntry(dirs: WeightsDirs, holder: EngineHolder, log?
     },
     dirs,
   );
+}
+
+/** An unloaded Qwen3-TTS pipeline on the source's weights: the tts profile's, and the one a video job with tts_text
+ * loads for its speech (video-speech.ts), so both speak through the same code. */
+export function newSpeechPipeline(source: WeightsSource, holder: EngineHolder, o: { log?: Pick<Logger, 'info'>; onLoaded?: (bytes: number) => void; onAudio?: (samples: Float32Array) => void } = {}): Qwen3TtsPipeline {
+  return new Qwen3TtsPipeline({
+    engine: () => holder.get(),
+    checkpoint: (e) => source.choose(e, { real: (w) => componentRoot(w, 'model'), demo: (root) => root, plan: planDemoQwen3Tts }),
+    onLoaded: (bytes, dir) => {
+      o.onLoaded?.(bytes);
+      o.log?.info({ dir, gpu_bytes: bytes }, 'speech model loaded');
+    },
+    onAudio: o.onAudio,
+  });
+}
+
+export function speechProfileEntry(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
+  const source = speechWeightsSource(dirs);
   return {
     kind: 'tts',
     profile: TTS_PROFILE,
@@ -46,18 +65,6 @@ export function speechProfileEntry(dirs: WeightsDirs, holder: EngineHolder, log?
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
-    create: () =>
-      taskPipeline(
-        new Qwen3TtsPipeline({
-          engine: () => holder.get(),
-          checkpoint: (e) => source.choose(e, { real: (w) => componentRoot(w, 'model'), demo: (root) => root, plan: planDemoQwen3Tts }),
-          onLoaded: (bytes, dir) => {
-            source.loaded(bytes);
-            log?.info({ dir, gpu_bytes: bytes }, 'speech model loaded');
-          },
-        }),
-        'tts',
-        speechTaskOf,
-      ),
+    create: () => taskPipeline(newSpeechPipeline(source, holder, { log, onLoaded: (bytes) => source.loaded(bytes) }), 'tts', speechTaskOf),
   };
 }

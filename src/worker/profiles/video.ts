@@ -11,18 +11,44 @@ import { MAX_KEYFRAMES } from '../../models/minimax_h3/keyframes';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Dirs, type VideoTask as ModelVideoTask } from '../../models/minimax_h3/pipeline';
 import { H3_PROFILE_NAMES, h3Profile, loadH3Transformer, type H3Profile, type H3TransformerFiles } from '../../models/minimax_h3/profiles';
 import { componentRoot, type ProfileWeights } from '../../weights';
-import type { VideoTask } from '../protocol';
+import { removeQuietly, tempSibling } from '../../media/files';
+import type { Pipeline } from '../../models/common/pipeline';
+import type { VideoTask, WorkerTask } from '../protocol';
 import type { ProfileEntry } from '../registry';
-import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
+import { newSpeechPipeline, speechWeightsSource } from './speech';
+import { speaks, spokenTrack, type SpeechFactory, type SpokenTrackOptions } from './video-speech';
+import { safetensorsBytes, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** GPU working set on top of the weights (activations of a 768p 10 s step, one VAE tile, the audio chunk), for the
  * fits-beside estimate. A guess until bench:video measures it at the real size. */
 const WORKING_BYTES = 8 * 2 ** 30;
 
-/** The protocol's task as the model pipeline's task. */
-export function videoTaskOf(t: VideoTask): ModelVideoTask {
+/** The protocol's task as the model pipeline's task. A tts_text task gives `speech` (video-speech.ts spokenTrack):
+ * the speech is the soundtrack (track mode whatever audio_mode says), and audios[0] only its voice, so the video
+ * model is given no clip. */
+export function videoTaskOf(t: VideoTask, speech?: ModelVideoTask['speech']): ModelVideoTask {
   const p = t.params;
-  return { prompt: p.prompt, seed: p.seed, steps: p.steps, width: p.width, height: p.height, frames: p.frames, images: t.images, imageMode: p.image_mode, audios: t.audios, audioMode: p.audio_mode, outputPath: t.output };
+  const base = { prompt: p.prompt, seed: p.seed, steps: p.steps, width: p.width, height: p.height, frames: p.frames, images: t.images, imageMode: p.image_mode, outputPath: t.output };
+  return speech ? { ...base, audios: [], audioMode: 'track', speech } : { ...base, audios: t.audios, audioMode: p.audio_mode };
+}
+
+/** The video pipeline behind the protocol's task: a tts_text task speaks first (inside the pipeline's text stage)
+ * through `speech`, into a temp wav beside the output that is removed when the task ends. */
+export function videoTaskPipeline(inner: Pipeline<ModelVideoTask>, speech: SpeechFactory, o: SpokenTrackOptions = {}): Pipeline<WorkerTask> {
+  return {
+    load: (ctx) => inner.load(ctx),
+    run: async (task, ctx) => {
+      if (task.kind !== 'video') throw new Error(`a video pipeline was given a ${task.kind} task`);
+      if (!speaks(task)) return inner.run(videoTaskOf(task), ctx);
+      const wav = tempSibling(task.output);
+      try {
+        await inner.run(videoTaskOf(task, spokenTrack(task, speech, wav, o)), ctx);
+      } finally {
+        await removeQuietly(wav);
+      }
+    },
+    unload: () => inner.unload(),
+  };
 }
 
 export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
@@ -39,15 +65,17 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
     },
     dirs,
   );
+  // tts_text speaks with the tts profile's weights (real when pulled, else its demo checkpoint)
+  const speechSource = speechWeightsSource(dirs);
   return {
     kind: 'video',
     profile: profile.name,
     // a 1-step request runs one forward (the smallest grid, [1, 0])
-    // keyframes (image_mode keyframe, 1 to 6 images) and a soundtrack (audio_mode track, 1 clip) run; the rest of
-    // part 2 is refused at creation (issue 15)
+    // keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the
+    // soundtrack (tts_text in the voice of audios[0]) run; the rest of part 2 is refused at creation (issue 15)
     accepts: {
-      steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: TRACK_MAX_AUDIOS, imageModes: ['keyframe'], audioModes: ['track'], ttsText: false,
-      inputsNote: 'reference pictures, voices and tts_text are not built yet (MiniMax H3 part 2); text to video, keyframes (image_mode keyframe, 1 to 6 images) and a soundtrack (audio_mode track, 1 clip) are',
+      steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: TRACK_MAX_AUDIOS, imageModes: ['keyframe'], audioModes: ['track'], ttsText: true,
+      inputsNote: 'reference pictures and voices are not built yet (MiniMax H3 part 2); text to video, keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) are',
     },
     weights: () => source.state(),
     note: () => source.note(),
@@ -77,7 +105,7 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
           log?.info({ profile: profile.name, transformer: loaded.transformer, gpu_bytes: bytes }, 'video model loaded');
         },
       });
-      return taskPipeline(pipeline, 'video', videoTaskOf);
+      return videoTaskPipeline(pipeline, ({ onAudio }) => newSpeechPipeline(speechSource, holder, { log, onAudio }));
     },
   };
 }
