@@ -130,7 +130,10 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     if (job.steps < steps.min || job.steps > steps.max) throw new BadInputError(`steps: profile ${profile} runs ${steps.min} to ${steps.max} steps (got ${job.steps})`);
     // tts_text and voices first: with audios the image mode may have switched to reference, so name the cause
     if (job.ttsText && ttsText === false) throw new BadInputError(`tts_text: profile ${profile} cannot speak it yet: ${note}${this.whoCan(kind, profile, (a) => a.ttsText !== false)}`);
-    const amode = job.audioMode;
+    // with tts_text the speech is the soundtrack and audios[0] only its voice, whatever audio_mode says; more clips
+    // would be voices of the prompt's dialogue (audio_mode voice)
+    if (job.ttsText && job.audios > 1) throw new BadInputError(`audios: with tts_text, audios[0] is the voice the speech is spoken in and the speech is the soundtrack; more clips (voices, audio_mode voice) are not built yet: ${job.audios} given`);
+    const amode = job.ttsText ? undefined : job.audioMode;
     if (job.audios > 0 && amode && audioModes && !audioModes.includes(amode)) {
       throw new BadInputError(`audio_mode ${amode}: profile ${profile} cannot run it yet: ${note}${this.whoCan(kind, profile, (a) => a.audios >= job.audios && (!a.audioModes || a.audioModes.includes(amode)))}`);
     }

@@ -28,7 +28,12 @@ export class VideoService {
         if (problem) throw new BadInputError(problem);
       });
     }
-    await this.jobs.checkAudioLengths(audios, CLIP_SECONDS.video);
+    const seconds = await this.jobs.checkAudioLengths(audios, CLIP_SECONDS.video);
+    // tts_text clones audios[0]'s voice with the speech model, which takes clips of 3 s and more (as POST /api/v1/tts)
+    const voiceMin = CLIP_SECONDS.speech.minS;
+    if (d.tts_text.trim() !== '' && seconds[0]! < voiceMin) {
+      throw new BadInputError(`audios[0]: the voice for tts_text is ${seconds[0]!.toFixed(2)} s long; a voice clip must be ${voiceMin} to ${CLIP_SECONDS.video.maxS} s`);
+    }
     const job = await this.jobs.submit(
       {
         kind: 'video', prompt: d.prompt, profile: d.profile.profile, mode: d.mode, aspect: d.aspect, res: d.res,

@@ -150,10 +150,10 @@ describe("what the built-in models cannot run is refused at creation (their entr
   test('steps below the model\'s minimum, inputs not built yet: 400s that say so, no job stored', async () => {
     const cases: [string, object, RegExp][] = [
       ['/api/v1/image', { prompt: 'x', size: '256x256', steps: 1 }, /^steps: profile imgmain runs 2 to 200 steps \(got 1\)$/],
-      // keyframes and tracks run (test/api/video-keyframes.test.ts, video-track.test.ts); reference mode, voices and
-      // tts_text do not yet
-      ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures, voices and tts_text are not built yet .*; no video profile can yet$/],
-      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^tts_text: profile basevid50 cannot speak it yet: .*; no video profile can yet$/],
+      // keyframes, tracks and tts_text run (test/api/video-keyframes.test.ts, video-track.test.ts, video-tts.test.ts);
+      // reference mode and voices do not yet
+      ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices are not built yet .*; no video profile can yet$/],
+      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^audios: with tts_text, audios\[0\] is the voice .*; more clips \(voices, audio_mode voice\) are not built yet: 2 given$/],
       ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], audio_mode: 'voice' }, /^audio_mode voice: profile basevid50 cannot run it yet: .*; no video profile can yet$/],
       ['/api/v1/generate', { prompt: 'x', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], audio_mode: 'track' }, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/],
     ];

@@ -1,0 +1,133 @@
+// tts_text video jobs (speech as the soundtrack) through the real app on the demo checkpoints (MiniMax H3 and
+// Qwen3-TTS): by POST /api/v1/generate (data URI voice, audio_mode left at voice) and by multipart POST /api/jobs
+// (audio_mode track and a keyframe: the speech still replaces the clip), each runs to an mp4 (H.264 608x352, 24 fps,
+// the job's frames, stereo 32 kHz AAC) whose audio is the speech the tts profile's own pipeline makes from the same
+// voice, text and seed (synthesised again here, in this process): sound for the speech's length, then silence to the
+// video's end. Refused at creation with a 400, nothing stored: a voice the speech model cannot clone (under 3 s), 2
+// clips, reference pictures, no voice, an unknown tts_language.
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { EngineHolder } from '../../src/engine/engine';
+import { floatToPcm16, SPEECH_SAMPLE_RATE, wavHeader } from '../../src/media/wav';
+import type { RunContext } from '../../src/models/common/pipeline';
+import type { VideoTask as WorkerVideoTask } from '../../src/worker/protocol';
+import { newSpeechPipeline, speechTaskOf, speechWeightsSource } from '../../src/worker/profiles/speech';
+import { speechRequestOf } from '../../src/worker/profiles/video-speech';
+import { testEngine } from '../engine/helpers';
+import { decodeAudioTrack, rms } from '../media/helpers';
+import { fetchCheckedMp4 } from './video-output';
+import { auth, startAppOnDemoWeights, TestApp, until } from './harness';
+import { correlation, dataUri, pngBytes, wavBytes } from './inputs';
+
+const TEXT = 'Hello there, this is a test of the speech that becomes the soundtrack.';
+const SEED = 11;
+
+describe('tts_text video jobs through the API (demo weights)', () => {
+  let t: TestApp;
+  let scratch: string;
+  const voice = wavBytes(4, 16000, 180);
+  before(async () => {
+    scratch = mkdtempSync(join(tmpdir(), 'kiln-video-tts-'));
+    t = await startAppOnDemoWeights();
+  });
+  after(async () => {
+    await t.close(true);
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  /** The speech a job with this voice, text and seed speaks: the worker's own speech request (speechRequestOf ->
+   * speechTaskOf) through the tts profile's pipeline on the demo checkpoint the service generated, in this process. */
+  const expectedSpeech = async (): Promise<Float32Array> => {
+    const voicePath = join(scratch, 'voice.wav');
+    writeFileSync(voicePath, voice);
+    const weightsDir = join(scratch, 'no-weights');
+    mkdirSync(weightsDir, { recursive: true });
+    const e = await testEngine();
+    let samples: Float32Array | null = null;
+    const p = newSpeechPipeline(speechWeightsSource({ weightsDir, demoWeightsDir: t.settings.demoWeightsDir }), { get: async () => e } as unknown as EngineHolder, { onAudio: (s) => (samples = s) });
+    const ctx: RunContext = { signal: new AbortController().signal, stage: () => {}, progress: () => {}, safePoint: async () => {} };
+    const task = { id: 'expected', kind: 'video', profile: 'fastvid', images: [], audios: [voicePath], output: '', params: { tts_text: TEXT, tts_ref_text: '', tts_language: 'English', seed: SEED } } as unknown as WorkerVideoTask;
+    await p.load(ctx);
+    try {
+      await p.run(speechTaskOf(speechRequestOf(task, join(scratch, 'expected.wav'))), ctx);
+    } finally {
+      await p.unload();
+    }
+    return samples!;
+  };
+
+  /** The mp4's left channel at 32 kHz against the speech (24 kHz mono) taken to 32 kHz the way a track clip is. */
+  const compare = (mp4: Float32Array, speech: Float32Array) => {
+    const wav = join(scratch, 'speech.wav');
+    writeFileSync(wav, Buffer.concat([wavHeader(SPEECH_SAMPLE_RATE, 1, speech.length), floatToPcm16(speech)]));
+    const want = decodeAudioTrack(wav, 32000, 1);
+    const left = mp4.filter((_, i) => i % 2 === 0);
+    const n = Math.min(want.length, left.length);
+    let end = left.length;
+    while (end > 0 && Math.abs(left[end - 1]!) < 1e-3) end--;
+    return { r: correlation(left, want, n), speechSamples: want.length, end, left };
+  };
+
+  let first: Float32Array | null = null;
+
+  test('POST /api/v1/generate with tts_text and a voice, 1 s video: the mp4\'s audio is the speech, then silence', async () => {
+    const started = Date.now();
+    const res = await t.http.post('/api/v1/generate').set(auth).send({
+      prompt: 'a man talks to the camera', seconds: 1, res: '352p', seed: SEED, steps: 2, audios: [dataUri('audio/wav', voice)],
+      tts_text: TEXT, tts_language: 'English', wait: true, timeout: 300,
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const job = res.body;
+    assert.equal(job.status, 'done', JSON.stringify(job));
+    assert.deepEqual([job.mode, job.image_count, job.size, job.frames, job.steps], ['t2v', 0, '608x352', 39, 2]);
+    const mp4 = decodeAudioTrack(await fetchCheckedMp4(t, job, 39, scratch), 32000, 2);
+    first = mp4;
+    const speech = await expectedSpeech();
+    const { r, speechSamples, end, left } = compare(mp4, speech);
+    const video = 52000; // 39 frames at 24 fps = 1.625 s at 32 kHz
+    console.log(`# tts_text (352p 1 s, 2 steps; demo generation and both loads included): ${Date.now() - started} ms, exec_s ${job.exec_s}; speech ${(speech.length / 24000).toFixed(3)} s = ${speechSamples} samples at 32 kHz, mp4 sound ends at ${end}, r ${r.toFixed(6)} (AAC)`);
+    assert.ok(Math.abs(left.length - video) < 1100, `the mp4's audio lasts the video: ${left.length}`);
+    assert.ok(speechSamples < video, 'on the demo this speech is shorter than the video');
+    assert.ok(Math.abs(end - speechSamples) < 1600, `sound for the speech's length: it ends at ${end}, the speech at ${speechSamples}`);
+    assert.ok(rms(left, { to: speechSamples }) > 1e-2, 'sound while it speaks');
+    assert.ok(rms(left, { from: speechSamples + 1600 }) < 1e-3, 'silence after the speech');
+    assert.ok(r > 0.9, `the mp4's audio is the speech (AAC of a noise-like demo speech): r ${r}`);
+  });
+
+  test('multipart POST /api/jobs, audio_mode track with a keyframe: the speech replaces the clip, the same speech', async () => {
+    const res = await t.http.post('/api/jobs').set(auth)
+      .field('prompt', 'a man talks to the camera').field('seconds', '1').field('res', '352p').field('seed', String(SEED)).field('steps', '2')
+      .field('audio_mode', 'track').field('tts_text', TEXT).field('tts_language', 'English')
+      .attach('audios', voice, 'voice.wav').attach('images', await pngBytes(200, 120), 'first.png');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual([res.body.mode, res.body.image_count, res.body.frames], ['i2v', 1, 39]);
+    const job = await until(t, res.body.id, (j) => j.status === 'done' || j.status === 'failed', 300_000);
+    assert.equal(job.status, 'done', JSON.stringify(job));
+    const mp4 = decodeAudioTrack(await fetchCheckedMp4(t, job, 39, scratch), 32000, 2);
+    assert.ok(first, 'the first test ran');
+    const r = correlation(mp4, first, Math.min(mp4.length, first.length));
+    console.log(`# tts_text + track mode + 1 keyframe (model loaded): exec_s ${job.exec_s}; audio vs the first job's r ${r.toFixed(6)}`);
+    assert.ok(r > 0.99, `the same voice, text and seed speak the same soundtrack: r ${r}`);
+  });
+
+  test('refused with a 400 before anything is queued: a 2.5 s voice, 2 clips, reference pictures, no voice, a language', async () => {
+    const before = (await t.http.get('/api/jobs').set(auth)).body.length;
+    const ok = dataUri('audio/wav', wavBytes(3));
+    const cases: [object, RegExp][] = [
+      [{ audios: [dataUri('audio/wav', wavBytes(2.5))] }, /^audios\[0\]: the voice for tts_text is 2\.50 s long; a voice clip must be 3 to 15 s$/],
+      [{ audios: [ok, ok] }, /^audios: with tts_text, audios\[0\] is the voice the speech is spoken in and the speech is the soundtrack; more clips \(voices, audio_mode voice\) are not built yet: 2 given$/],
+      [{ audios: [ok], images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices are not built yet/],
+      [{}, /^tts_text needs a voice to speak in: give a reference clip as audios\[0\]$/],
+      [{ audios: [ok], tts_language: 'Klingon' }, /^unknown tts_language "Klingon"; use one of: Auto, /],
+    ];
+    for (const [body, reason] of cases) {
+      const res = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'x', seconds: 1, res: '352p', tts_text: 'hello there', ...body });
+      assert.equal(res.status, 400, `${JSON.stringify(body).slice(0, 80)}: ${JSON.stringify(res.body).slice(0, 300)}`);
+      assert.match(res.body.detail, reason);
+    }
+    assert.equal((await t.http.get('/api/jobs').set(auth)).body.length, before, 'no job stored');
+  });
+});
