@@ -84,7 +84,7 @@ describe('keyframe video jobs through the API (demo weights)', () => {
       [{ images: pics.map((p) => dataUri('image/png', p)) }, /^too many images: 7 given, a video takes at most 6$/],
       [{ images: [img, dataUri('image/png', Buffer.from('this is not a picture'))] }, /^images\[1\]: /],
       [{ images: [dataUri('image/png', sliver)] }, /^images\[0\]: a 8000x10 picture would be scaled to 281600x352 to cover the 608x352 frame before its crop, over 67 megapixels; crop it closer to the frame's aspect$/],
-      [{ images: [img], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures, .* not built yet .*; no video profile can yet$/],
+      [{ images: [img], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices are not built yet .*; no video profile can yet$/],
       // with a clip in voice mode the image mode switches to reference; the voice is named first
       [{ images: [img], audios: [dataUri('audio/wav', wavBytes(3))] }, /^audio_mode voice: profile fastvid cannot run it yet: .*voices.* not built yet/],
       // tts_text runs with keyframes (its voice does not switch the image mode), not with reference pictures
