@@ -5,3 +5,4 @@ export * from './profiles';
 export * from './sizes';
 export * from './stages';
 export * from './video';
+export * from './reference-prompt';

@@ -92,3 +92,12 @@ export function aspectOf(w: number, h: number): string {
   const g = gcd(w, h);
   return `${w / g}:${h / g}`;
 }
+
+/** Video reference pictures (image_mode reference): upstream's Ref2VA setup refuses an aspect beyond 1:4 .. 4:1. */
+export const VIDEO_REFERENCE_MAX_ASPECT = 4;
+
+/** Why a `srcW` x `srcH` picture cannot be a reference picture, or null. */
+export function videoReferenceProblem(label: string, srcW: number, srcH: number): string | null {
+  if (srcW <= VIDEO_REFERENCE_MAX_ASPECT * srcH && srcH <= VIDEO_REFERENCE_MAX_ASPECT * srcW) return null;
+  return `${label}: a ${srcW}x${srcH} reference picture is outside the aspects MiniMax H3 takes references at (1:${VIDEO_REFERENCE_MAX_ASPECT} to ${VIDEO_REFERENCE_MAX_ASPECT}:1); crop it`;
+}

@@ -1,4 +1,4 @@
-import { DEFAULT_PRIORITY, type JobKind } from '../catalog';
+import { DEFAULT_PRIORITY, referencePrompt, type JobKind } from '../catalog';
 
 export type JobStatus = 'queued' | 'running' | 'done' | 'failed';
 
@@ -75,6 +75,9 @@ export function toJobObject(job: JobRecord, live: { position?: number; running?:
     o.seconds = job.seconds;
     o.frames = job.frames;
   }
+  // reference video jobs: `prompt` stays what was sent; the text the model is given, with a <Picture n> definition in
+  // front for each picture the prompt does not name (catalog referencePrompt), is an extension (README "References")
+  if (job.kind === 'video' && job.params.image_mode === 'reference' && job.image_count > 0) o.model_prompt = referencePrompt(job.prompt, job.image_count);
   o.seed = job.seed;
   o.steps = job.steps;
   o.image_count = job.image_count;

@@ -143,6 +143,11 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
         : `too many audios: ${job.audios} given, profile ${profile} takes at most ${audios}`);
     }
     const mode = job.imageMode;
+    // reference pictures have their own layout (Ref2VA), which takes no soundtrack guide: refused for every profile,
+    // before naming who runs references
+    if (job.images > 0 && mode === 'reference' && (job.ttsText || (job.audios > 0 && job.audioMode === 'track'))) {
+      throw new BadInputError(`image_mode reference: reference pictures with a soundtrack (${job.ttsText ? 'tts_text' : 'audio_mode track'}) are not built yet; keyframes (image_mode keyframe) take one, and references run without one`);
+    }
     if (job.images > 0 && mode && imageModes && !imageModes.includes(mode)) {
       throw new BadInputError(`image_mode ${mode}: profile ${profile} cannot run it yet: ${note}${this.whoCan(kind, profile, (a) => a.images >= job.images && (!a.imageModes || a.imageModes.includes(mode)))}`);
     }

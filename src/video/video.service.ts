@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CLIP_SECONDS, keyframeProblem } from '../catalog';
+import { CLIP_SECONDS, keyframeProblem, videoReferenceProblem } from '../catalog';
 import { BadInputError } from '../common/errors';
 import { draftVideo, checkTimeout, VideoRequest } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
@@ -21,6 +21,13 @@ export class VideoService {
     this.jobs.admit(req.callback_url);
     const [images, audios] = await inputs.load();
     const probed = await this.jobs.probeImages(images);
+    if (d.image_mode === 'reference') {
+      // a reference keeps its own aspect (upstream takes 1:4 to 4:1)
+      probed.forEach((p, i) => {
+        const problem = videoReferenceProblem(images[i]!.label, p.width, p.height);
+        if (problem) throw new BadInputError(problem);
+      });
+    }
     if (d.image_mode === 'keyframe') {
       // the cover scale before the crop is bounded (a sliver of a picture would be scaled to hundreds of megapixels)
       probed.forEach((p, i) => {

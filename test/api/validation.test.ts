@@ -151,8 +151,8 @@ describe("what the built-in models cannot run is refused at creation (their entr
     const cases: [string, object, RegExp][] = [
       ['/api/v1/image', { prompt: 'x', size: '256x256', steps: 1 }, /^steps: profile imgmain runs 2 to 200 steps \(got 1\)$/],
       // keyframes, tracks and tts_text run (test/api/video-keyframes.test.ts, video-track.test.ts, video-tts.test.ts);
-      // reference mode and voices do not yet
-      ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices are not built yet .*; no video profile can yet$/],
+      // reference pictures on the profiles without Ref2VA weights (the distilled and turbo ones) and voices do not
+      ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: voices are not built yet .*reference pictures need the Ref2VA weights, which upstream publishes for the base release only.*; profiles basevid50_sol, basevid50 can$/],
       ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^audios: with tts_text, audios\[0\] is the voice .*; more clips \(voices, audio_mode voice\) are not built yet: 2 given$/],
       ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], audio_mode: 'voice' }, /^audio_mode voice: profile basevid50 cannot run it yet: .*; no video profile can yet$/],
       ['/api/v1/generate', { prompt: 'x', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], audio_mode: 'track' }, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/],

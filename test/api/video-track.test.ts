@@ -80,9 +80,9 @@ describe('track video jobs through the API (demo weights)', () => {
       [{ audio_mode: 'track', audios: [dataUri('audio/wav', wavBytes(20))] }, /^audios\[0\]: clip is 20\.00 s long; clips must be 2 to 15 s$/],
       [{ audio_mode: 'track', audios: [dataUri('audio/wav', Buffer.from('this is not a sound at all'))] }, /^audios\[0\]: /],
       [{ audio_mode: 'track', audios: [ok, ok] }, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/],
-      [{ audios: [ok] }, /^audio_mode voice: profile fastvid cannot run it yet: reference pictures and voices are not built yet .*; no video profile can yet$/],
+      [{ audios: [ok] }, /^audio_mode voice: profile fastvid cannot run it yet: voices are not built yet .*; no video profile can yet$/],
       [{ audios: [ok, ok], tts_text: 'hello there' }, /^audios: with tts_text, audios\[0\] is the voice the speech is spoken in and the speech is the soundtrack; more clips .* 2 given$/],
-      [{ audio_mode: 'track', audios: [ok], images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet/],
+      [{ audio_mode: 'track', audios: [ok], images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: reference pictures with a soundtrack \(audio_mode track\) are not built yet/],
     ];
     for (const [body, reason] of cases) {
       const res = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'x', seconds: 1, res: '352p', ...body });

@@ -102,6 +102,11 @@ goldenTests('minimax_h3', 'transformer', async (c: GoldenCase) => {
   assert.deepEqual(got.video, want.video, 'native f32 = diffusers f32 (video)');
   assert.deepEqual(got.audio, want.audio, 'native f32 = diffusers f32 (audio)');
   expectClose(got.video, await c.output('sample'), c.tol('f32'), 'native format vs upstream sample');
+  // the Ref2VA partition in its native layout (Ref2VA/transformer/: the same config and tensor names) loads the same way
+  const refModel = await loadH3Transformer(e, 'basevid50', { transformer: join(dir, 'absent'), transformerRef: dir }, { dtype: 'f32', partition: 'ref2va' });
+  const gotRef = await runCase(e, refModel, c);
+  refModel.free();
+  assert.deepEqual(gotRef.video, want.video, 'Ref2VA from a native folder = the diffusers forward');
 }, 'native folder');
 
 goldenTests('minimax_h3', 'transformer', async (c: GoldenCase) => {

@@ -37,6 +37,10 @@ test('profiles: the six video profiles of the catalog, steps from the catalog, D
     else assert.ok(!first.uses.some((u) => u.checkpoint === 'minimax-h3-turbo'), `${name}: no adapter in the manifest`);
     assert.equal(p.weights === 'int8', name.includes('int8'), `${name}: int8 as its name says`);
     assert.equal(p.stepCache !== null, name === 'basevid50_sol', `${name}: step cache only for _sol`);
+    // Ref2VA (reference pictures): upstream publishes it for the base release only; pull fetches it with transformer/
+    assert.equal(p.ref2va, name.startsWith('basevid50'), `${name}: Ref2VA weights upstream`);
+    assert.equal(uses('transformer_ref'), p.ref2va ? 'minimax-h3' : undefined, `${name}: transformer_ref in the first variant`);
+    if (p.ref2va) assert.ok(catalog.profile(name).variants.some((v) => !v.uses.some((u) => u.components.includes('transformer_ref'))), `${name}: a variant without transformer_ref stays real`);
   }
   assert.equal(H3_PROFILES.fastvid_fast.transformerCheckpoint, H3_PROFILES.fastvid.transformerCheckpoint, 'fastvid_fast = fastvid weights');
   assert.ok(H3_PROFILES.fastvid_fast.steps < H3_PROFILES.fastvid.steps);
@@ -83,6 +87,9 @@ test('profiles: the transformer and adapter paths of a resolved variant', () => 
   assert.deepEqual(h3TransformerFiles(H3_PROFILES.turbo_int8, w), { transformer: '/w/MiniMax-H3-int8/transformer/minimax_h3_fl2va_int8.safetensors', adapter: '/w/Minimax-h3-Turbo/8step/turbo_8step.safetensors' });
   w.variant.components.transformer = comp('transformer', 'minimax-h3', '/w/MiniMax-H3', ['transformer/config.json', 'transformer/diffusion_pytorch_model-00001-of-00014.safetensors']);
   assert.deepEqual(h3TransformerFiles(H3_PROFILES.basevid50, w), { transformer: '/w/MiniMax-H3/transformer' });
+  w.variant.components.transformer_ref = comp('transformer_ref', 'minimax-h3', '/w/MiniMax-H3', ['transformer_ref/config.json']);
+  assert.deepEqual(h3TransformerFiles(H3_PROFILES.basevid50, w), { transformer: '/w/MiniMax-H3/transformer', transformerRef: '/w/MiniMax-H3/transformer_ref' });
+  delete w.variant.components.transformer_ref;
   assert.throws(() => h3TransformerFiles(H3_PROFILES.fastvid_4step_int8, w), /no adapter_4step/);
 });
 
@@ -117,4 +124,10 @@ test('profiles: loadH3Transformer loads every profile from one diffusers folder 
   } finally {
     await c.close();
   }
+});
+
+test('profiles: the Ref2VA partition is refused where upstream publishes none, and where the weights lack it', async () => {
+  const e = await testEngine();
+  await assert.rejects(loadH3Transformer(e, 'fastvid', { transformer: '/absent', transformerRef: '/absent' }, { partition: 'ref2va' }), /profile fastvid has no Ref2VA weights upstream \(reference pictures run on basevid50, basevid50_sol\)/);
+  await assert.rejects(loadH3Transformer(e, 'basevid50', { transformer: '/absent' }, { partition: 'ref2va' }), /profile basevid50: no Ref2VA transformer \(transformer_ref\/\)/);
 });

@@ -11,6 +11,7 @@
 //   audio_vae/config.json + diffusion_pytorch_model.safetensors            F32 weight-norm pairs; the real rates
 //       (hop 800 at 32 kHz), 128 wide
 //   Minimax-h3-Turbo/{8step,4step}/*.safetensors                           random turbo adapters (adapter.ts writeDemoAdapter)
+//   transformer_ref/ as transformer/ (other random weights)                    the Ref2VA partition (reference pictures)
 // The real compression ratios keep every geometry rule (frames 17k + 5, latents 5k + 2, audio round(frames / 24 x 40),
 // pixels / 16) identical to the released model, so a job's sizes and lengths are the real ones.
 // Which tensors exist is not written down here: each part's loader runs against a SyntheticCheckpoint
@@ -40,6 +41,8 @@ import { VideoVaeDecoder, VideoVaeEncoder } from './video-vae';
 /** Bump when the generator's values change (configs and key lists are hashed into the version by themselves). */
 const DEMO_FORMAT = 2;
 const DEMO_SEED = 20261121;
+/** The DiT partitions the demo holds (a new one regenerates existing demo folders through the version). */
+const DEMO_PARTITIONS = 'fl2va+ref2va';
 /** The sharded parts are cut into about this many shards (the real ones have 14, 14 and 3). */
 const DEMO_SHARDS = 3;
 /** diffusers' shard names: diffusion_pytorch_model-0000i-of-0000n.safetensors behind transformer.ts DIFFUSERS_INDEX. */
@@ -212,6 +215,14 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
 
     await json('audio_vae/config.json', DEMO_AUDIO_VAE_CONFIG);
     await writeSafetensors(join(dir, 'audio_vae', 'diffusion_pytorch_model.safetensors'), tensors(keys.audioVae, 'F32'), meta);
+
+    // the Ref2VA partition (reference pictures) as the diffusers release publishes it: transformer_ref/ beside
+    // transformer/, the same config and key list with weights of its own (drawn last, so every file above keeps its
+    // bytes: the t2va end-to-end golden's checkpoint is unchanged)
+    await json('transformer_ref/config.json', DEMO_TRANSFORMER_CONFIG);
+    const ref = tensors(keys.transformer, trDtype);
+    await writeShardedSafetensors(join(dir, 'transformer_ref'), ref, shardBytesFor(ref, DEMO_SHARDS), meta, DIFFUSERS_STEM);
   };
-  return { version: `${DEMO_FORMAT}-${digest}`, keys, write };
+  // the parts written are named in the version (not in the digest, which every file's metadata carries)
+  return { version: `${DEMO_FORMAT}-${digest}-${DEMO_PARTITIONS}`, keys, write };
 }

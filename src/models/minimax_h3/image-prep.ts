@@ -1,7 +1,7 @@
 // How MiniMax H3 puts input pictures onto its canvas (diffusers modular_pipelines/minimax_h3 at 58eb52c0:
 // resolve_canvas_size, MiniMaxH3ResizeStep, MiniMaxH3Ref2VASetupStep), with Pillow's LANCZOS (pil-resize.ts) as there.
-// The service's keyframe jobs take prepareFrameKeyframes (the job's frame, every image cover-cropped); references
-// are not wired in yet (issue 15, docs/models/minimax-h3.md "Part 2 status").
+// The service's keyframe jobs take prepareFrameKeyframes (the job's frame, every image cover-cropped), its reference
+// jobs prepareReferenceMatch (ComfyUI's `match`, below; docs/models/minimax-h3.md "References in the service").
 //   canvas      short edge 768, area capped at 768 x 1344, both sides rounded (Python round) to multiples of 32,
 //               aspect 1:4 .. 4:1; keyframe requests take the first keyframe's aspect, the others 16:9
 //   keyframes   the first is stretched onto the canvas; a second (last) is scaled to cover it (sides rounded) and
@@ -88,5 +88,27 @@ export function referenceImageSize(width: number, height: number, shortEdge = RE
 /** MiniMaxH3Ref2VASetupStep for an image reference: resized (LANCZOS) to referenceImageSize. */
 export function prepareReferenceImage(img: Rgb8Image, shortEdge = REFERENCE_SHORT_EDGE, multiple = RELEASED_CANVAS.multiple): Rgb8Image {
   const { height, width } = referenceImageSize(img.width, img.height, shortEdge, multiple);
+  return img.width === width && img.height === height ? { ...img, data: Uint8Array.from(img.data) } : pilResizeLanczos(img, width, height);
+}
+
+/**
+ * The service's reference canvas (docs/models/minimax-h3.md "References in the service"): ComfyUI's `match` rule
+ * (MiniMaxH3ReferenceToVideo's default, h3-conditioning.md 7.5), the picture's own aspect scaled *down* so its area is
+ * at most the job's frame (never up), sides rounded (Python round) to multiples of 32, at least 32. Upstream diffusers
+ * instead always scales to a 2048 short edge (referenceImageSize): 4096 rows per square picture whatever the video.
+ */
+export function referenceMatchSize(width: number, height: number, frameWidth: number, frameHeight: number, multiple = RELEASED_CANVAS.multiple): { height: number; width: number } {
+  if (!(width > 0 && height > 0)) throw new RangeError(`reference image: ${width}x${height}`);
+  if (width > 4 * height || height > 4 * width) throw new RangeError(`reference image: ${width}x${height} is outside 1:4 .. 4:1`);
+  const scale = Math.min(1, Math.sqrt((frameWidth * frameHeight) / (width * height)));
+  return {
+    height: Math.max(multiple, pythonRound((height * scale) / multiple) * multiple),
+    width: Math.max(multiple, pythonRound((width * scale) / multiple) * multiple),
+  };
+}
+
+/** A reference picture on the service's canvas (referenceMatchSize), resized with Pillow's LANCZOS. */
+export function prepareReferenceMatch(img: Rgb8Image, frameWidth: number, frameHeight: number): Rgb8Image {
+  const { height, width } = referenceMatchSize(img.width, img.height, frameWidth, frameHeight);
   return img.width === width && img.height === height ? { ...img, data: Uint8Array.from(img.data) } : pilResizeLanczos(img, width, height);
 }

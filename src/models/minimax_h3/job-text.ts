@@ -22,8 +22,10 @@ export interface JobTextInput {
   host: H3TextEncoderHost;
   transformer: MiniMaxH3Transformer;
   prompt: string;
-  /** The keyframes as prepared onto the frame (the text encoder may see them). */
+  /** The keyframes as prepared onto the frame, or the prepared reference pictures (the text encoder may see them). */
   pictures: readonly Rgb8Image[];
+  /** What the pictures are (default keyframes): picks the FL2VA or the Ref2VA presentation (keyframe-text.ts). */
+  pictureRole?: 'keyframe' | 'reference';
   dtype: ComputeDType;
   int8?: boolean;
   /** Told the ids, per-row tags and how many pictures the encoder sees (tests). */
@@ -34,7 +36,7 @@ export interface JobTextInput {
 /** The transformer's text context [L, D] (the caller frees it) and the per-row tags the packed sequence takes
  * (TEXT_TAG, VIDEO_TAG inside a picture's vision block). The stage is loadTextEncoder, then encode. */
 export async function encodeJobText(e: Engine, j: JobTextInput, ctx: RunContext): Promise<{ text: Tensor; textTags: Uint8Array }> {
-  const vision = await keyframeTextPlan(j.textEncoderDir, j.tokenizer, j.prompt, j.pictures);
+  const vision = await keyframeTextPlan(j.textEncoderDir, j.tokenizer, j.prompt, j.pictures, undefined, j.pictureRole);
   const ids = vision ? vision.ids : H3TextEncoder.promptIds(j.tokenizer, j.prompt);
   const textTags = vision ? Uint8Array.from(vision.tags) : new Uint8Array(ids.length).fill(TEXT_TAG);
   j.onText?.({ ids, tags: textTags, pictures: vision?.images.length ?? 0 });

@@ -13,7 +13,7 @@ import { rgb8ToTensor } from '../../media';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Rgb8Image } from '../common/pil-resize';
 import { imagePatches, parseQwen3VlVisionConfig, QWEN3_VL_IMAGE_PROCESSOR, visionTokenCount, type Qwen3VlImageProcessorConfig, type Qwen3VlVisionConfig, type VisionInput } from '../qwen3_vl_vision';
-import { fl2vaPresentation, type Presentation, type PresentationTokenizer } from './presentation';
+import { fl2vaPresentation, ref2vaPresentation, type Presentation, type PresentationTokenizer } from './presentation';
 
 /** The FL2VA presentation for at most this many keyframes (first, last). */
 export const FL2VA_MAX_PICTURES = 2;
@@ -50,15 +50,21 @@ export async function keyframeTextPlan(
   prompt: string,
   pictures: readonly Rgb8Image[],
   proc: Qwen3VlImageProcessorConfig = QWEN3_VL_IMAGE_PROCESSOR,
+  /** 'reference': upstream's Ref2VA presentation (diffusers MiniMaxH3Ref2VATextEncoderStep), every picture shown as
+   * "<Picture i>: " + its vision block, whatever their number; 'keyframe' (default): FL2VA for 1-2 pictures. */
+  role: 'keyframe' | 'reference' = 'keyframe',
 ): Promise<VisionTextPlan | null> {
-  if (pictures.length === 0 || pictures.length > FL2VA_MAX_PICTURES) return null;
+  if (pictures.length === 0 || (role === 'keyframe' && pictures.length > FL2VA_MAX_PICTURES)) return null;
   const tower = await visionTower(textEncoderDir);
   if (!tower) return null;
   const { vision } = tower;
   for (const [token, id] of [['<|image_pad|>', vision.imageTokenId], ['<|vision_start|>', vision.visionStartTokenId], ['<|vision_end|>', vision.visionEndTokenId]] as const) {
     if (!tok.hasToken(token) || tok.tokenId(token) !== id) throw new Error(`MiniMax H3: the text encoder has a vision tower but the tokenizer's ${token} is not id ${id} of its config`);
   }
-  const images = pictures.map((p, i) => imagePatches(rgb8ToTensor(p.data, p.width, p.height), vision, proc, `keyframe ${i + 1}`));
-  const presentation = fl2vaPresentation(tok, prompt, images.map((im) => visionTokenCount(im.grid, vision.spatialMergeSize)));
+  const images = pictures.map((p, i) => imagePatches(rgb8ToTensor(p.data, p.width, p.height), vision, proc, `${role} ${i + 1}`));
+  const counts = images.map((im) => visionTokenCount(im.grid, vision.spatialMergeSize));
+  const presentation = role === 'reference'
+    ? ref2vaPresentation(tok, prompt, counts.map((visionTokens) => ({ kind: 'image' as const, visionTokens })))
+    : fl2vaPresentation(tok, prompt, counts);
   return { ...presentation, images, config: tower.config };
 }

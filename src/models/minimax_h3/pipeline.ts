@@ -9,6 +9,10 @@
 //                              VAE encoder, loaded for this and freed (keyframe-inputs.ts) -> one latent frame each;
 //                              a track (audio_mode track): the clip at 32 kHz stereo fitted to the video, encoded by the
 //                              audio VAE encoder, loaded for this and freed (track-inputs.ts) -> the target's audio latents;
+//                              references (image_mode reference): the Ref2VA DiT swapped in (usePartition), each
+//                              picture on its own canvas and encoded as a keyframe (reference-inputs.ts), the prompt
+//                              with its <Picture n> definitions (catalog referencePrompt), Ref2VA blocks ahead of the
+//                              target (references.ts);
 //                              a spoken track (tts_text): task.speech() makes the clip first (the worker's speech model,
 //                              loaded and freed inside it), then it goes the track's way
 //   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
@@ -53,6 +57,10 @@ import { h3Noise, keyframeNoises } from './noise';
 import { h3StepPlan } from './sigmas';
 import { H3TextEncoderHost } from './text-encoder';
 import type { MiniMaxH3Transformer } from './transformer';
+import type { H3Partition } from './profiles';
+import { readReferences, referenceBlocks, type ReferenceCanvas } from './reference-inputs';
+import { buildReferenceSequence } from './references';
+import { referencePrompt } from '../../catalog';
 import { openVideoVaeCheckpoint, parseVideoVaeConfig, VideoVaeDecoder, type VideoLatents, type VideoVaeDecodeOptions } from './video-vae';
 import { Checkpoint } from '../../engine/safetensors';
 
@@ -73,8 +81,8 @@ export interface VideoTask {
   height: number;
   /** On the 17k + 5 grid (the catalog's snapFrames). */
   frames: number;
-  /** Image files in request order: keyframes (mode i2v, 1 to 6) when imageMode is 'keyframe' (the default);
-   * reference pictures are refused until built (issue 15). */
+  /** Image files in request order: keyframes (mode i2v, 1 to 6) when imageMode is 'keyframe' (the default), reference
+   * pictures (1 to 6, the Ref2VA partition, no soundtrack) when it is 'reference'. */
   images: string[];
   imageMode?: 'keyframe' | 'reference';
   /** Audio files: one soundtrack clip in audioMode 'track' (held as audio conditioning and muxed unchanged); voices
@@ -94,6 +102,8 @@ export interface VideoTask {
 /** The folders of one checkpoint's parts, each as in the published repo (transformer/, text_encoder/, ...). */
 export interface H3Dirs {
   transformer: string;
+  /** The Ref2VA partition (reference pictures), where the weights have it. */
+  transformerRef?: string;
   textEncoder: string;
   tokenizer: string;
   vae: string;
@@ -104,6 +114,7 @@ export interface H3Dirs {
 export function h3DirsFromRoot(root: string, transformerRoot = root): H3Dirs {
   return {
     transformer: join(transformerRoot, 'transformer'),
+    transformerRef: join(transformerRoot, 'transformer_ref'),
     textEncoder: join(root, 'text_encoder'),
     tokenizer: join(root, 'tokenizer'),
     vae: join(root, 'vae'),
@@ -112,7 +123,7 @@ export function h3DirsFromRoot(root: string, transformerRoot = root): H3Dirs {
 }
 
 /** Loads the profile's transformer (profiles.ts loadH3Transformer: checkpoint format, adapter merge, int8). */
-export type H3TransformerLoader = (e: Engine, dirs: H3Dirs, o: { dtype: ComputeDType }) => Promise<MiniMaxH3Transformer>;
+export type H3TransformerLoader = (e: Engine, dirs: H3Dirs, o: { dtype: ComputeDType; partition: H3Partition }) => Promise<MiniMaxH3Transformer>;
 
 /** Observations for tests and the benchmark: each stage, each step, and GPU bytes in use at each. */
 export interface H3PipelineTrace {
@@ -133,6 +144,9 @@ export interface H3PipelineOptions {
   sampler?: Partial<H3SampleOptions>;
   /** Video VAE spatial tiling (default the released 256 / 64 px tiles). */
   tiling?: VideoVaeDecodeOptions['tiling'];
+  /** How reference pictures are sized (reference-inputs.ts): 'match' (default: at most the frame's area, never up) or
+   * upstream diffusers' 'diffusers' (a 2048 short edge). */
+  referenceCanvas?: ReferenceCanvas;
   /** Told the GPU bytes held once loaded (ProfileEntry.residentBytes). */
   onLoaded?(bytes: number, dirs: H3Dirs): void;
   trace?: H3PipelineTrace;
@@ -151,6 +165,9 @@ export interface H3PipelineOptions {
   /** Keyframe jobs: the prepared pictures [H, W, 3] (8-bit) and the conditioning rows [rows, 96] as uploaded and as
    * read back after the last step (tests: the sampler must leave them unchanged). */
   onKeyframes?(k: { pictures: Rgb8Image[]; latents: HostLatents[]; rows: Float32Array; after: Float32Array }): void;
+  /** Reference jobs: the same for the reference pictures (each on its own canvas), with the text the model was given
+   * (the prompt with its <Picture n> definitions: catalog referencePrompt). */
+  onReferences?(r: { pictures: Rgb8Image[]; latents: HostLatents[]; rows: Float32Array; after: Float32Array; prompt: string }): void;
   onAudio?(channels: Float32Array[], sampleRate: number): void;
   /** Track jobs: the prepared clip (what the mp4 carries), its conditioning rows [2 * Na, A] as uploaded and as read
    * back after the last step (tests: unchanged by the sampler). */
@@ -163,6 +180,8 @@ interface Loaded {
   dtype: ComputeDType;
   tokenizer: TextTokenizer;
   transformer: MiniMaxH3Transformer;
+  /** Which DiT partition `transformer` is: FL2VA (text, keyframes, tracks) or Ref2VA (references). */
+  partition: H3Partition;
   videoVae: VideoVaeDecoder;
   audioVae: AudioVaeDecoder;
   bytes: number;
@@ -201,7 +220,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     const tokenizer = await TextTokenizer.fromDir(dirs.tokenizer);
     const owned: { free(): void }[] = [];
     try {
-      const transformer = await this.o.loadTransformer(e, dirs, { dtype });
+      const transformer = await this.o.loadTransformer(e, dirs, { dtype, partition: 'fl2va' });
       owned.push(transformer);
       throwIfCancelled(ctx.signal);
       const videoVae = await loadVideoVae(e, dirs.vae, dtype);
@@ -211,7 +230,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       owned.push(audioVae);
       throwIfCancelled(ctx.signal);
       const bytes = e.pool.stats().inUseBytes - before;
-      this.m = { e, dirs, dtype, tokenizer, transformer, videoVae, audioVae, bytes };
+      this.m = { e, dirs, dtype, tokenizer, transformer, partition: 'fl2va', videoVae, audioVae, bytes };
       this.o.onLoaded?.(bytes, dirs);
       this.trace('loaded');
     } catch (err) {
@@ -220,12 +239,32 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     }
   }
 
+  /** The partition a job needs loaded: a reference job swaps the Ref2VA DiT in place of the FL2VA one (only one is
+   * held: at the real size each is the whole transformer), and the next other job swaps back. */
+  private async usePartition(partition: H3Partition, ctx: RunContext): Promise<void> {
+    const m = this.m!;
+    if (m.partition === partition) return;
+    ctx.stage(STAGE.loadModel);
+    const before = m.e.pool.stats().inUseBytes;
+    m.transformer.free();
+    this.m = null; // a failed load leaves nothing half-held: the next job loads again
+    const transformer = await this.o.loadTransformer(m.e, m.dirs, { dtype: m.dtype, partition });
+    this.m = { ...m, transformer, partition, bytes: m.bytes - before + m.e.pool.stats().inUseBytes };
+    this.o.onLoaded?.(this.m.bytes, m.dirs);
+    this.trace(`loaded ${partition}`);
+    throwIfCancelled(ctx.signal);
+  }
+
   async run(task: VideoTask, ctx: RunContext): Promise<void> {
     if (!this.m || this.m.e.lost) await this.load(ctx);
-    const m = this.m!;
-    const { e, transformer } = m;
     checkInputs(task);
     const count = task.images.length;
+    const reference = count > 0 && task.imageMode === 'reference';
+    await this.usePartition(reference ? 'ref2va' : 'fl2va', ctx);
+    const m = this.m!;
+    const { e, transformer } = m;
+    // a reference job's prompt names its pictures <Picture n> (prefixed where it does not: catalog referencePrompt)
+    const prompt = reference ? referencePrompt(task.prompt, count) : task.prompt;
     const { width, height } = task;
     const geo = jobGeometry(task.frames, height, width, transformer.config.patchSize);
     const patch = transformer.config.patchSize;
@@ -233,11 +272,12 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     // text: load the encoder, encode, free it before anything of the sampling is allocated
     ctx.stage(STAGE.loadTextEncoder);
     // keyframes onto the frame first: the text encoder may see them (keyframe-text.ts)
-    const pictures = count ? await readKeyframes(task.images, width, height, ctx.signal) : [];
+    // references on their own canvases instead (reference-inputs.ts); the video does not start on them
+    const pictures = !count ? [] : reference ? await readReferences(task.images, { width, height }, ctx.signal, this.o.referenceCanvas) : await readKeyframes(task.images, width, height, ctx.signal);
     // the soundtrack read and fitted before any model loads too: a file that is not audio fails here
     let track = task.audioMode === 'track' && !task.speech ? await readTrack(task.audios[0]!, task.frames, ctx.signal) : null;
     const { text, textTags } = await encodeJobText(e, {
-      textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt: task.prompt, pictures,
+      textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe',
       dtype: m.dtype, int8: this.o.textEncoderInt8, onText: this.o.onText, trace: (ev) => this.trace(ev),
     }, ctx);
 
@@ -255,7 +295,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       }
       if (count) {
         latents = await encodeKeyframes(e, m.dirs.vae, pictures, { tiling: this.o.tiling, signal: ctx.signal });
-        this.trace('keyframes encoded');
+        this.trace(reference ? 'references encoded' : 'keyframes encoded');
       }
       if (track) {
         trackRows = await encodeTrack(e, m.dirs.audioVae, track, geo.numAudioLatents);
@@ -285,7 +325,9 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         patchSize: patch,
         audioChannels: 2,
       };
-      const packed = track ? buildTrackSequence(layout, count, geo.numAudioLatents) : buildKeyframeSequence(layout, count);
+      const packed = reference
+        ? buildReferenceSequence({ ...layout, references: referenceBlocks(latents) })
+        : track ? buildTrackSequence(layout, count, geo.numAudioLatents) : buildKeyframeSequence(layout, count);
       const seq = transformer.prepare(packed);
       const C = transformer.config.inChannels;
       const A = transformer.config.audioInChannels;
@@ -326,9 +368,10 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       const audioHost = channelsFromRows(audioRead.subarray(nca * A), 2, A, geo.numAudioLatents);
       drop(audio);
       if (track) this.o.onTrack?.({ track, rows: trackRows, after: audioRead.slice(0, nca * A) });
-      if (nc && this.o.onKeyframes) {
+      if (nc && (reference ? this.o.onReferences : this.o.onKeyframes)) {
         const after = (await e.read(video)).slice(0, nc * rowWidth);
-        this.o.onKeyframes({ pictures, latents, rows, after });
+        if (reference) this.o.onReferences!({ pictures, latents, rows, after, prompt });
+        else this.o.onKeyframes!({ pictures, latents, rows, after });
       }
       // the conditioning rows are dropped (never decoded); a fresh tensor for the generated ones
       let generated = video;
@@ -399,18 +442,22 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
 }
 
 /** What the pipeline runs: text alone, 1 to 6 keyframes (image_mode keyframe), a soundtrack (audio_mode track, 1 clip,
- * or a spoken one from task.speech and no clip) with or without them; the rest of part 2 is refused. */
+ * or a spoken one from task.speech and no clip) with or without them, 1 to 6 reference pictures (image_mode reference,
+ * without a soundtrack); voices and references with a soundtrack are refused. */
 export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
   if (task.speech && task.audios.length) throw new BadInputError('MiniMax H3: a spoken soundtrack (tts_text) is the only audio of the job; its voice goes to the speech model, not here');
+  if (task.images.length && task.imageMode === 'reference' && task.audios.length && task.audioMode !== 'track') throw new BadInputError('MiniMax H3: voices (audio_mode voice, <Audio n>) are not built yet; reference pictures alone (image_mode reference) are');
   if (task.speech) return checkImages(task);
   if (task.audios.length && task.audioMode !== 'track') throw new BadInputError('MiniMax H3: voices (audio_mode voice) are not built yet; soundtracks (audio_mode track) are');
   if (task.audioMode === 'track' && task.audios.length !== 1) throw new BadInputError(`MiniMax H3: audio_mode track takes 1 clip (the soundtrack), ${task.audios.length} given`);
   checkImages(task);
 }
 
-function checkImages(task: Pick<VideoTask, 'images' | 'imageMode'>): void {
-  if (task.images.length && (task.imageMode ?? 'keyframe') !== 'keyframe') throw new BadInputError('MiniMax H3: reference pictures (image_mode reference) are not built yet; keyframes (image_mode keyframe) are');
-  if (task.images.length > MAX_KEYFRAMES) throw new BadInputError(`MiniMax H3: ${task.images.length} keyframes given, at most ${MAX_KEYFRAMES}`);
+function checkImages(task: Pick<VideoTask, 'images' | 'imageMode' | 'audioMode' | 'speech'>): void {
+  const reference = task.imageMode === 'reference';
+  // references have their own layout (Ref2VA); a soundtrack's audio guide is the FL2VA guide layout's (keyframes.ts)
+  if (task.images.length && reference && (task.speech || task.audioMode === 'track')) throw new BadInputError('MiniMax H3: reference pictures (image_mode reference) with a soundtrack (audio_mode track or tts_text) are not built yet; keyframes with one are');
+  if (task.images.length > MAX_KEYFRAMES) throw new BadInputError(`MiniMax H3: ${task.images.length} ${reference ? 'reference pictures' : 'keyframes'} given, at most ${MAX_KEYFRAMES}`);
 }
 
 /** The job's latent geometry; its frame count must already be on the 17k + 5 grid (the service snaps it). */

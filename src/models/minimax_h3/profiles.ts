@@ -36,6 +36,10 @@ export interface H3Profile {
   adapter: H3AdapterComponent | null;
   /** Step caching in the sampler (basevid50_sol), or none: pass to sampleH3 as `stepCache`. */
   stepCache: StepCachePolicy | null;
+  /** Whether upstream publishes Ref2VA weights for it (reference pictures, image_mode reference): the base release's
+   * `transformer_ref/` (native `Ref2VA/transformer/`). The distilled and turbo profiles have none: no distilled
+   * Ref2VA DiT is known, and the Ref2VA turbo adapters' files were not seen here (docs "References in the service"). */
+  ref2va: boolean;
   note: string;
 }
 
@@ -48,19 +52,20 @@ function catalogSteps(name: H3ProfileName): number {
 const row = (name: H3ProfileName, r: Omit<H3Profile, 'name' | 'steps'>): H3Profile => ({ name, steps: catalogSteps(name), ...r });
 
 export const H3_PROFILES: Readonly<Record<H3ProfileName, H3Profile>> = {
-  basevid50: row('basevid50', { stepCount: 'grid-points', transformerCheckpoint: 'minimax-h3', weights: '16-bit', adapter: null, stepCache: null, note: 'the official release as the diffusers pipeline runs it: 50 grid points, 49 forwards' }),
+  basevid50: row('basevid50', { stepCount: 'grid-points', transformerCheckpoint: 'minimax-h3', weights: '16-bit', adapter: null, stepCache: null, ref2va: true, note: 'the official release as the diffusers pipeline runs it: 50 grid points, 49 forwards' }),
   basevid50_sol: row('basevid50_sol', {
     stepCount: 'grid-points',
     transformerCheckpoint: 'minimax-h3',
     weights: '16-bit',
     adapter: null,
     stepCache: SOL_STEP_CACHE,
+    ref2va: true,
     note: 'basevid50 with velocity reuse between adjacent steps where the velocity barely changes (step-cache.ts)',
   }),
-  fastvid: row('fastvid', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, note: '8-step distilled DiT (spec default): 8 forwards' }),
-  turbo_int8: row('turbo_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_8step', stepCache: null, note: 'base DiT + the 8-step turbo adapter merged at load, then int8: 8 forwards' }),
-  fastvid_4step_int8: row('fastvid_4step_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_4step', stepCache: null, note: 'base DiT + the 4-step turbo adapter merged at load, then int8: 4 forwards' }),
-  fastvid_fast: row('fastvid_fast', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, note: "fastvid's distilled weights at 6 forwards instead of 8" }),
+  fastvid: row('fastvid', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, ref2va: false, note: '8-step distilled DiT (spec default): 8 forwards' }),
+  turbo_int8: row('turbo_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_8step', stepCache: null, ref2va: false, note: 'base DiT + the 8-step turbo adapter merged at load, then int8: 8 forwards' }),
+  fastvid_4step_int8: row('fastvid_4step_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_4step', stepCache: null, ref2va: false, note: 'base DiT + the 4-step turbo adapter merged at load, then int8: 4 forwards' }),
+  fastvid_fast: row('fastvid_fast', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, ref2va: false, note: "fastvid's distilled weights at 6 forwards instead of 8" }),
 };
 
 export function h3Profile(name: string): H3Profile {
@@ -75,11 +80,18 @@ export function h3ProfileSteps(profile: H3Profile | H3ProfileName, steps: number
   return h3StepPlan(p.stepCount, steps);
 }
 
+/** The two DiT partitions of the release: FL2VA (`transformer/`: text and keyframes) and Ref2VA (`transformer_ref/`:
+ * references), the same architecture and config with other weights (h3-conditioning.md 2). */
+export type H3Partition = 'fl2va' | 'ref2va';
+
 /** Where a profile's transformer comes from, as paths (tests, demo checkpoints, or the real weights' files, which the
  * worker resolves from the weights manifest: src/worker/profiles/video.ts h3TransformerFiles). */
 export interface H3TransformerFiles {
   /** A diffusers transformer/ folder (config.json + index or single file), a native folder, or one .safetensors file. */
   transformer: string;
+  /** The Ref2VA partition in either published layout (diffusers `transformer_ref/`, native `Ref2VA/transformer/`),
+   * for reference jobs on the profiles with `ref2va`; absent where the weights have none. */
+  transformerRef?: string;
   /** The turbo adapter's .safetensors file (required by profiles with an adapter). */
   adapter?: string;
 }
@@ -108,10 +120,13 @@ export interface LoadH3Options {
  * Loads the transformer of `profile`: the diffusers or native checkpoint format (native-checkpoint.ts), the profile's adapter merged
  * into the weights (adapter.ts), then int8 per output channel if the profile is int8.
  */
-export async function loadH3Transformer(e: Engine, profile: H3Profile | H3ProfileName, files: H3TransformerFiles, opts: LoadH3Options = {}): Promise<MiniMaxH3Transformer> {
+export async function loadH3Transformer(e: Engine, profile: H3Profile | H3ProfileName, files: H3TransformerFiles, opts: LoadH3Options & { partition?: H3Partition } = {}): Promise<MiniMaxH3Transformer> {
   const p = typeof profile === 'string' ? h3Profile(profile) : profile;
+  const ref = opts.partition === 'ref2va';
+  if (ref && !p.ref2va) throw new RangeError(`profile ${p.name} has no Ref2VA weights upstream (reference pictures run on ${H3_PROFILE_NAMES.filter((n) => H3_PROFILES[n].ref2va).join(', ')})`);
+  if (ref && !files.transformerRef) throw new RangeError(`profile ${p.name}: no Ref2VA transformer (transformer_ref/) in these weights, so reference pictures cannot run; npm run weights -- pull ${p.name} fetches it`);
   if (p.adapter && !files.adapter) throw new RangeError(`profile ${p.name} merges ${p.adapter}: no adapter file given`);
-  const source = await openH3Weights(files.transformer, { prefix: opts.prefix, config: opts.config ?? RELEASED_H3_CONFIG, qkvRows: opts.qkvRows });
+  const source = await openH3Weights(ref ? files.transformerRef! : files.transformer, { prefix: opts.prefix, config: opts.config ?? RELEASED_H3_CONFIG, qkvRows: opts.qkvRows });
   try {
     const config = source.config ?? opts.config ?? RELEASED_H3_CONFIG;
     // the adapter is merged in float32 before quantisation (the low-rank product on the GPU)

@@ -1,6 +1,7 @@
 // Reference mode (image_mode reference, audio voices; the Ref2VA partition): the packed sequence with one block per
 // reference, exactly as diffusers' MiniMaxH3Ref2VAPrepareLayoutStep.build_ref2va_packed_sequence lays it out.
-// Not wired into the service yet (issue 15, docs/models/minimax-h3.md "Part 2 status").
+// The service's image references (image_mode reference) run on it (pipeline.ts; docs/models/minimax-h3.md "References in
+// the service"); video and audio blocks are built here but not wired yet.
 //
 //   rows  [ text | reference blocks, in request order | target audio (2 x Na) | target video ]
 //   clock t starts at text_len; each block advances it:

@@ -72,10 +72,13 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
     profile: profile.name,
     // a 1-step request runs one forward (the smallest grid, [1, 0])
     // keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the
-    // soundtrack (tts_text in the voice of audios[0]) run; the rest of part 2 is refused at creation (issue 15)
+    // soundtrack (tts_text in the voice of audios[0]) run; reference pictures (image_mode reference) where upstream
+    // publishes Ref2VA weights for the profile; voices are refused at creation (issue 15)
     accepts: {
-      steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: TRACK_MAX_AUDIOS, imageModes: ['keyframe'], audioModes: ['track'], ttsText: true,
-      inputsNote: 'reference pictures and voices are not built yet (MiniMax H3 part 2); text to video, keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) are',
+      steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: TRACK_MAX_AUDIOS, imageModes: profile.ref2va ? ['keyframe', 'reference'] : ['keyframe'], audioModes: ['track'], ttsText: true,
+      inputsNote: profile.ref2va
+        ? 'voices are not built yet (MiniMax H3 part 2); text to video, keyframes (image_mode keyframe, 1 to 6 images), reference pictures (image_mode reference, 1 to 6), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) are'
+        : `voices are not built yet (MiniMax H3 part 2), and reference pictures need the Ref2VA weights, which upstream publishes for the base release only, not for ${profile.name}'s; text to video, keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) are`,
     },
     weights: () => source.state(),
     note: () => source.note(),
@@ -92,12 +95,12 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
               return realDirs(profile, w);
             },
             demo: (root) => {
-              files = { transformer: join(root, 'transformer'), adapter: profile.adapter ? join(root, DEMO_ADAPTERS[profile.adapter]) : undefined };
+              files = { transformer: join(root, 'transformer'), transformerRef: join(root, 'transformer_ref'), adapter: profile.adapter ? join(root, DEMO_ADAPTERS[profile.adapter]) : undefined };
               return h3DirsFromRoot(root);
             },
             plan: planDemoH3,
           }),
-        loadTransformer: (e, _dirs, o) => loadH3Transformer(e, profile, files!, { dtype: o.dtype }),
+        loadTransformer: (e, _dirs, o) => loadH3Transformer(e, profile, files!, { dtype: o.dtype, partition: o.partition }),
         textEncoderInt8: profile.weights === 'int8',
         sampler: profile.stepCache ? { stepCache: profile.stepCache } : undefined,
         onLoaded: (bytes, loaded) => {
@@ -117,19 +120,24 @@ export function h3TransformerFiles(profile: H3Profile, w: ProfileWeights): H3Tra
   // by-hand single files (the int8 builds) are listed among the component's files; the diffusers folder is transformer/
   const single = comp.files.find((f) => f.path.startsWith('transformer/') && f.path.endsWith('.safetensors') && !f.path.includes('diffusion_pytorch_model'));
   const transformer = single && comp.checkpoint === 'minimax-h3-int8' ? single.abs : join(comp.root, 'transformer');
-  if (!profile.adapter) return { transformer };
+  // the Ref2VA partition where the variant has it (the base release's first variant: transformer_ref/ beside transformer/)
+  const ref = w.variant.components.transformer_ref;
+  const base: H3TransformerFiles = ref ? { transformer, transformerRef: join(ref.root, 'transformer_ref') } : { transformer };
+  if (!profile.adapter) return base;
   const a = w.variant.components[profile.adapter];
   const file = a?.files.find((f) => f.path.endsWith('.safetensors') && f.state === 'ok');
   if (!file) throw new RangeError(`profile ${w.profile}: no ${profile.adapter} .safetensors file in variant ${w.variant.name}`);
-  return { transformer, adapter: file.abs };
+  return { ...base, adapter: file.abs };
 }
 
 /** The folders of a complete variant: the transformer where the profile's variant has it (the 8-step checkpoint, an
  * int8 file), every other part from its own component's checkpoint folder. */
 export function realDirs(profile: H3Profile, w: ProfileWeights): H3Dirs {
   const part = (component: string, folder: string) => join(componentRoot(w, component), folder);
+  const files = h3TransformerFiles(profile, w);
   return {
-    transformer: h3TransformerFiles(profile, w).transformer,
+    transformer: files.transformer,
+    ...(files.transformerRef ? { transformerRef: files.transformerRef } : {}),
     textEncoder: part('text_encoder', 'text_encoder'),
     tokenizer: part('tokenizer', 'tokenizer'),
     vae: part('vae', 'vae'),

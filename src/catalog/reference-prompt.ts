@@ -1,0 +1,37 @@
+// The prompt of a reference video job (image_mode reference). The contract: the images are named <Picture 1>,
+// <Picture 2>, ... in the prompt, and "if the prompt does not contain them they are prefixed automatically".
+// MiniMax's full-reference prompt guide (shared/upstream/minimax-h3/prompt-guides/ref-en.txt §2) writes a label as
+// `<Picture N>` (angle brackets, one space, the 1-based input index) and defines each one on its own line before the
+// description (`subject_definitions`: "<Subject 1> is the young woman in <Picture 1>, ..."). So for every image whose
+// label the prompt does not contain, one definition line is put in front of the prompt, in input order:
+//
+//   <Picture 2> is a reference image: follow its subjects and style; the video does not start on it.
+//   <the prompt as sent>
+//
+// Labels the user wrote stay where they are (their own definitions); the match is exact (`<Picture 2>`, case and the
+// single space included), as the guide spells it. The text encoder sees the pictures themselves ahead of all of this
+// ("<Picture i>: " + vision block, presentation.ts ref2vaPresentation); the prefix only gives the prompt the names.
+
+/** The label of image `n` (1-based), as ref-en.txt writes it. */
+export function pictureLabel(n: number): string {
+  return `<Picture ${n}>`;
+}
+
+/** The definition line put in front of a prompt that does not name image `n`. */
+export function pictureDefinition(n: number): string {
+  return `${pictureLabel(n)} is a reference image: follow its subjects and style; the video does not start on it.`;
+}
+
+/** The images (1-based) whose label the prompt does not contain. */
+export function unnamedPictures(prompt: string, images: number): number[] {
+  const out: number[] = [];
+  for (let n = 1; n <= images; n++) if (!prompt.includes(pictureLabel(n))) out.push(n);
+  return out;
+}
+
+/** The text the model is given for a reference job with `images` pictures: the prompt, with a definition line in
+ * front for each picture it does not name (none when it names them all, so the prompt is then unchanged). */
+export function referencePrompt(prompt: string, images: number): string {
+  const missing = unnamedPictures(prompt, images);
+  return missing.length ? `${missing.map(pictureDefinition).join('\n')}\n${prompt}` : prompt;
+}

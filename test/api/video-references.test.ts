@@ -1,0 +1,97 @@
+// Reference video jobs (image_mode reference, mode i2v) through the real app on the demo MiniMax H3 checkpoint, on
+// basevid50 (the profiles with upstream Ref2VA weights: the pipeline swaps the demo's transformer_ref/ in): 1 picture
+// by POST /api/v1/generate (data URI) and 2 by multipart POST /api/jobs each run to an mp4 with H.264 at the job's
+// size and frame count, 24 fps, a stereo 32 kHz AAC track; the job says mode i2v and its image_count, `prompt` is the
+// text sent and the extension `model_prompt` the text the model was given (a "<Picture n> is a reference image: ..."
+// line in front for each picture the prompt does not name). Refused at creation with a 400, nothing stored: a
+// profile without Ref2VA weights (naming who can), references with a soundtrack, a picture beyond 4:1.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import sharp from 'sharp';
+import { referencePrompt } from '../../src/catalog';
+import { fetchCheckedMp4 } from './video-output';
+import { auth, startAppOnDemoWeights, TestApp } from './harness';
+import { dataUri, wavBytes } from './inputs';
+
+/** A w x h png of a diagonal gradient in the hue `r`. */
+async function picture(r: number, w = 200, h = 120): Promise<Buffer> {
+  const px = Buffer.alloc(w * h * 3);
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) px.set([r, (x + y) % 256, 255 - ((2 * x) % 256)], (y * w + x) * 3);
+  return sharp(px, { raw: { width: w, height: h, channels: 3 } }).png().toBuffer();
+}
+
+describe('reference video jobs through the API (demo weights)', () => {
+  let t: TestApp;
+  let scratch: string;
+  const pics: Buffer[] = [];
+  before(async () => {
+    scratch = mkdtempSync(join(tmpdir(), 'kiln-video-references-'));
+    t = await startAppOnDemoWeights();
+    pics.push(await picture(30), await picture(200, 90, 160));
+  });
+  after(async () => {
+    await t.close(true);
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  test('1 reference by POST /api/v1/generate on basevid50: mode i2v, prompt as sent, model_prompt prefixed, a valid mp4', async () => {
+    const started = Date.now();
+    const prompt = 'a kite over the sea';
+    const res = await t.http.post('/api/v1/generate').set(auth)
+      .send({ prompt, profile: 'basevid50', image_mode: 'reference', seconds: 1, res: '352p', seed: 3, steps: 2, images: [dataUri('image/png', pics[0]!)], wait: true, timeout: 300 });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const job = res.body;
+    assert.equal(job.status, 'done', JSON.stringify(job));
+    assert.deepEqual([job.mode, job.image_count, job.size, job.frames, job.steps], ['i2v', 1, '608x352', 39, 2]);
+    assert.equal(job.prompt, prompt, 'prompt: what was sent');
+    assert.equal(job.model_prompt, `<Picture 1> is a reference image: follow its subjects and style; the video does not start on it.\n${prompt}`);
+    await fetchCheckedMp4(t, job, 39, scratch);
+    const again = (await t.http.get(`/api/jobs/${job.id}`).set(auth)).body;
+    assert.deepEqual([again.prompt, again.model_prompt], [job.prompt, job.model_prompt], 'GET /api/jobs/{id} shows both');
+    console.log(`# 1 reference, 352p 1 s, 2 steps (demo generation and load included): ${Date.now() - started} ms; exec_s ${job.exec_s}`);
+  });
+
+  test('2 references by multipart POST /api/jobs on basevid50_sol: the prompt names <Picture 2> only, so only <Picture 1> is prefixed', async () => {
+    const prompt = 'a dog from <Picture 2> runs along the beach';
+    const res = await t.http.post('/api/jobs').set(auth)
+      .field('prompt', prompt).field('profile', 'basevid50_sol').field('image_mode', 'reference').field('seconds', '1').field('res', '352p').field('seed', '4').field('steps', '2')
+      .attach('images', pics[0]!, 'a.png').attach('images', pics[1]!, 'b.png');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual([res.body.mode, res.body.image_count, res.body.prompt], ['i2v', 2, prompt]);
+    assert.equal(res.body.model_prompt, `<Picture 1> is a reference image: follow its subjects and style; the video does not start on it.\n${prompt}`);
+    assert.equal(res.body.model_prompt, referencePrompt(prompt, 2));
+    const job = (await t.http.get(`/api/jobs/${res.body.id}?wait=true&timeout=300`).set(auth)).body;
+    assert.equal(job.status, 'done', JSON.stringify(job));
+    await fetchCheckedMp4(t, job, 39, scratch);
+    console.log(`# 2 references, 352p 1 s, 2 steps: exec_s ${job.exec_s}`);
+    // a keyframe job has no model_prompt (its prompt is given as it is)
+    const kf = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'x', profile: 'basevid50', seconds: 1, res: '352p', images: [dataUri('image/png', pics[0]!)] });
+    assert.equal(kf.status, 200);
+    assert.equal('model_prompt' in kf.body, false);
+    await t.http.delete(`/api/jobs/${kf.body.id}`).set(auth);
+  });
+
+  test('refused with a 400 before anything is queued: no Ref2VA weights, a soundtrack, a picture beyond 4:1', async () => {
+    const before = (await t.http.get('/api/jobs').set(auth)).body.length;
+    const img = dataUri('image/png', pics[0]!);
+    const wide = dataUri('image/png', await picture(10, 500, 100));
+    const clip = dataUri('audio/wav', wavBytes(3));
+    const cases: [object, RegExp][] = [
+      [{ images: [img], profile: 'fastvid' }, /^image_mode reference: profile fastvid cannot run it yet: .*reference pictures need the Ref2VA weights, which upstream publishes for the base release only, not for fastvid's.*; profiles basevid50_sol, basevid50 can$/],
+      [{ images: [img], profile: 'turbo_int8' }, /^image_mode reference: profile turbo_int8 cannot run it yet: .*; profiles basevid50_sol, basevid50 can$/],
+      [{ images: [img], audios: [clip], audio_mode: 'track' }, /^image_mode reference: reference pictures with a soundtrack \(audio_mode track\) are not built yet/],
+      [{ images: [img], audios: [clip], tts_text: 'hello there' }, /^image_mode reference: reference pictures with a soundtrack \(tts_text\) are not built yet/],
+      [{ images: [img], audios: [clip] }, /^audio_mode voice: profile basevid50 cannot run it yet: voices are not built yet/],
+      [{ images: [wide] }, /^images\[0\]: a 500x100 reference picture is outside the aspects MiniMax H3 takes references at \(1:4 to 4:1\); crop it$/],
+    ];
+    for (const [body, reason] of cases) {
+      const res = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'x', profile: 'basevid50', image_mode: 'reference', seconds: 1, res: '352p', ...body });
+      assert.equal(res.status, 400, `${JSON.stringify(body).slice(0, 80)}: ${JSON.stringify(res.body)}`);
+      assert.match(res.body.detail, reason);
+    }
+    assert.equal((await t.http.get('/api/jobs').set(auth)).body.length, before, 'no job stored');
+  });
+});

@@ -1,0 +1,34 @@
+// The prompt of a reference video job (catalog referencePrompt): a "<Picture n> is a reference image: ..." definition
+// line in front of the prompt for each picture it does not name, in input order, as MiniMax's ref-en.txt writes labels
+// (`<Picture N>`, angle brackets, one space); a prompt naming all of them is given unchanged.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { pictureDefinition, pictureLabel, referencePrompt, unnamedPictures } from '../../src/catalog';
+
+const def = (n: number) => `<Picture ${n}> is a reference image: follow its subjects and style; the video does not start on it.`;
+
+test('reference prompt: labels as the guide writes them, one definition line per unnamed picture', () => {
+  assert.equal(pictureLabel(3), '<Picture 3>');
+  assert.equal(pictureDefinition(2), def(2));
+  assert.equal(referencePrompt('a fox in the snow', 1), `${def(1)}\na fox in the snow`);
+  assert.equal(referencePrompt('a fox in the snow', 3), `${def(1)}\n${def(2)}\n${def(3)}\na fox in the snow`);
+});
+
+test('reference prompt: pictures the prompt names keep the user\'s own wording; only the others are prefixed', () => {
+  const named = '<Picture 1> walks past <Picture 2> at dusk';
+  assert.equal(referencePrompt(named, 2), named, 'all named: unchanged');
+  assert.deepEqual(unnamedPictures('the dog of <Picture 2>', 3), [1, 3]);
+  assert.equal(referencePrompt('the dog of <Picture 2>', 3), `${def(1)}\n${def(3)}\nthe dog of <Picture 2>`);
+  // a label for a picture that was not sent is left alone (the count comes from the images)
+  assert.equal(referencePrompt('<Picture 1> and <Picture 4>', 1), '<Picture 1> and <Picture 4>');
+  assert.equal(referencePrompt('no pictures', 0), 'no pictures');
+});
+
+test('reference prompt: the match is exact, as the guide spells the label', () => {
+  // other spellings are not the label: the definition is added (the user's text stays as it is after it)
+  for (const p of ['<picture 1> on a hill', '<Picture1> on a hill', 'Picture 1 on a hill', '< Picture 1 > on a hill']) {
+    assert.equal(referencePrompt(p, 1), `${def(1)}\n${p}`, p);
+  }
+  // <Picture 10> contains no "<Picture 1>": 10 pictures are counted one by one
+  assert.deepEqual(unnamedPictures('<Picture 10>', 10), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+});
