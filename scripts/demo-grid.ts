@@ -48,7 +48,7 @@ async function main(out = join(projectRoot(), 'docs', 'images', 'demo-grid.png')
     console.log(`wrote ${out}`);
   } finally {
     await pipeline.unload();
-    e.destroy();
+    await e.shutdown();
     rmSync(scratch, { recursive: true, force: true });
   }
 }

@@ -7,29 +7,52 @@ QwenImage21Transformer2DModel, AutoencoderKLQwenImage21 (the copy of the diffuse
 transformers' Qwen3VLForConditionalGeneration. The starting point is Kiln's own random demo checkpoint (its configs,
 tokenizer, processor and text encoder), written by test/models/e2e-checkpoints.ts.
 
-Recipe of the committed weights (as root; about 1 h 15 min of CPU on the 2-core box; fixed seeds, so the same torch
-build and thread count give the same files). The transformer went through three runs, each going on from the last
-(--resume), keeping each run's loss log for plot.py:
+Recipe of the committed weights (as root; fixed seeds). Install OpenBLAS in the lab first: its PyTorch is built
+against the generic BLAS, which Debian resolves to the reference one (15x slower matmuls here), and run with
+OPENBLAS_NUM_THREADS=1 (OpenBLAS's own threads spin against anything else on the 2 cores and stalled a run for
+minutes at a time):
+
+  chroot /opt/reflab apt-get install -y libopenblas0-pthread
+
+Part A is the first recipe (its transformer is thrown away; what it leaves is the VAE, the latents of every prompt's
+picture and the text encoder's decoder layers as its three runs trained them):
 
   cd /work/main && npx tsc -p tsconfig.test.json --outDir build/train
   node build/train/test/models/e2e-checkpoints.js qwen_image21 /opt/reflab/tmp/train/qi21-random
   lab="bash /work/shared/tools/reflab/run.sh -u diffusers=/opt/upstream/diffusers-qi21/src \
-      -u proc=/work/shared/upstream/minimax-h3/processor --"
+      -u proc=/work/shared/upstream/minimax-h3/processor -- env OPENBLAS_NUM_THREADS=1"
   args="--random /tmp/train/qi21-random --work /tmp/train/qi21 --out /tmp/train/qi21-out"
-  $lab python3 /project/tools/train-demo/image.py --stage vae $args                       # 800 steps, ~20 min
+  $lab python3 /project/tools/train-demo/image.py --stage vae $args                       # 800 steps
   $lab python3 /project/tools/train-demo/image.py --stage dit --dit-steps 1300 --sigmas uniform --stop-after 400 $args
-  mv /opt/reflab/tmp/train/qi21/dit_losses.json /opt/reflab/tmp/train/qi21/dit_losses_stage1.json
   $lab python3 /project/tools/train-demo/image.py --stage dit --resume --dit-steps 1400 $args
-  mv /opt/reflab/tmp/train/qi21/dit_losses.json /opt/reflab/tmp/train/qi21/dit_losses_stage2.json
   $lab python3 /project/tools/train-demo/image.py --stage dit --resume --dit-steps 1200 $args
-  rm -rf assets/demo/qwen-image-2.1 && cp -r /opt/reflab/tmp/train/qi21-out assets/demo/qwen-image-2.1
-  $lab python3 /project/tools/train-demo/plot.py --work /tmp/train/qi21 --out /project/docs/images/demo-image-losses.png
 
-(The first transformer run encodes every prompt's picture once, about 10 minutes, into the work folder's latents.pt.)
+Part B, the committed transformer: a fresh one with wider heads (2 blocks, 4 heads x 32, RoPE [8, 12, 12]), trained
+in five runs, each going on from the last (--resume), the shape's latent cells weighted 9x throughout; a run's loss
+log is kept as dit_losses_stageN.json for plot.py:
 
-Flags for trying other transformers and sigma mixes (none in the committed recipe; what two such runs showed is in
-docs/models/demo.md): --layers / --heads / --head-dim (a fresh transformer of another width, RoPE axes 1:1.5:1.5),
---sigmas mix | one, --lr. probe.py shows a checkpoint's x0 predictions per sigma.
+  mkdir -p /opt/reflab/tmp/train/qi21e && cd /opt/reflab/tmp/train
+  cp -r qi21/checkpoint qi21e/ && ln qi21/latents.pt qi21e/latents.pt && cp qi21/vae_losses.json qi21e/ && cd /work/main
+  args="--random /tmp/train/qi21-random --work /tmp/train/qi21e --out /tmp/train/qi21e-out --threads 1 --shape-weight 8"
+  keep() { mv /opt/reflab/tmp/train/qi21e/dit_losses.json /opt/reflab/tmp/train/qi21e/dit_losses_stage$1.json; }
+  $lab python3 /project/tools/train-demo/image.py --stage dit --dit-steps 300 --sigmas one --sizes 256 \
+      --layers 2 --heads 4 --head-dim 32 $args && keep 1                                   # E[x0 | text] at sigma 1
+  $lab python3 /project/tools/train-demo/image.py --stage dit --resume --dit-steps 450 --sigmas mix $args && keep 2
+  $lab python3 /project/tools/train-demo/image.py --stage dit --resume --dit-steps 500 --sigmas one --sizes 256 $args && keep 3
+  $lab python3 /project/tools/train-demo/image.py --stage dit --resume --dit-steps 1000 --stop-after 400 --sigmas onemix $args && keep 4
+  $lab python3 /project/tools/train-demo/image.py --stage dit --resume --dit-steps 1000 --sigmas onemix $args
+  rm -rf assets/demo/qwen-image-2.1 && cp -r /opt/reflab/tmp/train/qi21e-out assets/demo/qwen-image-2.1
+  $lab python3 /project/tools/train-demo/plot.py --work /tmp/train/qi21e --out /project/docs/images/demo-image-losses.png
+
+Part B's 2,650 steps take about 25 minutes with OpenBLAS on an idle box (the last run: 1,000 steps in 372 s). How
+the committed files were actually made: runs 1-2 before OpenBLAS was installed (2 threads, reference BLAS), run 3 on
+1 thread, run 4 with OpenBLAS on 2 threads (stopped by hand right after its step-400 snapshot, which is what
+--stop-after 400 does), run 5 as above. Other BLAS builds and thread counts round differently, so a re-run gives
+weights that differ in the last bits and draws that differ in detail, not in what they show. (The first transformer
+run of part A encodes every prompt's picture once, about 10 minutes, into latents.pt.)
+
+Other flags (docs/models/demo.md says what other runs showed): --lr, --sigmas uniform | high, --sizes.
+probe.py shows a checkpoint's x0 predictions per sigma.
 
 What is trained, and how (docs/models/demo.md):
   1. the VAE (encoder and decoder), on 64 x 64 crops of 128 x 128 and 256 x 256 pictures: L1 + MSE reconstruction
@@ -162,7 +185,8 @@ def train_dit(pipe: QwenImage21Pipeline, sets: dict, steps: int, lr: float, batc
     """`sets`: size -> latents from latent_set (table order, copy-major); `schedule`: the size of each step, cycled;
     `snapshot(step)` every 400 steps (a run cut short still leaves weights); `stop_after`: leave after that many
     steps (the lr schedule still spans `steps`); `sigmas`: how u is drawn, "uniform", "high" (density 2u), "mix"
-    (every other sample each way) or "one" (sigma 1: pure noise in, E[x0 | text] out); `shape_weight`: the loss
+    (every other sample each way), "one" (sigma 1: pure noise in, E[x0 | text] out) or "onemix" (every other
+    sample at sigma 1, the rest "high": the flow goes on training without forgetting E[x0 | text]); `shape_weight`: the loss
     weight of the latent cells away from the background, on top of 1 (0: plain MSE, as upstream)."""
     trng = torch.Generator().manual_seed(SEED + 2)
     table = all_prompts()
@@ -192,7 +216,9 @@ def train_dit(pipe: QwenImage21Pipeline, sets: dict, steps: int, lr: float, batc
         # uniform a first run drew noise at sigma 1 and every sampled picture kept its blotches
         u = torch.rand(n, generator=trng)
         high = 1 - (1 - u) ** 2
-        u = {"uniform": u, "high": high, "one": torch.ones(n), "mix": torch.where(torch.arange(n) % 2 == 0, u, high)}[sigmas]
+        every_other = torch.arange(n) % 2 == 0
+        u = {"uniform": u, "high": high, "one": torch.ones(n), "mix": torch.where(every_other, u, high),
+             "onemix": torch.where(every_other, torch.ones(n), high)}[sigmas]
         s = shifted(u.clamp(1e-3, 1 - 1e-4), mu)
         xs = (1 - s[:, None, None]) * x0 + s[:, None, None] * noise
         # text: the pipeline's own embeddings of the batch (padded to its longest, with the mask), with gradients
@@ -236,7 +262,7 @@ def main():
     ap.add_argument("--dit-steps", type=int, default=1300)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--resume", action="store_true", help="--stage dit: start from the work folder's snapshot")
-    ap.add_argument("--sigmas", choices=["uniform", "high", "mix", "one"], default="high",
+    ap.add_argument("--sigmas", choices=["uniform", "high", "mix", "one", "onemix"], default="high",
                     help="u uniform, weighted toward 1, half of each batch each way, or 1 (pure noise in: the text alone)")
     ap.add_argument("--layers", type=int, help="--stage dit without --resume: the transformer's blocks (default: the random demo's)")
     ap.add_argument("--heads", type=int, help="--stage dit without --resume: its attention heads (default: the random demo's)")
@@ -247,6 +273,9 @@ def main():
     ap.add_argument("--stop-after", type=int, help="--stage dit: stop after this many steps (snapshot kept)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    # tiny weights and gradients drift into float32's subnormal range late in a run, where every op on them is many
+    # times slower on a CPU: flushed to zero, as GPUs do
+    torch.set_flush_denormal(True)
     torch.manual_seed(SEED)
     os.makedirs(a.work, exist_ok=True)
     ckpt = os.path.join(a.work, "checkpoint")

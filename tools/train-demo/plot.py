@@ -2,7 +2,8 @@
 
   python3 tools/train-demo/plot.py --work /tmp/train/qi21 --out docs/images/demo-image-losses.png
 Each panel: the loss per step (light) and its 50-step running mean (dark), log scale: the VAE's, and the
-transformer's stages one after the other (dit_losses_stage1.json, then dit_losses.json)."""
+transformer's stages one after the other (dit_losses_stage1.json, _stage2 ..., then dit_losses.json; a stage with a
+shape weight logs the weighted loss)."""
 import argparse
 import json
 import math
@@ -44,12 +45,12 @@ def main():
         panels.append(panel(json.load(open(vae))["losses"], "VAE: L1 + MSE + 1e-4 KL"))
     # the transformer's stages in order (each run's dit_losses.json kept as _stageN before the next resumes)
     dit = []
-    for name in ("dit_losses_stage1.json", "dit_losses_stage2.json", "dit_losses.json"):
+    for name in [f"dit_losses_stage{i}.json" for i in range(1, 10)] + ["dit_losses.json"]:
         p = os.path.join(a.work, name)
         if os.path.exists(p):
             dit += json.load(open(p))["losses"]
     if dit:
-        panels.append(panel(dit, "transformer + text layers: flow-matching MSE"))
+        panels.append(panel(dit, "transformer + text layers: flow-matching MSE (shape-weighted stages: weighted)"))
     out = Image.new("RGB", (W * len(panels), H), "white")
     for i, p in enumerate(panels):
         out.paste(p, (i * W, 0))
