@@ -393,7 +393,7 @@ describe('web page (Chromium)', { skip }, () => {
       assert.deepEqual(o.errors, []);
     });
 
-    it('a video job with an image and a voice clip is accepted with every field, then fails with its reason', { timeout: 60_000 }, async () => {
+    it('a video job with a keyframe and a soundtrack clip is accepted with every field, then fails with its reason', { timeout: 60_000 }, async () => {
       // its own service: one video profile served by a test pipeline that always fails (the model of this
       // describe's service is missing, so it would refuse the job at creation)
       const failing = await startApp({ builtinPipelines: false, pipelines: [testPipeline('video', 'fastvid_4step_int8', { fail: 'the test pipeline of this profile always fails' })] });
@@ -413,7 +413,7 @@ describe('web page (Chromium)', { skip }, () => {
         await video.locator('[name=seconds]').selectOption('3');
         await expectText(video.locator('[data-field=seconds] .hint'), /^73 frames/);
         await video.locator('[name=seed]').fill('42');
-        await video.locator('[name=image_mode]').selectOption('reference');
+        await video.locator('[name=image_mode]').selectOption('keyframe');
         await video.locator('[name=audio_mode]').selectOption('track');
         await video.locator('[name=tts_language]').selectOption('German');
         await video.locator('input[name=images-picker]').setInputFiles({ name: 'gradient.png', mimeType: 'image/png', buffer: await gradientPng() });
