@@ -30,9 +30,8 @@
 // (sequence.ts resolveGeometry). Steps count what the loaded weights were made for (transformer.stepCount, set from the
 // profile: sigmas.ts h3StepPlan): the base release's grid points (S steps, S - 1 forwards; 1 step: the grid [1, 0]) or
 // the distilled weights' evaluations (N steps, N forwards); either way progress ends at the steps asked for.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { BadInputError, throwIfCancelled } from '../../common/errors';
+import { throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../catalog';
@@ -42,62 +41,35 @@ import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
 import type { Pipeline, RunContext } from '../common/pipeline';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
-import { AudioVaeDecoder, parseAudioVaeConfig } from './audio-vae';
+import type { AudioVaeDecoder } from './audio-vae';
 import type { Rgb8Image } from '../common/pil-resize';
 import { conditionRows, type HostLatents } from './conditions';
 import { encodeKeyframes, readKeyframes } from './keyframe-inputs';
 import { encodeJobText } from './job-text';
 import { channelsFromRows, uploadJobRows } from './job-rows';
 import { encodeTrack, readTrack, type Track } from './track-inputs';
-import { buildKeyframeSequence, buildTrackSequence, MAX_KEYFRAMES } from './keyframes';
-import { resolveGeometry, type Geometry } from './sequence';
+import { buildKeyframeSequence, buildTrackSequence } from './keyframes';
+import type { Geometry } from './sequence';
 import { unpatchify } from './patchify';
 import { sampleH3, type H3SampleOptions } from './sampler';
 import { h3Noise, keyframeNoises } from './noise';
 import { h3StepPlan } from './sigmas';
 import { H3TextEncoderHost } from './text-encoder';
 import type { MiniMaxH3Transformer } from './transformer';
+import { checkInputs, jobGeometry, type VideoTask } from './task';
+import { loadAudioVae, loadVideoVae } from './vae-loaders';
 import type { H3Partition } from './profiles';
 import { readReferences, referenceBlocks, type ReferenceCanvas } from './reference-inputs';
 import { buildReferenceSequence } from './references';
 import { referencePrompt } from '../../catalog';
-import { openVideoVaeCheckpoint, parseVideoVaeConfig, VideoVaeDecoder, type VideoLatents, type VideoVaeDecodeOptions } from './video-vae';
-import { Checkpoint } from '../../engine/safetensors';
+import type { VideoLatents, VideoVaeDecodeOptions, VideoVaeDecoder } from './video-vae';
 
 /** The seeded noise of a job (noise.ts), here for the callers that import it with the pipeline. */
 export { gaussianNoise, h3Noise, keyframeNoises } from './noise';
 /** The audio row layout (job-rows.ts), here for the callers that import it with the pipeline. */
 export { audioRows, channelsFromRows } from './job-rows';
-
-/** What one video job asks for (the GPU worker builds it from its task: src/worker/profiles/video.ts). */
-export interface VideoTask {
-  prompt: string;
-  /** u32; the noise is a function of it (h3Noise), so the same task gives the same clip. */
-  seed: number;
-  /** Steps as the profile counts them (grid points or model evaluations: sigmas.ts H3StepCount). */
-  steps: number;
-  /** Pixels, from the catalog's size table. */
-  width: number;
-  height: number;
-  /** On the 17k + 5 grid (the catalog's snapFrames). */
-  frames: number;
-  /** Image files in request order: keyframes (mode i2v, 1 to 6) when imageMode is 'keyframe' (the default), reference
-   * pictures (1 to 6, the Ref2VA partition, no soundtrack) when it is 'reference'. */
-  images: string[];
-  imageMode?: 'keyframe' | 'reference';
-  /** Audio files: one soundtrack clip in audioMode 'track' (held as audio conditioning and muxed unchanged); voices
-   * (audioMode 'voice', the default) are refused until built (issue 15). */
-  audios: string[];
-  audioMode?: 'voice' | 'track';
-  /** A spoken soundtrack (tts_text): makes an audio file inside 编码提示词/图片, after the text encoder is freed and
-   * before anything of the sampling is allocated, having freed whatever GPU memory it took; the file is then the
-   * track, read exactly as audios[0] of an audio_mode track job (32 kHz stereo, cut or padded to the video). The
-   * worker composes it from the speech model (src/worker/profiles/video-speech.ts), so this model imports no other.
-   * Its progress is reported as the stage's progress; its own stages are not. With it, `audios` is empty. */
-  speech?(ctx: RunContext): Promise<string>;
-  /** mp4, written through a temp name. */
-  outputPath: string;
-}
+/** The job's contract (task.ts), here for the callers that import it with the pipeline. */
+export { checkInputs, jobGeometry, type VideoTask } from './task';
 
 /** The folders of one checkpoint's parts, each as in the published repo (transformer/, text_encoder/, ...). */
 export interface H3Dirs {
@@ -438,53 +410,5 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       m.videoVae.free();
       m.transformer.free();
     }
-  }
-}
-
-/** What the pipeline runs: text alone, 1 to 6 keyframes (image_mode keyframe), a soundtrack (audio_mode track, 1 clip,
- * or a spoken one from task.speech and no clip) with or without them, 1 to 6 reference pictures (image_mode reference,
- * without a soundtrack); voices and references with a soundtrack are refused. */
-export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
-  if (task.speech && task.audios.length) throw new BadInputError('MiniMax H3: a spoken soundtrack (tts_text) is the only audio of the job; its voice goes to the speech model, not here');
-  if (task.images.length && task.imageMode === 'reference' && task.audios.length && task.audioMode !== 'track') throw new BadInputError('MiniMax H3: voices (audio_mode voice, <Audio n>) are not built yet; reference pictures alone (image_mode reference) are');
-  if (task.speech) return checkImages(task);
-  if (task.audios.length && task.audioMode !== 'track') throw new BadInputError('MiniMax H3: voices (audio_mode voice) are not built yet; soundtracks (audio_mode track) are');
-  if (task.audioMode === 'track' && task.audios.length !== 1) throw new BadInputError(`MiniMax H3: audio_mode track takes 1 clip (the soundtrack), ${task.audios.length} given`);
-  checkImages(task);
-}
-
-function checkImages(task: Pick<VideoTask, 'images' | 'imageMode' | 'audioMode' | 'speech'>): void {
-  const reference = task.imageMode === 'reference';
-  // references have their own layout (Ref2VA); a soundtrack's audio guide is the FL2VA guide layout's (keyframes.ts)
-  if (task.images.length && reference && (task.speech || task.audioMode === 'track')) throw new BadInputError('MiniMax H3: reference pictures (image_mode reference) with a soundtrack (audio_mode track or tts_text) are not built yet; keyframes with one are');
-  if (task.images.length > MAX_KEYFRAMES) throw new BadInputError(`MiniMax H3: ${task.images.length} ${reference ? 'reference pictures' : 'keyframes'} given, at most ${MAX_KEYFRAMES}`);
-}
-
-/** The job's latent geometry; its frame count must already be on the 17k + 5 grid (the service snaps it). */
-export function jobGeometry(frames: number | undefined, height: number, width: number, patch: readonly [number, number, number]): Geometry {
-  if (frames === undefined) throw new Error('MiniMax H3: the job has no frame count');
-  const geo = resolveGeometry(frames, height, width, patch);
-  if (geo.numFrames !== frames) throw new RangeError(`MiniMax H3: ${frames} frames is not on the model's 17k + 5 grid (next: ${geo.numFrames})`);
-  return geo;
-}
-
-async function loadVideoVae(e: Engine, dir: string, dtype: ComputeDType): Promise<VideoVaeDecoder> {
-  const cfg = parseVideoVaeConfig(JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>, join(dir, 'config.json'));
-  const ckpt = await openVideoVaeCheckpoint(dir);
-  try {
-    return await VideoVaeDecoder.load(e, ckpt, cfg, { dtype });
-  } finally {
-    await ckpt.close();
-  }
-}
-
-async function loadAudioVae(e: Engine, dir: string): Promise<AudioVaeDecoder> {
-  const cfg = parseAudioVaeConfig(JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')), join(dir, 'config.json'));
-  const ckpt = await Checkpoint.open(join(dir, 'diffusion_pytorch_model.safetensors'));
-  try {
-    // f32 as upstream (bf16 decodes are audibly worse); the audio VAE is small
-    return await AudioVaeDecoder.load(e, ckpt, cfg, { dtype: 'f32' });
-  } finally {
-    await ckpt.close();
   }
 }
