@@ -16,12 +16,11 @@ import { BadInputError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { conditionRows } from '../../src/models/minimax_h3/conditions';
-import { planDemoH3 } from '../../src/models/minimax_h3/demo';
 import { encodeKeyframes } from '../../src/models/minimax_h3/keyframe-inputs';
 import { h3DirsFromRoot, keyframeNoises, MiniMaxH3Pipeline, type VideoTask } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import type { VideoLatents } from '../../src/models/minimax_h3/video-vae';
-import { ensureDemoCheckpoint } from '../../src/weights';
+import { demoH3Root } from './minimax_h3-demo-root';
 import { testEngine } from '../engine/helpers';
 import { recordingContext } from './run-context';
 import { countVideoFrames, probe } from '../media/helpers';
@@ -84,8 +83,7 @@ describe('MiniMax H3 keyframe jobs on the demo checkpoint', () => {
 
   before(async () => {
     e = await testEngine();
-    const plan = await planDemoH3(e);
-    root = await ensureDemoCheckpoint({ name: 'minimax-h3', version: plan.version, root: join(dir, 'demo'), generate: plan.write });
+    root = await demoH3Root(e, join(dir, 'demo'));
     out = join(dir, 'out');
     mkdirSync(out);
     for (let i = 0; i < 3; i++) {

@@ -15,15 +15,14 @@ import { BadInputError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { conditionRows } from '../../src/models/minimax_h3/conditions';
-import { planDemoH3 } from '../../src/models/minimax_h3/demo';
 import { prepareReferenceMatch } from '../../src/models/minimax_h3/image-prep';
 import { encodeKeyframes } from '../../src/models/minimax_h3/keyframe-inputs';
 import { h3DirsFromRoot, keyframeNoises, MiniMaxH3Pipeline, type H3PipelineOptions, type VideoTask } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer, type H3Partition } from '../../src/models/minimax_h3/profiles';
 import { H3TextEncoder } from '../../src/models/minimax_h3/text-encoder';
 import { TextTokenizer } from '../../src/models/tokenizer';
-import { ensureDemoCheckpoint } from '../../src/weights';
 import { decodeImageRgb8 } from '../../src/media';
+import { demoH3Root } from './minimax_h3-demo-root';
 import { testEngine } from '../engine/helpers';
 import { recordingContext } from './run-context';
 import { countVideoFrames, probe } from '../media/helpers';
@@ -71,8 +70,7 @@ describe('MiniMax H3 reference jobs on the demo checkpoint', () => {
 
   before(async () => {
     e = await testEngine();
-    const plan = await planDemoH3(e);
-    root = await ensureDemoCheckpoint({ name: 'minimax-h3', version: plan.version, root: join(dir, 'demo'), generate: plan.write });
+    root = await demoH3Root(e, join(dir, 'demo'));
     out = join(dir, 'out');
     mkdirSync(out);
     images.push(join(dir, 'r0.png'), join(dir, 'r1.png'));

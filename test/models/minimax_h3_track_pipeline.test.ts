@@ -13,13 +13,12 @@ import { STAGE, type Stage } from '../../src/catalog';
 import { BadInputError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
-import { planDemoH3 } from '../../src/models/minimax_h3/demo';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type VideoTask } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { audioLatentFrames } from '../../src/models/minimax_h3/sequence';
 import { cropPosterior, encodeTrack, fitTrack, readTrack, trackSamples, type Track } from '../../src/models/minimax_h3/track-inputs';
-import { ensureDemoCheckpoint } from '../../src/weights';
 import { correlation, stereoWavBytes } from '../api/inputs';
+import { demoH3Root } from './minimax_h3-demo-root';
 import { testEngine } from '../engine/helpers';
 import { recordingContext } from './run-context';
 import { countVideoFrames, decodeAudioTrack, ffmpeg, probe, rms } from '../media/helpers';
@@ -77,8 +76,7 @@ describe('MiniMax H3 track jobs on the demo checkpoint', () => {
 
   before(async () => {
     e = await testEngine();
-    const plan = await planDemoH3(e);
-    root = await ensureDemoCheckpoint({ name: 'minimax-h3', version: plan.version, root: join(dir, 'demo'), generate: plan.write });
+    root = await demoH3Root(e, join(dir, 'demo'));
     out = join(dir, 'out');
     mkdirSync(out);
     reset();

@@ -14,7 +14,6 @@ import { STAGE, type Stage } from '../../src/catalog';
 import { BadInputError } from '../../src/common/errors';
 import type { Engine, EngineHolder } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
-import { planDemoH3 } from '../../src/models/minimax_h3/demo';
 import { h3DirsFromRoot, MiniMaxH3Pipeline } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { trackSamples, type Track } from '../../src/models/minimax_h3/track-inputs';
@@ -23,8 +22,8 @@ import { floatToPcm16, SPEECH_SAMPLE_RATE, wavHeader } from '../../src/media/wav
 import type { VideoTask as WorkerVideoTask } from '../../src/worker/protocol';
 import { newSpeechPipeline, speechWeightsSource } from '../../src/worker/profiles/speech';
 import { videoTaskPipeline } from '../../src/worker/profiles/video';
-import { ensureDemoCheckpoint } from '../../src/weights';
 import { correlation, wavBytes } from '../api/inputs';
+import { demoH3Root } from './minimax_h3-demo-root';
 import { testEngine } from '../engine/helpers';
 import { countVideoFrames, decodeAudioTrack, probe, rms } from '../media/helpers';
 
@@ -64,8 +63,7 @@ describe('MiniMax H3 tts_text jobs on the demo checkpoints (worker composition)'
     const demoWeightsDir = join(dir, 'demo');
     const weightsDir = join(dir, 'no-weights');
     mkdirSync(weightsDir);
-    const plan = await planDemoH3(e);
-    const root = await ensureDemoCheckpoint({ name: 'minimax-h3', version: plan.version, root: demoWeightsDir, generate: plan.write });
+    const root = await demoH3Root(e, demoWeightsDir);
     out = join(dir, 'out');
     mkdirSync(out);
     reset();
