@@ -25,6 +25,10 @@ export class JobList {
   /** The event stream is open: the poll only backs it up. */
   private live = false;
   private refreshTimer: number | undefined;
+  /** Stage and progress deltas that arrived while a poll was in flight, per job: the poll's answer may have been
+   * read before them, and rendering it alone would step a card back (seen on CI: "sampling" without its "Step 1 of 3",
+   * then no event to mend it while the job waited). */
+  private readonly sincePoll = new Map<string, Partial<Job>>();
   /** Which jobs were queued or running at the last poll, to tell the status line when that changes. */
   private activeKey = '';
 
@@ -63,6 +67,7 @@ export class JobList {
     for (const type of ['stage', 'progress']) {
       es.addEventListener(type, (e) => {
         const delta = JSON.parse((e as MessageEvent<string>).data) as Partial<Job> & { id: string };
+        if (this.polling) this.sincePoll.set(delta.id, { ...this.sincePoll.get(delta.id), ...delta });
         const card = this.cards.get(delta.id);
         if (card) card.update({ ...card.job, ...delta });
         else this.refreshSoon();
@@ -90,12 +95,14 @@ export class JobList {
     }
     this.polling = true;
     this.again = false;
+    this.sincePoll.clear();
     window.clearTimeout(this.timer);
     let active = false;
     try {
       const { body, headers } = await this.api.getWithHeaders<Job[]>(`/api/jobs?limit=${this.limit}`);
       const total = Number(headers.get('X-Total-Count') ?? body.length);
       this.render(body, total);
+      this.reapplySincePoll();
       const live = body.filter((j) => j.status === 'queued' || j.status === 'running');
       active = live.length > 0;
       const key = live.map((j) => `${j.id}:${j.status}`).join(',');
@@ -107,8 +114,19 @@ export class JobList {
       this.onError(err);
     } finally {
       this.polling = false;
+      this.sincePoll.clear();
     }
     if (!this.stopped) this.timer = window.setTimeout(() => void this.poll(), this.again ? 0 : this.live ? 30_000 : active ? 1000 : 5000);
+  }
+
+  /** Puts back on running cards what their events said while the poll was in flight. An event older than the poll's
+   * answer is put back too; the newer event behind it is on its way and mends the card again, where a stale answer
+   * would stay until the next poll (30 s while the stream is live). */
+  private reapplySincePoll(): void {
+    for (const [id, delta] of this.sincePoll) {
+      const card = this.cards.get(id);
+      if (card?.job.status === 'running') card.update({ ...card.job, ...delta });
+    }
   }
 
   private render(jobs: Job[], total: number | null): void {
