@@ -14,7 +14,7 @@ import { throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import { Checkpoint } from '../../engine/safetensors';
 import { decodeAudio } from '../../media';
-import { AudioVaeEncoder, audioConditionRows, parseAudioVaeEncoderConfig, type AudioPosterior } from './audio-vae';
+import { AudioVaeEncoder, audioConditionRows, parseAudioVaeEncoderConfig, type AudioPosterior, type AudioVaeEncoderConfig } from './audio-vae';
 
 /** The mp4's audio rate (service-api.md: AAC 32 kHz stereo), also the audio VAE's rate. */
 export const TRACK_SAMPLE_RATE = 32000;
@@ -69,17 +69,23 @@ export function cropPosterior(p: AudioPosterior, frames: number): AudioPosterior
  * and freed here. `latents`: the target's audio latents per channel (the track's own latents are at least as many).
  */
 export async function encodeTrack(e: Engine, audioVaeDir: string, track: Track, latents: number): Promise<Float32Array> {
+  return withAudioVaeEncoder(e, audioVaeDir, async (encoder, cfg) => audioConditionRows(cfg, cropPosterior(await encoder.encode(track.channels), latents)));
+}
+
+/** Runs `fn` with the checkpoint's audio VAE encoder (audio_vae/; f32, as upstream pins the audio VAE), loaded for it
+ * and freed after it, whatever happens. */
+export async function withAudioVaeEncoder<T>(e: Engine, audioVaeDir: string, fn: (encoder: AudioVaeEncoder, cfg: AudioVaeEncoderConfig) => Promise<T>): Promise<T> {
   const cfgPath = join(audioVaeDir, 'config.json');
   const cfg = parseAudioVaeEncoderConfig(JSON.parse(await readFile(cfgPath, 'utf8')), cfgPath);
   const ckpt = await Checkpoint.open(join(audioVaeDir, 'diffusion_pytorch_model.safetensors'));
   let encoder: AudioVaeEncoder;
   try {
-    encoder = await AudioVaeEncoder.load(e, ckpt, cfg); // f32, as upstream pins the audio VAE
+    encoder = await AudioVaeEncoder.load(e, ckpt, cfg);
   } finally {
     await ckpt.close();
   }
   try {
-    return audioConditionRows(cfg, cropPosterior(await encoder.encode(track.channels), latents));
+    return await fn(encoder, cfg);
   } finally {
     encoder.free();
   }
