@@ -11,6 +11,13 @@
 // Labels the user wrote stay where they are (their own definitions); the match is exact (`<Picture 2>`, case and the
 // single space included), as the guide spells it. The text encoder sees the pictures themselves ahead of all of this
 // ("<Picture i>: " + vision block, presentation.ts ref2vaPresentation); the prefix only gives the prompt the names.
+//
+// Voices (audio_mode voice, with the pictures: the contract's "<Audio 1> and so on in the prompt, added automatically
+// if absent") follow the same rule after the picture lines, worded as ref-en.txt defines a voice clone (§2.4 "<Audio 1>
+// is the voice-timbre reference for <Subject 1> (S1).", §4.2's `reference` marker "... without copying the original
+// signal"); the service cannot know which subject speaks, so voice n is the n-th speaker (Sn):
+//
+//   <Audio 1> is the voice-timbre reference for the speaker (S1); the dialogue follows its voice timbre without copying the original signal.
 
 /** The label of image `n` (1-based), as ref-en.txt writes it. */
 export function pictureLabel(n: number): string {
@@ -29,9 +36,27 @@ export function unnamedPictures(prompt: string, images: number): number[] {
   return out;
 }
 
-/** The text the model is given for a reference job with `images` pictures: the prompt, with a definition line in
- * front for each picture it does not name (none when it names them all, so the prompt is then unchanged). */
-export function referencePrompt(prompt: string, images: number): string {
-  const missing = unnamedPictures(prompt, images);
-  return missing.length ? `${missing.map(pictureDefinition).join('\n')}\n${prompt}` : prompt;
+/** The label of voice `n` (1-based), as ref-en.txt writes it. */
+export function audioLabel(n: number): string {
+  return `<Audio ${n}>`;
+}
+
+/** The definition line put in front of a prompt that does not name voice `n`. */
+export function voiceDefinition(n: number): string {
+  return `${audioLabel(n)} is the voice-timbre reference for the speaker (S${n}); the dialogue follows its voice timbre without copying the original signal.`;
+}
+
+/** The voices (1-based) whose label the prompt does not contain. */
+export function unnamedVoices(prompt: string, voices: number): number[] {
+  const out: number[] = [];
+  for (let n = 1; n <= voices; n++) if (!prompt.includes(audioLabel(n))) out.push(n);
+  return out;
+}
+
+/** The text the model is given for a reference job with `images` pictures and `voices` voices: the prompt, with a
+ * definition line in front for each picture, then each voice, it does not name (none when it names them all, so the
+ * prompt is then unchanged). */
+export function referencePrompt(prompt: string, images: number, voices = 0): string {
+  const lines = [...unnamedPictures(prompt, images).map(pictureDefinition), ...unnamedVoices(prompt, voices).map(voiceDefinition)];
+  return lines.length ? `${lines.join('\n')}\n${prompt}` : prompt;
 }

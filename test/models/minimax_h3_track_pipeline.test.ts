@@ -1,7 +1,7 @@
 // Track jobs (audio_mode track) through the MiniMax H3 pipeline on the demo checkpoint: the clip is decoded to 32 kHz
 // stereo and cut or padded to the video's length; the audio VAE encoder's rows of that clip reach the sampler as the
 // audio guide's conditioning rows and come back unchanged after the last step (with and without keyframes); the mp4's
-// audio is the prepared clip itself, not the generated sound; voices, 2 clips and a file that is not audio are
+// audio is the prepared clip itself, not the generated sound; voices without pictures, 2 clips and a file that is not audio are
 // BadInputErrors before sampling.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -147,7 +147,7 @@ describe('MiniMax H3 track jobs on the demo checkpoint', () => {
     writeFileSync(bad, 'plain text, not a sound');
     const ok = clip('ok.wav', 1);
     const cases: [Partial<VideoTask>, RegExp][] = [
-      [{ audios: [ok], audioMode: 'voice' }, /voices \(audio_mode voice\) are not built yet/],
+      [{ audios: [ok], audioMode: 'voice' }, /voices \(audio_mode voice\) need at least one reference picture/],
       [{ audios: [ok, ok] }, /audio_mode track takes 1 clip \(the soundtrack\), 2 given/],
       [{ audios: [bad] }, /^audios\[0\]: /],
     ];

@@ -3,7 +3,7 @@
 // (`<Picture N>`, angle brackets, one space); a prompt naming all of them is given unchanged.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pictureDefinition, pictureLabel, referencePrompt, unnamedPictures } from '../../src/catalog';
+import { pictureDefinition, pictureLabel, referencePrompt, unnamedPictures, unnamedVoices, voiceDefinition } from '../../src/catalog';
 
 const def = (n: number) => `<Picture ${n}> is a reference image: follow its subjects and style; the video does not start on it.`;
 
@@ -31,4 +31,16 @@ test('reference prompt: the match is exact, as the guide spells the label', () =
   }
   // <Picture 10> contains no "<Picture 1>": 10 pictures are counted one by one
   assert.deepEqual(unnamedPictures('<Picture 10>', 10), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+});
+
+test('voices: an "<Audio n> is the voice-timbre reference ..." line for each voice the prompt does not name, after the picture lines', () => {
+  const pic = (n: number) => pictureDefinition(n);
+  const voice = (n: number) => voiceDefinition(n);
+  assert.equal(voice(2), '<Audio 2> is the voice-timbre reference for the speaker (S2); the dialogue follows its voice timbre without copying the original signal.');
+  assert.equal(referencePrompt('she says hi', 1, 1), `${pic(1)}\n${voice(1)}\nshe says hi`);
+  assert.equal(referencePrompt('she says hi', 2, 3), `${pic(1)}\n${pic(2)}\n${voice(1)}\n${voice(2)}\n${voice(3)}\nshe says hi`);
+  assert.equal(referencePrompt('<Picture 1> speaks as <Audio 1>', 1, 2), `${voice(2)}\n<Picture 1> speaks as <Audio 1>`, 'named labels keep their own wording');
+  assert.equal(referencePrompt('<Picture 1> speaks as <Audio 1>', 1, 1), '<Picture 1> speaks as <Audio 1>', 'all named: unchanged');
+  assert.deepEqual(unnamedVoices('<audio 1> and <Audio  2>', 2), [1, 2], 'exact spelling only');
+  assert.equal(referencePrompt('x', 1), referencePrompt('x', 1, 0), 'no voices: the pictures alone');
 });

@@ -10,7 +10,8 @@ import type { Rgb8Image } from '../common/pil-resize';
 import type { RunContext } from '../common/pipeline';
 import type { ComputeDType } from '../common/weights';
 import type { TextTokenizer } from '../tokenizer';
-import { keyframeTextPlan } from './keyframe-text';
+import { keyframeTextPlan, voiceReferences } from './keyframe-text';
+import { ref2vaPresentation } from './presentation';
 import { TEXT_TAG } from './sequence';
 import { H3TextEncoder, type H3TextEncoderHost } from './text-encoder';
 import { H3VisionTextEncoder } from './text-encoder-vision';
@@ -26,6 +27,9 @@ export interface JobTextInput {
   pictures: readonly Rgb8Image[];
   /** What the pictures are (default keyframes): picks the FL2VA or the Ref2VA presentation (keyframe-text.ts). */
   pictureRole?: 'keyframe' | 'reference';
+  /** Voices of a reference job: "<Audio j>: " each after the pictures (upstream's Ref2VA presentation). Without the
+   * vision tower the pictures are not shown, but the voices' labels still are (they are text alone). */
+  voices?: number;
   dtype: ComputeDType;
   int8?: boolean;
   /** Told the ids, per-row tags and how many pictures the encoder sees (tests). */
@@ -36,9 +40,11 @@ export interface JobTextInput {
 /** The transformer's text context [L, D] (the caller frees it) and the per-row tags the packed sequence takes
  * (TEXT_TAG, VIDEO_TAG inside a picture's vision block). The stage is loadTextEncoder, then encode. */
 export async function encodeJobText(e: Engine, j: JobTextInput, ctx: RunContext): Promise<{ text: Tensor; textTags: Uint8Array }> {
-  const vision = await keyframeTextPlan(j.textEncoderDir, j.tokenizer, j.prompt, j.pictures, undefined, j.pictureRole);
-  const ids = vision ? vision.ids : H3TextEncoder.promptIds(j.tokenizer, j.prompt);
-  const textTags = vision ? Uint8Array.from(vision.tags) : new Uint8Array(ids.length).fill(TEXT_TAG);
+  const vision = await keyframeTextPlan(j.textEncoderDir, j.tokenizer, j.prompt, j.pictures, undefined, j.pictureRole, j.voices ?? 0);
+  // no tower: the prompt alone, or with voices their labels in front of it (the presentation without its pictures)
+  const plain = vision ? null : j.voices ? ref2vaPresentation(j.tokenizer, j.prompt, voiceReferences(j.voices)) : null;
+  const ids = vision ? vision.ids : plain ? plain.ids : H3TextEncoder.promptIds(j.tokenizer, j.prompt);
+  const textTags = vision ? Uint8Array.from(vision.tags) : plain ? Uint8Array.from(plain.tags) : new Uint8Array(ids.length).fill(TEXT_TAG);
   j.onText?.({ ids, tags: textTags, pictures: vision?.images.length ?? 0 });
   const t = await j.host.load(e, j.textEncoderDir, { dtype: j.dtype, int8: j.int8 });
   let encoder: { encode(): Tensor; free(): void } | null = { encode: () => t.encode(ids), free: () => t.free() };

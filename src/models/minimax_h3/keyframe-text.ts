@@ -13,7 +13,7 @@ import { rgb8ToTensor } from '../../media';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Rgb8Image } from '../common/pil-resize';
 import { imagePatches, parseQwen3VlVisionConfig, QWEN3_VL_IMAGE_PROCESSOR, visionTokenCount, type Qwen3VlImageProcessorConfig, type Qwen3VlVisionConfig, type VisionInput } from '../qwen3_vl_vision';
-import { fl2vaPresentation, ref2vaPresentation, type Presentation, type PresentationTokenizer } from './presentation';
+import { fl2vaPresentation, ref2vaPresentation, type Presentation, type PresentationTokenizer, type PresentedReference } from './presentation';
 
 /** The FL2VA presentation for at most this many keyframes (first, last). */
 export const FL2VA_MAX_PICTURES = 2;
@@ -53,8 +53,11 @@ export async function keyframeTextPlan(
   /** 'reference': upstream's Ref2VA presentation (diffusers MiniMaxH3Ref2VATextEncoderStep), every picture shown as
    * "<Picture i>: " + its vision block, whatever their number; 'keyframe' (default): FL2VA for 1-2 pictures. */
   role: 'keyframe' | 'reference' = 'keyframe',
+  /** Reference role: the voices after the pictures, each "<Audio j>: " alone (the waveform never reaches the encoder). */
+  voices = 0,
 ): Promise<VisionTextPlan | null> {
   if (pictures.length === 0 || (role === 'keyframe' && pictures.length > FL2VA_MAX_PICTURES)) return null;
+  if (voices && role !== 'reference') throw new RangeError('keyframeTextPlan: voices come with reference pictures only');
   const tower = await visionTower(textEncoderDir);
   if (!tower) return null;
   const { vision } = tower;
@@ -64,7 +67,12 @@ export async function keyframeTextPlan(
   const images = pictures.map((p, i) => imagePatches(rgb8ToTensor(p.data, p.width, p.height), vision, proc, `${role} ${i + 1}`));
   const counts = images.map((im) => visionTokenCount(im.grid, vision.spatialMergeSize));
   const presentation = role === 'reference'
-    ? ref2vaPresentation(tok, prompt, counts.map((visionTokens) => ({ kind: 'image' as const, visionTokens })))
+    ? ref2vaPresentation(tok, prompt, [...counts.map((visionTokens) => ({ kind: 'image' as const, visionTokens })), ...voiceReferences(voices)])
     : fl2vaPresentation(tok, prompt, counts);
   return { ...presentation, images, config: tower.config };
+}
+
+/** `n` voices as the Ref2VA presentation's audio references ("<Audio j>: " each). */
+export function voiceReferences(n: number): PresentedReference[] {
+  return Array.from({ length: n }, () => ({ kind: 'audio' as const }));
 }

@@ -12,7 +12,10 @@
 //                              references (image_mode reference): the Ref2VA DiT swapped in (usePartition), each
 //                              picture on its own canvas and encoded as a keyframe (reference-inputs.ts), the prompt
 //                              with its <Picture n> definitions (catalog referencePrompt), Ref2VA blocks ahead of the
-//                              target (references.ts);
+//                              target (references.ts); voices (audio_mode voice, with references): each clip at its own
+//                              rate truncated, stereo, resampled to 32 kHz as torchaudio, encoded by the audio VAE
+//                              encoder (voice-inputs.ts) into a clean audio block after the pictures, "<Audio j>: " in
+//                              the presentation and an <Audio n> definition in the prompt;
 //                              a spoken track (tts_text): task.speech() makes the clip first (the worker's speech model,
 //                              loaded and freed inside it), then it goes the track's way
 //   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
@@ -56,7 +59,8 @@ import { h3Noise, keyframeNoises } from './noise';
 import { h3StepPlan } from './sigmas';
 import { H3TextEncoderHost } from './text-encoder';
 import type { MiniMaxH3Transformer } from './transformer';
-import { checkInputs, jobGeometry, type VideoTask } from './task';
+import { checkInputs, jobGeometry, voicePaths, type VideoTask } from './task';
+import { encodeVoices, readVoices, voiceBlocks, voiceRows, type EncodedVoice, type Voice } from './voice-inputs';
 import { loadAudioVae, loadVideoVae } from './vae-loaders';
 import type { H3Partition } from './profiles';
 import { readReferences, referenceBlocks, type ReferenceCanvas } from './reference-inputs';
@@ -144,6 +148,9 @@ export interface H3PipelineOptions {
   /** Track jobs: the prepared clip (what the mp4 carries), its conditioning rows [2 * Na, A] as uploaded and as read
    * back after the last step (tests: unchanged by the sampler). */
   onTrack?(t: { track: Track; rows: Float32Array; after: Float32Array }): void;
+  /** Voice jobs: the prepared voices (32 kHz stereo), their rows [sum 2 T_j, A] as uploaded and as read back after the
+   * last step (tests: unchanged by the sampler). */
+  onVoices?(v: { voices: Voice[]; encoded: EncodedVoice[]; rows: Float32Array; after: Float32Array }): void;
 }
 
 interface Loaded {
@@ -235,8 +242,10 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     await this.usePartition(reference ? 'ref2va' : 'fl2va', ctx);
     const m = this.m!;
     const { e, transformer } = m;
-    // a reference job's prompt names its pictures <Picture n> (prefixed where it does not: catalog referencePrompt)
-    const prompt = reference ? referencePrompt(task.prompt, count) : task.prompt;
+    const voicePathsIn = voicePaths(task);
+    // a reference job's prompt names its pictures <Picture n> and voices <Audio n> (prefixed where it does not: catalog
+    // referencePrompt)
+    const prompt = reference ? referencePrompt(task.prompt, count, voicePathsIn.length) : task.prompt;
     const { width, height } = task;
     const geo = jobGeometry(task.frames, height, width, transformer.config.patchSize);
     const patch = transformer.config.patchSize;
@@ -248,14 +257,16 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     const pictures = !count ? [] : reference ? await readReferences(task.images, { width, height }, ctx.signal, this.o.referenceCanvas) : await readKeyframes(task.images, width, height, ctx.signal);
     // the soundtrack read and fitted before any model loads too: a file that is not audio fails here
     let track = task.audioMode === 'track' && !task.speech ? await readTrack(task.audios[0]!, task.frames, ctx.signal) : null;
+    const voices = await readVoices(voicePathsIn, task.frames, ctx.signal);
     const { text, textTags } = await encodeJobText(e, {
-      textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe',
+      textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe', voices: voices.length,
       dtype: m.dtype, int8: this.o.textEncoderInt8, onText: this.o.onText, trace: (ev) => this.trace(ev),
     }, ctx);
 
     // keyframes: the VAE encoder (its own load, freed before sampling)
     let latents: HostLatents[] = [];
     let trackRows: Float32Array = new Float32Array(0);
+    let encodedVoices: EncodedVoice[] = [];
     try {
       if (task.speech) {
         // the speech model loads and is freed here, still in 编码提示词/图片 (the text encoder is already freed)
@@ -272,6 +283,11 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       if (track) {
         trackRows = await encodeTrack(e, m.dirs.audioVae, track, geo.numAudioLatents);
         this.trace('track encoded');
+      }
+      if (voices.length) {
+        encodedVoices = await encodeVoices(e, m.dirs.audioVae, voices, ctx.signal);
+        trackRows = voiceRows(encodedVoices); // the leading audio rows, clean (t = 1.0), as a track's
+        this.trace('voices encoded');
       }
     } catch (err) {
       text.free();
@@ -298,7 +314,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         audioChannels: 2,
       };
       const packed = reference
-        ? buildReferenceSequence({ ...layout, references: referenceBlocks(latents) })
+        ? buildReferenceSequence({ ...layout, references: [...referenceBlocks(latents), ...voiceBlocks(encodedVoices)] })
         : track ? buildTrackSequence(layout, count, geo.numAudioLatents) : buildKeyframeSequence(layout, count);
       const seq = transformer.prepare(packed);
       const C = transformer.config.inChannels;
@@ -340,6 +356,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       const audioHost = channelsFromRows(audioRead.subarray(nca * A), 2, A, geo.numAudioLatents);
       drop(audio);
       if (track) this.o.onTrack?.({ track, rows: trackRows, after: audioRead.slice(0, nca * A) });
+      if (voices.length) this.o.onVoices?.({ voices, encoded: encodedVoices, rows: trackRows, after: audioRead.slice(0, nca * A) });
       if (nc && (reference ? this.o.onReferences : this.o.onKeyframes)) {
         const after = (await e.read(video)).slice(0, nc * rowWidth);
         if (reference) this.o.onReferences!({ pictures, latents, rows, after, prompt });

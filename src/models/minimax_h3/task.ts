@@ -5,6 +5,9 @@ import type { RunContext } from '../common/pipeline';
 import { MAX_KEYFRAMES } from './keyframes';
 import { resolveGeometry, type Geometry } from './sequence';
 
+/** At most this many voices (upstream's max_audios, the contract's 3 clips). */
+export const MAX_VOICES = 3;
+
 /** What one video job asks for (the GPU worker builds it from its task: src/worker/profiles/video.ts). */
 export interface VideoTask {
   prompt: string;
@@ -21,8 +24,8 @@ export interface VideoTask {
    * pictures (1 to 6, the Ref2VA partition, no soundtrack) when it is 'reference'. */
   images: string[];
   imageMode?: 'keyframe' | 'reference';
-  /** Audio files: one soundtrack clip in audioMode 'track' (held as audio conditioning and muxed unchanged); voices
-   * (audioMode 'voice', the default) are refused until built (issue 15). */
+  /** Audio files: one soundtrack clip in audioMode 'track' (held as audio conditioning and muxed unchanged), or 1 to 3
+   * voices in audioMode 'voice' (the default) with reference pictures: Ref2VA audio references (voice-inputs.ts). */
   audios: string[];
   audioMode?: 'voice' | 'track';
   /** A spoken soundtrack (tts_text): makes an audio file inside 编码提示词/图片, after the text encoder is freed and
@@ -37,20 +40,28 @@ export interface VideoTask {
 
 /** What the pipeline runs: text alone, 1 to 6 keyframes (image_mode keyframe), a soundtrack (audio_mode track, 1 clip,
  * or a spoken one from task.speech and no clip) with or without them, 1 to 6 reference pictures (image_mode reference,
- * without a soundtrack); voices and references with a soundtrack are refused. */
+ * without a soundtrack) with 0 to 3 voices (audio_mode voice); voices without reference pictures (upstream's Ref2VA
+ * refuses audio-only requests) and references with a soundtrack are refused. */
 export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
   if (task.speech && task.audios.length) throw new BadInputError('MiniMax H3: a spoken soundtrack (tts_text) is the only audio of the job; its voice goes to the speech model, not here');
-  if (task.images.length && task.imageMode === 'reference' && task.audios.length && task.audioMode !== 'track') throw new BadInputError('MiniMax H3: voices (audio_mode voice, <Audio n>) are not built yet; reference pictures alone (image_mode reference) are');
   if (task.speech) return checkImages(task);
-  if (task.audios.length && task.audioMode !== 'track') throw new BadInputError('MiniMax H3: voices (audio_mode voice) are not built yet; soundtracks (audio_mode track) are');
+  if (task.audios.length && task.audioMode !== 'track') {
+    if (!task.images.length || task.imageMode !== 'reference') throw new BadInputError('MiniMax H3: voices (audio_mode voice) need at least one reference picture (image_mode reference): upstream\'s Ref2VA takes no audio reference alone');
+    if (task.audios.length > MAX_VOICES) throw new BadInputError(`MiniMax H3: ${task.audios.length} voices given, at most ${MAX_VOICES}`);
+  }
   if (task.audioMode === 'track' && task.audios.length !== 1) throw new BadInputError(`MiniMax H3: audio_mode track takes 1 clip (the soundtrack), ${task.audios.length} given`);
   checkImages(task);
 }
 
-function checkImages(task: Pick<VideoTask, 'images' | 'imageMode' | 'audioMode' | 'speech'>): void {
+/** The job's voices (audio_mode voice with reference pictures: checkInputs), else none. */
+export function voicePaths(task: Pick<VideoTask, 'audios' | 'audioMode' | 'speech'>): string[] {
+  return !task.speech && task.audioMode !== 'track' ? task.audios : [];
+}
+
+function checkImages(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
   const reference = task.imageMode === 'reference';
   // references have their own layout (Ref2VA); a soundtrack's audio guide is the FL2VA guide layout's (keyframes.ts)
-  if (task.images.length && reference && (task.speech || task.audioMode === 'track')) throw new BadInputError('MiniMax H3: reference pictures (image_mode reference) with a soundtrack (audio_mode track or tts_text) are not built yet; keyframes with one are');
+  if (task.images.length && reference && (task.speech || (task.audioMode === 'track' && task.audios.length))) throw new BadInputError('MiniMax H3: reference pictures (image_mode reference) with a soundtrack (audio_mode track or tts_text) are not built yet; keyframes with one are');
   if (task.images.length > MAX_KEYFRAMES) throw new BadInputError(`MiniMax H3: ${task.images.length} ${reference ? 'reference pictures' : 'keyframes'} given, at most ${MAX_KEYFRAMES}`);
 }
 

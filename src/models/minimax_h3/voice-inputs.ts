@@ -19,9 +19,6 @@ import { audioConditionRows } from './audio-vae';
 import type { ReferenceBlock } from './references';
 import { TRACK_SAMPLE_RATE, withAudioVaeEncoder } from './track-inputs';
 
-/** At most this many voices (upstream's max_audios, the contract's 3 clips). */
-export const MAX_VOICES = 3;
-
 /** A voice as the audio VAE encoder takes it: two channels at 32 kHz. */
 export interface Voice {
   channels: [Float32Array, Float32Array];
