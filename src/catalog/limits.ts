@@ -20,3 +20,6 @@ export const CLIP_SECONDS = {
   video: { minS: 2, maxS: 15 },
   speech: { minS: 3, maxS: 30 },
 } as const;
+/** Voices of a video (audio_mode voice) together: at most 15 s (MiniMax H3's reference limit, "total video and audio
+ * <= 15 s"), with the per-clip slack for codec padding (0.1 s). */
+export const VOICES_TOTAL_S = { maxS: 15, toleranceS: 0.1 } as const;

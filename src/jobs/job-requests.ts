@@ -81,6 +81,10 @@ export function draftVideo(r: VideoRequest, imageCount: number, audioCount: numb
   if (tts_text.trim() !== '' && audioCount === 0) throw new BadInputError('tts_text needs a voice to speak in: give a reference clip as audios[0]');
   if (audio_mode === 'track' && audioCount === 0) throw new BadInputError('audio_mode track needs a soundtrack clip in audios');
   if (audio_mode === 'track' && audioCount > TRACK_MAX_AUDIOS) throw new BadInputError(`audios: audio_mode track takes ${TRACK_MAX_AUDIOS} clip (the soundtrack); ${audioCount} given`);
+  // voices are Ref2VA audio references, which upstream never takes alone (MiniMaxH3Ref2VASetupStep refuses audio-only)
+  if (audio_mode === 'voice' && audioCount > 0 && imageCount === 0 && tts_text.trim() === '') {
+    throw new BadInputError('audios: voices (audio_mode voice) need at least one picture in images, the people or scene that speaks (MiniMax H3 takes no voice reference alone); for a clip that is the soundtrack use audio_mode track');
+  }
   // The spec: in voice mode with images, the image mode switches to reference.
   if (audio_mode === 'voice' && audioCount > 0 && imageCount > 0 && tts_text.trim() === '') image_mode = 'reference';
   const [width, height] = VIDEO_SIZES[aspect][res];

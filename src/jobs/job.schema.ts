@@ -12,7 +12,7 @@ export class JobObjectDto {
   @ApiProperty({ enum: ['video', 'image'] }) kind!: string;
   @ApiProperty({ enum: ['queued', 'running', 'done', 'failed'] }) status!: string;
   @ApiProperty() prompt!: string;
-  @ApiPropertyOptional({ description: 'Extension, video jobs with image_mode reference: the text the model is given, the prompt with a "<Picture n> is a reference image: ..." line in front for each picture it does not name (the prompt itself when it names them all)' }) model_prompt?: string;
+  @ApiPropertyOptional({ description: 'Extension, video jobs with image_mode reference: the text the model is given, the prompt with a "<Picture n> is a reference image: ..." line in front for each picture it does not name, then a "<Audio n> is the voice-timbre reference ..." line for each voice (audio_mode voice) it does not name (the prompt itself when it names them all)' }) model_prompt?: string;
   @ApiProperty() profile!: string;
   @ApiProperty({ enum: ['t2v', 'i2v', 't2i', 'edit'], description: 'Style-reference image jobs report t2i' }) mode!: string;
   @ApiProperty() aspect!: string;

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CLIP_SECONDS, keyframeProblem, videoReferenceProblem } from '../catalog';
+import { CLIP_SECONDS, keyframeProblem, videoReferenceProblem, VOICES_TOTAL_S } from '../catalog';
 import { BadInputError } from '../common/errors';
 import { draftVideo, checkTimeout, VideoRequest } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
@@ -40,6 +40,11 @@ export class VideoService {
     const voiceMin = CLIP_SECONDS.speech.minS;
     if (d.tts_text.trim() !== '' && seconds[0]! < voiceMin) {
       throw new BadInputError(`audios[0]: the voice for tts_text is ${seconds[0]!.toFixed(2)} s long; a voice clip must be ${voiceMin} to ${CLIP_SECONDS.video.maxS} s`);
+    }
+    // voices (audio_mode voice) are MiniMax H3 references: 2 to 15 s each (above) and 15 s together
+    const total = seconds.reduce((s, x) => s + x, 0);
+    if (d.audio_mode === 'voice' && d.tts_text.trim() === '' && total > VOICES_TOTAL_S.maxS + VOICES_TOTAL_S.toleranceS) {
+      throw new BadInputError(`audios: the voices are ${seconds.map((s) => s.toFixed(2)).join(' + ')} = ${total.toFixed(2)} s long; together they may be at most ${VOICES_TOTAL_S.maxS} s: shorten or drop one`);
     }
     const job = await this.jobs.submit(
       {

@@ -118,13 +118,15 @@ describe('validation: 422 for wrong types, 400 for values a user can fix', () =>
     res = await t.http.post('/api/images').set(auth).field('prompt', 'x').attach('images', big, 'big.png');
     assert.equal(res.status, 400);
     assert.match(res.body.detail, /images\[0\] \(big.png\): file is 25.0 MB; images may be at most 25 MB/);
-    res = await post('/api/v1/generate', { prompt: 'x', audios: [dataUri('audio/wav', wavBytes(1))] });
+    // clips in voice mode (the default) come with a picture (voices need one: video-voices.test.ts)
+    const png = await pngBytes();
+    res = await post('/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', png)], audios: [dataUri('audio/wav', wavBytes(1))] });
     assert.equal(res.status, 400);
     assert.match(res.body.detail, /audios\[0\]: clip is 1.00 s long; clips must be 2 to 15 s/);
-    res = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').attach('audios', wavBytes(3), 'a.wav').attach('audios', wavBytes(16), 'b.wav');
+    res = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').attach('images', png, 'p.png').attach('audios', wavBytes(3), 'a.wav').attach('audios', wavBytes(16), 'b.wav');
     assert.equal(res.status, 400);
     assert.match(res.body.detail, /audios\[1\] \(b.wav\): clip is 16.00 s long; clips must be 2 to 15 s/);
-    res = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').attach('audios', Buffer.from('garbage audio bytes'), 'c.mp3');
+    res = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').attach('images', png, 'p.png').attach('audios', Buffer.from('garbage audio bytes'), 'c.mp3');
     assert.equal(res.status, 400);
     assert.match(res.body.detail, /audios\[0\] \(c.mp3\)/);
     res = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').attach('videos', await pngBytes(), 'x.png');
@@ -151,10 +153,11 @@ describe("what the built-in models cannot run is refused at creation (their entr
     const cases: [string, object, RegExp][] = [
       ['/api/v1/image', { prompt: 'x', size: '256x256', steps: 1 }, /^steps: profile imgmain runs 2 to 200 steps \(got 1\)$/],
       // keyframes, tracks and tts_text run (test/api/video-keyframes.test.ts, video-track.test.ts, video-tts.test.ts);
-      // reference pictures on the profiles without Ref2VA weights (the distilled and turbo ones) and voices do not
-      ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: voices are not built yet .*reference pictures need the Ref2VA weights, which upstream publishes for the base release only.*; profiles basevid50_sol, basevid50 can$/],
-      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^audios: with tts_text, audios\[0\] is the voice .*; more clips \(voices, audio_mode voice\) are not built yet: 2 given$/],
-      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], audio_mode: 'voice' }, /^audio_mode voice: profile basevid50 cannot run it yet: .*; no video profile can yet$/],
+      // reference pictures and voices on the profiles without Ref2VA weights (the distilled and turbo ones) do not;
+      // voices (test/api/video-voices.test.ts) need a picture and no soundtrack
+      ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only.*; profiles basevid50_sol, basevid50 can$/],
+      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^audios: with tts_text, audios\[0\] is the voice .*; more clips would be voices \(audio_mode voice\), which run with reference pictures and no soundtrack: 2 given$/],
+      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], audio_mode: 'voice' }, /^audios: voices \(audio_mode voice\) need at least one picture in images/],
       ['/api/v1/generate', { prompt: 'x', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], audio_mode: 'track' }, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/],
     ];
     for (const [path, body, reason] of cases) {

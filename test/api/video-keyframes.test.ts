@@ -3,7 +3,7 @@
 // mp4 with H.264 at the job's size and frame count, 24 fps, and a stereo 32 kHz AAC track, and the job says mode i2v
 // and its image_count. Refused at creation with a 400, nothing stored: 7 images, a file that is not an image, a sliver
 // whose cover scale onto the frame would pass 67 megapixels, and what the default profile cannot run (image_mode
-// reference: no Ref2VA weights for fastvid, naming who can; voices; tts_text with reference pictures).
+// reference and voices: no Ref2VA weights for fastvid, naming who can; tts_text with reference pictures).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -84,9 +84,9 @@ describe('keyframe video jobs through the API (demo weights)', () => {
       [{ images: pics.map((p) => dataUri('image/png', p)) }, /^too many images: 7 given, a video takes at most 6$/],
       [{ images: [img, dataUri('image/png', Buffer.from('this is not a picture'))] }, /^images\[1\]: /],
       [{ images: [dataUri('image/png', sliver)] }, /^images\[0\]: a 8000x10 picture would be scaled to 281600x352 to cover the 608x352 frame before its crop, over 67 megapixels; crop it closer to the frame's aspect$/],
-      [{ images: [img], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: voices are not built yet .*reference pictures need the Ref2VA weights, which upstream publishes for the base release only.*; profiles basevid50_sol, basevid50 can$/],
+      [{ images: [img], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only.*; profiles basevid50_sol, basevid50 can$/],
       // with a clip in voice mode the image mode switches to reference; the voice is named first
-      [{ images: [img], audios: [dataUri('audio/wav', wavBytes(3))] }, /^audio_mode voice: profile fastvid cannot run it yet: .*voices.* not built yet/],
+      [{ images: [img], audios: [dataUri('audio/wav', wavBytes(3))] }, /^audio_mode voice: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights.*; profiles basevid50_sol, basevid50 can$/],
       // tts_text runs with keyframes (its voice does not switch the image mode), not with reference pictures
       [{ images: [img], image_mode: 'reference', audios: [dataUri('audio/wav', wavBytes(3))], tts_text: 'hello there' }, /^image_mode reference: reference pictures with a soundtrack \(tts_text\) are not built yet/],
     ];

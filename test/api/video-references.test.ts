@@ -4,7 +4,8 @@
 // size and frame count, 24 fps, a stereo 32 kHz AAC track; the job says mode i2v and its image_count, `prompt` is the
 // text sent and the extension `model_prompt` the text the model was given (a "<Picture n> is a reference image: ..."
 // line in front for each picture the prompt does not name). Refused at creation with a 400, nothing stored: a
-// profile without Ref2VA weights (naming who can), references with a soundtrack, a picture beyond 4:1.
+// profile without Ref2VA weights (naming who can), references with a soundtrack, a picture beyond 4:1 (references with
+// voices: video-voices.test.ts).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -80,11 +81,10 @@ describe('reference video jobs through the API (demo weights)', () => {
     const wide = dataUri('image/png', await picture(10, 500, 100));
     const clip = dataUri('audio/wav', wavBytes(3));
     const cases: [object, RegExp][] = [
-      [{ images: [img], profile: 'fastvid' }, /^image_mode reference: profile fastvid cannot run it yet: .*reference pictures need the Ref2VA weights, which upstream publishes for the base release only, not for fastvid's.*; profiles basevid50_sol, basevid50 can$/],
+      [{ images: [img], profile: 'fastvid' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only, not for fastvid's.*; profiles basevid50_sol, basevid50 can$/],
       [{ images: [img], profile: 'turbo_int8' }, /^image_mode reference: profile turbo_int8 cannot run it yet: .*; profiles basevid50_sol, basevid50 can$/],
       [{ images: [img], audios: [clip], audio_mode: 'track' }, /^image_mode reference: reference pictures with a soundtrack \(audio_mode track\) are not built yet/],
       [{ images: [img], audios: [clip], tts_text: 'hello there' }, /^image_mode reference: reference pictures with a soundtrack \(tts_text\) are not built yet/],
-      [{ images: [img], audios: [clip] }, /^audio_mode voice: profile basevid50 cannot run it yet: voices are not built yet/],
       [{ images: [wide] }, /^images\[0\]: a 500x100 reference picture is outside the aspects MiniMax H3 takes references at \(1:4 to 4:1\); crop it$/],
     ];
     for (const [body, reason] of cases) {

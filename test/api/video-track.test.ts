@@ -3,8 +3,8 @@
 // by multipart POST /api/jobs is padded with silence; each runs to an mp4 with H.264 at the job's size and frame count,
 // 24 fps, and a stereo 32 kHz AAC track that is the input clip itself (both decoded to 32 kHz: Pearson r > 0.99 over
 // the overlap, silence after a short clip). Refused at creation with a 400, nothing stored: a 1 s clip, a 20 s clip, a
-// file that is not audio, 2 clips in track mode, and what is not built yet (voices, reference pictures; tts_text runs:
-// video-tts.test.ts).
+// file that is not audio, 2 clips in track mode, a voice without a picture, reference pictures with a track (tts_text
+// runs: video-tts.test.ts; voices: video-voices.test.ts).
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -80,7 +80,7 @@ describe('track video jobs through the API (demo weights)', () => {
       [{ audio_mode: 'track', audios: [dataUri('audio/wav', wavBytes(20))] }, /^audios\[0\]: clip is 20\.00 s long; clips must be 2 to 15 s$/],
       [{ audio_mode: 'track', audios: [dataUri('audio/wav', Buffer.from('this is not a sound at all'))] }, /^audios\[0\]: /],
       [{ audio_mode: 'track', audios: [ok, ok] }, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/],
-      [{ audios: [ok] }, /^audio_mode voice: profile fastvid cannot run it yet: voices are not built yet .*; no video profile can yet$/],
+      [{ audios: [ok] }, /^audios: voices \(audio_mode voice\) need at least one picture in images, .*; for a clip that is the soundtrack use audio_mode track$/],
       [{ audios: [ok, ok], tts_text: 'hello there' }, /^audios: with tts_text, audios\[0\] is the voice the speech is spoken in and the speech is the soundtrack; more clips .* 2 given$/],
       [{ audio_mode: 'track', audios: [ok], images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: reference pictures with a soundtrack \(audio_mode track\) are not built yet/],
     ];

@@ -8,6 +8,7 @@ import { MAX_STEPS, TRACK_MAX_AUDIOS } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
 import { MAX_KEYFRAMES } from '../../models/minimax_h3/keyframes';
+import { MAX_VOICES } from '../../models/minimax_h3/task';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Dirs, type VideoTask as ModelVideoTask } from '../../models/minimax_h3/pipeline';
 import { H3_PROFILE_NAMES, h3Profile, loadH3Transformer, type H3Profile, type H3TransformerFiles } from '../../models/minimax_h3/profiles';
 import { componentRoot, type ProfileWeights } from '../../weights';
@@ -72,13 +73,14 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
     profile: profile.name,
     // a 1-step request runs one forward (the smallest grid, [1, 0])
     // keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the
-    // soundtrack (tts_text in the voice of audios[0]) run; reference pictures (image_mode reference) where upstream
-    // publishes Ref2VA weights for the profile; voices are refused at creation (issue 15)
+    // soundtrack (tts_text in the voice of audios[0]) run; reference pictures (image_mode reference) and voices
+    // (audio_mode voice, with reference pictures) where upstream publishes Ref2VA weights for the profile
     accepts: {
-      steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: TRACK_MAX_AUDIOS, imageModes: profile.ref2va ? ['keyframe', 'reference'] : ['keyframe'], audioModes: ['track'], ttsText: true,
+      steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: profile.ref2va ? MAX_VOICES : TRACK_MAX_AUDIOS,
+      imageModes: profile.ref2va ? ['keyframe', 'reference'] : ['keyframe'], audioModes: profile.ref2va ? ['track', 'voice'] : ['track'], ttsText: true,
       inputsNote: profile.ref2va
-        ? 'voices are not built yet (MiniMax H3 part 2); text to video, keyframes (image_mode keyframe, 1 to 6 images), reference pictures (image_mode reference, 1 to 6), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) are'
-        : `voices are not built yet (MiniMax H3 part 2), and reference pictures need the Ref2VA weights, which upstream publishes for the base release only, not for ${profile.name}'s; text to video, keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) are`,
+        ? 'text to video, keyframes (image_mode keyframe, 1 to 6 images), reference pictures (image_mode reference, 1 to 6) with 0 to 3 voices (audio_mode voice), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) run'
+        : `reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only, not for ${profile.name}'s; text to video, keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) run`,
     },
     weights: () => source.state(),
     note: () => source.note(),
