@@ -118,7 +118,7 @@ describe('tts_text video jobs through the API (demo weights)', () => {
     const ok = dataUri('audio/wav', wavBytes(3));
     const cases: [object, RegExp][] = [
       [{ audios: [dataUri('audio/wav', wavBytes(2.5))] }, /^audios\[0\]: the voice for tts_text is 2\.50 s long; a voice clip must be 3 to 15 s$/],
-      [{ audios: [ok, ok] }, /^audios: with tts_text, audios\[0\] is the voice the speech is spoken in and the speech is the soundtrack; more clips \(voices, audio_mode voice\) are not built yet: 2 given$/],
+      [{ audios: [ok, ok] }, /^audios: with tts_text, audios\[0\] is the voice the speech is spoken in and the speech is the soundtrack; more clips would be voices \(audio_mode voice\), which run with reference pictures and no soundtrack: 2 given$/],
       [{ audios: [ok], images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: reference pictures with a soundtrack \(tts_text\) are not built yet/],
       [{}, /^tts_text needs a voice to speak in: give a reference clip as audios\[0\]$/],
       [{ audios: [ok], tts_language: 'Klingon' }, /^unknown tts_language "Klingon"; use one of: Auto, /],
