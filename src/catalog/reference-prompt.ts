@@ -18,6 +18,12 @@
 // signal"); the service cannot know which subject speaks, so voice n is the n-th speaker (Sn):
 //
 //   <Audio 1> is the voice-timbre reference for the speaker (S1); the dialogue follows its voice timbre without copying the original signal.
+//
+// A soundtrack with the pictures (audio_mode track's clip, or tts_text's speech) is <Audio 1> too, the one audio
+// reference of the job, defined with ref-en.txt §4.2's `fully_copy` marker, upstream's only documented form of a given
+// soundtrack (h3-conditioning.md 4):
+//
+//   <Audio 1> is the soundtrack: fully_copy - <Audio 1> is reused 1:1 as the target video's complete final audio track.
 
 /** The label of image `n` (1-based), as ref-en.txt writes it. */
 export function pictureLabel(n: number): string {
@@ -46,6 +52,11 @@ export function voiceDefinition(n: number): string {
   return `${audioLabel(n)} is the voice-timbre reference for the speaker (S${n}); the dialogue follows its voice timbre without copying the original signal.`;
 }
 
+/** The definition line put in front of a prompt that does not name the soundtrack, audio `n`. */
+export function soundtrackDefinition(n: number): string {
+  return `${audioLabel(n)} is the soundtrack: fully_copy - ${audioLabel(n)} is reused 1:1 as the target video's complete final audio track.`;
+}
+
 /** The voices (1-based) whose label the prompt does not contain. */
 export function unnamedVoices(prompt: string, voices: number): number[] {
   const out: number[] = [];
@@ -53,10 +64,12 @@ export function unnamedVoices(prompt: string, voices: number): number[] {
   return out;
 }
 
-/** The text the model is given for a reference job with `images` pictures and `voices` voices: the prompt, with a
- * definition line in front for each picture, then each voice, it does not name (none when it names them all, so the
- * prompt is then unchanged). */
-export function referencePrompt(prompt: string, images: number, voices = 0): string {
-  const lines = [...unnamedPictures(prompt, images).map(pictureDefinition), ...unnamedVoices(prompt, voices).map(voiceDefinition)];
+/** The text the model is given for a reference job with `images` pictures and `voices` voices, or a `soundtrack`
+ * (then voices is 0 and the soundtrack is <Audio 1>): the prompt, with a definition line in front for each picture,
+ * then each voice or the soundtrack, it does not name (none when it names them all, so the prompt is then unchanged). */
+export function referencePrompt(prompt: string, images: number, voices = 0, soundtrack = false): string {
+  if (soundtrack && voices) throw new RangeError('referencePrompt: a soundtrack is the only audio reference of a job');
+  const audio = soundtrack ? unnamedVoices(prompt, 1).map(soundtrackDefinition) : unnamedVoices(prompt, voices).map(voiceDefinition);
+  const lines = [...unnamedPictures(prompt, images).map(pictureDefinition), ...audio];
   return lines.length ? `${lines.join('\n')}\n${prompt}` : prompt;
 }

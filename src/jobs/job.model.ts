@@ -77,10 +77,12 @@ export function toJobObject(job: JobRecord, live: { position?: number; running?:
   }
   // reference video jobs: `prompt` stays what was sent; the text the model is given, with a <Picture n> definition in
   // front for each picture the prompt does not name (catalog referencePrompt), is an extension (README "References")
-  // and an <Audio n> definition for each voice (audio_mode voice, no tts_text: then the clips are voices)
+  // and an <Audio n> definition for each voice (audio_mode voice, no tts_text: then the clips are voices), or for the
+  // soundtrack (audio_mode track's clip or tts_text's speech: <Audio 1>, fully_copy)
   if (job.kind === 'video' && job.params.image_mode === 'reference' && job.image_count > 0) {
-    const voices = job.params.audio_mode !== 'track' && !job.params.tts_text?.trim() ? job.params.audios.length : 0;
-    o.model_prompt = referencePrompt(job.prompt, job.image_count, voices);
+    const speech = !!job.params.tts_text?.trim();
+    const soundtrack = speech || (job.params.audio_mode === 'track' && job.params.audios.length > 0);
+    o.model_prompt = referencePrompt(job.prompt, job.image_count, soundtrack ? 0 : job.params.audios.length, soundtrack);
   }
   o.seed = job.seed;
   o.steps = job.steps;

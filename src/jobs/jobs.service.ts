@@ -132,7 +132,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     if (job.ttsText && ttsText === false) throw new BadInputError(`tts_text: profile ${profile} cannot speak it yet: ${note}${this.whoCan(kind, profile, (a) => a.ttsText !== false)}`);
     // with tts_text the speech is the soundtrack and audios[0] only its voice, whatever audio_mode says; more clips
     // would be voices of the prompt's dialogue (audio_mode voice)
-    if (job.ttsText && job.audios > 1) throw new BadInputError(`audios: with tts_text, audios[0] is the voice the speech is spoken in and the speech is the soundtrack; more clips would be voices (audio_mode voice), which run with reference pictures and no soundtrack: ${job.audios} given`);
+    if (job.ttsText && job.audios > 1) throw new BadInputError(`audios: with tts_text, audios[0] is the voice the speech is spoken in and the speech is the soundtrack; more clips would be voices (audio_mode voice), which a job with a soundtrack does not take: ${job.audios} given`);
     const amode = job.ttsText ? undefined : job.audioMode;
     if (job.audios > 0 && amode && audioModes && !audioModes.includes(amode)) {
       throw new BadInputError(`audio_mode ${amode}: profile ${profile} cannot run it yet: ${note}${this.whoCan(kind, profile, (a) => a.audios >= job.audios && (!a.audioModes || a.audioModes.includes(amode)))}`);
@@ -143,11 +143,6 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
         : `too many audios: ${job.audios} given, profile ${profile} takes at most ${audios}`);
     }
     const mode = job.imageMode;
-    // reference pictures have their own layout (Ref2VA), which takes no soundtrack guide: refused for every profile,
-    // before naming who runs references
-    if (job.images > 0 && mode === 'reference' && (job.ttsText || (job.audios > 0 && job.audioMode === 'track'))) {
-      throw new BadInputError(`image_mode reference: reference pictures with a soundtrack (${job.ttsText ? 'tts_text' : 'audio_mode track'}) are not built yet; keyframes (image_mode keyframe) take one, and references run without one`);
-    }
     if (job.images > 0 && mode && imageModes && !imageModes.includes(mode)) {
       throw new BadInputError(`image_mode ${mode}: profile ${profile} cannot run it yet: ${note}${this.whoCan(kind, profile, (a) => a.images >= job.images && (!a.imageModes || a.imageModes.includes(mode)))}`);
     }

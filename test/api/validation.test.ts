@@ -156,7 +156,7 @@ describe("what the built-in models cannot run is refused at creation (their entr
       // reference pictures and voices on the profiles without Ref2VA weights (the distilled and turbo ones) do not;
       // voices (test/api/video-voices.test.ts) need a picture and no soundtrack
       ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only.*; profiles basevid50_sol, basevid50 can$/],
-      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^audios: with tts_text, audios\[0\] is the voice .*; more clips would be voices \(audio_mode voice\), which run with reference pictures and no soundtrack: 2 given$/],
+      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^audios: with tts_text, audios\[0\] is the voice .*; more clips would be voices \(audio_mode voice\), which a job with a soundtrack does not take: 2 given$/],
       ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], audio_mode: 'voice' }, /^audios: voices \(audio_mode voice\) need at least one picture in images/],
       ['/api/v1/generate', { prompt: 'x', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], audio_mode: 'track' }, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/],
     ];

@@ -3,19 +3,21 @@
 // by POST /api/v1/generate (data URI) and 2 by multipart POST /api/jobs each run to an mp4 with H.264 at the job's
 // size and frame count, 24 fps, a stereo 32 kHz AAC track; the job says mode i2v and its image_count, `prompt` is the
 // text sent and the extension `model_prompt` the text the model was given (a "<Picture n> is a reference image: ..."
-// line in front for each picture the prompt does not name). Refused at creation with a 400, nothing stored: a
-// profile without Ref2VA weights (naming who can), references with a soundtrack, a picture beyond 4:1 (references with
-// voices: video-voices.test.ts).
+// line in front for each picture the prompt does not name). A picture with a soundtrack (audio_mode track): the mp4's
+// audio is the clip, and model_prompt defines <Audio 1> as fully_copy. Refused at creation with a 400, nothing stored:
+// a profile without Ref2VA weights (naming who can), a picture beyond 4:1 (references with voices:
+// video-voices.test.ts; with tts_text: video-tts.test.ts).
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { referencePrompt } from '../../src/catalog';
 import { fetchCheckedMp4 } from './video-output';
+import { decodeAudioTrack } from '../media/helpers';
 import { auth, startAppOnDemoWeights, TestApp } from './harness';
-import { dataUri, wavBytes } from './inputs';
+import { correlation, dataUri, stereoWavBytes } from './inputs';
 
 /** A w x h png of a diagonal gradient in the hue `r`. */
 async function picture(r: number, w = 200, h = 120): Promise<Buffer> {
@@ -75,16 +77,34 @@ describe('reference video jobs through the API (demo weights)', () => {
     await t.http.delete(`/api/jobs/${kf.body.id}`).set(auth);
   });
 
-  test('refused with a 400 before anything is queued: no Ref2VA weights, a soundtrack, a picture beyond 4:1', async () => {
+  test('a picture + a 3 s soundtrack (audio_mode track) by POST /api/v1/generate on basevid50: the mp4\'s audio is the clip, <Audio 1> fully_copy', async () => {
+    const prompt = 'a singer on a stage';
+    const clip = stereoWavBytes(3);
+    const res = await t.http.post('/api/v1/generate').set(auth)
+      .send({ prompt, profile: 'basevid50', image_mode: 'reference', audio_mode: 'track', seconds: 1, res: '352p', seed: 5, steps: 2, images: [dataUri('image/png', pics[0]!)], audios: [dataUri('audio/wav', clip)], wait: true, timeout: 300 });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const job = res.body;
+    assert.equal(job.status, 'done', JSON.stringify(job));
+    assert.deepEqual([job.mode, job.image_count, job.prompt], ['i2v', 1, prompt]);
+    assert.equal(job.model_prompt, `<Picture 1> is a reference image: follow its subjects and style; the video does not start on it.\n<Audio 1> is the soundtrack: fully_copy - <Audio 1> is reused 1:1 as the target video's complete final audio track.\n${prompt}`);
+    const path = await fetchCheckedMp4(t, job, 39, scratch);
+    const clipPath = join(scratch, `${job.id}-clip.wav`);
+    writeFileSync(clipPath, clip);
+    const got = decodeAudioTrack(path, 32000, 2);
+    const want = decodeAudioTrack(clipPath, 32000, 2);
+    const n = 52000; // 39 frames at 24 fps = 1.625 s at 32 kHz: the clip is cut there
+    const r = correlation(got, want, 2 * Math.min(n, got.length / 2));
+    console.log(`# 1 reference + a 3 s soundtrack (352p 1 s, 2 steps): exec_s ${job.exec_s}; mp4 audio vs clip r ${r.toFixed(6)}`);
+    assert.ok(r > 0.99, `r ${r}`);
+  });
+
+  test('refused with a 400 before anything is queued: no Ref2VA weights, a picture beyond 4:1', async () => {
     const before = (await t.http.get('/api/jobs').set(auth)).body.length;
     const img = dataUri('image/png', pics[0]!);
     const wide = dataUri('image/png', await picture(10, 500, 100));
-    const clip = dataUri('audio/wav', wavBytes(3));
     const cases: [object, RegExp][] = [
       [{ images: [img], profile: 'fastvid' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only, not for fastvid's.*; profiles basevid50_sol, basevid50 can$/],
       [{ images: [img], profile: 'turbo_int8' }, /^image_mode reference: profile turbo_int8 cannot run it yet: .*; profiles basevid50_sol, basevid50 can$/],
-      [{ images: [img], audios: [clip], audio_mode: 'track' }, /^image_mode reference: reference pictures with a soundtrack \(audio_mode track\) are not built yet/],
-      [{ images: [img], audios: [clip], tts_text: 'hello there' }, /^image_mode reference: reference pictures with a soundtrack \(tts_text\) are not built yet/],
       [{ images: [wide] }, /^images\[0\]: a 500x100 reference picture is outside the aspects MiniMax H3 takes references at \(1:4 to 4:1\); crop it$/],
     ];
     for (const [body, reason] of cases) {

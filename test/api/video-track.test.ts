@@ -82,7 +82,6 @@ describe('track video jobs through the API (demo weights)', () => {
       [{ audio_mode: 'track', audios: [ok, ok] }, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/],
       [{ audios: [ok] }, /^audios: voices \(audio_mode voice\) need at least one picture in images, .*; for a clip that is the soundtrack use audio_mode track$/],
       [{ audios: [ok, ok], tts_text: 'hello there' }, /^audios: with tts_text, audios\[0\] is the voice the speech is spoken in and the speech is the soundtrack; more clips .* 2 given$/],
-      [{ audio_mode: 'track', audios: [ok], images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: reference pictures with a soundtrack \(audio_mode track\) are not built yet/],
     ];
     for (const [body, reason] of cases) {
       const res = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'x', seconds: 1, res: '352p', ...body });

@@ -3,13 +3,15 @@
 // (audio_mode track and a keyframe: the speech still replaces the clip), each runs to an mp4 (H.264 608x352, 24 fps,
 // the job's frames, stereo 32 kHz AAC) whose audio is the speech the tts profile's own pipeline makes from the same
 // voice, text and seed (synthesised again here, in this process): sound for the speech's length, then silence to the
-// video's end. Refused at creation with a 400, nothing stored: a voice the speech model cannot clone (under 3 s), 2
-// clips, reference pictures, no voice, an unknown tts_language.
+// video's end. With a reference picture (basevid50) the speech is the soundtrack too, and the model is told so
+// (<Audio 1> fully_copy in model_prompt). Refused at creation with a 400, nothing stored: a voice the speech model
+// cannot clone (under 3 s), 2 clips, no voice, an unknown tts_language.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { referencePrompt } from '../../src/catalog';
 import type { EngineHolder } from '../../src/engine/engine';
 import { floatToPcm16, SPEECH_SAMPLE_RATE, wavHeader } from '../../src/media/wav';
 import type { RunContext } from '../../src/models/common/pipeline';
@@ -113,13 +115,31 @@ describe('tts_text video jobs through the API (demo weights)', () => {
     assert.ok(r > 0.99, `the same voice, text and seed speak the same soundtrack: r ${r}`);
   });
 
-  test('refused with a 400 before anything is queued: a 2.5 s voice, 2 clips, reference pictures, no voice, a language', async () => {
+  test('with a reference picture on basevid50 by multipart POST /api/jobs: the same speech, <Audio 1> defined as fully_copy', async () => {
+    const prompt = 'a man talks to the camera';
+    const res = await t.http.post('/api/jobs').set(auth)
+      .field('prompt', prompt).field('profile', 'basevid50').field('image_mode', 'reference').field('seconds', '1').field('res', '352p')
+      .field('seed', String(SEED)).field('steps', '2').field('tts_text', TEXT).field('tts_language', 'English')
+      .attach('audios', voice, 'voice.wav').attach('images', await pngBytes(200, 120), 'face.png');
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual([res.body.mode, res.body.image_count, res.body.prompt], ['i2v', 1, prompt]);
+    assert.equal(res.body.model_prompt, referencePrompt(prompt, 1, 0, true));
+    assert.match(res.body.model_prompt, /\n<Audio 1> is the soundtrack: fully_copy - <Audio 1> is reused 1:1 as the target video's complete final audio track\.\na man talks/);
+    const job = await until(t, res.body.id, (j) => j.status === 'done' || j.status === 'failed', 300_000);
+    assert.equal(job.status, 'done', JSON.stringify(job));
+    const mp4 = decodeAudioTrack(await fetchCheckedMp4(t, job, 39, scratch), 32000, 2);
+    assert.ok(first, 'the first test ran');
+    const r = correlation(mp4, first, Math.min(mp4.length, first.length));
+    console.log(`# tts_text + 1 reference picture (Ref2VA, the speech also an audio reference): exec_s ${job.exec_s}; audio vs the first job's r ${r.toFixed(6)}`);
+    assert.ok(r > 0.99, `the same voice, text and seed speak the same soundtrack: r ${r}`);
+  });
+
+  test('refused with a 400 before anything is queued: a 2.5 s voice, 2 clips, no voice, a language', async () => {
     const before = (await t.http.get('/api/jobs').set(auth)).body.length;
     const ok = dataUri('audio/wav', wavBytes(3));
     const cases: [object, RegExp][] = [
       [{ audios: [dataUri('audio/wav', wavBytes(2.5))] }, /^audios\[0\]: the voice for tts_text is 2\.50 s long; a voice clip must be 3 to 15 s$/],
-      [{ audios: [ok, ok] }, /^audios: with tts_text, audios\[0\] is the voice the speech is spoken in and the speech is the soundtrack; more clips would be voices \(audio_mode voice\), which run with reference pictures and no soundtrack: 2 given$/],
-      [{ audios: [ok], images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: reference pictures with a soundtrack \(tts_text\) are not built yet/],
+      [{ audios: [ok, ok] }, /^audios: with tts_text, audios\[0\] is the voice the speech is spoken in and the speech is the soundtrack; more clips would be voices \(audio_mode voice\), which a job with a soundtrack does not take: 2 given$/],
       [{}, /^tts_text needs a voice to speak in: give a reference clip as audios\[0\]$/],
       [{ audios: [ok], tts_language: 'Klingon' }, /^unknown tts_language "Klingon"; use one of: Auto, /],
     ];

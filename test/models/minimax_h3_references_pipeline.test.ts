@@ -151,7 +151,7 @@ describe('MiniMax H3 reference jobs on the demo checkpoint', () => {
     writeFileSync(clip, 'not a sound: refused when the voices are read, before the text encoder');
     const cases: [Partial<VideoTask>, RegExp][] = [
       [{ images: [images[0]!], imageMode: 'reference', audios: [clip] }, /^audios\[0\]: not a decodable audio file/],
-      [{ images: [images[0]!], imageMode: 'reference', audios: [clip], audioMode: 'track' }, /reference pictures \(image_mode reference\) with a soundtrack .* are not built yet/],
+      [{ images: [images[0]!], imageMode: 'reference', audios: [clip], audioMode: 'track' }, /^audios\[0\]: not a decodable audio file/],
       [{ images: Array(7).fill(images[0]), imageMode: 'reference' }, /7 reference pictures given, at most 6/],
       [{ images: [wide], imageMode: 'reference' }, /^images\[0\]: a 500x100 reference picture is outside .* \(1:4 to 4:1\)/],
     ];

@@ -4,7 +4,8 @@
 // rows that follow the picture blocks, and the sampler leaves those rows exactly as uploaded; the text encoder reads
 // "<Audio j>: " labels (the demo has no vision tower, so the pictures are not shown to it) before the prompt with its
 // <Picture n> / <Audio n> definitions; voices without pictures, 4 voices and a file that is not audio are BadInputErrors
-// before sampling.
+// before sampling. A soundtrack beside the pictures (audio_mode track's clip, or tts_text's speech) goes the same way
+// as <Audio 1>, defined as fully_copy, and the mp4 carries the clip itself (job-audio.ts).
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,7 @@ import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type VideoTa
 import { ref2vaPresentation } from '../../src/models/minimax_h3/presentation';
 import { loadH3Transformer, type H3Partition } from '../../src/models/minimax_h3/profiles';
 import { encodeVoices, prepareVoice, voiceSamples } from '../../src/models/minimax_h3/voice-inputs';
+import { readTrack } from '../../src/models/minimax_h3/track-inputs';
 import { TextTokenizer } from '../../src/models/tokenizer';
 import { wavHeader } from '../../src/media/wav';
 import { demoH3Root } from './minimax_h3-demo-root';
@@ -156,6 +158,36 @@ describe('MiniMax H3 voice jobs on the demo checkpoint', () => {
     assert.match(seen.refs!.prompt, /^<Picture 1> is a reference image: .*\n<Audio 1> is the voice-timbre reference for the speaker \(S1\); [^\n]*\nthe man speaks in the voice of <Audio 2>$/);
     assert.deepEqual(seen.ids, ref2vaPresentation(tok, seen.refs!.prompt, [{ kind: 'audio' }, { kind: 'audio' }]).ids);
     assert.equal(countVideoFrames(t.outputPath), FRAMES);
+  });
+
+  test('a picture + a soundtrack (a 22.05 kHz track clip, then tts_text\'s speech): <Audio 1> prepared as a voice, fully_copy, the clip muxed', async () => {
+    for (const spoken of [false, true]) {
+      reset();
+      const wav = join(dir, spoken ? 'speech24k.wav' : 'track22k.wav');
+      const rate = spoken ? 24000 : 22050;
+      const pcm = voiceWav(wav, spoken ? 1.2 : 2.5, rate, 1, 250);
+      let spokeAt: Stage | null = null;
+      const { ctx, stages } = context();
+      const t = task(spoken ? 'speech-ref' : 'track-ref', spoken
+        ? { audios: [], audioMode: 'voice', speech: async () => ((spokeAt = stages.at(-1)!), wav) }
+        : { audios: [wav], audioMode: 'track' });
+      await pipeline.run(t, ctx);
+      if (spoken) assert.equal(spokeAt, STAGE.encode, 'the speech is made inside 编码提示词/图片');
+      assert.equal(loads.at(-1), 'ref2va');
+      const v = seen.voices!;
+      assert.ok(v && seen.refs, `${wav}: an audio reference after the picture`);
+      assert.deepEqual(v.voices[0]!.channels, prepareVoice(pcm, rate, FRAMES), 'prepared as a voice (cut at the video\'s length, 32 kHz stereo)');
+      assert.deepEqual(v.rows, (await encodeVoices(e, h3DirsFromRoot(root).audioVae, v.voices))[0]!.rows);
+      assert.deepEqual(v.after, v.rows, 'held clean through sampling');
+      // the mp4 carries the clip fitted to the video (cut, or padded with silence), not decoded model audio
+      assert.deepEqual(v.track, await readTrack(wav, FRAMES));
+      assert.equal(seen.audioDecoded, false);
+      const prompt = referencePrompt(t.prompt, 1, 0, true);
+      assert.equal(prompt, `<Picture 1> is a reference image: follow its subjects and style; the video does not start on it.\n<Audio 1> is the soundtrack: fully_copy - <Audio 1> is reused 1:1 as the target video's complete final audio track.\n${t.prompt}`);
+      assert.equal(seen.refs!.prompt, prompt);
+      assert.deepEqual(seen.ids, ref2vaPresentation(tok, prompt, [{ kind: 'audio' }]).ids);
+      assert.equal(countVideoFrames(t.outputPath), FRAMES);
+    }
   });
 
   test('voices without pictures, 4 voices and a file that is not audio: BadInputError before sampling', async () => {

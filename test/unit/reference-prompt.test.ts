@@ -3,7 +3,7 @@
 // (`<Picture N>`, angle brackets, one space); a prompt naming all of them is given unchanged.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { pictureDefinition, pictureLabel, referencePrompt, unnamedPictures, unnamedVoices, voiceDefinition } from '../../src/catalog';
+import { pictureDefinition, pictureLabel, referencePrompt, unnamedPictures, unnamedVoices, voiceDefinition, soundtrackDefinition } from '../../src/catalog';
 
 const def = (n: number) => `<Picture ${n}> is a reference image: follow its subjects and style; the video does not start on it.`;
 
@@ -43,4 +43,11 @@ test('voices: an "<Audio n> is the voice-timbre reference ..." line for each voi
   assert.equal(referencePrompt('<Picture 1> speaks as <Audio 1>', 1, 1), '<Picture 1> speaks as <Audio 1>', 'all named: unchanged');
   assert.deepEqual(unnamedVoices('<audio 1> and <Audio  2>', 2), [1, 2], 'exact spelling only');
   assert.equal(referencePrompt('x', 1), referencePrompt('x', 1, 0), 'no voices: the pictures alone');
+});
+
+test('a soundtrack beside the pictures: <Audio 1> defined with the fully_copy marker, after the picture lines; unless the prompt names it', () => {
+  assert.equal(soundtrackDefinition(1), '<Audio 1> is the soundtrack: fully_copy - <Audio 1> is reused 1:1 as the target video\'s complete final audio track.');
+  assert.equal(referencePrompt('a singer on a stage', 2, 0, true), `${pictureDefinition(1)}\n${pictureDefinition(2)}\n${soundtrackDefinition(1)}\na singer on a stage`);
+  assert.equal(referencePrompt('<Picture 1> sings <Audio 1>', 1, 0, true), '<Picture 1> sings <Audio 1>', 'named: the user\'s own wording');
+  assert.throws(() => referencePrompt('x', 1, 1, true), /a soundtrack is the only audio reference of a job/);
 });

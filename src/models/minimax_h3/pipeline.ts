@@ -17,7 +17,9 @@
 //                              encoder (voice-inputs.ts) into a clean audio block after the pictures, "<Audio j>: " in
 //                              the presentation and an <Audio n> definition in the prompt;
 //                              a spoken track (tts_text): task.speech() makes the clip first (the worker's speech model,
-//                              loaded and freed inside it), then it goes the track's way
+//                              loaded and freed inside it), then it goes the track's way;
+//                              a soundtrack (track or speech) with references: muxed unchanged, and to the model an
+//                              <Audio 1> reference prepared as a voice, defined as fully_copy in the prompt (job-audio.ts)
 //   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
 //                              (rows channel-major); packed sequence [text | keyframes | audio | video] (keyframes.ts:
 //                              FL2VA for 1-2 images, guides from 3; a track: guides, the clip's rows at frame 0, clean,
@@ -50,7 +52,8 @@ import { conditionRows, type HostLatents } from './conditions';
 import { encodeKeyframes, readKeyframes } from './keyframe-inputs';
 import { encodeJobText } from './job-text';
 import { channelsFromRows, uploadJobRows } from './job-rows';
-import { encodeTrack, readTrack, type Track } from './track-inputs';
+import type { Track } from './track-inputs';
+import { audioReferenceCount, encodeJobAudio, readJobAudio, soundtrackIsReference, withSpeech, type EncodedJobAudio } from './job-audio';
 import { buildKeyframeSequence, buildTrackSequence } from './keyframes';
 import type { Geometry } from './sequence';
 import { unpatchify } from './patchify';
@@ -59,8 +62,8 @@ import { h3Noise, keyframeNoises } from './noise';
 import { h3StepPlan } from './sigmas';
 import { H3TextEncoderHost } from './text-encoder';
 import type { MiniMaxH3Transformer } from './transformer';
-import { checkInputs, jobGeometry, voicePaths, type VideoTask } from './task';
-import { encodeVoices, readVoices, voiceBlocks, voiceRows, type EncodedVoice, type Voice } from './voice-inputs';
+import { checkInputs, jobGeometry, type VideoTask } from './task';
+import { voiceBlocks, type EncodedVoice, type Voice } from './voice-inputs';
 import { loadAudioVae, loadVideoVae } from './vae-loaders';
 import type { H3Partition } from './profiles';
 import { readReferences, referenceBlocks, type ReferenceCanvas } from './reference-inputs';
@@ -148,9 +151,10 @@ export interface H3PipelineOptions {
   /** Track jobs: the prepared clip (what the mp4 carries), its conditioning rows [2 * Na, A] as uploaded and as read
    * back after the last step (tests: unchanged by the sampler). */
   onTrack?(t: { track: Track; rows: Float32Array; after: Float32Array }): void;
-  /** Voice jobs: the prepared voices (32 kHz stereo), their rows [sum 2 T_j, A] as uploaded and as read back after the
-   * last step (tests: unchanged by the sampler). */
-  onVoices?(v: { voices: Voice[]; encoded: EncodedVoice[]; rows: Float32Array; after: Float32Array }): void;
+  /** Jobs with audio references (voices, or a soundtrack with reference pictures): the prepared clips (32 kHz stereo),
+   * their rows [sum 2 T_j, A] as uploaded and as read back after the last step (tests: unchanged by the sampler), and
+   * the track the mp4 carries (a soundtrack's; null for voices). */
+  onVoices?(v: { voices: Voice[]; encoded: EncodedVoice[]; rows: Float32Array; after: Float32Array; track: Track | null }): void;
 }
 
 interface Loaded {
@@ -242,10 +246,11 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     await this.usePartition(reference ? 'ref2va' : 'fl2va', ctx);
     const m = this.m!;
     const { e, transformer } = m;
-    const voicePathsIn = voicePaths(task);
-    // a reference job's prompt names its pictures <Picture n> and voices <Audio n> (prefixed where it does not: catalog
-    // referencePrompt)
-    const prompt = reference ? referencePrompt(task.prompt, count, voicePathsIn.length) : task.prompt;
+    const audioRefs = audioReferenceCount(task);
+    const copied = soundtrackIsReference(task);
+    // a reference job's prompt names its pictures <Picture n> and voices or soundtrack <Audio n> (prefixed where it
+    // does not: catalog referencePrompt)
+    const prompt = reference ? referencePrompt(task.prompt, count, copied ? 0 : audioRefs, copied) : task.prompt;
     const { width, height } = task;
     const geo = jobGeometry(task.frames, height, width, transformer.config.patchSize);
     const patch = transformer.config.patchSize;
@@ -255,18 +260,16 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     // keyframes onto the frame first: the text encoder may see them (keyframe-text.ts)
     // references on their own canvases instead (reference-inputs.ts); the video does not start on them
     const pictures = !count ? [] : reference ? await readReferences(task.images, { width, height }, ctx.signal, this.o.referenceCanvas) : await readKeyframes(task.images, width, height, ctx.signal);
-    // the soundtrack read and fitted before any model loads too: a file that is not audio fails here
-    let track = task.audioMode === 'track' && !task.speech ? await readTrack(task.audios[0]!, task.frames, ctx.signal) : null;
-    const voices = await readVoices(voicePathsIn, task.frames, ctx.signal);
+    // the soundtrack and voices read before any model loads too: a file that is not audio fails here (job-audio.ts)
+    let audio = await readJobAudio(task, ctx.signal);
     const { text, textTags } = await encodeJobText(e, {
-      textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe', voices: voices.length,
+      textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe', voices: audioRefs,
       dtype: m.dtype, int8: this.o.textEncoderInt8, onText: this.o.onText, trace: (ev) => this.trace(ev),
     }, ctx);
 
     // keyframes: the VAE encoder (its own load, freed before sampling)
     let latents: HostLatents[] = [];
-    let trackRows: Float32Array = new Float32Array(0);
-    let encodedVoices: EncodedVoice[] = [];
+    let audioRows: EncodedJobAudio = { rows: new Float32Array(0), encoded: [] };
     try {
       if (task.speech) {
         // the speech model loads and is freed here, still in 编码提示词/图片 (the text encoder is already freed)
@@ -274,26 +277,22 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         const spoken = await task.speech(ctx);
         this.trace('speech made');
         throwIfCancelled(ctx.signal);
-        track = await readTrack(spoken, task.frames, ctx.signal);
+        audio = await withSpeech(task, spoken, ctx.signal);
       }
       if (count) {
         latents = await encodeKeyframes(e, m.dirs.vae, pictures, { tiling: this.o.tiling, signal: ctx.signal });
         this.trace(reference ? 'references encoded' : 'keyframes encoded');
       }
-      if (track) {
-        trackRows = await encodeTrack(e, m.dirs.audioVae, track, geo.numAudioLatents);
-        this.trace('track encoded');
-      }
-      if (voices.length) {
-        encodedVoices = await encodeVoices(e, m.dirs.audioVae, voices, ctx.signal);
-        trackRows = voiceRows(encodedVoices); // the leading audio rows, clean (t = 1.0), as a track's
-        this.trace('voices encoded');
-      }
+      // the leading audio rows, clean (t = 1.0): a track's guide (FL2VA), or the audio references (Ref2VA)
+      audioRows = await encodeJobAudio(e, m.dirs.audioVae, audio, geo.numAudioLatents, ctx.signal);
+      if (audioRows.rows.length) this.trace(audio.voices.length ? 'audio references encoded' : 'track encoded');
     } catch (err) {
       text.free();
       throw err;
     }
 
+    const { track, voices } = audio;
+    const trackRows = audioRows.rows;
     const tmp = tempSibling(task.outputPath);
     let writer: VideoWriter | null = null;
     const live: Tensor[] = [text];
@@ -314,7 +313,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         audioChannels: 2,
       };
       const packed = reference
-        ? buildReferenceSequence({ ...layout, references: [...referenceBlocks(latents), ...voiceBlocks(encodedVoices)] })
+        ? buildReferenceSequence({ ...layout, references: [...referenceBlocks(latents), ...voiceBlocks(audioRows.encoded)] })
         : track ? buildTrackSequence(layout, count, geo.numAudioLatents) : buildKeyframeSequence(layout, count);
       const seq = transformer.prepare(packed);
       const C = transformer.config.inChannels;
@@ -355,8 +354,8 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       const audioRead = await e.read(audio);
       const audioHost = channelsFromRows(audioRead.subarray(nca * A), 2, A, geo.numAudioLatents);
       drop(audio);
-      if (track) this.o.onTrack?.({ track, rows: trackRows, after: audioRead.slice(0, nca * A) });
-      if (voices.length) this.o.onVoices?.({ voices, encoded: encodedVoices, rows: trackRows, after: audioRead.slice(0, nca * A) });
+      if (track && !voices.length) this.o.onTrack?.({ track, rows: trackRows, after: audioRead.slice(0, nca * A) });
+      if (voices.length) this.o.onVoices?.({ voices, encoded: audioRows.encoded, rows: trackRows, after: audioRead.slice(0, nca * A), track });
       if (nc && (reference ? this.o.onReferences : this.o.onKeyframes)) {
         const after = (await e.read(video)).slice(0, nc * rowWidth);
         if (reference) this.o.onReferences!({ pictures, latents, rows, after, prompt });

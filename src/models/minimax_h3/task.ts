@@ -39,9 +39,9 @@ export interface VideoTask {
 }
 
 /** What the pipeline runs: text alone, 1 to 6 keyframes (image_mode keyframe), a soundtrack (audio_mode track, 1 clip,
- * or a spoken one from task.speech and no clip) with or without them, 1 to 6 reference pictures (image_mode reference,
- * without a soundtrack) with 0 to 3 voices (audio_mode voice); voices without reference pictures (upstream's Ref2VA
- * refuses audio-only requests) and references with a soundtrack are refused. */
+ * or a spoken one from task.speech and no clip) with or without them, 1 to 6 reference pictures (image_mode reference)
+ * with 0 to 3 voices (audio_mode voice) or a soundtrack; voices without reference pictures (upstream's Ref2VA refuses
+ * audio-only requests) are refused. */
 export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
   if (task.speech && task.audios.length) throw new BadInputError('MiniMax H3: a spoken soundtrack (tts_text) is the only audio of the job; its voice goes to the speech model, not here');
   if (task.speech) return checkImages(task);
@@ -60,8 +60,6 @@ export function voicePaths(task: Pick<VideoTask, 'audios' | 'audioMode' | 'speec
 
 function checkImages(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
   const reference = task.imageMode === 'reference';
-  // references have their own layout (Ref2VA); a soundtrack's audio guide is the FL2VA guide layout's (keyframes.ts)
-  if (task.images.length && reference && (task.speech || (task.audioMode === 'track' && task.audios.length))) throw new BadInputError('MiniMax H3: reference pictures (image_mode reference) with a soundtrack (audio_mode track or tts_text) are not built yet; keyframes with one are');
   if (task.images.length > MAX_KEYFRAMES) throw new BadInputError(`MiniMax H3: ${task.images.length} ${reference ? 'reference pictures' : 'keyframes'} given, at most ${MAX_KEYFRAMES}`);
 }
 

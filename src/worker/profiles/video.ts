@@ -74,12 +74,13 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
     // a 1-step request runs one forward (the smallest grid, [1, 0])
     // keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the
     // soundtrack (tts_text in the voice of audios[0]) run; reference pictures (image_mode reference) and voices
-    // (audio_mode voice, with reference pictures) where upstream publishes Ref2VA weights for the profile
+    // (audio_mode voice, with reference pictures) or a soundtrack beside them where upstream publishes Ref2VA weights for
+    // the profile
     accepts: {
       steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: profile.ref2va ? MAX_VOICES : TRACK_MAX_AUDIOS,
       imageModes: profile.ref2va ? ['keyframe', 'reference'] : ['keyframe'], audioModes: profile.ref2va ? ['track', 'voice'] : ['track'], ttsText: true,
       inputsNote: profile.ref2va
-        ? 'text to video, keyframes (image_mode keyframe, 1 to 6 images), reference pictures (image_mode reference, 1 to 6) with 0 to 3 voices (audio_mode voice), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) run'
+        ? 'text to video, keyframes (image_mode keyframe, 1 to 6 images), reference pictures (image_mode reference, 1 to 6) with 0 to 3 voices (audio_mode voice) or a soundtrack, a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) run'
         : `reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only, not for ${profile.name}'s; text to video, keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) run`,
     },
     weights: () => source.state(),
