@@ -1,5 +1,5 @@
 // npm run bench:video [-- --layers N] [--width-div K] [--cases 480p:5,768p:10] [--aspect 16:9] [--text-tokens N] [--steps N]
-//                     [--keyframes N] [--no-int8] [--vae-layers N] [--audio-seconds S] [--skip-transformer|--skip-vae|--skip-audio]
+//                     [--keyframes N | --references N [--voices M] [--picture-sizes WxH,..] [--tokenizer DIR]] [--no-int8] [--vae-layers N] [--audio-seconds S] [--skip-transformer|--skip-vae|--skip-audio]
 // MiniMax H3 at the released sizes (test/fixtures/golden/minimax_h3/configs/transformer.json, video_vae/real-config.json,
 // bench/video/configs/audio_vae.json) with random weights made in memory (SyntheticCheckpoint + WeightSynth, f16 source
 // values; the DiT's linears int8 per output channel unless --no-int8), through the service's loaders, packed sequence, sampler
@@ -15,6 +15,13 @@
 //                      also their vision blocks in the text, (H/32)(W/32) pads + 2 + ~6 label tokens each), and the
 //                      video VAE encoder (f32, released tiling) on one keyframe at each case's size (--encoder-div K:
 //                      its channels / K; --skip-vae-encoder)
+//   --references N     a reference job's (Ref2VA) sequence with N pictures and --voices M voices ahead of the target
+//   --voices M         (references.ts: the Ref2VA presentation's labels and vision blocks in the text, each picture on
+//                      its match canvas, each voice the video's length), the video VAE encoder per picture canvas
+//                      (--encoder-div, --skip-vae-encoder) and the audio VAE encoder per voice (--skip-audio-encoder);
+//                      --tokenizer DIR counts the labels with a real tokenizer (default: 6 tokens each, approx.)
+// npm run bench:video -- --job [--root DIR] [--references N] [--voices M] ...: one whole reference job through the
+//   service's pipeline instead (job.ts: per-stage wall time and peak memory)
 // --layers N keeps N of the 50 blocks (lavapipe: 1, with small --cases such as 352p:1); --vae-layers N keeps N of
 // the 36 ViT blocks (the decode then takes about N/36 of the blocks' share); --width-div K divides the DiT's widths
 // (lavapipe cannot bind the released adaln_proj / FFN matrices: 128 MiB per binding).
@@ -27,6 +34,9 @@ import { SyntheticCheckpoint } from '../../src/models/common/synthetic-checkpoin
 import { AudioVaeDecoder, parseAudioVaeConfig } from '../../src/models/minimax_h3/audio-vae';
 import { parseH3Config } from '../../src/models/minimax_h3/config';
 import { buildKeyframeSequence } from '../../src/models/minimax_h3/keyframes';
+import { TextTokenizer } from '../../src/models/tokenizer';
+import { runJob } from './job';
+import { approximateLabels, benchReferenceEncoders, parseSizes, referenceLayout, type ReferenceLayout, type ReferenceSpec } from './references';
 import { imageTokenCount } from '../../src/models/minimax_h3/presentation';
 import { resolveGeometry, TEXT_TAG, VIDEO_TAG, type Geometry } from '../../src/models/minimax_h3/sequence';
 import { copyInto } from '../../src/engine/ops/layout';
@@ -34,7 +44,7 @@ import { patchify } from '../../src/models/minimax_h3/patchify';
 import { audioRows, gaussianNoise, h3Noise } from '../../src/models/minimax_h3/pipeline';
 import { sampleH3 } from '../../src/models/minimax_h3/sampler';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
-import { decodePlan, normalizePixels, parseVideoVaeConfig, RELEASED_TILING, splitTiles, VideoVaeDecoder, VideoVaeEncoder } from '../../src/models/minimax_h3/video-vae';
+import { decodePlan, normalizePixels, parseVideoVaeConfig, parseVideoVaeEncoderConfig, RELEASED_TILING, splitTiles, VideoVaeDecoder, VideoVaeEncoder } from '../../src/models/minimax_h3/video-vae';
 
 /** "<Picture i>: " in the released tokenizer, about (the vision block's rows dominate). */
 const PICTURE_LABEL_TOKENS = 6;
@@ -68,6 +78,7 @@ function parseCases(spec: string, aspect: string): Case[] {
 }
 
 async function main(): Promise<void> {
+  if (has('--job')) return runJob(args);
   const root = resolve('.'); // npm runs scripts from the package root
   const json = (p: string) => JSON.parse(readFileSync(join(root, p), 'utf8')) as Record<string, unknown>;
   const full = parseH3Config(json('test/fixtures/golden/minimax_h3/configs/transformer.json'), 'transformer config');
@@ -82,6 +93,20 @@ async function main(): Promise<void> {
   const textTokens = Number(arg('--text-tokens') ?? 128);
   const steps = Number(arg('--steps') ?? 1);
   const keyframes = Number(arg('--keyframes') ?? 0);
+  const references = Number(arg('--references') ?? 0);
+  const refSpec: ReferenceSpec = { pictures: references, voices: Number(arg('--voices') ?? 0), pictureSizes: parseSizes(arg('--picture-sizes')) };
+  if (refSpec.voices && !references) throw new Error('--voices needs --references N (voices come with reference pictures: the Ref2VA partition)');
+  if (references && keyframes) throw new Error('--keyframes and --references are two kinds of job: one at a time');
+  const labels = arg('--tokenizer') ? await TextTokenizer.fromDir(arg('--tokenizer')!) : approximateLabels(PICTURE_LABEL_TOKENS);
+  const audioVaeJson = json('bench/video/configs/audio_vae.json');
+  // the keyframes' / references' video VAE encoder config, --encoder-div K dividing its channels (lavapipe: the
+  // released widths take minutes per frame), parsed here so a K its GroupNorm cannot take fails before the DiT runs
+  const encoderDiv = Number(arg('--encoder-div') ?? 1);
+  const vaeJson = json('test/fixtures/golden/minimax_h3/video_vae/real-config.json');
+  const encoderConfig = (keyframes || references) && !has('--skip-vae-encoder') ? { ...vaeJson, block_out_channels: (vaeJson.block_out_channels as number[]).map((n) => n / encoderDiv) } : null;
+  if (encoderConfig) parseVideoVaeEncoderConfig(encoderConfig, `video VAE encoder config with --encoder-div ${encoderDiv}`);
+  const layouts = new Map<Case, ReferenceLayout>();
+  if (references) for (const c of cases) layouts.set(c, referenceLayout(c, refSpec, { textTokens, patch: config.patchSize, labels, audioVaeConfig: audioVaeJson }));
 
   const e = await Engine.create({ allowSoftware: true });
   const d = e.describe();
@@ -101,11 +126,12 @@ async function main(): Promise<void> {
     console.log(`transformer load: ${fmt(now() - t0)} (random weights made and uploaded), ${gib(weights)} on the GPU (${gib((weights / Math.max(1, layers)) * full.numLayers)} at ${full.numLayers} blocks, approx.)`);
     for (const c of cases) {
       const { geo } = c;
+      const ref = layouts.get(c);
       // FL2VA (1-2 keyframes) shows the pictures to the text encoder: their vision blocks lead the text rows
-      const visionRows = keyframes >= 1 && keyframes <= 2 ? keyframes * (imageTokenCount(c.height, c.width) + 2 + PICTURE_LABEL_TOKENS) : 0;
-      const textRows = textTokens + visionRows;
-      const textTags = new Uint8Array(textRows).fill(TEXT_TAG).fill(VIDEO_TAG, 0, visionRows);
-      const packed = buildKeyframeSequence({
+      const visionRows = ref ? ref.visionRows : keyframes >= 1 && keyframes <= 2 ? keyframes * (imageTokenCount(c.height, c.width) + 2 + PICTURE_LABEL_TOKENS) : 0;
+      const textRows = ref ? ref.textTags.length : textTokens + visionRows;
+      const textTags = ref?.textTags ?? new Uint8Array(textRows).fill(TEXT_TAG).fill(VIDEO_TAG, 0, visionRows);
+      const packed = ref?.packed ?? buildKeyframeSequence({
         textTags, numLatentFrames: geo.numLatentFrames, latentHeight: geo.latentHeight,
         latentWidth: geo.latentWidth, numAudioLatents: geo.numAudioLatents, patchSize: config.patchSize,
       }, keyframes);
@@ -119,7 +145,7 @@ async function main(): Promise<void> {
       lat.free();
       const nc = packed.numConditionVideoRows;
       if (nc) {
-        // the keyframes' conditioning rows ahead of the target's (values do not matter for the timing)
+        // the keyframes' / pictures' conditioning rows ahead of the target's (values do not matter for the timing)
         const [nv, width] = video.shape as [number, number];
         const rows = e.empty([nc + nv, width], 'f32', 'bench video rows');
         const cond = e.upload(gaussianNoise(6, 2, nc * width), [nc, width], 'f32');
@@ -129,7 +155,12 @@ async function main(): Promise<void> {
         video.free();
         video = rows;
       }
-      const audio = e.upload(audioRows(noise.audio, 2, config.audioInChannels, geo.numAudioLatents), [2 * geo.numAudioLatents, config.audioInChannels], 'f32');
+      // the voices' clean rows [nca, A] ahead of the target's noise rows [2 Na, A]
+      const nca = packed.numConditionAudioRows;
+      const audioInit = new Float32Array((nca + 2 * geo.numAudioLatents) * config.audioInChannels);
+      audioInit.set(gaussianNoise(7, 2, nca * config.audioInChannels));
+      audioInit.set(audioRows(noise.audio, 2, config.audioInChannels, geo.numAudioLatents), nca * config.audioInChannels);
+      const audio = e.upload(audioInit, [nca + 2 * geo.numAudioLatents, config.audioInChannels], 'f32');
       try {
         t0 = now();
         await sampleH3(e, model, seq, text, video, audio, { steps: 2 });
@@ -147,7 +178,10 @@ async function main(): Promise<void> {
         });
         const step = times.reduce((a, b) => a + b, 0) / times.length;
         const kf = keyframes ? `, ${keyframes} keyframes: ${nc} conditioning video rows, ${visionRows} vision rows in the text` : '';
-        console.log(`${c.label} (${c.width}x${c.height}, ${geo.numFrames} frames${kf}): ${packed.length} rows (${textRows} text, ${2 * geo.numAudioLatents} audio, ${packed.videoIndices.length} video); warm-up ${fmt(warm)}; step ${fmt(step)} (mean of ${times.length}); peak ${peak()}`);
+        const rf = ref
+          ? `, ${references} references (${ref.canvases.map((cv) => `${cv.width}x${cv.height}`).join(', ')}) + ${refSpec.voices} voices: ${nc} picture rows, ${nca} voice rows, ${visionRows} vision rows in the text`
+          : '';
+        console.log(`${c.label} (${c.width}x${c.height}, ${geo.numFrames} frames${kf}${rf}): ${packed.length} rows (${textRows} text, ${packed.audioIndices.length} audio, ${packed.videoIndices.length} video); warm-up ${fmt(warm)}; step ${fmt(step)} (mean of ${times.length}); peak ${peak()}`);
         if (layers < full.numLayers && layers > 0) {
           // a step without blocks: the same sampler step on a copy of the model with none (shares the weights)
           const bare = Object.create(model, { transformer_blocks: { value: [] } }) as MiniMaxH3Transformer;
@@ -190,12 +224,17 @@ async function main(): Promise<void> {
     vae.free();
   }
 
-  if (keyframes > 0 && !has('--skip-vae-encoder')) {
-    // the keyframe path's encoder: loaded for the job in f32 (upstream pins it), one frame per picture, tiled;
-    // --encoder-div K divides its channels (lavapipe: the released widths take minutes per frame)
-    const raw = json('test/fixtures/golden/minimax_h3/video_vae/real-config.json');
-    const div = Number(arg('--encoder-div') ?? 1);
-    const cfg = { ...raw, block_out_channels: (raw.block_out_channels as number[]).map((n) => n / div) };
+  if (references) {
+    await benchReferenceEncoders({
+      e, synth, cases: cases.map((c) => ({ label: c.label, layout: layouts.get(c)! })), log: (l) => console.log(l), fmt, peak,
+      videoVaeConfig: encoderConfig,
+      audioVaeConfig: has('--skip-audio-encoder') ? null : audioVaeJson,
+    });
+  }
+
+  if (keyframes > 0 && encoderConfig) {
+    // the keyframe path's encoder: loaded for the job in f32 (upstream pins it), one frame per picture, tiled
+    const cfg = encoderConfig;
     const ckpt = new SyntheticCheckpoint({ label: 'random vae encoder', dtype: 'F16', fill: synth.fill });
     const before = e.pool.stats().inUseBytes;
     const enc = await VideoVaeEncoder.load(e, ckpt.checkpoint, cfg);
