@@ -152,6 +152,9 @@ def cases():
     case("other_config", 17, 22, 8, 12, real_stats=True, latent_channels=24, block_out_channels=[8, 8, 16],
          layers_per_block=2, spatial_downsample_factors=[2, 2, 1], temporal_downsample_factors=[2, 2, 1],
          norm_num_groups=2)
+    # the trained demo's shape (tools/train-demo/video.py): no resnets at any level (conv_in, the downsamplers,
+    # norm_out, conv_out), one norm group, equal widths; 22 frames
+    case("no_resnets", 18, 22, 16, 16, block_out_channels=[8, 8, 8, 8], layers_per_block=0, norm_num_groups=1)
 
 
 def main():

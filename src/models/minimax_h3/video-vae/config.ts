@@ -224,7 +224,7 @@ export function parseVideoVaeEncoderConfig(raw: Record<string, unknown>, where =
     inChannels: int('in_channels'),
     latentChannels,
     blockOutChannels,
-    layersPerBlock: int('layers_per_block'),
+    layersPerBlock: int('layers_per_block', 0), // 0: conv_in, the downsamplers and conv_out alone (upstream builds it)
     spatialFactors,
     temporalFactors,
     groups,
