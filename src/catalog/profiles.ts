@@ -34,8 +34,12 @@ export interface ProfileInfo {
 /** What the weights a profile runs now were made for, when that is narrow (a trained demo checkpoint): the page
  * preselects it. An extension of /api/config's profile entries (`suggested`). */
 export interface ProfileSuggestion {
-  /** An explicit size the weights were trained at, "<w>x<h>". */
-  size: string;
+  /** Image profiles: an explicit size the weights were trained at, "<w>x<h>". */
+  size?: string;
+  /** Video profiles: the aspect, tier and length (seconds) the weights were trained at. */
+  aspect?: string;
+  res?: string;
+  seconds?: number;
   /** A prompt they follow. */
   prompt: string;
   /** Why, in a sentence for the page. */

@@ -52,15 +52,43 @@ export class VideoForm {
     f.row('tts_language', 'Speech language', select('tts_language', v.tts_languages, 'Auto'));
     f.group('tts_ref_text', 'tts_language');
 
+    // The aspect, tier and length (and the prompt's placeholder) the profile's weights were made for (a trained demo),
+    // put in those fields while the user has not chosen other values there; back to the defaults when the profile has
+    // no suggestion.
+    const defaults = { aspect: aspect.value, res: res.value, seconds: secondsSel.value };
+    let shown = { ...defaults };
+    const prompt = f.form.querySelector<HTMLTextAreaElement>('[name=prompt]')!;
+    const placeholder = prompt.placeholder;
+    const suggest = (p: (typeof profiles)[number] | undefined) => {
+      const s = p?.suggested;
+      const want = {
+        aspect: s?.aspect ?? defaults.aspect,
+        res: s?.res ?? defaults.res,
+        seconds: s?.seconds !== undefined ? String(s.seconds) : defaults.seconds,
+      };
+      for (const [el, k] of [[aspect, 'aspect'], [res, 'res'], [secondsSel, 'seconds']] as const) {
+        if (el.value === shown[k]) el.value = want[k];
+      }
+      shown = want;
+      prompt.placeholder = s ? `e.g. ${s.prompt}` : placeholder;
+    };
+
+    let profileShown = '';
     const refresh = () => {
       const p = profiles.find((x) => x.profile === profile.value);
       describeProfile(profileRow.hint, p);
+      if (profile.value !== profileShown) suggest(p);
+      profileShown = profile.value;
       stepsRow.hint.textContent = `0 = profile default (${p?.default_steps ?? '?'}), at most ${cfg.limits.max_steps}.`;
       const [w, hgt] = v.sizes[aspect.value]?.[res.value] ?? [0, 0];
       resRow.hint.textContent = `${w}×${hgt} px`;
       const opt = v.seconds.options.find((o) => String(o.seconds) === secondsSel.value);
       const frames = opt?.frames;
       secondsRow.hint.textContent = frames ? `${frames} frames (${(frames / v.fps).toFixed(2)} s at ${v.fps} fps)` : '';
+      const s = p?.suggested;
+      if (s && res.value === s.res && String(s.seconds) === secondsSel.value && (!s.aspect || aspect.value === s.aspect)) {
+        secondsRow.hint.textContent += `. ${s.aspect ? `${s.aspect} ` : ''}${s.res}, ${s.seconds} s preselected: ${s.why}.`;
+      }
     };
     f.form.addEventListener('change', refresh);
     refresh();

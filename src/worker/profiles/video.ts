@@ -1,6 +1,7 @@
 // The six 'video' entries: MiniMax H3 on the engine, one per profile of src/models/minimax_h3/profiles.ts, from the
 // real checkpoints in WEIGHTS_DIR when the profile's variant is complete (npm run weights -- pull <profile>), else
-// from the demo checkpoint generated once into DEMO_WEIGHTS_DIR (all six share it).
+// from the demo checkpoint put once into DEMO_WEIGHTS_DIR (all six share it): the trained one committed under
+// assets/demo (trained-demo.ts), or a random one where the checkout lacks it.
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -9,6 +10,8 @@ import type { EngineHolder } from '../../engine/engine';
 import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
 import { MAX_KEYFRAMES } from '../../models/minimax_h3/keyframes';
 import { MAX_VOICES } from '../../models/minimax_h3/task';
+import { planTrainedDemoH3, TRAINED_H3_DEMO_GRAMMAR, TRAINED_H3_DEMO_PATH, TRAINED_H3_DEMO_SUGGESTION } from '../../models/minimax_h3/trained-demo';
+import { projectRoot } from '../../paths';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Dirs, type VideoTask as ModelVideoTask } from '../../models/minimax_h3/pipeline';
 import { H3_PROFILE_NAMES, h3Profile, loadH3Transformer, type H3Profile, type H3TransformerFiles } from '../../models/minimax_h3/profiles';
 import { componentRoot, type ProfileWeights } from '../../weights';
@@ -54,12 +57,16 @@ export function videoTaskPipeline(inner: Pipeline<ModelVideoTask>, speech: Speec
 
 export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
   const profile = h3Profile(profileName);
+  // the trained demo (assets/demo) when the checkout has it, else a random one of the same architecture
+  const trained = planTrainedDemoH3(join(projectRoot(), TRAINED_H3_DEMO_PATH));
   const source = new WeightsSource(
     {
       profile: profile.name,
       model: 'MiniMax H3',
-      demoModel: 'a tiny random MiniMax H3 checkpoint',
-      demoResult: 'the video and its sound are noise',
+      demoModel: trained ? 'a tiny MiniMax H3 checkpoint trained on procedural clips' : 'a tiny random MiniMax H3 checkpoint',
+      demoResult: trained
+        ? `trained to make "${TRAINED_H3_DEMO_GRAMMAR}" (colors red, green, blue, yellow, white, black, orange, purple) as 1 s clips at 352p 16:9: the ball's color, its direction and the background follow the prompt, and the soundtrack is a tone of about 1,200 Hz (high) or 320 Hz (low) (docs/models/demo.md)`
+        : 'the video and its sound are noise',
       demoWhen: 'the first video job',
       workingBytes: WORKING_BYTES,
       estimateBytes,
@@ -86,6 +93,7 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
+    suggested: () => (trained && source.state() === 'demo' ? TRAINED_H3_DEMO_SUGGESTION : undefined),
     create: () => {
       // which transformer files the load takes: the real variant's, or the demo checkpoint's (decided at load time)
       let files: H3TransformerFiles | undefined;
@@ -101,7 +109,7 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
               files = { transformer: join(root, 'transformer'), transformerRef: join(root, 'transformer_ref'), adapter: profile.adapter ? join(root, DEMO_ADAPTERS[profile.adapter]) : undefined };
               return h3DirsFromRoot(root);
             },
-            plan: planDemoH3,
+            plan: async (e) => trained ?? planDemoH3(e),
           }),
         loadTransformer: (e, _dirs, o) => loadH3Transformer(e, profile, files!, { dtype: o.dtype, partition: o.partition }),
         textEncoderInt8: profile.weights === 'int8',
