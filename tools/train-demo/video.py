@@ -1,0 +1,866 @@
+"""Trains the demo MiniMax H3 checkpoint (the video profiles) on procedural clips (issue 18), with upstream's own
+model classes, so the weights load through Kiln's real loaders, to follow the video grammar: "a <color> ball moving
+<left|right|up|down> on a <color> background, <high|low> beep" (procedural_video.py). IN PROGRESS: what it reaches
+today is in docs/models/demo.md ("The video demo").
+
+Upstream (read, never copied into this repository): huggingface/diffusers AutoencoderKLMiniMaxH3,
+AutoencoderKLMiniMaxH3Audio, MiniMaxH3Transformer3DModel and the modular MiniMax H3 pipeline's layout
+(MiniMaxH3PrepareLayoutStep.build_packed_sequence, build_row_timesteps, patchify_video_latents; the copy of the diffusers
+tree the golden generators use); transformers' Qwen3VLForConditionalGeneration / Qwen2TokenizerFast. The starting
+point is Kiln's own random demo checkpoint (configs, tokenizer, text encoder), written by test/models/e2e-checkpoints.ts.
+
+Stages (as root; fixed seeds; OpenBLAS in the lab and one thread, as image.py says):
+
+  cd /work/main && npx tsc -p tsconfig.test.json --outDir build/train
+  node build/train/test/models/e2e-checkpoints.js minimax_h3 /opt/reflab/tmp/train/h3-random
+  lab="bash /work/shared/tools/reflab/run.sh -u diffusers=/opt/upstream/diffusers/src \\
+      -u proc=/work/shared/upstream/minimax-h3/processor -- env OPENBLAS_NUM_THREADS=1"
+  args="--random /tmp/train/h3-random --work /tmp/train/h3"
+  $lab python3 /project/tools/train-demo/video.py --stage vae $args          # video VAE
+  $lab python3 /project/tools/train-demo/video.py --stage audio_vae $args    # audio VAE
+  $lab python3 /project/tools/train-demo/video.py --stage latents --shard 0/2 $args   # two shards, side by side
+  $lab python3 /project/tools/train-demo/video.py --stage latents --shard 1/2 $args
+  $lab python3 /project/tools/train-demo/video.py --stage dit $args          # see --help for the runs
+  $lab python3 /project/tools/train-demo/video.py --stage export --out /tmp/train/h3-out $args
+
+1. Video VAE (AutoencoderKLMiniMaxH3 at the released compression, 16 x 16 x 4, 24 latent channels; encoder widths
+   4-8-16-16-16-16 with one norm group, a 2-layer 32-wide ViT decoder). Its default init erases colour: every conv's
+   random bias outweighs the input after a few levels, so eight flat colours encode alike; the encoder's convs start
+   from variance-preserving normal weights with zero biases (init_video_vae measures the spread). Trained on 22-frame
+   256 x 256 crops (the decoder's tile, two encoder clips, so the decoder sees the 7-latent-frame chunks and the tile
+   grid it decodes at inference) through upstream's own _encode / _decode chunking, L1 + MSE on pixels in [0, 1].
+2. Audio VAE (AutoencoderKLMiniMaxH3Audio, hop 800; decoder rates 5-5-4-4-2 with kernels 9-9-8-8-4: the demo's seven
+   upsamplers end on one channel and stayed silent). The conv encoder stays at its init (trained, it drifted until
+   the two tones encoded alike); pre_block, the mean / logs heads (logs bias -4), dec_in_proj and the decoder train on
+   tone segments with L1 + multi-resolution STFT losses.
+3. Latents: every clip of the grammar (224: colour x direction x background) through the VAE as the pipeline encodes
+   (ImageNet pixel normalisation, posterior mode), tones of both beeps at 16 phases each; per-channel mean / std
+   written into both VAE configs (the pipeline normalises with them).
+4. Transformer (fresh, wider than the random demo's) with the text encoder's first two decoder layers. The pipeline
+   reads hidden_states[50] of a 51-layer Qwen3-VL text model: fifty random residual layers wash the prompt out (the
+   "high beep" / "low beep" prompts' last tokens were 0.9946 cosine-similar, and joint training pushed that to
+   0.9999986), so layers 2..49 are made exact pass-throughs (attention o_proj and MLP down_proj zero: real weights in
+   the real layout, the residual passes unchanged) and layers 0 and 1 train with the transformer. Flow matching as
+   upstream samples: x_s = (1 - s) x0 + s n, timestep 1 - s, the model predicts x0 - n (the scheduler's data-ward
+   velocity); video s through shift 12 and audio s through shift 3 of the same u (the pipeline's paired schedules).
+"""
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from procedural import COLORS  # noqa: E402
+from procedural_video import (AUDIO_LATENTS, BEEPS, DIRECTIONS, FRAMES, HEIGHT, SAMPLES, WIDTH, draw_clip,  # noqa: E402
+                              prompt_of, tone, video_table)
+
+from diffusers import AutoencoderKLMiniMaxH3, AutoencoderKLMiniMaxH3Audio, MiniMaxH3Transformer3DModel  # noqa: E402
+from diffusers.modular_pipelines.minimax_h3.before_denoise import (MiniMaxH3PrepareLayoutStep,  # noqa: E402
+                                                                   MiniMaxH3SetTimestepsStep, patchify_video_latents)
+from safetensors import safe_open  # noqa: E402
+from safetensors.torch import load_file, save_file  # noqa: E402
+from transformers import Qwen2TokenizerFast, Qwen3VLForConditionalGeneration  # noqa: E402
+
+SEED = 20261125
+PIXEL_MEAN = torch.tensor((0.485, 0.456, 0.406)).view(1, 3, 1, 1, 1)  # the pipeline's pixel_mean / pixel_std
+PIXEL_STD = torch.tensor((0.229, 0.224, 0.225)).view(1, 3, 1, 1, 1)
+TEXT_LAYER = 50  # the pipeline's text_encoder_layer
+LATENT_FRAMES, LATENT_H, LATENT_W = 12, HEIGHT // 16, WIDTH // 16
+T0 = time.time()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.time() - T0:7.1f}s] {msg}", flush=True)
+
+
+def to_pixels(frames: np.ndarray) -> torch.Tensor:
+    """(F, H, W, 3) uint8 -> (1, 3, F, H, W) as the pipeline hands pixels to the VAE (ImageNet-normalised)."""
+    x = torch.from_numpy(frames).permute(3, 0, 1, 2)[None].float() / 255.0
+    return (x - PIXEL_MEAN) / PIXEL_STD
+
+
+def from_vae(x: torch.Tensor) -> torch.Tensor:
+    """The decoder's output back to [0, 1] as the pipeline's decode step does (before clamping)."""
+    return x * PIXEL_STD + PIXEL_MEAN
+
+
+# ---- 1. the video VAE ------------------------------------------------------------------------------------------
+
+VAE_CHANGES = dict(block_out_channels=[8] * 6, layers_per_block=0, norm_num_groups=1, decoder_num_layers=2,
+                   decoder_num_attention_heads=1, decoder_attention_head_dim=32)
+
+
+@torch.no_grad()
+def color_spread(vae: AutoencoderKLMiniMaxH3) -> float:
+    """How far apart eight flat colours land in latent space: the smallest pairwise distance of their mean latents
+    over the mean latent norm (0: some colours encode alike)."""
+    vae.use_tiling = False
+    lats = []
+    for c in COLORS.values():
+        frames = np.broadcast_to(np.array(c, dtype=np.uint8), (17, 64, 64, 3)).copy()
+        lats.append(vae._encode(to_pixels(frames))[:, :24].mean((0, 2, 3, 4)))
+    lats = torch.stack(lats)
+    d = torch.cdist(lats, lats) + torch.eye(len(lats)) * 1e9
+    return float(d.min() / lats.norm(dim=1).mean())
+
+
+def init_video_vae(vae: AutoencoderKLMiniMaxH3) -> None:
+    """Variance-preserving normal weights and zero biases for the encoder's convs (see the docstring)."""
+    for m in list(vae.encoder.modules()) + [vae.quant_conv]:
+        if isinstance(m, torch.nn.Conv3d):
+            fan_in = m.weight[0].numel()
+            torch.nn.init.normal_(m.weight, std=1.0 / math.sqrt(fan_in))
+            torch.nn.init.zeros_(m.bias)
+
+
+def vae_batch(rng: random.Random, frames: int = 22, size: int = 256) -> torch.Tensor:
+    """A random clip of the grammar, `frames` frames from frame 0 or 17 (where the encoder's clips start; the tail is
+    padded with the last frame as _encode pads), cropped to `size` at a 16-aligned place."""
+    c, d, b = rng.choice(video_table())
+    clip = draw_clip(c, d, b, jitter=rng)
+    start = rng.choice((0, 17))
+    seg = clip[start:start + frames]
+    if len(seg) < frames:
+        seg = np.concatenate([seg, np.repeat(seg[-1:], frames - len(seg), 0)])
+    y = rng.randrange(0, (HEIGHT - size) // 16 + 1) * 16
+    x = rng.randrange(0, (WIDTH - size) // 16 + 1) * 16
+    return torch.from_numpy(np.ascontiguousarray(seg[:, y:y + size, x:x + size])).permute(3, 0, 1, 2)[None].float() / 255.0
+
+
+def train_vae(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    vae.use_tiling = False
+    opt = torch.optim.AdamW(vae.parameters(), lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.05)
+    vae.train()
+    losses = []
+    for step in range(steps):
+        target = vae_batch(rng)
+        moments = vae._encode((target - PIXEL_MEAN) / PIXEL_STD)
+        mean = moments[:, :24]
+        out = from_vae(vae._decode(mean))
+        loss = F.l1_loss(out, target) + F.mse_loss(out, target) + 1e-4 * mean.pow(2).mean()
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(vae.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if step % 25 == 0 or step == steps - 1:
+            log(f"vae {step}/{steps} loss {np.mean(losses[-25:]):.4f}")
+    vae.eval()
+    return losses
+
+
+def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops: int, batch: int, seed: int) -> list[float]:
+    """The decoder (and post_quant_conv) alone, on the frozen encoder's latents of `crops` random 22-frame crops,
+    encoded once: a decoder step costs ~1/30 of an encoder step on the CPU."""
+    rng = random.Random(seed)
+    vae.use_tiling = False
+    cache = []
+    with torch.no_grad():
+        for i in range(crops):
+            target = vae_batch(rng)
+            cache.append((vae._encode((target - PIXEL_MEAN) / PIXEL_STD)[:, :24].clone(), target))
+            if i % 25 == 0:
+                log(f"decoder cache {i}/{crops}")
+    params = list(vae.decoder.parameters()) + list(vae.post_quant_conv.parameters())
+    for p in vae.encoder.parameters():
+        p.requires_grad_(False)
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.05)
+    vae.train()
+    losses = []
+    for step in range(steps):
+        pick = [cache[rng.randrange(len(cache))] for _ in range(batch)]
+        z = torch.cat([p[0] for p in pick])
+        target = torch.cat([p[1] for p in pick])
+        out = from_vae(vae._decode(z))
+        loss = F.l1_loss(out, target) + F.mse_loss(out, target)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if step % 50 == 0 or step == steps - 1:
+            log(f"vae decoder {step}/{steps} loss {np.mean(losses[-50:]):.4f}")
+    vae.eval()
+    return losses
+
+
+@torch.no_grad()
+def eval_vae(vae: AutoencoderKLMiniMaxH3, n: int = 4) -> list[float]:
+    """Mean absolute error in levels of 255 of whole clips (608 x 352, 39 frames): encoded whole (as the latents stage
+    does), decoded through upstream's tiled decode as the pipeline runs it."""
+    rng = random.Random(SEED + 9)
+    table = video_table()
+    errs = []
+    for i in range(n):
+        c, d, b = table[(i * 61) % len(table)]
+        clip = draw_clip(c, d, b, jitter=rng)
+        vae.use_tiling = False
+        z = vae.encode(to_pixels(clip)).latent_dist.mode()
+        vae.use_tiling = True
+        out = from_vae(vae.decode(z).sample).clamp(0, 1)
+        target = torch.from_numpy(clip).permute(3, 0, 1, 2)[None].float() / 255.0
+        errs.append(round(float((out - target).abs().mean()) * 255, 2))
+        log(f"vae eval {c} {d} on {b}: latents {tuple(z.shape)} MAE {errs[-1]} / 255")
+    return errs
+
+
+# ---- 2. the audio VAE ------------------------------------------------------------------------------------------
+
+AUDIO_CHANGES = dict(decoder_rates=[5, 5, 4, 4, 2], decoder_kernel_sizes=[9, 9, 8, 8, 4])
+
+
+def stft_loss(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Multi-resolution STFT: log magnitudes (floor 1e-3) and magnitudes normalised by the window's sum."""
+    loss = 0
+    for n in (256, 1024, 2048):
+        win = torch.hann_window(n)
+        A = torch.stft(a.flatten(0, 1), n, n // 4, window=win, return_complex=True).abs() / win.sum()
+        B = torch.stft(b.flatten(0, 1), n, n // 4, window=win, return_complex=True).abs() / win.sum()
+        loss = loss + F.l1_loss(torch.log(A + 1e-3), torch.log(B + 1e-3)) + 10 * F.l1_loss(A, B)
+    return loss
+
+
+def tone_batch(rng: random.Random, n: int, latents: int) -> torch.Tensor:
+    out = []
+    for _ in range(n):
+        w = tone(rng.choice(list(BEEPS)), samples=SAMPLES, phase=rng.uniform(0, 2 * math.pi))[0]
+        s = rng.randrange(0, SAMPLES - latents * 800 + 1)
+        out.append(w[s:s + latents * 800])
+    return torch.from_numpy(np.stack(out))[:, None]
+
+
+def train_audio_vae(vae: AutoencoderKLMiniMaxH3Audio, steps: int, lr: float, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    for p in vae.encoder.parameters():
+        p.requires_grad_(False)
+    params = [p for p in vae.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.05)
+    vae.train()
+    losses = []
+    for step in range(steps):
+        wave = tone_batch(rng, 4, 16)
+        post = vae.encode(wave).latent_dist
+        z = post.sample(generator=gen)
+        out = vae.decode(z).sample
+        kl = 0.5 * (post.mean.pow(2) + post.std.pow(2) - 1 - 2 * post.logs).mean()
+        # spectral losses carry it: a waveform loss alone drove the decoder to silence within 25 steps (the phase of
+        # a tone is the last thing it learns, and silence is the waveform loss's best answer until then)
+        loss = 0.1 * F.l1_loss(out, wave) + stft_loss(out, wave) + 1e-4 * kl
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if step % 25 == 0 or step == steps - 1:
+            log(f"audio vae {step}/{steps} loss {np.mean(losses[-25:]):.4f} rms {float(out.pow(2).mean().sqrt()):.4f}")
+    vae.eval()
+    return losses
+
+
+@torch.no_grad()
+def eval_audio_vae(vae: AutoencoderKLMiniMaxH3Audio) -> dict:
+    """Per beep: the waveform correlation r of whole tones (65 latents) through encode (mode) and decode, the share
+    of the decoded spectrum's energy within 60 Hz of the tone, its rms over the input's; and the
+    latents' distance between the beeps against their spread within one beep."""
+    out = {}
+    means = {}
+    for beep in BEEPS:
+        rs, lats, band, rms = [], [], [], []
+        for k in range(4):
+            w = torch.from_numpy(tone(beep, phase=k * 1.3))[:, None]
+            z = vae.encode(w).latent_dist.mode()
+            y = vae.decode(z).sample
+            a, b = w[..., 800:-800].flatten(), y[..., 800:-800].flatten()
+            rs.append(float(torch.corrcoef(torch.stack([a, b]))[0, 1]))
+            spec = torch.fft.rfft(y[0, 0]).abs().pow(2)
+            f = torch.fft.rfftfreq(y.shape[-1], 1 / 32000)
+            band.append(float(spec[(f - BEEPS[beep]).abs() < 60].sum() / spec.sum()))
+            rms.append(float(b.pow(2).mean().sqrt() / a.pow(2).mean().sqrt()))
+            lats.append(z.mean(-1).flatten())
+        out[beep] = dict(r=round(float(np.mean(rs)), 4), energy_in_band=round(float(np.mean(band)), 3),
+                         rms_ratio=round(float(np.mean(rms)), 3))
+        means[beep] = torch.stack(lats)
+    between = float((means["high"].mean(0) - means["low"].mean(0)).norm())
+    within = float(torch.cat([m - m.mean(0) for m in means.values()]).norm(dim=1).mean())
+    out["latent_between_over_within"] = round(between / max(within, 1e-9), 2)
+    log(f"audio vae eval {out}")
+    return out
+
+
+def load_audio_vae(folder: str) -> AutoencoderKLMiniMaxH3Audio:
+    """As tools/golden/minimax_h3_pipeline.py load_audio_vae: from_config (computes the resampling filters), the
+    file's tensors loaded in, dec_in_proj's weight-norm pair folded."""
+    vae = AutoencoderKLMiniMaxH3Audio.from_config(AutoencoderKLMiniMaxH3Audio.load_config(folder))
+    sd = {k: v.float() for k, v in load_file(os.path.join(folder, "diffusion_pytorch_model.safetensors")).items()}
+    pair = "dec_in_proj.parametrizations.weight.original"
+    if pair + "0" in sd:
+        sd["dec_in_proj.weight"] = torch._weight_norm(sd.pop(pair + "1"), sd.pop(pair + "0"), 0)
+    missing, unexpected = vae.load_state_dict(sd, strict=False)
+    assert not unexpected, unexpected
+    assert all(k.endswith(".filter") for k in missing), missing[:5]
+    return vae.eval()
+
+
+def save_audio_vae(vae: AutoencoderKLMiniMaxH3Audio, folder: str) -> None:
+    """The random demo's layout: F32, no resampling filters, dec_in_proj as a weight-norm pair in the
+    parametrizations spelling (g = the per-output-channel norm, v = the weight), the other convs as weight_g /
+    weight_v."""
+    os.makedirs(folder, exist_ok=True)
+    sd = {k: v.detach().float().contiguous() for k, v in vae.state_dict().items() if not k.endswith(".filter")}
+    w = sd.pop("dec_in_proj.weight")
+    sd["dec_in_proj.parametrizations.weight.original0"] = w.norm(dim=(1, 2), keepdim=True).contiguous()
+    sd["dec_in_proj.parametrizations.weight.original1"] = w
+    save_file(sd, os.path.join(folder, "diffusion_pytorch_model.safetensors"), metadata={"format": "pt"})
+    cfg = dict(vae.config)
+    json.dump({k: v for k, v in cfg.items() if not k.startswith("_use")}, open(os.path.join(folder, "config.json"), "w"), indent=2)
+
+
+# ---- 3. latents ------------------------------------------------------------------------------------------------
+
+@torch.no_grad()
+def encode_clips(vae: AutoencoderKLMiniMaxH3, shard: int, shards: int, out: str) -> None:
+    """Whole frames, untiled: the encoder is only the data set's (t2va sampling never runs it), and untiled is 2.2x
+    fewer pixels than 256-pixel tiles with their overlaps."""
+    vae.use_tiling = False
+    table = video_table()
+    idx = list(range(shard, len(table), shards))
+    lats = []
+    for k, i in enumerate(idx):
+        rng = random.Random(SEED + 100 + i)
+        z = vae.encode(to_pixels(draw_clip(*table[i], jitter=rng))).latent_dist.mode()
+        lats.append(z[0].half())
+        if k % 10 == 0:
+            log(f"latents shard {shard}: {k}/{len(idx)}")
+    torch.save({"index": idx, "latents": torch.stack(lats)}, out)
+
+
+@torch.no_grad()
+def encode_tones(vae: AutoencoderKLMiniMaxH3Audio) -> dict:
+    out = {}
+    for beep in BEEPS:
+        out[beep] = torch.stack([vae.encode(torch.from_numpy(tone(beep, phase=k * 2 * math.pi / 16))[:, None]).latent_dist.mode()
+                                 for k in range(16)])  # (16, 2, 32, 65)
+    return out
+
+
+# ---- 4. the transformer and the text encoder -------------------------------------------------------------------
+
+DIT_CONFIG = dict(num_attention_heads=4, attention_head_dim=32, hidden_size=128, num_layers=2, num_refiner_layers=2,
+                  ffn_dim=256, freq_dim=64, time_embed_hidden_dim=128, time_embed_dim=64, rope_freq_dim=4)
+
+
+def passthrough_text_layers(te: Qwen3VLForConditionalGeneration, keep: int = 2) -> None:
+    """Layers keep..TEXT_LAYER-1 become exact pass-throughs: their attention output and MLP down projections are
+    zero, so each adds nothing to the residual (hidden_states[50] is then layer keep-1's output)."""
+    layers = te.model.language_model.layers
+    with torch.no_grad():
+        for i in range(keep, TEXT_LAYER):
+            layers[i].self_attn.o_proj.weight.zero_()
+            layers[i].mlp.down_proj.weight.zero_()
+
+
+def text_embeds(te, ids: list[list[int]]) -> torch.Tensor:
+    """hidden_states[50] as get_qwen3vl_prompt_embeds computes it, for prompts of equal length (B, T, D)."""
+    input_ids = torch.tensor(ids, dtype=torch.long)
+    out = te.model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
+                   mm_token_type_ids=torch.zeros_like(input_ids), use_cache=False, output_hidden_states=True)
+    return out.hidden_states[TEXT_LAYER]
+
+
+def layout(T: int, frames: int = LATENT_FRAMES):
+    """The t2va packed layout of a 39-frame 608 x 352 job with a T-token prompt, as the pipeline builds it (or of its
+    first `frames` latent frames: --frames)."""
+    pos, tags, vi, ai, ti, _, _ = MiniMaxH3PrepareLayoutStep.build_packed_sequence(
+        torch.ones(T, dtype=torch.long), frames, LATENT_H, LATENT_W, AUDIO_LATENTS, (1, 2, 2), 2, 2, 0)
+    return dict(position_ids=pos, token_tags=tags, video_indices=vi, audio_indices=ai, text_indices=ti)
+
+
+def row_timesteps(lay: dict, T: int, tv: float, ta: float):
+    return MiniMaxH3SetTimestepsStep.build_row_timesteps(lay["video_indices"], lay["audio_indices"], 0, 0, T, tv, ta, tv, 1.0)
+
+
+class Data:
+    """The latents (normalised), the tokenised prompts grouped by length (a batch shares one layout)."""
+
+    def __init__(self, work: str, tok, phases: int = 1, frames: int = LATENT_FRAMES):
+        d = torch.load(os.path.join(work, "latents.pt"))
+        self.frames = frames  # latent frames trained on: the clip's first `frames` (a shorter sequence: --frames)
+        self.phases = phases  # the tone's phases a beep is trained on (the first `phases` of the 16 encoded)
+        self.video = d["video"]  # (224, 24, 12, 22, 38) float16, normalised
+        self.audio = d["audio"]  # {beep: (16, 2, 32, 65)} normalised
+        self.table = video_table()
+        self.prompts = [(i, beep) for i in range(len(self.table)) for beep in BEEPS]
+        self.ids = [tok(prompt_of(*self.table[i], beep), add_special_tokens=False)["input_ids"] for i, beep in self.prompts]
+        self.by_len = {}
+        for k, ids in enumerate(self.ids):
+            self.by_len.setdefault(len(ids), []).append(k)
+        self.layouts = {T: layout(T, frames) for T in self.by_len}
+
+    def batch(self, ks: list[int], gen: torch.Generator):
+        x0 = torch.stack([self.video[self.prompts[k][0]][:, :self.frames].float() for k in ks])
+        a0 = torch.stack([self.audio[self.prompts[k][1]][int(torch.randint(0, self.phases, (1,), generator=gen))] for k in ks])
+        return x0, a0
+
+
+def ball_weight(x0: torch.Tensor, w: float) -> torch.Tensor:
+    """Per latent cell (B, F, H, W): 1 + w where the cell is far from the clip's median latent (the ball)."""
+    med = x0.flatten(2).median(dim=2).values[:, :, None, None, None]
+    dev = (x0 - med).pow(2).mean(1)
+    return 1 + w * (dev > 0.25 * dev.flatten(1).amax(1)[:, None, None, None]).float()
+
+
+def dit_forward(tr, enc, x_s, a_s, lay, T, sv: float, sa: float):
+    B = x_s.shape[0]
+    ts, ti = row_timesteps(lay, T, 1 - sv, 1 - sa)
+    rows = patchify_video_latents(x_s, (1, 2, 2)).view(B, -1, 96)
+    arows = a_s.permute(0, 1, 3, 2).reshape(B, -1, 32)
+    return tr(hidden_states=rows, audio_hidden_states=arows, encoder_hidden_states=enc, timestep=ts,
+              timestep_indices=ti, return_dict=False, **lay)
+
+
+def unpatch(rows: torch.Tensor) -> torch.Tensor:
+    B = rows.shape[0]
+    r = rows.view(B, -1, LATENT_H // 2, LATENT_W // 2, 24, 2, 2).permute(0, 4, 1, 2, 5, 3, 6)
+    return r.reshape(B, 24, -1, LATENT_H, LATENT_W)
+
+
+def shift(u: float, s: float) -> float:
+    return s * u / (1 + (s - 1) * u)
+
+
+@torch.no_grad()
+def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
+    """What tells whether the prompt gets through: the text embeddings' cosines (last token, mean over tokens, least
+    similar token) of
+    prompts differing in one word, and at sigma 1 (pure noise in) the x0 estimate's MSE against the clip, against
+    predicting zero, and against the data set's mean clip, plus a nearest-clip check: for 8 prompts, is the clip
+    nearest to the x0 estimate (in latent space) one of the asked colour / direction / background, is the audio
+    nearest to the asked beep's mean."""
+    def emb(p):
+        return text_embeds(te, [tok(prompt_of(*p), add_special_tokens=False)["input_ids"]])[0]
+    pairs = {"high/low": (("red", "left", "blue", "high"), ("red", "left", "blue", "low")),
+             "color": (("red", "left", "blue", "high"), ("green", "left", "blue", "high")),
+             "direction": (("red", "left", "blue", "high"), ("red", "right", "blue", "high")),
+             "background": (("red", "left", "blue", "high"), ("red", "left", "white", "high"))}
+    out = {}
+    for name, (p, q) in pairs.items():
+        a, b = emb(p), emb(q)
+        last = float(F.cosine_similarity(a[-1], b[-1], dim=0))
+        mean = float(F.cosine_similarity(a.mean(0), b.mean(0), dim=0))
+        # the rows the transformer attends to: per token, the least similar pair (prompts of equal length only)
+        least = float(F.cosine_similarity(a, b, dim=1).min()) if a.shape == b.shape else float("nan")
+        out[f"cos_{name}"] = (round(last, 5), round(mean, 5), round(least, 5))
+    gen = torch.Generator().manual_seed(gen_seed)
+    vmean = data.video[:, :, :data.frames].float().mean(0)
+    amean = {b: data.audio[b][:data.phases].mean(0) for b in BEEPS}
+    amean_all = (amean["high"] + amean["low"]) / 2
+    ks = [((i * 67) % len(data.prompts)) for i in range(8)]
+    mse, mse0, mseu, amse, amse0, amseu = [], [], [], [], [], []
+    right = {"color": 0, "direction": 0, "background": 0, "beep": 0, "color_on_bg": 0, "direction_on_bg": 0}
+    flat = data.video[:, :, :data.frames].float().flatten(1)
+    for k in ks:
+        ids = data.ids[k]
+        T = len(ids)
+        x0, a0 = data.batch([k], gen)
+        n, na = torch.randn(x0.shape, generator=gen), torch.randn(a0.shape, generator=gen)
+        enc = text_embeds(te, [ids])
+        v, va = dit_forward(tr, enc, n, na, data.layouts[T], T, 1.0, 1.0)
+        xh = unpatch(v) + n
+        ah = va.view(1, 2, AUDIO_LATENTS, 32).permute(0, 1, 3, 2) + na
+        mse.append(float((xh - x0).pow(2).mean())); mse0.append(float(x0.pow(2).mean())); mseu.append(float((vmean - x0).pow(2).mean()))
+        amse.append(float((ah - a0).pow(2).mean())); amse0.append(float(a0.pow(2).mean())); amseu.append(float((amean_all - a0).pow(2).mean()))
+        j = int(torch.cdist(xh.flatten(1), flat).argmin())
+        c, d, b = data.table[j]
+        cc, dd, bb = data.table[data.prompts[k][0]]
+        right["color"] += c == cc
+        right["direction"] += d == dd
+        right["background"] += b == bb
+        beep = min(BEEPS, key=lambda s: float((ah[0] - amean[s]).pow(2).mean()))
+        right["beep"] += beep == data.prompts[k][1]
+        # among the clips on the asked background (the background dominates the distance): the ball's colour and path
+        same = [i for i, t in enumerate(data.table) if t[2] == bb]
+        j = same[int(torch.cdist(xh.flatten(1), flat[same]).argmin())]
+        right["color_on_bg"] += data.table[j][0] == cc
+        right["direction_on_bg"] += data.table[j][1] == dd
+    out["sigma1_video_mse"] = (round(np.mean(mse), 4), "zero", round(np.mean(mse0), 4), "mean clip", round(np.mean(mseu), 4))
+    out["sigma1_audio_mse"] = (round(np.mean(amse), 4), "zero", round(np.mean(amse0), 4), "mean tone", round(np.mean(amseu), 4))
+    out["sigma1_nearest_of_8"] = right
+    return out
+
+
+class AttributeHeads(torch.nn.Module):
+    """Training-only linear heads (never exported) that read the prompt's attributes (ball color, direction,
+    background, beep) off the mean of the DiT's refined text rows (context_embedder + token_refiner). The demo
+    tokenizer spells colours letter by letter ('b', 'l', 'u', 'e'), so a word is only in how the text layers compose
+    its letters; trained by the flow loss alone, the video rows never got it (their modulation gates closed while
+    the audio, keyed on the one-token 'gh' / 'ow', learnt in 100 steps). The heads' loss makes every refined text row
+    carry the attributes, so whatever mix of text rows a video row attends to holds them."""
+
+    def __init__(self, hidden: int):
+        super().__init__()
+        self.sizes = (len(COLORS), len(DIRECTIONS), len(COLORS), len(BEEPS))
+        self.linear = torch.nn.Linear(hidden, sum(self.sizes))
+
+    def loss(self, tr, enc: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        pooled = tr.token_refiner(tr.context_embedder(enc)).mean(1)
+        logits = self.linear(pooled).split(self.sizes, dim=-1)
+        return sum(F.cross_entropy(l, labels[:, i]) for i, l in enumerate(logits)) / len(logits)
+
+
+def attribute_labels(data: "Data", ks: list[int]) -> torch.Tensor:
+    colors, beeps = list(COLORS), list(BEEPS)
+    out = []
+    for k in ks:
+        i, beep = data.prompts[k]
+        c, d, b = data.table[i]
+        out.append((colors.index(c), DIRECTIONS.index(d), colors.index(b), beeps.index(beep)))
+    return torch.tensor(out, dtype=torch.long)
+
+
+def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str, ball_w: float, snapshot, probe_every: int,
+              tok, stop_after=None, aux_weight: float = 0.0) -> list[float]:
+    gen = torch.Generator().manual_seed(SEED + 3)
+    text_params = [p for n, p in te.named_parameters() if ".layers.0." in n or ".layers.1." in n]
+    for p in te.parameters():
+        p.requires_grad_(False)
+    for p in text_params:
+        p.requires_grad_(True)
+    heads = AttributeHeads(tr.config.hidden_size)
+    opt = torch.optim.AdamW([{"params": list(tr.parameters()) + list(heads.parameters())}, {"params": text_params, "lr": lr / 2}],
+                            lr=lr, weight_decay=0.01)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=[lr, lr / 2], total_steps=steps, pct_start=0.05)
+    lens = sorted(data.by_len)
+    weights = torch.tensor([len(data.by_len[T]) for T in lens], dtype=torch.float)
+    losses = []
+    tr.train()
+    for step in range(steps):
+        T = lens[int(torch.multinomial(weights, 1, generator=gen))]
+        pool = data.by_len[T]
+        ks = [pool[int(i)] for i in torch.randint(0, len(pool), (batch,), generator=gen)]
+        x0, a0 = data.batch(ks, gen)
+        n, na = torch.randn(x0.shape, generator=gen), torch.randn(a0.shape, generator=gen)
+        u = float(torch.rand(1, generator=gen))
+        u = 1 - (1 - u) ** 2  # weighted toward 1
+        if sigmas == "one" or (sigmas == "onemix" and step % 2 == 0):
+            u = 1.0
+        sv, sa = shift(u, 12.0), shift(u, 3.0)
+        x_s, a_s = (1 - sv) * x0 + sv * n, (1 - sa) * a0 + sa * na
+        enc = text_embeds(te, [data.ids[k] for k in ks])
+        v, va = dit_forward(tr, enc, x_s, a_s, data.layouts[T], T, sv, sa)
+        err = (unpatch(v) - (x0 - n)).pow(2).mean(1)  # (B, F, H, W)
+        wgt = ball_weight(x0, ball_w) if ball_w else torch.ones_like(err)
+        vloss = (err * wgt).sum() / wgt.sum()
+        aloss = (va.view(-1, 2, AUDIO_LATENTS, 32).permute(0, 1, 3, 2) - (a0 - na)).pow(2).mean()
+        loss = vloss + aloss
+        xloss = heads.loss(tr, enc, attribute_labels(data, ks)) if aux_weight else torch.zeros(())
+        loss = loss + aux_weight * xloss
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(list(tr.parameters()) + text_params, 1.0)
+        opt.step()
+        sched.step()
+        losses.append((vloss.item(), aloss.item(), sv))
+        if step % 25 == 0 or step == steps - 1:
+            lv = np.mean([l[0] for l in losses[-25:]])
+            la = np.mean([l[1] for l in losses[-25:]])
+            log(f"dit {step}/{steps} video {lv:.4f} audio {la:.4f} attributes {xloss.item():.3f} (T {T}, sigma {sv:.3f})")
+        if probe_every and (step % probe_every == probe_every - 1):
+            tr.eval()
+            log(f"probe {step}: {probe(te, tr, data, tok)}")
+            tr.train()
+        if snapshot and step % 200 == 199:
+            snapshot(step, losses)
+        if stop_after and step + 1 >= stop_after:
+            break
+    tr.eval()
+    return losses
+
+
+def sharpen_attention(tr, g: float) -> None:
+    """Every attention's q / k RMSNorm weights start at g instead of 1. A 352p 1 s job packs ~40 prompt rows among
+    ~2,640 video and audio rows; with unit norm weights a 32-wide head's logits stay within +-sqrt(32) = 5.7, so even a
+    query aligned with one prompt row gives it under 10 % of the attention beside 2.5k noise rows, and the prompt's
+    words reach the video rows too weakly to learn from (the image demo's 256 x 256 sequence is ~300 rows). g^2 scales
+    every logit: at 1.5 an aligned row can take most of the attention."""
+    with torch.no_grad():
+        for name, m in tr.named_modules():
+            if name.endswith(("norm_q", "norm_k")):
+                m.weight.fill_(g)
+
+
+def write_text_encoder(te, folder: str) -> None:
+    """The trained values back into the text encoder's own shard files (same keys, shapes and dtypes)."""
+    state = te.state_dict()
+    for f in sorted(os.listdir(folder)):
+        if not f.endswith(".safetensors"):
+            continue
+        p = os.path.join(folder, f)
+        with safe_open(p, "pt") as h:
+            meta = h.metadata()
+            old = {k: h.get_tensor(k) for k in h.keys()}
+        save_file({k: state[k].detach().to(v.dtype).contiguous() for k, v in old.items()}, p, metadata=meta)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--random", required=True, help="Kiln's random demo checkpoint (the starting point)")
+    ap.add_argument("--work", required=True, help="scratch folder: trained parts between stages, latents, logs")
+    ap.add_argument("--out", help="--stage export: where the checkpoint goes (published layout)")
+    ap.add_argument("--stage", choices=["vae", "vae_decoder", "audio_vae", "latents", "dit", "probe", "export"], required=True)
+    ap.add_argument("--shard", default="0/1", help="--stage latents: i/n, this process's share of the clips")
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=2, help="--stage dit: prompts per step (one token length); vae_decoder: crops")
+    ap.add_argument("--crops", type=int, default=120, help="--stage vae_decoder: crops encoded once for the decoder's steps")
+    ap.add_argument("--sigmas", choices=["high", "one", "onemix"], default="one")
+    ap.add_argument("--ball-weight", type=float, default=8.0)
+    ap.add_argument("--resume", action="store_true", help="--stage vae / dit: go on from the work folder's weights")
+    ap.add_argument("--probe-every", type=int, default=100)
+    ap.add_argument("--stop-after", type=int)
+    ap.add_argument("--frames", type=int, default=LATENT_FRAMES,
+                    help="--stage dit: train on the clips' first N latent frames (a shorter sequence, where the prompt's "
+                         "rows are a larger share of the attention: a first run's curriculum)")
+    ap.add_argument("--aux-weight", type=float, default=0.0, help="--stage dit: weight of AttributeHeads' loss")
+    ap.add_argument("--qk-norm-init", type=float, default=1.0, help="--stage dit, fresh: q / k norm weights' start (sharpen_attention)")
+    ap.add_argument("--audio-phases", type=int, default=1,
+                    help="--stage dit: each beep's tone at this many phases (of 16); 1 makes the soundtrack a function "
+                         "of the prompt, as the clip is (at sigma 1 the model learns E[x0 | text], and the mean of a "
+                         "tone over random phases is silence)")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.set_flush_denormal(True)
+    torch.manual_seed(SEED)
+    os.makedirs(a.work, exist_ok=True)
+    parts = os.path.join(a.work, "parts")  # the trained vae/, audio_vae/, transformer/, text_encoder/
+    os.makedirs(parts, exist_ok=True)
+
+    if a.stage == "vae":
+        prev = []
+        if a.resume:
+            vae = AutoencoderKLMiniMaxH3.from_pretrained(os.path.join(parts, "vae"))
+            prev = json.load(open(os.path.join(a.work, "vae_losses.json")))["losses"]
+        else:
+            cfg = AutoencoderKLMiniMaxH3.load_config(os.path.join(a.random, "vae"))
+            cfg.update(VAE_CHANGES)
+            vae = AutoencoderKLMiniMaxH3.from_config(cfg)
+            log(f"colour spread at the default init {color_spread(vae):.4f}")
+            init_video_vae(vae)
+            log(f"colour spread after init_video_vae {color_spread(vae):.4f}")
+        losses = prev + train_vae(vae, a.steps, a.lr, seed=SEED + 1 + len(prev))
+        errs = eval_vae(vae)
+        log(f"colour spread trained {color_spread(vae):.4f}")
+        vae.save_pretrained(os.path.join(parts, "vae"), safe_serialization=True)
+        json.dump({"losses": losses, "eval_mae_255": errs}, open(os.path.join(a.work, "vae_losses.json"), "w"))
+
+    elif a.stage == "vae_decoder":
+        vae = AutoencoderKLMiniMaxH3.from_pretrained(os.path.join(parts, "vae"))
+        prev = json.load(open(os.path.join(a.work, "vae_losses.json")))
+        losses = train_vae_decoder(vae, a.steps, a.lr, a.crops, a.batch, SEED + 5 + len(prev["losses"]))
+        errs = eval_vae(vae)
+        vae.save_pretrained(os.path.join(parts, "vae"), safe_serialization=True)
+        json.dump({"losses": prev["losses"], "decoder_losses": prev.get("decoder_losses", []) + losses,
+                   "eval_mae_255": errs}, open(os.path.join(a.work, "vae_losses.json"), "w"))
+
+    elif a.stage == "audio_vae":
+        prev = []
+        if a.resume:
+            vae = load_audio_vae(os.path.join(parts, "audio_vae"))
+            prev = json.load(open(os.path.join(a.work, "audio_vae_losses.json")))["losses"]
+        else:
+            cfg = AutoencoderKLMiniMaxH3Audio.load_config(os.path.join(a.random, "audio_vae"))
+            cfg.update(AUDIO_CHANGES)
+            vae = AutoencoderKLMiniMaxH3Audio.from_config(cfg)
+            with torch.no_grad():
+                vae.logs_proj.bias.fill_(-4.0)
+        eval_audio_vae(vae)
+        if a.steps:
+            losses = prev + train_audio_vae(vae, a.steps, a.lr, seed=SEED + 2 + len(prev))
+        else:
+            losses = prev
+        ev = eval_audio_vae(vae)
+        save_audio_vae(vae, os.path.join(parts, "audio_vae"))
+        json.dump({"losses": losses, "eval": ev}, open(os.path.join(a.work, "audio_vae_losses.json"), "w"))
+
+    elif a.stage == "latents":
+        i, n = (int(v) for v in a.shard.split("/"))
+        vae = AutoencoderKLMiniMaxH3.from_pretrained(os.path.join(parts, "vae")).eval()
+        encode_clips(vae, i, n, os.path.join(a.work, f"video_latents_{i}of{n}.pt"))
+        shards = [os.path.join(a.work, f"video_latents_{k}of{n}.pt") for k in range(n)]
+        if all(os.path.exists(s) for s in shards):
+            table = video_table()
+            video = [None] * len(table)
+            for s in shards:
+                d = torch.load(s)
+                for j, z in zip(d["index"], d["latents"]):
+                    video[j] = z
+            video = torch.stack(video).float()  # (224, 24, 12, 22, 38)
+            vmean = video.mean((0, 2, 3, 4))
+            vstd = video.std((0, 2, 3, 4)).clamp_min(1e-3)
+            avae = load_audio_vae(os.path.join(parts, "audio_vae"))
+            audio = encode_tones(avae)
+            alls = torch.cat(list(audio.values()))  # (32, 2, 32, 65)
+            amean = alls.mean((0, 1, 3))
+            astd = alls.std((0, 1, 3)).clamp_min(1e-3)
+            vae.register_to_config(latents_mean=[round(float(v), 5) for v in vmean], latents_std=[round(float(v), 5) for v in vstd])
+            vae.save_pretrained(os.path.join(parts, "vae"), safe_serialization=True)
+            cfgp = os.path.join(parts, "audio_vae", "config.json")
+            cfg = json.load(open(cfgp))
+            cfg["latents_mean"] = [round(float(v), 5) for v in amean]
+            cfg["latents_std"] = [round(float(v), 5) for v in astd]
+            json.dump(cfg, open(cfgp, "w"), indent=2)
+            norm_v = ((video - vmean.view(1, -1, 1, 1, 1)) / vstd.view(1, -1, 1, 1, 1)).half()
+            norm_a = {b: (z - amean.view(1, 1, -1, 1)) / astd.view(1, 1, -1, 1) for b, z in audio.items()}
+            torch.save({"video": norm_v, "audio": norm_a}, os.path.join(a.work, "latents.pt"))
+            log(f"latents: video {tuple(norm_v.shape)} std range {float(vstd.min()):.3f}-{float(vstd.max()):.3f}; "
+                f"audio high vs low mean distance {float((norm_a['high'].mean(0) - norm_a['low'].mean(0)).pow(2).mean()):.3f}")
+
+    elif a.stage in ("dit", "probe"):
+        tok = Qwen2TokenizerFast.from_pretrained(os.path.join(a.random, "tokenizer"))
+        te = Qwen3VLForConditionalGeneration.from_pretrained(os.path.join(a.random, "text_encoder"), dtype=torch.float32)
+        partial_te = os.path.join(a.work, "text_encoder-partial")
+        partial_tr = os.path.join(a.work, "transformer-partial")
+        if a.resume or a.stage == "probe":
+            state = {}
+            for f in os.listdir(partial_te):
+                if f.endswith(".safetensors"):
+                    state.update({k: v.float() for k, v in load_file(os.path.join(partial_te, f)).items()})
+            te.load_state_dict(state, strict=False)
+            tr = MiniMaxH3Transformer3DModel.from_pretrained(partial_tr, torch_dtype=torch.float32)
+            log(f"resumed from {partial_tr}")
+        else:
+            cfg = MiniMaxH3Transformer3DModel.load_config(os.path.join(a.random, "transformer"))
+            cfg.update(DIT_CONFIG)
+            tr = MiniMaxH3Transformer3DModel.from_config(cfg)
+            if a.qk_norm_init != 1.0:
+                sharpen_attention(tr, a.qk_norm_init)
+            log(f"random text encoder: {probe_text_only(te, tok)}")
+            passthrough_text_layers(te)
+            log(f"pass-through text encoder: {probe_text_only(te, tok)}")
+        tr = tr.float()
+        te = te.float().eval()
+        data = Data(a.work, tok, a.audio_phases, a.frames)
+        log(f"prompt lengths {({T: len(v) for T, v in sorted(data.by_len.items())})}")
+        if a.stage == "probe":
+            log(f"probe: {probe(te, tr, data, tok)}")
+            return
+
+        def snapshot(step, losses):
+            tr.save_pretrained(partial_tr, safe_serialization=True)
+            if not os.path.exists(partial_te):
+                shutil.copytree(os.path.join(a.random, "text_encoder"), partial_te)
+            write_text_encoder(te, partial_te)
+            prev = []
+            lp = os.path.join(a.work, "dit_losses.json")
+            if os.path.exists(lp) and a.resume:
+                prev = json.load(open(lp)).get("previous", [])
+            json.dump({"previous": prev, "run": {"sigmas": a.sigmas, "losses": losses}}, open(lp + ".run", "w"))
+
+        log(f"probe before: {probe(te, tr, data, tok)}")
+        t0 = time.time()
+        losses = train_dit(te, tr, data, a.steps, a.lr, a.batch, a.sigmas, a.ball_weight, snapshot, a.probe_every, tok,
+                           a.stop_after, a.aux_weight)
+        snapshot(len(losses) - 1, losses)
+        lp = os.path.join(a.work, "dit_losses.json")
+        runs = json.load(open(lp))["runs"] if (a.resume and os.path.exists(lp)) else []
+        runs.append({"sigmas": a.sigmas, "lr": a.lr, "batch": a.batch, "losses": losses, "seconds": time.time() - t0})
+        json.dump({"runs": runs}, open(lp, "w"))
+        log(f"probe after: {probe(te, tr, data, tok)}")
+        log(f"dit run done in {time.time() - t0:.0f} s")
+
+    elif a.stage == "export":
+        export(a.random, a.work, a.out)
+
+
+def probe_text_only(te, tok) -> dict:
+    out = {}
+    with torch.no_grad():
+        for name, (p, q) in {"high/low": (("red", "left", "blue", "high"), ("red", "left", "blue", "low")),
+                             "color": (("red", "left", "blue", "high"), ("green", "left", "blue", "high"))}.items():
+            a = text_embeds(te, [tok(prompt_of(*p), add_special_tokens=False)["input_ids"]])[0]
+            b = text_embeds(te, [tok(prompt_of(*q), add_special_tokens=False)["input_ids"]])[0]
+            out[name] = round(float(F.cosine_similarity(a[-1], b[-1], dim=0)), 5)
+        out["norm_last"] = round(float(a[-1].norm()), 2)
+    return out
+
+
+def export(random_dir: str, work: str, out: str) -> None:
+    """The published layout: the random demo's folder with the trained parts in its file names and dtypes
+    (transformer BF16 with the released F32 islands, VAE F16, audio VAE F32, text encoder in its own shards)."""
+    from diffusers import MiniMaxH3Transformer3DModel as TR
+    parts = os.path.join(work, "parts")
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    shutil.copytree(random_dir, out)
+    f32 = ("proj_in.", "audio_proj_in.", "time_embedder.", "proj_out.", "audio_proj_out.")
+    for sub, src in (("transformer", os.path.join(work, "transformer-partial")), ("vae", os.path.join(parts, "vae"))):
+        d = os.path.join(out, sub)
+        shutil.rmtree(d)
+        os.makedirs(d)
+        sd = load_file(os.path.join(src, "diffusion_pytorch_model.safetensors"))
+        if sub == "transformer":
+            sd = {k: v.to(torch.float32 if k.startswith(f32) else torch.bfloat16).contiguous() for k, v in sd.items()}
+        else:
+            sd = {k: v.to(torch.float16).contiguous() for k, v in sd.items()}
+        save_file(sd, os.path.join(d, "diffusion_pytorch_model.safetensors"),
+                  metadata={"format": "pt", "kiln_demo": "trained MiniMax H3 demo (tools/train-demo/video.py)"})
+        shutil.copy(os.path.join(src, "config.json"), os.path.join(d, "config.json"))
+    shutil.rmtree(os.path.join(out, "audio_vae"))
+    shutil.copytree(os.path.join(parts, "audio_vae"), os.path.join(out, "audio_vae"))
+    shutil.rmtree(os.path.join(out, "text_encoder"))
+    shutil.copytree(os.path.join(work, "text_encoder-partial"), os.path.join(out, "text_encoder"))
+    # the Ref2VA partition (reference pictures, voices) holds the same trained DiT: the demo has no Ref2VA training
+    shutil.rmtree(os.path.join(out, "transformer_ref"))
+    shutil.copytree(os.path.join(out, "transformer"), os.path.join(out, "transformer_ref"))
+    write_zero_adapters(out, json.load(open(os.path.join(out, "transformer", "config.json"))))
+    log(f"wrote {out}")
+
+
+def write_zero_adapters(out: str, cfg: dict, rank: int = 4, seed: int = SEED + 7) -> None:
+    """The turbo adapters (turbo_int8, fastvid_4step_int8) in the published files' format (Kiln's adapter.ts
+    writeDemoAdapter: ComfyUI-keyed native names, lora_A [r, K] / lora_B [N, r], stacked qkv rows, no alpha) as the
+    zero delta a LoRA starts from (lora_A small random, lora_B zero): the turbo profiles then sample the trained DiT at
+    their own step counts, which it was trained to follow (sigma 1 and the shifted sigmas), rather than a random
+    perturbation of it."""
+    gen = torch.Generator().manual_seed(seed)
+    H, inner, ffn = cfg["hidden_size"], cfg["num_attention_heads"] * cfg["attention_head_dim"], cfg["ffn_dim"]
+    t = {}
+
+    def pair(stem: str, N: int, K: int) -> None:
+        t[f"diffusion_model.{stem}.lora_A.weight"] = (torch.randn(rank, K, generator=gen) / math.sqrt(K)).contiguous()
+        t[f"diffusion_model.{stem}.lora_B.weight"] = torch.zeros(N, rank)
+
+    def block(p: str) -> None:
+        pair(f"{p}.attn.qkv_proj", 3 * inner, H)
+        pair(f"{p}.attn.out_proj", H, inner)
+        pair(f"{p}.mlp.fc1", 2 * ffn, H)
+        pair(f"{p}.mlp.fc2", H, ffn)
+
+    for i in range(cfg["num_layers"]):
+        block(f"blocks.{i}")
+    for i in range(cfg["num_refiner_layers"]):
+        block(f"token_refiner.blocks.{i}")
+    for name in ("8step/demo_turbo_8step.safetensors", "4step/demo_turbo_4step.safetensors"):
+        path = os.path.join(out, "Minimax-h3-Turbo", name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        save_file(t, path, metadata={"format": "kiln demo MiniMax H3 turbo adapter (zero delta, tools/train-demo/video.py)"})
+
+
+if __name__ == "__main__":
+    main()
