@@ -9,22 +9,26 @@ AutoencoderKLMiniMaxH3Audio, MiniMaxH3Transformer3DModel and the modular MiniMax
 tree the golden generators use); transformers' Qwen3VLForConditionalGeneration / Qwen2TokenizerFast. The starting
 point is Kiln's own random demo checkpoint (configs, tokenizer, text encoder), written by test/models/e2e-checkpoints.ts.
 
-Stages (as root; fixed seeds; OpenBLAS in the lab and one thread, as image.py says):
+Stages (as root; fixed seeds; OpenBLAS in the lab and one thread, as image.py says). The runs so far, each stage's
+command as run (docs/models/demo.md "The video demo" says what each showed):
 
   cd /work/main && npx tsc -p tsconfig.test.json --outDir build/train
   node build/train/test/models/e2e-checkpoints.js minimax_h3 /opt/reflab/tmp/train/h3-random
   lab="bash /work/shared/tools/reflab/run.sh -u diffusers=/opt/upstream/diffusers/src \\
       -u proc=/work/shared/upstream/minimax-h3/processor -- env OPENBLAS_NUM_THREADS=1"
-  args="--random /tmp/train/h3-random --work /tmp/train/h3"
-  $lab python3 /project/tools/train-demo/video.py --stage vae $args          # video VAE
-  $lab python3 /project/tools/train-demo/video.py --stage audio_vae $args    # audio VAE
-  $lab python3 /project/tools/train-demo/video.py --stage latents --shard 0/2 $args   # two shards, side by side
-  $lab python3 /project/tools/train-demo/video.py --stage latents --shard 1/2 $args
-  $lab python3 /project/tools/train-demo/video.py --stage dit $args          # see --help for the runs
-  $lab python3 /project/tools/train-demo/video.py --stage export --out /tmp/train/h3-out $args
+  run="$lab python3 /project/tools/train-demo/video.py --random /tmp/train/h3-random --work /tmp/train/h3"
+  $run --stage vae --steps 1200                      # video VAE, 25 min
+  $run --stage audio_vae --steps 1500                # audio VAE, 11 min (beside the VAE: one core each)
+  $run --stage latents --shard 0/2 & $run --stage latents --shard 1/2   # every clip encoded, 6 min
+  $run --stage dit --steps 2000 --sigmas one --frames 2 --batch 4 --aux-weight 1 --rope-theta 100     # 7 min
+  $run --stage dit --resume --steps 800 --sigmas one --frames 6 --aux-weight 1                         # 5 min
+  $run --stage dit --resume --steps 800 --lr 5e-4 --sigmas one --aux-weight 1                          # 10 min
+  $run --stage dit --resume --steps 1200 --lr 5e-4 --sigmas onemix --aux-weight 1                      # 15 min
+  $run --stage export --out /tmp/train/h3-out
+  $lab python3 /project/tools/train-demo/video_eval.py --checkpoint /tmp/train/h3-out --steps 9
 
-1. Video VAE (AutoencoderKLMiniMaxH3 at the released compression, 16 x 16 x 4, 24 latent channels; encoder widths
-   4-8-16-16-16-16 with one norm group, a 2-layer 32-wide ViT decoder). Its default init erases colour: every conv's
+1. Video VAE (AutoencoderKLMiniMaxH3 at the released compression, 16 x 16 x 4, 24 latent channels; an encoder of
+   width 8 at every level with no resnets (layers_per_block 0) and one norm group, a 2-layer 32-wide ViT decoder). Its default init erases colour: every conv's
    random bias outweighs the input after a few levels, so eight flat colours encode alike; the encoder's convs start
    from variance-preserving normal weights with zero biases (init_video_vae measures the spread). Trained on 22-frame
    256 x 256 crops (the decoder's tile, two encoder clips, so the decoder sees the 7-latent-frame chunks and the tile
@@ -36,13 +40,17 @@ Stages (as root; fixed seeds; OpenBLAS in the lab and one thread, as image.py sa
 3. Latents: every clip of the grammar (224: colour x direction x background) through the VAE as the pipeline encodes
    (ImageNet pixel normalisation, posterior mode), tones of both beeps at 16 phases each; per-channel mean / std
    written into both VAE configs (the pipeline normalises with them).
-4. Transformer (fresh, wider than the random demo's) with the text encoder's first two decoder layers. The pipeline
-   reads hidden_states[50] of a 51-layer Qwen3-VL text model: fifty random residual layers wash the prompt out (the
-   "high beep" / "low beep" prompts' last tokens were 0.9946 cosine-similar, and joint training pushed that to
-   0.9999986), so layers 2..49 are made exact pass-throughs (attention o_proj and MLP down_proj zero: real weights in
-   the real layout, the residual passes unchanged) and layers 0 and 1 train with the transformer. Flow matching as
-   upstream samples: x_s = (1 - s) x0 + s n, timestep 1 - s, the model predicts x0 - n (the scheduler's data-ward
-   velocity); video s through shift 12 and audio s through shift 3 of the same u (the pipeline's paired schedules).
+4. Transformer (fresh, wider than the random demo's: 2 blocks, 4 heads x 32, RoPE base 100) with the text encoder's
+   first two decoder layers. The pipeline reads hidden_states[50] of a 51-layer Qwen3-VL text model: fifty random
+   residual layers wash the prompt out, so layers 2..49 are made exact pass-throughs (attention o_proj and MLP
+   down_proj zero: real weights in the real layout, the residual passes unchanged) and layers 0 and 1 train with the
+   transformer. Flow matching as upstream samples: x_s = (1 - s) x0 + s n, timestep 1 - s, the model predicts x0 - n
+   (the scheduler's data-ward velocity); video s through shift 12 and audio s through shift 3 of the same u (the
+   pipeline's paired schedules). What it took for the video to follow the prompt at all (docs/models/demo.md): a
+   training-only head that reads the prompt's attributes off the refined text rows (AttributeHeads, --aux-weight: the
+   demo tokenizer spells colours letter by letter), RoPE base 100 instead of the release's 10,000 (--rope-theta: the
+   ball's place and time come only from RoPE phases against the text rows), and a curriculum of 2, 6, then 12 latent
+   frames (--frames); first at sigma 1 alone (E[x0 | text]), then flow runs that keep half of each batch there.
 """
 import argparse
 import json
@@ -444,6 +452,26 @@ def shift(u: float, s: float) -> float:
     return s * u / (1 + (s - 1) * u)
 
 
+def latent_direction(x: torch.Tensor) -> str | None:
+    """The way the ball moves in latents x (C, F, H, W): per latent frame, the centroid of the cells far from the
+    clip's median latent (ball_weight's mask); first quarter of the frames against the last."""
+    F_ = x.shape[1]
+    dev = (x - x.flatten(1).median(dim=1).values[:, None, None, None]).pow(2).mean(0)  # (F, H, W)
+    cents = []
+    for f in range(F_):
+        m = dev[f] > 0.25 * dev[f].max()
+        ys, xs = torch.nonzero(m, as_tuple=True)
+        cents.append((float(xs.float().mean()), float(ys.float().mean())) if len(xs) else None)
+    q = max(1, F_ // 4)
+    a = [c for c in cents[:q] if c]
+    b = [c for c in cents[-q:] if c]
+    if not a or not b or F_ < 2:
+        return None
+    dx = np.mean([c[0] for c in b]) - np.mean([c[0] for c in a])
+    dy = np.mean([c[1] for c in b]) - np.mean([c[1] for c in a])
+    return ("right" if dx > 0 else "left") if abs(dx) > abs(dy) else ("down" if dy > 0 else "up")
+
+
 @torch.no_grad()
 def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
     """What tells whether the prompt gets through: the text embeddings' cosines (last token, mean over tokens, least
@@ -472,7 +500,7 @@ def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
     amean_all = (amean["high"] + amean["low"]) / 2
     ks = [((i * 67) % len(data.prompts)) for i in range(8)]
     mse, mse0, mseu, amse, amse0, amseu = [], [], [], [], [], []
-    right = {"color": 0, "direction": 0, "background": 0, "beep": 0, "color_on_bg": 0, "direction_on_bg": 0}
+    right = {"color": 0, "direction": 0, "background": 0, "beep": 0, "color_on_bg": 0, "direction_on_bg": 0, "path": 0}
     flat = data.video[:, :, :data.frames].float().flatten(1)
     for k in ks:
         ids = data.ids[k]
@@ -496,6 +524,7 @@ def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
         # among the clips on the asked background (the background dominates the distance): the ball's colour and path
         same = [i for i, t in enumerate(data.table) if t[2] == bb]
         j = same[int(torch.cdist(xh.flatten(1), flat[same]).argmin())]
+        right["path"] += latent_direction(xh[0]) == dd
         right["color_on_bg"] += data.table[j][0] == cc
         right["direction_on_bg"] += data.table[j][1] == dd
     out["sigma1_video_mse"] = (round(np.mean(mse), 4), "zero", round(np.mean(mse0), 4), "mean clip", round(np.mean(mseu), 4))
@@ -638,6 +667,11 @@ def main():
                     help="--stage dit: train on the clips' first N latent frames (a shorter sequence, where the prompt's "
                          "rows are a larger share of the attention: a first run's curriculum)")
     ap.add_argument("--aux-weight", type=float, default=0.0, help="--stage dit: weight of AttributeHeads' loss")
+    ap.add_argument("--rope-theta", type=float, default=10000.0,
+                    help="--stage dit, fresh: the DiT's RoPE base. At 10,000 (the release's) a 4-frequency axis has "
+                         "1, 0.1, 0.01, 0.001: over a 1 s clip's 68 units of rotary time only 0.1 both varies and "
+                         "stays unaliased; at 100 (1, 0.32, 0.1, 0.032) two do, and the spatial axes (25 and 42 units) "
+                         "gain one too")
     ap.add_argument("--qk-norm-init", type=float, default=1.0, help="--stage dit, fresh: q / k norm weights' start (sharpen_attention)")
     ap.add_argument("--audio-phases", type=int, default=1,
                     help="--stage dit: each beep's tone at this many phases (of 16); 1 makes the soundtrack a function "
@@ -747,6 +781,7 @@ def main():
         else:
             cfg = MiniMaxH3Transformer3DModel.load_config(os.path.join(a.random, "transformer"))
             cfg.update(DIT_CONFIG)
+            cfg["rope_theta"] = a.rope_theta
             tr = MiniMaxH3Transformer3DModel.from_config(cfg)
             if a.qk_norm_init != 1.0:
                 sharpen_attention(tr, a.qk_norm_init)
@@ -820,7 +855,8 @@ def export(random_dir: str, work: str, out: str) -> None:
             sd = {k: v.to(torch.float16).contiguous() for k, v in sd.items()}
         save_file(sd, os.path.join(d, "diffusion_pytorch_model.safetensors"),
                   metadata={"format": "pt", "kiln_demo": "trained MiniMax H3 demo (tools/train-demo/video.py)"})
-        shutil.copy(os.path.join(src, "config.json"), os.path.join(d, "config.json"))
+        cfg = {k: v for k, v in json.load(open(os.path.join(src, "config.json"))).items() if k != "_name_or_path"}
+        json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
     shutil.rmtree(os.path.join(out, "audio_vae"))
     shutil.copytree(os.path.join(parts, "audio_vae"), os.path.join(out, "audio_vae"))
     shutil.rmtree(os.path.join(out, "text_encoder"))
