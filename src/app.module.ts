@@ -90,7 +90,7 @@ export class AppModule {
             return fleet;
           }
           if (settings.workers === 'none') return null;
-          const link = new LocalWorker({ ...own, stallS: settings.workerStallS });
+          const link = new LocalWorker({ ...own, stallS: settings.workerStallS, busyS: settings.workerBusyS });
           await link.start();
           return link;
         },

@@ -40,6 +40,8 @@ export interface Settings {
   /** Seconds without a heartbeat from the worker (a hung driver, a stuck native call) before it is killed and
    * restarted. Default 60. */
   workerStallS: number;
+  /** Seconds a silent worker that keeps using the CPU (working, or starved) gets before it is killed. Default 10 x WORKER_STALL_S. */
+  workerBusyS: number;
   /** WEBHOOK_SECRET (whsec_ + base64 of 24 to 64 bytes), decoded: callbacks are signed with it (Standard Webhooks). */
   webhookSecret: Buffer | undefined;
   /** Callback deliveries are retried until this many seconds after the job ended, then given up. Default 86400. */
@@ -182,6 +184,7 @@ export function loadSettings(env: Env = process.env): Settings {
     interruptGraceS: int(env, 'INTERRUPT_GRACE_S', 10, 1, 3600),
     maxJobS: maxJobS(env),
     workerStallS: int(env, 'WORKER_STALL_S', 60, 2, 3600),
+    workerBusyS: int(env, 'WORKER_BUSY_S', 10 * int(env, 'WORKER_STALL_S', 60, 2, 3600), 2, 86_400),
     workerNice: int(env, 'WORKER_NICE', 10, 0, 19),
     sseHeartbeatS: int(env, 'SSE_HEARTBEAT_S', 15, 1, 300),
     outputTtlS: int(env, 'OUTPUT_TTL_S', 0, 0, 10 * 365 * 86_400),

@@ -117,7 +117,7 @@ export class HealthService {
       uptime_s: { process: Math.round(Date.now() / 1000 - started), machine: Math.round(uptime()) },
       // the GPU worker's heartbeat (the API's own loop is alive: it answered)
       watchdog: worker
-        ? { age_s: worker.heartbeat_age_s, stalled_after_s: worker.stalled_after_s, interrupt_grace_s: this.settings.interruptGraceS, max_job_s: this.settings.maxJobS }
+        ? { age_s: worker.heartbeat_age_s, stalled_after_s: worker.stalled_after_s, busy_stalled_after_s: worker.busy_stalled_after_s, interrupt_grace_s: this.settings.interruptGraceS, max_job_s: this.settings.maxJobS }
         : { age_s: null, note: 'no GPU worker to watch (WORKERS=none)' },
     };
   }

@@ -1,13 +1,16 @@
 // The GPU worker this API process starts and supervises (WORKERS=local): a child process (dist/worker.js) with an
 // IPC channel. It is restarted whenever it ends: at once after a crash while it ran tasks, with a growing delay
 // (1, 2, 4 ... 60 s) while it keeps dying before it says hello. A worker that says nothing for WORKER_STALL_S (its
-// heartbeat is every second) is stuck, in a driver call most likely: it is killed and restarted the same way.
+// heartbeat is every second) and uses no CPU is stuck, in a driver wait most likely: it is killed and restarted the
+// same way. One that is silent but keeps using the CPU is working (a long synchronous call such as a software GPU's
+// shader compile, slowed further when a busy machine starves it at its nice level): it gets WORKER_BUSY_S.
 import { ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { PROTOCOL_VERSION, WORKER_ENV, type FromWorker, type PipelineModule, type ServedProfile, type ToWorker, type WorkerTask } from '../worker/protocol';
+import { cpuTicks } from './process-cpu';
 import type { WorkerLink, WorkerPool, WorkerStatus } from './worker-link';
 
 export interface LocalWorkerOptions {
@@ -17,6 +20,8 @@ export interface LocalWorkerOptions {
   demoWeightsDir: string;
   logLevel: string;
   stallS: number;
+  /** Silent but using the CPU: how long before it is killed all the same (a step that never ends). Default 10 x stallS. */
+  busyS?: number;
   /** nice value of the worker process (0 = as the API). */
   nice: number;
   log: Logger;
@@ -42,6 +47,8 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
   private helloName: string | null = null;
   private readySince: number | null = null;
   private lastWord = 0;
+  /** While the worker is silent: its CPU ticks when last seen to move, and when that was (null: /proc cannot say). */
+  private cpu: { ticks: number; movedAt: number } | null | undefined;
   private restarts = 0;
   /** Deaths before hello in a row: the restart delay doubles with each. */
   private failedStarts = 0;
@@ -153,6 +160,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
       running: this.heartbeat?.running ?? [],
       heartbeat_age_s: this.state === 'ready' ? Math.round((now() - this.lastWord) * 1000) / 1000 : null,
       stalled_after_s: this.o.stallS,
+      busy_stalled_after_s: this.busyS,
     };
   }
 
@@ -177,6 +185,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
 
   private onMessage(m: FromWorker): void {
     this.lastWord = now();
+    this.cpu = undefined;
     switch (m.type) {
       case 'hello':
         if (m.version !== PROTOCOL_VERSION) {
@@ -227,11 +236,30 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
     }, delayS * 1000);
   }
 
+  private get busyS(): number {
+    return this.o.busyS ?? 10 * this.o.stallS;
+  }
+
   private checkStall(): void {
     const quiet = now() - this.lastWord;
-    if (this.state === 'ready' && quiet > this.o.stallS) this.kill(`it stopped answering (no heartbeat for ${Math.round(quiet)} s)`);
+    if (this.state === 'ready' && quiet > 1) this.watchCpu();
+    if (this.state === 'ready' && quiet > this.o.stallS) {
+      const busy = this.cpu ? now() - this.cpu.movedAt <= this.o.stallS : false;
+      if (!busy) this.kill(`it stopped answering (no heartbeat for ${Math.round(quiet)} s)`);
+      else if (quiet > this.busyS) this.kill(`it stopped answering (no heartbeat for ${Math.round(quiet)} s, busy on the CPU all along)`);
+      else if (quiet - this.o.stallS <= 1) this.o.log.warn({ pid: this.pid, quiet_s: Math.round(quiet), busy_stalled_after_s: this.busyS }, 'the GPU worker is silent but using the CPU: a long synchronous step, or a busy machine; waiting');
+    }
     // loading the modules and opening the GPU takes a second or two, more on a busy machine; a hung driver longer
     if (this.state === 'starting' && quiet > Math.max(this.o.stallS, START_S)) this.kill(`it did not start (no hello after ${Math.round(quiet)} s)`);
+  }
+
+  /** Samples the silent worker's CPU time; its first sample counts as moving at the worker's last word. */
+  private watchCpu(): void {
+    if (this.cpu === null || this.pid === null) return;
+    const ticks = cpuTicks(this.pid);
+    if (ticks === null) this.cpu = null;
+    else if (!this.cpu) this.cpu = { ticks, movedAt: this.lastWord };
+    else if (ticks - this.cpu.ticks >= 2) this.cpu = { ticks, movedAt: now() }; // 20 ms or more since: working
   }
 }
 

@@ -30,6 +30,8 @@ export interface WorkerStatus {
   heartbeat_age_s: number | null;
   /** The watchdog: no heartbeat for this long and the worker is killed and restarted (or, remote, counted lost). */
   stalled_after_s: number;
+  /** Local worker: silent but using the CPU (working, or starved by a busy machine), it is killed after this long. */
+  busy_stalled_after_s?: number;
   /** Remote workers: the host they run on. */
   host?: string;
   /** Profiles it serves (kind/profile). */

@@ -21,8 +21,11 @@ export type Fault =
   | 'uncaught'
   /** Never checks its cancel signal again (and never ends). */
   | 'ignore-cancel'
-  /** Blocks the worker's event loop in a busy loop, as a native call that never returns: no more heartbeats. */
-  | 'block';
+  /** Blocks the worker's event loop in a wait that uses no CPU, as a native call waiting on a driver that never
+   * answers: no more heartbeats, no CPU time. */
+  | 'block'
+  /** Blocks the worker's event loop in a busy loop that never ends: no more heartbeats, a core's CPU time. */
+  | 'spin';
 
 export interface TestPipelineOptions {
   /** Milliseconds per step (default 2). */
@@ -34,11 +37,14 @@ export interface TestPipelineOptions {
   /** The run fails with this error after its steps. */
   fail?: string;
   fault?: Fault;
+  /** At its first step, a synchronous busy loop of this many milliseconds, then it goes on (a long shader compile,
+   * a CPU step on a busy machine): no heartbeats meanwhile. */
+  busyMs?: number;
 }
 
 type Wire = Omit<TestPipelineOptions, 'gate' | 'log'> & { gate?: ControlRef; log?: ControlRef };
 
-const wire = (o: TestPipelineOptions): Wire => ({ stepMs: o.stepMs, fail: o.fail, fault: o.fault, gate: o.gate?.ref, log: o.log?.ref });
+const wire = (o: TestPipelineOptions): Wire => ({ stepMs: o.stepMs, fail: o.fail, fault: o.fault, busyMs: o.busyMs, gate: o.gate?.ref, log: o.log?.ref });
 
 /** Steps `steps` times, then writes a small png (image) or a byte file (video). */
 export function testPipeline(kind: 'video' | 'image', profile: string, opts: TestPipelineOptions = {}): PipelineModule {
@@ -60,6 +66,12 @@ export function silentSpeech(o: { gate?: Gate } = {}): PipelineModule {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Keeps the thread busy for `ms` (a synchronous call: the event loop waits). */
+function spin(ms: number): void {
+  const until = Date.now() + ms;
+  while (Date.now() < until);
+}
 
 // ---- built inside the GPU worker ----
 
@@ -87,6 +99,7 @@ export function makeTestPipeline(kind: 'video' | 'image', profile: string, o: Wi
           for (let i = 0; i < steps; i++) {
             ctx.stage(STAGE.sample);
             if (o.gate) await waitAtGate(o.gate, ctx.signal);
+            if (i === 0 && o.busyMs) spin(o.busyMs);
             if (i === 0 && o.fault) await misbehave(o.fault);
             await sleep(o.stepMs ?? 2);
             throwIfCancelled(ctx.signal);
@@ -116,10 +129,8 @@ async function misbehave(fault: Fault): Promise<never> {
       throw new Error('boom in a GPU callback');
     });
   }
-  if (fault === 'block') {
-    const until = Date.now() + 10 * 60_000;
-    while (Date.now() < until);
-  }
+  if (fault === 'block') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 * 60_000);
+  if (fault === 'spin') spin(10 * 60_000);
   for (;;) await sleep(50); // 'ignore-cancel', and whatever the others leave running
 }
 

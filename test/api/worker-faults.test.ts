@@ -89,12 +89,14 @@ describe('GPU worker watchdog: DELETE grace, MAX_JOB_S, heartbeats', () => {
   before(async () => {
     t = await startApp({
       builtinPipelines: false,
-      env: { INTERRUPT_GRACE_S: '1', MAX_JOB_S: 'image=3,video=600', WORKER_STALL_S: '3' },
+      env: { INTERRUPT_GRACE_S: '1', MAX_JOB_S: 'image=3,video=600', WORKER_STALL_S: '3', WORKER_BUSY_S: '8' },
       pipelines: [
         testPipeline('image', 'imgmain', { stepMs: 1 }),
         testPipeline('image', 'imgmain_bf16', { fault: 'ignore-cancel' }),
         testPipeline('video', 'fastvid', { fault: 'ignore-cancel' }),
         testPipeline('video', 'turbo_int8', { fault: 'block' }),
+        testPipeline('video', 'fastvid_4step_int8', { fault: 'spin' }),
+        testPipeline('video', 'fastvid_fast', { busyMs: 5000 }),
       ],
     });
   });
@@ -121,12 +123,29 @@ describe('GPU worker watchdog: DELETE grace, MAX_JOB_S, heartbeats', () => {
     assert.equal((await runJob(t, { prompt: 'next', steps: 2 })).status, 'done');
   });
 
-  test('a worker whose event loop stops (no heartbeat for WORKER_STALL_S) is killed; the job says so', async () => {
+  test('a worker whose event loop stops in a wait (no heartbeat, no CPU for WORKER_STALL_S) is killed; the job says so', async () => {
+    const t0 = Date.now();
     const failed = await runJob(t, { prompt: 'x', profile: 'turbo_int8', steps: 2 }, '/api/v1/generate');
     assert.match(failed.error, /^GPU worker was killed: it stopped answering \(no heartbeat for \d+ s\) while sampling; the job was not finished$/);
+    assert.ok(Date.now() - t0 < 7000, `killed after ${Date.now() - t0} ms: the CPU rule held a waiting worker`);
     await apiAnswers(t);
     const h = await health(t);
-    assert.deepEqual([h.watchdog.stalled_after_s, h.watchdog.interrupt_grace_s, h.watchdog.max_job_s.image], [3, 1, 3]);
+    assert.deepEqual([h.watchdog.stalled_after_s, h.watchdog.busy_stalled_after_s, h.watchdog.interrupt_grace_s, h.watchdog.max_job_s.image], [3, 8, 1, 3]);
+    assert.equal((await runJob(t, { prompt: 'next', steps: 2 })).status, 'done');
+  });
+
+  test('a silent worker that uses the CPU (a 5 s synchronous step, as a shader compile on a busy machine) is not killed', async () => {
+    const pid = (await health(t)).worker.pid;
+    const job = await runJob(t, { prompt: 'x', profile: 'fastvid_fast', steps: 2 }, '/api/v1/generate');
+    assert.equal(job.status, 'done', JSON.stringify(job));
+    assert.equal((await health(t)).worker.pid, pid);
+  });
+
+  test('a worker busy on the CPU and silent past WORKER_BUSY_S is killed; the job says so', async () => {
+    const t0 = Date.now();
+    const failed = await runJob(t, { prompt: 'x', profile: 'fastvid_4step_int8', steps: 2 }, '/api/v1/generate');
+    assert.match(failed.error, /^GPU worker was killed: it stopped answering \(no heartbeat for \d+ s, busy on the CPU all along\) while sampling; the job was not finished$/);
+    assert.ok(Date.now() - t0 >= 8000, `killed after ${Date.now() - t0} ms, before WORKER_BUSY_S`);
     assert.equal((await runJob(t, { prompt: 'next', steps: 2 })).status, 'done');
   });
 });

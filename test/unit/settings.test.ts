@@ -9,7 +9,7 @@ const refused = (env: Record<string, string>, name: string) =>
 
 test('worker settings: defaults', () => {
   const s = loadSettings({});
-  assert.deepEqual([s.workers, s.interruptGraceS, s.workerStallS, s.workerNice], ['local', 10, 60, 10]);
+  assert.deepEqual([s.workers, s.interruptGraceS, s.workerStallS, s.workerBusyS, s.workerNice], ['local', 10, 60, 600, 10]);
   assert.deepEqual(s.maxJobS, { video: 10_800, image: 3_600, tts: 1_800 });
   assert.deepEqual(s.maxJobS, DEFAULT_MAX_JOB_S);
 });
@@ -27,6 +27,12 @@ test('WORKERS, INTERRUPT_GRACE_S, WORKER_STALL_S, WORKER_NICE: ranges and names'
   refused({ WORKER_STALL_S: '1' }, 'WORKER_STALL_S=');
   refused({ WORKER_NICE: '20' }, 'WORKER_NICE=');
   assert.equal(loadSettings({ WORKER_NICE: '0' }).workerNice, 0);
+});
+
+test('WORKER_BUSY_S: 10 x WORKER_STALL_S unless set', () => {
+  assert.equal(loadSettings({ WORKER_STALL_S: '30' }).workerBusyS, 300);
+  assert.equal(loadSettings({ WORKER_STALL_S: '30', WORKER_BUSY_S: '45' }).workerBusyS, 45);
+  refused({ WORKER_BUSY_S: '1' }, 'WORKER_BUSY_S=');
 });
 
 test('the worker reads the directories and log level as the API does, and its name', () => {
