@@ -27,6 +27,12 @@ command as run (docs/models/demo.md "The video demo" says what each showed):
   $run --stage export --out /tmp/train/h3-out
   $lab python3 /project/tools/train-demo/video_eval.py --checkpoint /tmp/train/h3-out --steps 9
 
+The times above are from the box of 2026-11-26; on 2026-11-27's (same kind, 2 cores) the same stages took 2.4 x as
+long (VAE 64 min, audio VAE 33 min beside it, latents 19 min beside another job). The work folder does not survive
+a session, so what a session reaches is committed under tools/train-demo/state/minimax-h3/ (the work folder without
+the latents, which the latents stage remakes from the committed VAE; its STATE.md says which stages ran): copy it to
+/tmp/train/h3 (in the lab's root), run the latents stage, and go on with the next stage.
+
 1. Video VAE (AutoencoderKLMiniMaxH3 at the released compression, 16 x 16 x 4, 24 latent channels; an encoder of
    width 8 at every level with no resnets (layers_per_block 0) and one norm group, a 2-layer 32-wide ViT decoder). Its default init erases colour: every conv's
    random bias outweighs the input after a few levels, so eight flat colours encode alike; the encoder's convs start
