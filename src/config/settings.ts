@@ -169,6 +169,7 @@ export function loadSettings(env: Env = process.env): Settings {
   if (host === '') throw new SettingsError('HOST: must not be empty');
   const workers = (env.WORKERS ?? 'local').trim().toLowerCase();
   if (workers !== 'local' && workers !== 'none') throw new SettingsError(`WORKERS=${JSON.stringify(env.WORKERS)}: expected local (start a GPU worker here) or none (no GPU on this host)`);
+  const stallS = int(env, 'WORKER_STALL_S', 60, 2, 3600);
   return {
     port: int(env, 'PORT', 8000, 0, 65535),
     host,
@@ -183,8 +184,8 @@ export function loadSettings(env: Env = process.env): Settings {
     cluster: cluster(env),
     interruptGraceS: int(env, 'INTERRUPT_GRACE_S', 10, 1, 3600),
     maxJobS: maxJobS(env),
-    workerStallS: int(env, 'WORKER_STALL_S', 60, 2, 3600),
-    workerBusyS: int(env, 'WORKER_BUSY_S', 10 * int(env, 'WORKER_STALL_S', 60, 2, 3600), 2, 86_400),
+    workerStallS: stallS,
+    workerBusyS: int(env, 'WORKER_BUSY_S', 10 * stallS, 2, 86_400),
     workerNice: int(env, 'WORKER_NICE', 10, 0, 19),
     sseHeartbeatS: int(env, 'SSE_HEARTBEAT_S', 15, 1, 300),
     outputTtlS: int(env, 'OUTPUT_TTL_S', 0, 0, 10 * 365 * 86_400),

@@ -20,8 +20,8 @@ export interface LocalWorkerOptions {
   demoWeightsDir: string;
   logLevel: string;
   stallS: number;
-  /** Silent but using the CPU: how long before it is killed all the same (a step that never ends). Default 10 x stallS. */
-  busyS?: number;
+  /** Silent but using the CPU: how long before it is killed all the same (a step that never ends; WORKER_BUSY_S). */
+  busyS: number;
   /** nice value of the worker process (0 = as the API). */
   nice: number;
   log: Logger;
@@ -160,7 +160,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
       running: this.heartbeat?.running ?? [],
       heartbeat_age_s: this.state === 'ready' ? Math.round((now() - this.lastWord) * 1000) / 1000 : null,
       stalled_after_s: this.o.stallS,
-      busy_stalled_after_s: this.busyS,
+      busy_stalled_after_s: this.o.busyS,
     };
   }
 
@@ -236,18 +236,14 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
     }, delayS * 1000);
   }
 
-  private get busyS(): number {
-    return this.o.busyS ?? 10 * this.o.stallS;
-  }
-
   private checkStall(): void {
     const quiet = now() - this.lastWord;
     if (this.state === 'ready' && quiet > 1) this.watchCpu();
     if (this.state === 'ready' && quiet > this.o.stallS) {
       const busy = this.cpu ? now() - this.cpu.movedAt <= this.o.stallS : false;
       if (!busy) this.kill(`it stopped answering (no heartbeat for ${Math.round(quiet)} s)`);
-      else if (quiet > this.busyS) this.kill(`it stopped answering (no heartbeat for ${Math.round(quiet)} s, busy on the CPU all along)`);
-      else if (quiet - this.o.stallS <= 1) this.o.log.warn({ pid: this.pid, quiet_s: Math.round(quiet), busy_stalled_after_s: this.busyS }, 'the GPU worker is silent but using the CPU: a long synchronous step, or a busy machine; waiting');
+      else if (quiet > this.o.busyS) this.kill(`it stopped answering (no heartbeat for ${Math.round(quiet)} s, busy on the CPU all along)`);
+      else if (quiet - this.o.stallS <= 1) this.o.log.warn({ pid: this.pid, quiet_s: Math.round(quiet), busy_stalled_after_s: this.o.busyS }, 'the GPU worker is silent but using the CPU: a long synchronous step, or a busy machine; waiting');
     }
     // loading the modules and opening the GPU takes a second or two, more on a busy machine; a hung driver longer
     if (this.state === 'starting' && quiet > Math.max(this.o.stallS, START_S)) this.kill(`it did not start (no hello after ${Math.round(quiet)} s)`);
@@ -265,7 +261,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
 
 /** Starts dist/worker.js (beside this build's main.js) with the settings it shares with the API in its environment,
  * at the worker's CPU priority, with an IPC channel. */
-export function spawnWorker(o: Omit<LocalWorkerOptions, 'stallS' | 'log'>): ChildProcess {
+export function spawnWorker(o: Omit<LocalWorkerOptions, 'stallS' | 'busyS' | 'log'>): ChildProcess {
   const script = o.script ?? join(__dirname, '..', 'worker.js');
   const env: NodeJS.ProcessEnv = {
     ...process.env,

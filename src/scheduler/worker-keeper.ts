@@ -11,7 +11,7 @@ export class WorkerKeeper {
   private quickExits = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly o: Omit<LocalWorkerOptions, 'stallS'> & { log: Logger }) {}
+  constructor(private readonly o: Omit<LocalWorkerOptions, 'stallS' | 'busyS'> & { log: Logger }) {}
 
   start(): void {
     if (this.stopped) return;
