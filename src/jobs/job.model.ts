@@ -93,8 +93,7 @@ export function toJobObject(job: JobRecord, live: { position?: number; running?:
   if ((job.status === 'queued' || job.status === 'running') && live.eta_s !== undefined) o.eta_s = live.eta_s;
   if (job.status === 'running') {
     const r = live.running;
-    // Until the pipeline reports its first step, the job's own step count is the max.
-    o.progress = { value: r?.progress.value ?? 0, max: r?.progress.max || job.steps };
+    o.progress = shownProgress(r?.progress, job.steps);
     o.stage = r?.stage ?? '加载模型';
     o.elapsed = round3(nowS - (r?.started ?? job.started ?? nowS));
   }
@@ -124,4 +123,10 @@ export function toJobObject(job: JobRecord, live: { position?: number; running?:
 
 export function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
+}
+
+/** A running job's progress as the API shows it, in the job object and in stage/progress events alike: until the
+ * pipeline reports its first step, the job's own step count is the max (never "0 of 0"). */
+export function shownProgress(p: { value: number; max: number } | undefined, steps: number): { value: number; max: number } {
+  return { value: p?.value ?? 0, max: p?.max || steps };
 }

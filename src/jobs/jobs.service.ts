@@ -13,7 +13,7 @@ import type { ImageTask, ServedProfile, VideoTask, WorkerTask } from '../worker/
 import { CallbackSender } from './callback.sender';
 import { InputFile, InputProbe } from './input-probe';
 import { newJobId } from './job-id';
-import { JobRecord, round3, toJobObject } from './job.model';
+import { JobRecord, round3, shownProgress, toJobObject } from './job.model';
 import { JobStore } from './job.store';
 import { KilnMetrics } from '../metrics/metrics';
 import { JobEvents } from './job.events';
@@ -346,7 +346,8 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   private onProgress(task: WorkerTask): void {
     const cur = this.scheduler.running(task.id);
     if (!cur || task.kind === 'tts') return; // a speech request: no job, no events
-    const delta = { id: task.id, status: 'running', stage: cur.stage, progress: cur.progress, elapsed: round3(Date.now() / 1000 - cur.started), eta_s: this.scheduler.etaS(task.id) };
+    const steps = this.store.get(task.id)?.steps ?? 0;
+    const delta = { id: task.id, status: 'running', stage: cur.stage, progress: shownProgress(cur.progress, steps), elapsed: round3(Date.now() / 1000 - cur.started), eta_s: this.scheduler.etaS(task.id) };
     const type = this.lastStage.get(task.id) === cur.stage ? 'progress' : 'stage';
     this.lastStage.set(task.id, cur.stage);
     this.events.publish(task.id, type, delta);

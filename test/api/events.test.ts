@@ -87,6 +87,10 @@ describe('live job events', () => {
     const progress = s.events.filter((e) => e.event === 'progress').map((e) => e.data);
     assert.deepEqual(progress.at(-1).progress, { value: 3, max: 3 });
     assert.ok(progress.every((p) => p.id === job.id && p.status === 'running' && typeof p.stage === 'string'));
+    // Before the first step a delta shows the job's own step count as the max, as the job object does (a stage event
+    // sent "0 of 0", and the page showed "Step 0 of 0": the page test's CI failure on 2026-11-27).
+    const deltas = s.events.filter((e) => e.event === 'stage' || e.event === 'progress').map((e) => e.data.progress);
+    assert.ok(deltas.every((p) => p.max === 3), JSON.stringify(deltas));
   });
 
   test('Last-Event-ID or ?after=N resumes after that event, without gaps or duplicates', async () => {
