@@ -454,6 +454,11 @@ def unpatch(rows: torch.Tensor) -> torch.Tensor:
     return r.reshape(B, 24, -1, LATENT_H, LATENT_W)
 
 
+# The unshifted grid points (below 1) at which the demo's profiles evaluate: 4, 6 and 8 evaluations on q = (N - i) / N
+# (fastvid_4step_int8, fastvid_fast, fastvid; sigmas.ts 'evaluations'). --sigmas grid trains a quarter of its steps there.
+SAMPLER_QS = sorted({round((n - i) / n, 6) for n in (4, 6, 8) for i in range(1, n)})
+
+
 def shift(u: float, s: float) -> float:
     return s * u / (1 + (s - 1) * u)
 
@@ -539,6 +544,46 @@ def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
     return out
 
 
+@torch.no_grad()
+def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -> dict:
+    """End to end in latent space, as the service samples a distilled profile: `evaluations` forwards on the shifted
+    grid q_i = (N - i) / N then 0 (video shift 12, audio 3), each step x0 = x + sigma v, x_next = r x + (1 - r) x0
+    with r = sigma_next / sigma (sigmas.ts). For the probe's 8 prompts: is the clip nearest to the result (among the
+    asked background's) of the asked colour and direction, does the ball's latent path go the asked way, is the
+    audio nearest the asked beep. The sigma-1 probe can be right while this is wrong (the clip's colour smeared
+    along its path by the later steps): this is the number that predicts video_eval.py's."""
+    gen = torch.Generator().manual_seed(gen_seed)
+    amean = {b: data.audio[b][:data.phases].mean(0) for b in BEEPS}
+    flat = data.video[:, :, :data.frames].float().flatten(1)
+    qs = [(evaluations - i) / evaluations for i in range(evaluations)] + [0.0]
+    right = {"color_on_bg": 0, "direction_on_bg": 0, "path": 0, "beep": 0, "all": 0}
+    mse = []
+    for k in [((i * 67) % len(data.prompts)) for i in range(8)]:
+        ids = data.ids[k]
+        T = len(ids)
+        x0, a0 = data.batch([k], gen)
+        x, a = torch.randn(x0.shape, generator=gen), torch.randn(a0.shape, generator=gen)
+        enc = text_embeds(te, [ids])
+        for q, qn in zip(qs, qs[1:]):
+            sv, sa, svn, san = shift(q, 12.0), shift(q, 3.0), shift(qn, 12.0), shift(qn, 3.0)
+            v, va = dit_forward(tr, enc, x, a, data.layouts[T], T, sv, sa)
+            xh = x + sv * unpatch(v)
+            ah = a + sa * va.view(1, 2, AUDIO_LATENTS, 32).permute(0, 1, 3, 2)
+            x = (svn / sv) * x + (1 - svn / sv) * xh
+            a = (san / sa) * a + (1 - san / sa) * ah
+        mse.append(float((x - x0).pow(2).mean()))
+        cc, dd, bb = data.table[data.prompts[k][0]]
+        same = [i for i, t in enumerate(data.table) if t[2] == bb]
+        j = same[int(torch.cdist(x.flatten(1), flat[same]).argmin())]
+        ok = {"color_on_bg": data.table[j][0] == cc, "direction_on_bg": data.table[j][1] == dd,
+              "path": latent_direction(x[0]) == dd,
+              "beep": min(BEEPS, key=lambda s: float((a[0] - amean[s]).pow(2).mean())) == data.prompts[k][1]}
+        for key, val in ok.items():
+            right[key] += val
+        right["all"] += ok["color_on_bg"] and ok["path"] and ok["beep"]
+    return {"sampled_mse": round(float(np.mean(mse)), 4), "evaluations": evaluations, "sampled_of_8": right}
+
+
 class AttributeHeads(torch.nn.Module):
     """Training-only linear heads (never exported) that read the prompt's attributes (ball color, direction,
     background, beep) off the mean of the DiT's refined text rows (context_embedder + token_refiner). The demo
@@ -592,8 +637,10 @@ def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str
         n, na = torch.randn(x0.shape, generator=gen), torch.randn(a0.shape, generator=gen)
         u = float(torch.rand(1, generator=gen))
         u = 1 - (1 - u) ** 2  # weighted toward 1
-        if sigmas == "one" or (sigmas == "onemix" and step % 2 == 0):
+        if sigmas == "one" or (sigmas in ("onemix", "grid") and step % 2 == 0):
             u = 1.0
+        elif sigmas == "grid" and step % 4 == 1:  # the sampler's own grid points: where the profiles evaluate
+            u = SAMPLER_QS[int(torch.randint(0, len(SAMPLER_QS), (1,), generator=gen))]
         sv, sa = shift(u, 12.0), shift(u, 3.0)
         x_s, a_s = (1 - sv) * x0 + sv * n, (1 - sa) * a0 + sa * na
         enc = text_embeds(te, [data.ids[k] for k in ks])
@@ -618,6 +665,8 @@ def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str
         if probe_every and (step % probe_every == probe_every - 1):
             tr.eval()
             log(f"probe {step}: {probe(te, tr, data, tok)}")
+            if sigmas != "one":  # flow runs: what sampling end to end makes
+                log(f"sample probe {step}: {sample_probe(te, tr, data)}")
             tr.train()
         if snapshot and step % 200 == 199:
             snapshot(step, losses)
@@ -664,7 +713,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=2, help="--stage dit: prompts per step (one token length); vae_decoder: crops")
     ap.add_argument("--crops", type=int, default=120, help="--stage vae_decoder: crops encoded once for the decoder's steps")
-    ap.add_argument("--sigmas", choices=["high", "one", "onemix"], default="one")
+    ap.add_argument("--sigmas", choices=["high", "one", "onemix", "grid"], default="one",
+                    help="one: sigma 1 only; onemix: every other step at sigma 1, the rest drawn; grid: as onemix, half the drawn ones on the profiles' grid points")
     ap.add_argument("--ball-weight", type=float, default=8.0)
     ap.add_argument("--resume", action="store_true", help="--stage vae / dit: go on from the work folder's weights")
     ap.add_argument("--probe-every", type=int, default=100)
@@ -800,6 +850,8 @@ def main():
         log(f"prompt lengths {({T: len(v) for T, v in sorted(data.by_len.items())})}")
         if a.stage == "probe":
             log(f"probe: {probe(te, tr, data, tok)}")
+            for n in (8, 4):
+                log(f"sample probe: {sample_probe(te, tr, data, n)}")
             return
 
         def snapshot(step, losses):
@@ -823,6 +875,7 @@ def main():
         runs.append({"sigmas": a.sigmas, "lr": a.lr, "batch": a.batch, "losses": losses, "seconds": time.time() - t0})
         json.dump({"runs": runs}, open(lp, "w"))
         log(f"probe after: {probe(te, tr, data, tok)}")
+        log(f"sample probe after: {sample_probe(te, tr, data)}")
         log(f"dit run done in {time.time() - t0:.0f} s")
 
     elif a.stage == "export":

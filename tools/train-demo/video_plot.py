@@ -2,7 +2,7 @@
 
   python3 tools/train-demo/video_plot.py --work /tmp/train/h3 --out docs/images/demo-video-losses.png
 
-Panels: the video VAE's loss, the audio VAE's, and the transformer's video and audio losses over its runs one after
+Panels: the video VAE's loss (and its decoder-only stage's, if it ran), the audio VAE's, and the transformer's video and audio losses over its runs one after
 the other (dit_losses.json; a run with a ball weight logs the weighted video loss; sigma-1 runs and flow runs see
 different losses, so the curve jumps where a run changes its sigmas)."""
 import argparse
@@ -24,7 +24,10 @@ def main():
                         ("audio_vae_losses.json", "audio VAE (L1 + multi-resolution STFT)")):
         p = os.path.join(a.work, name)
         if os.path.exists(p):
-            panels.append(panel(json.load(open(p))["losses"], title))
+            d = json.load(open(p))
+            panels.append(panel(d["losses"], title))
+            if d.get("decoder_losses"):  # --stage vae_decoder: the decoder alone on the frozen encoder's latents
+                panels.append(panel(d["decoder_losses"], "video VAE decoder alone (L1 + MSE)"))
     p = os.path.join(a.work, "dit_losses.json")
     if os.path.exists(p):
         runs = json.load(open(p))["runs"]
