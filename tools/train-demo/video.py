@@ -174,9 +174,19 @@ def train_vae(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, seed: int) -> 
     return losses
 
 
-def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops: int, batch: int, seed: int) -> list[float]:
+def pixel_ball_weight(target: torch.Tensor, w: float) -> torch.Tensor:
+    """(B, 1, F, H, W): 1 + w on the pixels that differ from the clip's background (its median colour): the ball, a
+    few % of a frame, which a whole-frame loss lets the decoder draw small, blurred and off-colour (seen 2026-11-27:
+    a green ball decoded blue-grey at a whole-clip MAE of 3 / 255)."""
+    bg = target.flatten(2).median(dim=2).values[:, :, None, None, None]
+    return 1 + w * ((target - bg).abs().sum(1, keepdim=True) > 0.1).float()
+
+
+def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops: int, batch: int, seed: int,
+                      ball_w: float = 0.0) -> list[float]:
     """The decoder (and post_quant_conv) alone, on the frozen encoder's latents of `crops` random 22-frame crops,
-    encoded once: a decoder step costs ~1/30 of an encoder step on the CPU."""
+    encoded once: a decoder step costs ~1/30 of an encoder step on the CPU. ball_w > 0 weights the ball's pixels
+    (pixel_ball_weight); the latents, and so the transformer trained on them, stay valid."""
     rng = random.Random(seed)
     vae.use_tiling = False
     cache = []
@@ -198,7 +208,12 @@ def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops:
         z = torch.cat([p[0] for p in pick])
         target = torch.cat([p[1] for p in pick])
         out = from_vae(vae._decode(z))
-        loss = F.l1_loss(out, target) + F.mse_loss(out, target)
+        if ball_w:
+            wgt = pixel_ball_weight(target, ball_w)
+            d = out - target
+            loss = ((d.abs() + d.pow(2)) * wgt).sum() / (wgt.sum() * 3)
+        else:
+            loss = F.l1_loss(out, target) + F.mse_loss(out, target)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -217,7 +232,7 @@ def eval_vae(vae: AutoencoderKLMiniMaxH3, n: int = 4) -> list[float]:
     does), decoded through upstream's tiled decode as the pipeline runs it."""
     rng = random.Random(SEED + 9)
     table = video_table()
-    errs = []
+    errs, balls = [], []
     for i in range(n):
         c, d, b = table[(i * 61) % len(table)]
         clip = draw_clip(c, d, b, jitter=rng)
@@ -227,7 +242,14 @@ def eval_vae(vae: AutoencoderKLMiniMaxH3, n: int = 4) -> list[float]:
         out = from_vae(vae.decode(z).sample).clamp(0, 1)
         target = torch.from_numpy(clip).permute(3, 0, 1, 2)[None].float() / 255.0
         errs.append(round(float((out - target).abs().mean()) * 255, 2))
-        log(f"vae eval {c} {d} on {b}: latents {tuple(z.shape)} MAE {errs[-1]} / 255")
+        # the ball as video_eval.py judges it: the mean of the pixels off the background, nearest of the palette
+        frames = (out[0].permute(1, 2, 3, 0).numpy() * 255).round().astype(np.uint8)
+        bg = np.median(frames[len(frames) // 2].reshape(-1, 3), axis=0)
+        mask = np.abs(frames.astype(np.int32) - bg.astype(np.int32)).sum(-1) > 60
+        seen = min(COLORS, key=lambda k: sum((float(u) - v) ** 2 for u, v in zip(frames[mask].mean(0), COLORS[k]))) if mask.sum() > 50 else None
+        balls.append(seen == c)
+        log(f"vae eval {c} {d} on {b}: latents {tuple(z.shape)} MAE {errs[-1]} / 255, ball seen as {seen}")
+    log(f"vae eval: ball colour right in {sum(balls)} of {n}")
     return errs
 
 
@@ -510,7 +532,7 @@ def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
     amean = {b: data.audio[b][:data.phases].mean(0) for b in BEEPS}
     amean_all = (amean["high"] + amean["low"]) / 2
     ks = [((i * 67) % len(data.prompts)) for i in range(8)]
-    mse, mse0, mseu, amse, amse0, amseu = [], [], [], [], [], []
+    mse, mse0, mseu, amse, amse0, amseu, drawn = [], [], [], [], [], [], []
     right = {"color": 0, "direction": 0, "background": 0, "beep": 0, "color_on_bg": 0, "direction_on_bg": 0, "path": 0}
     flat = data.video[:, :, :data.frames].float().flatten(1)
     for k in ks:
@@ -522,6 +544,7 @@ def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
         v, va = dit_forward(tr, enc, n, na, data.layouts[T], T, 1.0, 1.0)
         xh = unpatch(v) + n
         ah = va.view(1, 2, AUDIO_LATENTS, 32).permute(0, 1, 3, 2) + na
+        drawn.append(ball_drawn(xh, x0))
         mse.append(float((xh - x0).pow(2).mean())); mse0.append(float(x0.pow(2).mean())); mseu.append(float((vmean - x0).pow(2).mean()))
         amse.append(float((ah - a0).pow(2).mean())); amse0.append(float(a0.pow(2).mean())); amseu.append(float((amean_all - a0).pow(2).mean()))
         j = int(torch.cdist(xh.flatten(1), flat).argmin())
@@ -541,7 +564,20 @@ def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
     out["sigma1_video_mse"] = (round(np.mean(mse), 4), "zero", round(np.mean(mse0), 4), "mean clip", round(np.mean(mseu), 4))
     out["sigma1_audio_mse"] = (round(np.mean(amse), 4), "zero", round(np.mean(amse0), 4), "mean tone", round(np.mean(amseu), 4))
     out["sigma1_nearest_of_8"] = right
+    out["sigma1_ball_drawn"] = round(float(np.mean(drawn)), 3)
     return out
+
+
+def ball_drawn(x: torch.Tensor, x0: torch.Tensor) -> float:
+    """How much of the ball a latent x (1, C, F, H, W) draws: on the target's ball cells (ball_weight's mask), 1 minus
+    the error over the error of a clip with no ball (the target's median latent everywhere). 1: the ball as the
+    target has it; 0: no ball, or as far off as none. The nearest-clip checks can be right with a faint ball (the
+    ball is ~2 % of the cells); this is the number that says how strongly it is drawn."""
+    mask = ball_weight(x0, 1.0)[:, None] > 1.5  # (1, 1, F, H, W)
+    med = x0.flatten(2).median(dim=2).values[:, :, None, None, None]
+    err = ((x - x0).pow(2) * mask).sum()
+    none = ((med - x0).pow(2) * mask).sum()
+    return float(1 - err / none.clamp_min(1e-9))
 
 
 @torch.no_grad()
@@ -557,7 +593,7 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
     flat = data.video[:, :, :data.frames].float().flatten(1)
     qs = [(evaluations - i) / evaluations for i in range(evaluations)] + [0.0]
     right = {"color_on_bg": 0, "direction_on_bg": 0, "path": 0, "beep": 0, "all": 0}
-    mse = []
+    mse, drawn = [], []
     for k in [((i * 67) % len(data.prompts)) for i in range(8)]:
         ids = data.ids[k]
         T = len(ids)
@@ -572,6 +608,7 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
             x = (svn / sv) * x + (1 - svn / sv) * xh
             a = (san / sa) * a + (1 - san / sa) * ah
         mse.append(float((x - x0).pow(2).mean()))
+        drawn.append(ball_drawn(x, x0))
         cc, dd, bb = data.table[data.prompts[k][0]]
         same = [i for i, t in enumerate(data.table) if t[2] == bb]
         j = same[int(torch.cdist(x.flatten(1), flat[same]).argmin())]
@@ -581,7 +618,7 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
         for key, val in ok.items():
             right[key] += val
         right["all"] += ok["color_on_bg"] and ok["path"] and ok["beep"]
-    return {"sampled_mse": round(float(np.mean(mse)), 4), "evaluations": evaluations, "sampled_of_8": right}
+    return {"sampled_mse": round(float(np.mean(mse)), 4), "ball_drawn": round(float(np.mean(drawn)), 3), "evaluations": evaluations, "sampled_of_8": right}
 
 
 class AttributeHeads(torch.nn.Module):
@@ -716,6 +753,8 @@ def main():
     ap.add_argument("--sigmas", choices=["high", "one", "onemix", "grid"], default="one",
                     help="one: sigma 1 only; onemix: every other step at sigma 1, the rest drawn; grid: as onemix, half the drawn ones on the profiles' grid points")
     ap.add_argument("--ball-weight", type=float, default=8.0)
+    ap.add_argument("--vae-ball-weight", type=float, default=0.0, help="--stage vae_decoder: extra weight on the ball's pixels")
+    ap.add_argument("--eval-clips", type=int, default=4, help="--stage vae_decoder: whole clips the VAE check decodes")
     ap.add_argument("--resume", action="store_true", help="--stage vae / dit: go on from the work folder's weights")
     ap.add_argument("--probe-every", type=int, default=100)
     ap.add_argument("--stop-after", type=int)
@@ -762,8 +801,11 @@ def main():
     elif a.stage == "vae_decoder":
         vae = AutoencoderKLMiniMaxH3.from_pretrained(os.path.join(parts, "vae"))
         prev = json.load(open(os.path.join(a.work, "vae_losses.json")))
-        losses = train_vae_decoder(vae, a.steps, a.lr, a.crops, a.batch, SEED + 5 + len(prev["losses"]))
-        errs = eval_vae(vae)
+        log("before:")
+        eval_vae(vae, a.eval_clips)
+        losses = train_vae_decoder(vae, a.steps, a.lr, a.crops, a.batch, SEED + 5 + len(prev["losses"]) + len(prev.get("decoder_losses", [])),
+                                   a.vae_ball_weight)
+        errs = eval_vae(vae, a.eval_clips)
         vae.save_pretrained(os.path.join(parts, "vae"), safe_serialization=True)
         json.dump({"losses": prev["losses"], "decoder_losses": prev.get("decoder_losses", []) + losses,
                    "eval_mae_255": errs}, open(os.path.join(a.work, "vae_losses.json"), "w"))
