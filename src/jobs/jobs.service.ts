@@ -346,8 +346,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   private onProgress(task: WorkerTask): void {
     const cur = this.scheduler.running(task.id);
     if (!cur || task.kind === 'tts') return; // a speech request: no job, no events
-    const steps = this.store.get(task.id)?.steps ?? 0;
-    const delta = { id: task.id, status: 'running', stage: cur.stage, progress: shownProgress(cur.progress, steps), elapsed: round3(Date.now() / 1000 - cur.started), eta_s: this.scheduler.etaS(task.id) };
+    const delta = { id: task.id, status: 'running', stage: cur.stage, progress: shownProgress(cur.progress, task.params.steps), elapsed: round3(Date.now() / 1000 - cur.started), eta_s: this.scheduler.etaS(task.id) };
     const type = this.lastStage.get(task.id) === cur.stage ? 'progress' : 'stage';
     this.lastStage.set(task.id, cur.stage);
     this.events.publish(task.id, type, delta);
