@@ -73,8 +73,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procedural import COLORS  # noqa: E402
-from procedural_video import (AUDIO_LATENTS, BEEPS, DIRECTIONS, FRAMES, HEIGHT, SAMPLES, WIDTH, draw_clip,  # noqa: E402
-                              prompt_of, tone, video_table)
+from procedural_video import (AUDIO_LATENTS, BEEPS, DIRECTIONS, FRAMES, HEIGHT, SAMPLES, WIDTH, background_and_ball,  # noqa: E402
+                              draw_clip, prompt_of, tone, video_table)
 
 from diffusers import AutoencoderKLMiniMaxH3, AutoencoderKLMiniMaxH3Audio, MiniMaxH3Transformer3DModel  # noqa: E402
 from diffusers.modular_pipelines.minimax_h3.before_denoise import (MiniMaxH3PrepareLayoutStep,  # noqa: E402
@@ -242,11 +242,8 @@ def eval_vae(vae: AutoencoderKLMiniMaxH3, n: int = 4) -> list[float]:
         out = from_vae(vae.decode(z).sample).clamp(0, 1)
         target = torch.from_numpy(clip).permute(3, 0, 1, 2)[None].float() / 255.0
         errs.append(round(float((out - target).abs().mean()) * 255, 2))
-        # the ball as video_eval.py judges it: the mean of the pixels off the background, nearest of the palette
-        frames = (out[0].permute(1, 2, 3, 0).numpy() * 255).round().astype(np.uint8)
-        bg = np.median(frames[len(frames) // 2].reshape(-1, 3), axis=0)
-        mask = np.abs(frames.astype(np.int32) - bg.astype(np.int32)).sum(-1) > 60
-        seen = min(COLORS, key=lambda k: sum((float(u) - v) ** 2 for u, v in zip(frames[mask].mean(0), COLORS[k]))) if mask.sum() > 50 else None
+        # the ball's colour as video_eval.py judges it
+        _, seen = background_and_ball((out[0].permute(1, 2, 3, 0).numpy() * 255).round().astype(np.uint8))
         balls.append(seen == c)
         log(f"vae eval {c} {d} on {b}: latents {tuple(z.shape)} MAE {errs[-1]} / 255, ball seen as {seen}")
     log(f"vae eval: ball colour right in {sum(balls)} of {n}")
@@ -505,6 +502,18 @@ def latent_direction(x: torch.Tensor) -> str | None:
     return ("right" if dx > 0 else "left") if abs(dx) > abs(dy) else ("down" if dy > 0 else "up")
 
 
+def probe_prompts(data: "Data") -> list[int]:
+    """The 8 prompts (indices into data.prompts) both probes check."""
+    return [((i * 67) % len(data.prompts)) for i in range(8)]
+
+
+def nearest_on_background(x: torch.Tensor, flat: torch.Tensor, data: "Data", background: str) -> tuple[str, str, str]:
+    """The clip (colour, direction, background) nearest to latent x among those on `background` (the background
+    dominates the distance, so the ball's colour and path are read among its clips)."""
+    same = [i for i, t in enumerate(data.table) if t[2] == background]
+    return data.table[same[int(torch.cdist(x.flatten(1), flat[same]).argmin())]]
+
+
 @torch.no_grad()
 def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
     """What tells whether the prompt gets through: the text embeddings' cosines (last token, mean over tokens, least
@@ -531,7 +540,7 @@ def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
     vmean = data.video[:, :, :data.frames].float().mean(0)
     amean = {b: data.audio[b][:data.phases].mean(0) for b in BEEPS}
     amean_all = (amean["high"] + amean["low"]) / 2
-    ks = [((i * 67) % len(data.prompts)) for i in range(8)]
+    ks = probe_prompts(data)
     mse, mse0, mseu, amse, amse0, amseu, drawn = [], [], [], [], [], [], []
     right = {"color": 0, "direction": 0, "background": 0, "beep": 0, "color_on_bg": 0, "direction_on_bg": 0, "path": 0}
     flat = data.video[:, :, :data.frames].float().flatten(1)
@@ -555,12 +564,10 @@ def probe(te, tr, data: Data, tok, gen_seed: int = 7) -> dict:
         right["background"] += b == bb
         beep = min(BEEPS, key=lambda s: float((ah[0] - amean[s]).pow(2).mean()))
         right["beep"] += beep == data.prompts[k][1]
-        # among the clips on the asked background (the background dominates the distance): the ball's colour and path
-        same = [i for i, t in enumerate(data.table) if t[2] == bb]
-        j = same[int(torch.cdist(xh.flatten(1), flat[same]).argmin())]
+        seen = nearest_on_background(xh, flat, data, bb)
         right["path"] += latent_direction(xh[0]) == dd
-        right["color_on_bg"] += data.table[j][0] == cc
-        right["direction_on_bg"] += data.table[j][1] == dd
+        right["color_on_bg"] += seen[0] == cc
+        right["direction_on_bg"] += seen[1] == dd
     out["sigma1_video_mse"] = (round(np.mean(mse), 4), "zero", round(np.mean(mse0), 4), "mean clip", round(np.mean(mseu), 4))
     out["sigma1_audio_mse"] = (round(np.mean(amse), 4), "zero", round(np.mean(amse0), 4), "mean tone", round(np.mean(amseu), 4))
     out["sigma1_nearest_of_8"] = right
@@ -594,7 +601,7 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
     qs = [(evaluations - i) / evaluations for i in range(evaluations)] + [0.0]
     right = {"color_on_bg": 0, "direction_on_bg": 0, "path": 0, "beep": 0, "all": 0}
     mse, drawn = [], []
-    for k in [((i * 67) % len(data.prompts)) for i in range(8)]:
+    for k in probe_prompts(data):
         ids = data.ids[k]
         T = len(ids)
         x0, a0 = data.batch([k], gen)
@@ -610,9 +617,8 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
         mse.append(float((x - x0).pow(2).mean()))
         drawn.append(ball_drawn(x, x0))
         cc, dd, bb = data.table[data.prompts[k][0]]
-        same = [i for i, t in enumerate(data.table) if t[2] == bb]
-        j = same[int(torch.cdist(x.flatten(1), flat[same]).argmin())]
-        ok = {"color_on_bg": data.table[j][0] == cc, "direction_on_bg": data.table[j][1] == dd,
+        seen = nearest_on_background(x, flat, data, bb)
+        ok = {"color_on_bg": seen[0] == cc, "direction_on_bg": seen[1] == dd,
               "path": latent_direction(x[0]) == dd,
               "beep": min(BEEPS, key=lambda s: float((a[0] - amean[s]).pow(2).mean())) == data.prompts[k][1]}
         for key, val in ok.items():

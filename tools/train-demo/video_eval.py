@@ -20,16 +20,12 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "golden"))
-from procedural import COLORS  # noqa: E402
-from procedural_video import BEEPS, DIRECTIONS, FRAMES, HEIGHT, WIDTH, all_prompts, ball_centroid, prompt_of  # noqa: E402
+from procedural_video import (BEEPS, DIRECTIONS, FRAMES, HEIGHT, WIDTH, all_prompts, background_and_ball,  # noqa: E402
+                              ball_centroid, nearest_color, prompt_of)
 from minimax_h3_pipeline import load_pipeline  # noqa: E402
 from diffusers.modular_pipelines.minimax_h3.modular_pipeline import MiniMaxH3ModularPipeline  # noqa: E402
 
 MiniMaxH3ModularPipeline.min_duration = property(lambda self: 1.0)
-
-
-def nearest(rgb) -> str:
-    return min(COLORS, key=lambda c: sum((float(a) - b) ** 2 for a, b in zip(rgb, COLORS[c])))
 
 
 def prompts_8(seed: int = 18) -> list[tuple[str, str, str, str]]:
@@ -44,14 +40,9 @@ def prompts_8(seed: int = 18) -> list[tuple[str, str, str, str]]:
 
 def judge(frames: np.ndarray, audio: np.ndarray, rate: int) -> dict:
     """frames (F, H, W, 3) uint8, audio (2, samples): what the clip shows and sounds like."""
-    mid = frames[len(frames) // 2].astype(np.float32)
-    border = np.concatenate([mid[:8].reshape(-1, 3), mid[-8:].reshape(-1, 3), mid[:, :8].reshape(-1, 3), mid[:, -8:].reshape(-1, 3)])
-    bg_rgb = np.median(border, axis=0)
-    bg = nearest(bg_rgb)
+    bg_rgb, ball = background_and_ball(frames)
+    bg = nearest_color(bg_rgb)
     cents = ball_centroid(frames, tuple(int(v) for v in bg_rgb))
-    diff = np.abs(frames.astype(np.int32) - bg_rgb.astype(np.int32)).sum(-1)
-    mask = diff > 60
-    ball = nearest(frames[mask].mean(0)) if mask.sum() > 50 else None
     q = max(1, len(frames) // 4)
     first = [c for c in cents[:q] if c]
     last = [c for c in cents[-q:] if c]
