@@ -27,8 +27,13 @@ command as run (docs/models/demo.md "The video demo" says what each showed):
   $run --stage export --out /tmp/train/h3-out
   $lab python3 /project/tools/train-demo/video_eval.py --checkpoint /tmp/train/h3-out --steps 9
 
+The recipe as 2026-11-27's evening session ran it from the committed state (STATE.md there has every number): the
+decoder again with the ball's pixels weighted, `--stage vae_decoder --steps 600 --lr 1e-3 --vae-ball-weight 8
+--eval-clips 8 --crops 60`, and the last DiT stage as `--stage dit --resume --steps 1000 --lr 5e-4 --sigmas grid
+--aux-weight 1` (the earlier `onemix` run above lost to it side by side).
+
 The times above are from the box of 2026-11-26; on 2026-11-27's (same kind, 2 cores) the same stages took 2.4 x as
-long (VAE 64 min, audio VAE 33 min beside it, latents 19 min beside another job). The work folder does not survive
+long (VAE 64 min, audio VAE 33 min beside it, latents 19 min beside another job). The work folder may not survive
 a session, so what a session reaches is committed under tools/train-demo/state/minimax-h3/ (the work folder without
 the latents, which the latents stage remakes from the committed VAE; its STATE.md says which stages ran): copy it to
 /tmp/train/h3 (in the lab's root), run the latents stage, and go on with the next stage.
