@@ -30,7 +30,10 @@ command as run (docs/models/demo.md "The video demo" says what each showed):
 The recipe as 2026-11-27's evening session ran it from the committed state (STATE.md there has every number): the
 decoder again with the ball's pixels weighted, `--stage vae_decoder --steps 600 --lr 1e-3 --vae-ball-weight 8
 --eval-clips 8 --crops 60`, and the last DiT stage as `--stage dit --resume --steps 1000 --lr 5e-4 --sigmas grid
---aux-weight 1` (the earlier `onemix` run above lost to it side by side).
+--aux-weight 1` (the earlier `onemix` run above lost to it side by side). The night session's decoder runs from
+there: `--stage vae_decoder --steps 1500 --lr 1e-3 --vae-ball-weight 8 --latent-noise 0.3 --eval-clips 8`, then
+`--stage vae_decoder --steps 700 --lr 1e-3 --vae-ball-weight 8 --denoised 90 --crops 30 --eval-clips 8` (pairs of
+the DiT's own x0 estimates and their clips); both checks of the decoder rose, the end-to-end one did not (STATE.md).
 
 The times above are from the box of 2026-11-26; on 2026-11-27's (same kind, 2 cores) the same stages took 2.4 x as
 long (VAE 64 min, audio VAE 33 min beside it, latents 19 min beside another job). The work folder may not survive
@@ -93,6 +96,10 @@ PIXEL_MEAN = torch.tensor((0.485, 0.456, 0.406)).view(1, 3, 1, 1, 1)  # the pipe
 PIXEL_STD = torch.tensor((0.229, 0.224, 0.225)).view(1, 3, 1, 1, 1)
 TEXT_LAYER = 50  # the pipeline's text_encoder_layer
 LATENT_FRAMES, LATENT_H, LATENT_W = 12, HEIGHT // 16, WIDTH // 16
+# The latent frames that start one of the VAE's 17-frame clips (39 frames: clips of 17, 17, 5 -> latents 5, 5, 2): each
+# codes one pixel frame on its own and looks alike across the clip, so a DiT that mixes them up draws the ball at the
+# start and the end of its path in the first and last frames (seen through the pipeline, 2026-11-27).
+KEY_LATENT_FRAMES = (0, 5, 10)
 T0 = time.time()
 
 
@@ -188,10 +195,12 @@ def pixel_ball_weight(target: torch.Tensor, w: float) -> torch.Tensor:
 
 
 def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops: int, batch: int, seed: int,
-                      ball_w: float = 0.0) -> list[float]:
+                      ball_w: float = 0.0, latent_noise: float = 0.0, extra: list | None = None) -> list[float]:
     """The decoder (and post_quant_conv) alone, on the frozen encoder's latents of `crops` random 22-frame crops,
     encoded once: a decoder step costs ~1/30 of an encoder step on the CPU. ball_w > 0 weights the ball's pixels
-    (pixel_ball_weight); the latents, and so the transformer trained on them, stay valid."""
+    (pixel_ball_weight); the latents, and so the transformer trained on them, stay valid. latent_noise > 0 adds
+    Gaussian noise of up to that many latents_std per channel (a uniform draw per crop), so that the decoder also
+    draws the right ball from a sampled latent, which misses the clip's own latent by ~0.16 std (sampled MSE 0.0255)."""
     rng = random.Random(seed)
     vae.use_tiling = False
     cache = []
@@ -201,17 +210,22 @@ def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops:
             cache.append((vae._encode((target - PIXEL_MEAN) / PIXEL_STD)[:, :24].clone(), target))
             if i % 25 == 0:
                 log(f"decoder cache {i}/{crops}")
+    cache += extra or []  # denoised_crops' pairs
     params = list(vae.decoder.parameters()) + list(vae.post_quant_conv.parameters())
     for p in vae.encoder.parameters():
         p.requires_grad_(False)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.05)
+    std = torch.tensor(vae.config.latents_std)[None, :, None, None, None]
     vae.train()
     losses = []
     for step in range(steps):
         pick = [cache[rng.randrange(len(cache))] for _ in range(batch)]
         z = torch.cat([p[0] for p in pick])
         target = torch.cat([p[1] for p in pick])
+        if latent_noise:
+            scale = torch.tensor([rng.uniform(0, latent_noise) for _ in pick])[:, None, None, None, None]
+            z = z + torch.randn(z.shape, generator=torch.Generator().manual_seed(rng.randrange(2**31))) * std * scale
         out = from_vae(vae._decode(z))
         if ball_w:
             wgt = pixel_ball_weight(target, ball_w)
@@ -229,6 +243,46 @@ def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops:
             log(f"vae decoder {step}/{steps} loss {np.mean(losses[-50:]):.4f}")
     vae.eval()
     return losses
+
+
+# The last grid points of the profiles' samplers (fastvid 1/8, fastvid_fast 1/6, the 4-step profile 1/4): the sampled
+# clip is the DiT's x0 prediction at one of these, so those are the latents the decoder is shown (denoised_crops).
+DECODER_QS = (1 / 8, 1 / 6, 1 / 4)
+
+
+@torch.no_grad()
+def denoised_crops(vae: AutoencoderKLMiniMaxH3, random_dir: str, work: str, n: int, seed: int) -> list:
+    """n forwards of the work folder's DiT, two (latent, pixels) crop pairs each, as vae_batch crops them: the latent is
+    the DiT's x0 prediction from a training clip noised to a DECODER_QS sigma (x0 + sigma v, as the sampler's last
+    step), the pixels are that clip as encode_clips drew it. A sampled latent misses the clip's own (ball_drawn
+    ~0.89: the ball fainter, its edges blurred), and a decoder shown only clean latents draws such a ball as a blend
+    with the background; shown these, it learns to draw the clip. The DiT stays as it is."""
+    tok, te, tr = load_trained_dit(random_dir, work)
+    data = Data(work, tok)
+    mean = torch.tensor(vae.config.latents_mean)[None, :, None, None, None]
+    std = torch.tensor(vae.config.latents_std)[None, :, None, None, None]
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    table = video_table()
+    out = []
+    for j in range(n):
+        i, beep = rng.randrange(len(table)), rng.choice(list(BEEPS))
+        k = data.prompts.index((i, beep))
+        T = len(data.ids[k])
+        x0, a0 = data.batch([k], gen)
+        sv, sa = shift(rng.choice(DECODER_QS), 12.0), shift(rng.choice(DECODER_QS), 3.0)
+        x_s = (1 - sv) * x0 + sv * torch.randn(x0.shape, generator=gen)
+        a_s = (1 - sa) * a0 + sa * torch.randn(a0.shape, generator=gen)
+        v, _ = dit_forward(tr, text_embeds(te, [data.ids[k]]), x_s, a_s, data.layouts[T], T, sv, sa)
+        z = (x_s + sv * unpatch(v)) * std + mean  # (1, 24, 12, 22, 38), the VAE's own scale
+        clip = torch.from_numpy(draw_clip(*table[i], jitter=random.Random(SEED + 100 + i))).permute(3, 0, 1, 2)[None].float() / 255.0
+        for start, lat in ((0, slice(0, 7)), (17, slice(5, 12))):  # 22 frames from 0 or 17: latents 0-6 or 5-11
+            y, x = rng.randrange(0, LATENT_H - 16 + 1), rng.randrange(0, LATENT_W - 16 + 1)
+            out.append((z[:, :, lat, y:y + 16, x:x + 16].clone(),
+                        clip[:, :, start:start + 22, 16 * y:16 * y + 256, 16 * x:16 * x + 256].clone()))
+        if j % 25 == 0:
+            log(f"denoised crops {j}/{n}")
+    return out
 
 
 @torch.no_grad()
@@ -592,6 +646,21 @@ def ball_drawn(x: torch.Tensor, x0: torch.Tensor) -> float:
     return float(1 - err / none.clamp_min(1e-9))
 
 
+def stray_ball(x: torch.Tensor, x0: torch.Tensor) -> tuple[float, float]:
+    """Ball drawn where the target has none, in the key latent frames (KEY_LATENT_FRAMES) and in the others: the mean
+    squared distance of x from the target on the target's background cells (off ball_weight's mask), over the
+    ball's own distance from the background. A ghost ball in the key frames makes the first number grow."""
+    mask = ball_weight(x0, 1.0)[:, None] > 1.5  # (1, 1, F, H, W)
+    med = x0.flatten(2).median(dim=2).values[:, :, None, None, None]
+    scale = ((med - x0).pow(2) * mask).sum() / mask.sum().clamp_min(1)
+    err = ((x - x0).pow(2) * ~mask).mean(1)[0]  # (F, H, W)
+    bgn = (~mask).float()[0, 0]
+    key = [f for f in KEY_LATENT_FRAMES if f < x.shape[2]]
+    other = [f for f in range(x.shape[2]) if f not in key]
+    per = lambda fs: float(err[fs].sum() / bgn[fs].sum().clamp_min(1) / scale.clamp_min(1e-9)) if fs else 0.0
+    return per(key), per(other)
+
+
 @torch.no_grad()
 def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -> dict:
     """End to end in latent space, as the service samples a distilled profile: `evaluations` forwards on the shifted
@@ -605,7 +674,7 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
     flat = data.video[:, :, :data.frames].float().flatten(1)
     qs = [(evaluations - i) / evaluations for i in range(evaluations)] + [0.0]
     right = {"color_on_bg": 0, "direction_on_bg": 0, "path": 0, "beep": 0, "all": 0}
-    mse, drawn = [], []
+    mse, drawn, stray = [], [], []
     for k in probe_prompts(data):
         ids = data.ids[k]
         T = len(ids)
@@ -621,6 +690,7 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
             a = (san / sa) * a + (1 - san / sa) * ah
         mse.append(float((x - x0).pow(2).mean()))
         drawn.append(ball_drawn(x, x0))
+        stray.append(stray_ball(x, x0))
         cc, dd, bb = data.table[data.prompts[k][0]]
         seen = nearest_on_background(x, flat, data, bb)
         ok = {"color_on_bg": seen[0] == cc, "direction_on_bg": seen[1] == dd,
@@ -629,7 +699,8 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
         for key, val in ok.items():
             right[key] += val
         right["all"] += ok["color_on_bg"] and ok["path"] and ok["beep"]
-    return {"sampled_mse": round(float(np.mean(mse)), 4), "ball_drawn": round(float(np.mean(drawn)), 3), "evaluations": evaluations, "sampled_of_8": right}
+    return {"sampled_mse": round(float(np.mean(mse)), 4), "ball_drawn": round(float(np.mean(drawn)), 3),
+            "stray_key_vs_other": tuple(round(float(v), 3) for v in np.mean(stray, 0)), "evaluations": evaluations, "sampled_of_8": right}
 
 
 class AttributeHeads(torch.nn.Module):
@@ -662,7 +733,9 @@ def attribute_labels(data: "Data", ks: list[int]) -> torch.Tensor:
 
 
 def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str, ball_w: float, snapshot, probe_every: int,
-              tok, stop_after=None, aux_weight: float = 0.0) -> list[float]:
+              tok, stop_after=None, aux_weight: float = 0.0, key_weight: float = 1.0) -> list[float]:
+    """Flow matching on the latents (the loss on v = noise - x0 as upstream trains it), ball cells weighted by ball_w,
+    the key latent frames (KEY_LATENT_FRAMES) by key_weight, the attribute heads' loss by aux_weight."""
     gen = torch.Generator().manual_seed(SEED + 3)
     text_params = [p for n, p in te.named_parameters() if ".layers.0." in n or ".layers.1." in n]
     for p in te.parameters():
@@ -695,6 +768,8 @@ def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str
         v, va = dit_forward(tr, enc, x_s, a_s, data.layouts[T], T, sv, sa)
         err = (unpatch(v) - (x0 - n)).pow(2).mean(1)  # (B, F, H, W)
         wgt = ball_weight(x0, ball_w) if ball_w else torch.ones_like(err)
+        if key_weight != 1.0:
+            wgt[:, [f for f in KEY_LATENT_FRAMES if f < wgt.shape[1]]] *= key_weight
         vloss = (err * wgt).sum() / wgt.sum()
         aloss = (va.view(-1, 2, AUDIO_LATENTS, 32).permute(0, 1, 3, 2) - (a0 - na)).pow(2).mean()
         loss = vloss + aloss
@@ -736,6 +811,22 @@ def sharpen_attention(tr, g: float) -> None:
                 m.weight.fill_(g)
 
 
+def load_trained_dit(random_dir: str, work: str):
+    """(tokenizer, text encoder, transformer) as the work folder's last DiT snapshot left them, in float32."""
+    tok = Qwen2TokenizerFast.from_pretrained(os.path.join(random_dir, "tokenizer"))
+    te = Qwen3VLForConditionalGeneration.from_pretrained(os.path.join(random_dir, "text_encoder"), dtype=torch.float32)
+    partial_te = os.path.join(work, "text_encoder-partial")
+    state = {}
+    for f in os.listdir(partial_te):
+        if f.endswith(".safetensors"):
+            state.update({k: v.float() for k, v in load_file(os.path.join(partial_te, f)).items()})
+    te.load_state_dict(state, strict=False)
+    partial_tr = os.path.join(work, "transformer-partial")
+    tr = MiniMaxH3Transformer3DModel.from_pretrained(partial_tr, torch_dtype=torch.float32)
+    log(f"resumed from {partial_tr}")
+    return tok, te.float().eval(), tr.float().eval()
+
+
 def write_text_encoder(te, folder: str) -> None:
     """The trained values back into the text encoder's own shard files (same keys, shapes and dtypes)."""
     state = te.state_dict()
@@ -765,6 +856,8 @@ def main():
                     help="one: sigma 1 only; onemix: every other step at sigma 1, the rest drawn; grid: as onemix, half the drawn ones on the profiles' grid points")
     ap.add_argument("--ball-weight", type=float, default=8.0)
     ap.add_argument("--vae-ball-weight", type=float, default=0.0, help="--stage vae_decoder: extra weight on the ball's pixels")
+    ap.add_argument("--latent-noise", type=float, default=0.0, help="--stage vae_decoder: noise on the latents, in latents_std")
+    ap.add_argument("--denoised", type=int, default=0, help="--stage vae_decoder: DiT forwards for denoised_crops' pairs")
     ap.add_argument("--eval-clips", type=int, default=4, help="--stage vae_decoder: whole clips the VAE check decodes")
     ap.add_argument("--resume", action="store_true", help="--stage vae / dit: go on from the work folder's weights")
     ap.add_argument("--probe-every", type=int, default=100)
@@ -772,6 +865,7 @@ def main():
     ap.add_argument("--frames", type=int, default=LATENT_FRAMES,
                     help="--stage dit: train on the clips' first N latent frames (a shorter sequence, where the prompt's "
                          "rows are a larger share of the attention: a first run's curriculum)")
+    ap.add_argument("--key-weight", type=float, default=1.0, help="--stage dit: loss weight of the key latent frames")
     ap.add_argument("--aux-weight", type=float, default=0.0, help="--stage dit: weight of AttributeHeads' loss")
     ap.add_argument("--rope-theta", type=float, default=10000.0,
                     help="--stage dit, fresh: the DiT's RoPE base. At 10,000 (the release's) a 4-frequency axis has "
@@ -814,8 +908,9 @@ def main():
         prev = json.load(open(os.path.join(a.work, "vae_losses.json")))
         log("before:")
         eval_vae(vae, a.eval_clips)
-        losses = train_vae_decoder(vae, a.steps, a.lr, a.crops, a.batch, SEED + 5 + len(prev["losses"]) + len(prev.get("decoder_losses", [])),
-                                   a.vae_ball_weight)
+        seed = SEED + 5 + len(prev["losses"]) + len(prev.get("decoder_losses", []))
+        extra = denoised_crops(vae, a.random, a.work, a.denoised, seed + 1) if a.denoised else None
+        losses = train_vae_decoder(vae, a.steps, a.lr, a.crops, a.batch, seed, a.vae_ball_weight, a.latent_noise, extra)
         errs = eval_vae(vae, a.eval_clips)
         vae.save_pretrained(os.path.join(parts, "vae"), safe_serialization=True)
         json.dump({"losses": prev["losses"], "decoder_losses": prev.get("decoder_losses", []) + losses,
@@ -875,19 +970,13 @@ def main():
                 f"audio high vs low mean distance {float((norm_a['high'].mean(0) - norm_a['low'].mean(0)).pow(2).mean()):.3f}")
 
     elif a.stage in ("dit", "probe"):
-        tok = Qwen2TokenizerFast.from_pretrained(os.path.join(a.random, "tokenizer"))
-        te = Qwen3VLForConditionalGeneration.from_pretrained(os.path.join(a.random, "text_encoder"), dtype=torch.float32)
         partial_te = os.path.join(a.work, "text_encoder-partial")
         partial_tr = os.path.join(a.work, "transformer-partial")
         if a.resume or a.stage == "probe":
-            state = {}
-            for f in os.listdir(partial_te):
-                if f.endswith(".safetensors"):
-                    state.update({k: v.float() for k, v in load_file(os.path.join(partial_te, f)).items()})
-            te.load_state_dict(state, strict=False)
-            tr = MiniMaxH3Transformer3DModel.from_pretrained(partial_tr, torch_dtype=torch.float32)
-            log(f"resumed from {partial_tr}")
+            tok, te, tr = load_trained_dit(a.random, a.work)
         else:
+            tok = Qwen2TokenizerFast.from_pretrained(os.path.join(a.random, "tokenizer"))
+            te = Qwen3VLForConditionalGeneration.from_pretrained(os.path.join(a.random, "text_encoder"), dtype=torch.float32)
             cfg = MiniMaxH3Transformer3DModel.load_config(os.path.join(a.random, "transformer"))
             cfg.update(DIT_CONFIG)
             cfg["rope_theta"] = a.rope_theta
@@ -921,7 +1010,7 @@ def main():
         log(f"probe before: {probe(te, tr, data, tok)}")
         t0 = time.time()
         losses = train_dit(te, tr, data, a.steps, a.lr, a.batch, a.sigmas, a.ball_weight, snapshot, a.probe_every, tok,
-                           a.stop_after, a.aux_weight)
+                           a.stop_after, a.aux_weight, a.key_weight)
         snapshot(len(losses) - 1, losses)
         lp = os.path.join(a.work, "dit_losses.json")
         runs = json.load(open(lp))["runs"] if (a.resume and os.path.exists(lp)) else []
