@@ -762,6 +762,8 @@ def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str
             u = 1.0
         elif sigmas == "grid" and step % 4 == 1:  # the sampler's own grid points: where the profiles evaluate
             u = SAMPLER_QS[int(torch.randint(0, len(SAMPLER_QS), (1,), generator=gen))]
+        elif sigmas == "low":  # half on the grid points, half below the last one (shifted sigma < 0.63)
+            u = SAMPLER_QS[int(torch.randint(0, len(SAMPLER_QS), (1,), generator=gen))] if step % 2 == 0 else u / 8
         sv, sa = shift(u, 12.0), shift(u, 3.0)
         x_s, a_s = (1 - sv) * x0 + sv * n, (1 - sa) * a0 + sa * na
         enc = text_embeds(te, [data.ids[k] for k in ks])
@@ -852,8 +854,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=2, help="--stage dit: prompts per step (one token length); vae_decoder: crops")
     ap.add_argument("--crops", type=int, default=120, help="--stage vae_decoder: crops encoded once for the decoder's steps")
-    ap.add_argument("--sigmas", choices=["high", "one", "onemix", "grid"], default="one",
-                    help="one: sigma 1 only; onemix: every other step at sigma 1, the rest drawn; grid: as onemix, half the drawn ones on the profiles' grid points")
+    ap.add_argument("--sigmas", choices=["high", "one", "onemix", "grid", "low"], default="one",
+                    help="one: sigma 1 only; onemix: every other step at sigma 1, the rest drawn; grid: as onemix, half the drawn ones on the profiles' grid points; low: half on the grid points, half below the last one")
     ap.add_argument("--ball-weight", type=float, default=8.0)
     ap.add_argument("--vae-ball-weight", type=float, default=0.0, help="--stage vae_decoder: extra weight on the ball's pixels")
     ap.add_argument("--latent-noise", type=float, default=0.0, help="--stage vae_decoder: noise on the latents, in latents_std")
