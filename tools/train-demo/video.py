@@ -34,6 +34,11 @@ decoder again with the ball's pixels weighted, `--stage vae_decoder --steps 600 
 there: `--stage vae_decoder --steps 1500 --lr 1e-3 --vae-ball-weight 8 --latent-noise 0.3 --eval-clips 8`, then
 `--stage vae_decoder --steps 700 --lr 1e-3 --vae-ball-weight 8 --denoised 90 --crops 30 --eval-clips 8` (pairs of
 the DiT's own x0 estimates and their clips); both checks of the decoder rose, the end-to-end one did not (STATE.md).
+2026-11-28's session trained on the sampler's own states: `--stage dit --resume --steps 600 --lr 5e-4 --sigmas own
+--aux-weight 1` (every other step starts from where the model's own 4-, 6- or 8-step sampler stands at a grid point,
+own_trajectory), then the decoder on the DiT's sampled clips (`--stage sampled --shard i/2 --samples 160`, then
+`--stage vae_decoder --steps 700 --lr 1e-3 --vae-ball-weight 8 --sampled-pairs --crops 30 --eval-clips 8`) and the
+DiT with a loss in pixels through the frozen decoder (`--sigmas own --pixel-weight w`, PixelLoss).
 
 The times above are from the box of 2026-11-26; on 2026-11-27's (same kind, 2 cores) the same stages took 2.4 x as
 long (VAE 64 min, audio VAE 33 min beside it, latents 19 min beside another job). The work folder may not survive
@@ -82,7 +87,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procedural import COLORS  # noqa: E402
 from procedural_video import (AUDIO_LATENTS, BEEPS, DIRECTIONS, FRAMES, HEIGHT, SAMPLES, WIDTH, background_and_ball,  # noqa: E402
-                              draw_clip, prompt_of, tone, video_table)
+                              draw_clip, path, prompt_of, tone, video_table)
 
 from diffusers import AutoencoderKLMiniMaxH3, AutoencoderKLMiniMaxH3Audio, MiniMaxH3Transformer3DModel  # noqa: E402
 from diffusers.modular_pipelines.minimax_h3.before_denoise import (MiniMaxH3PrepareLayoutStep,  # noqa: E402
@@ -195,12 +200,14 @@ def pixel_ball_weight(target: torch.Tensor, w: float) -> torch.Tensor:
 
 
 def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops: int, batch: int, seed: int,
-                      ball_w: float = 0.0, latent_noise: float = 0.0, extra: list | None = None) -> list[float]:
+                      ball_w: float = 0.0, latent_noise: float = 0.0, extra: list | None = None,
+                      pairs: "SampledPairs | None" = None, pairs_share: float = 0.75) -> list[float]:
     """The decoder (and post_quant_conv) alone, on the frozen encoder's latents of `crops` random 22-frame crops,
     encoded once: a decoder step costs ~1/30 of an encoder step on the CPU. ball_w > 0 weights the ball's pixels
     (pixel_ball_weight); the latents, and so the transformer trained on them, stay valid. latent_noise > 0 adds
     Gaussian noise of up to that many latents_std per channel (a uniform draw per crop), so that the decoder also
-    draws the right ball from a sampled latent, which misses the clip's own latent by ~0.16 std (sampled MSE 0.0255)."""
+    draws the right ball from a sampled latent, which misses the clip's own latent by ~0.16 std (sampled MSE 0.0255).
+    pairs (SampledPairs) makes pairs_share of the crops the DiT's own sampled clips against the clips they should be."""
     rng = random.Random(seed)
     vae.use_tiling = False
     cache = []
@@ -220,7 +227,8 @@ def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops:
     vae.train()
     losses = []
     for step in range(steps):
-        pick = [cache[rng.randrange(len(cache))] for _ in range(batch)]
+        pick = [pairs.draw(rng) if pairs and rng.random() < pairs_share else cache[rng.randrange(len(cache))]
+                for _ in range(batch)]
         z = torch.cat([p[0] for p in pick])
         target = torch.cat([p[1] for p in pick])
         if latent_noise:
@@ -283,6 +291,74 @@ def denoised_crops(vae: AutoencoderKLMiniMaxH3, random_dir: str, work: str, n: i
         if j % 25 == 0:
             log(f"denoised crops {j}/{n}")
     return out
+
+
+@torch.no_grad()
+def sample_clips(random_dir: str, work: str, samples: int, shard: int, shards: int, out: str) -> None:
+    """This shard's share of `samples` clips sampled end to end by the work folder's DiT, as the service samples them
+    (a random prompt of the grammar, a random profile's evaluation count of OWN_EVALUATIONS, the sampler of
+    sample_probe from fresh noise), saved as (clip index, latent at the VAE's own scale) for SampledPairs. Sample j
+    draws from its own seed, so the shards together make the same set whatever their number."""
+    tok, te, tr = load_trained_dit(random_dir, work)
+    data = Data(work, tok)
+    vae_cfg = json.load(open(os.path.join(work, "parts", "vae", "config.json")))
+    mean = torch.tensor(vae_cfg["latents_mean"])[None, :, None, None, None]
+    std = torch.tensor(vae_cfg["latents_std"])[None, :, None, None, None]
+    index, lats = [], []
+    for j in range(shard, samples, shards):
+        gen = torch.Generator().manual_seed(SEED + 200 + j)
+        k = int(torch.randint(0, len(data.prompts), (1,), generator=gen))
+        N = OWN_EVALUATIONS[int(torch.randint(0, len(OWN_EVALUATIONS), (1,), generator=gen))]
+        T = len(data.ids[k])
+        x = torch.randn((1, 24, LATENT_FRAMES, LATENT_H, LATENT_W), generator=gen)
+        a = torch.randn((1, 2, 32, AUDIO_LATENTS), generator=gen)
+        enc = text_embeds(te, [data.ids[k]])
+        qs = sampler_qs(N)
+        for q, qn in zip(qs, qs[1:]):
+            x, a = sampler_step(tr, enc, x, a, data.layouts[T], T, q, qn)
+        index.append(data.prompts[k][0])
+        lats.append((x * std + mean)[0].half())
+        if len(index) % 10 == 0:
+            log(f"sampled clips shard {shard}: {len(index)}")
+    torch.save({"index": index, "latents": torch.stack(lats)}, out)
+
+
+class SampledPairs:
+    """The DiT's own sampled clips (sample_clips' files in the work folder) paired with the clips their prompts
+    describe, cropped as vae_batch crops (22 frames from 0 or 17, 256 x 256 at a 16-aligned place) at a fresh place
+    per draw. A sampled latent misses its clip's (the ball ~0.9 drawn with a blurred rim, a faint second ball in the
+    last latent frames), and a decoder shown only clean latents draws those as a blend with the background and a
+    ghost; shown these, it learns to draw the clip the prompt asks for."""
+
+    def __init__(self, work: str):
+        files = sorted(f for f in os.listdir(work) if f.startswith("sampled_") and f.endswith(".pt"))
+        if not files:
+            raise SystemExit(f"--sampled-pairs: no sampled_*.pt in {work}: run --stage sampled first")
+        self.index, self.latents = [], []
+        for f in files:
+            d = torch.load(os.path.join(work, f))
+            self.index += list(d["index"])
+            self.latents += list(d["latents"])
+        table = video_table()
+        # the clips as encode_clips drew them (the same jitter), uint8 (F, H, W, 3): ~25 MB each, drawn once
+        self.clips = {i: torch.from_numpy(draw_clip(*table[i], jitter=random.Random(SEED + 100 + i))) for i in set(self.index)}
+        log(f"sampled pairs: {len(self.index)} clips from {files}")
+
+    def draw(self, rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
+        j = rng.randrange(len(self.index))
+        z, clip = self.latents[j].float()[None], self.clips[self.index[j]]
+        start, lat = rng.choice(((0, slice(0, 7)), (17, slice(5, 12))))  # 22 frames from 0 or 17: latents 0-6 or 5-11
+        y, x = rng.randrange(0, LATENT_H - 16 + 1), rng.randrange(0, LATENT_W - 16 + 1)
+        return z[:, :, lat, y:y + 16, x:x + 16], decoder_crop(clip, start, y, x)
+
+
+def decoder_crop(clip: torch.Tensor, start: int, y: int, x: int) -> torch.Tensor:
+    """A clip's (uint8 (F, H, W, 3)) pixels under a decoder crop: 22 frames from `start` (the tail padded with the
+    last frame, as _encode pads), the 256 x 256 under latent cells y, x. (1, 3, 22, 256, 256) in [0, 1]."""
+    seg = clip[start:start + 22, 16 * y:16 * y + 256, 16 * x:16 * x + 256]
+    if len(seg) < 22:
+        seg = torch.cat([seg, seg[-1:].expand(22 - len(seg), -1, -1, -1)])
+    return seg.permute(3, 0, 1, 2)[None].float() / 255.0
 
 
 @torch.no_grad()
@@ -661,6 +737,39 @@ def stray_ball(x: torch.Tensor, x0: torch.Tensor) -> tuple[float, float]:
     return per(key), per(other)
 
 
+def sampler_qs(evaluations: int) -> list[float]:
+    """The unshifted grid of a profile with that many evaluations: q_i = (N - i) / N, then 0 (sigmas.ts)."""
+    return [(evaluations - i) / evaluations for i in range(evaluations)] + [0.0]
+
+
+def sampler_step(tr, enc, x, a, lay, T, q: float, qn: float):
+    """One step of the distilled profiles' sampler from unshifted q to qn (video shift 12, audio 3): x0 = x + sigma v,
+    x_next = r x + (1 - r) x0 with r = sigma_next / sigma. Returns (x_next, a_next)."""
+    sv, sa, svn, san = shift(q, 12.0), shift(q, 3.0), shift(qn, 12.0), shift(qn, 3.0)
+    v, va = dit_forward(tr, enc, x, a, lay, T, sv, sa)
+    xh = x + sv * unpatch(v)
+    ah = a + sa * va.view(x.shape[0], 2, AUDIO_LATENTS, 32).permute(0, 1, 3, 2)
+    return (svn / sv) * x + (1 - svn / sv) * xh, (san / sa) * a + (1 - san / sa) * ah
+
+
+# --sigmas own: the profiles' evaluation counts an own-trajectory step samples from (fastvid's 8, the default the
+# service and video_eval.py run, twice as often as the 4- and 6-step profiles')
+OWN_EVALUATIONS = (8, 8, 6, 4)
+
+
+@torch.no_grad()
+def own_trajectory(tr, enc, n, na, lay, T, gen: torch.Generator):
+    """Where the model's own sampler stands at a random grid point of a random profile: from the noise (n, na), the
+    first i steps of an N-evaluation sampler (no gradients). Returns (x, a, q): the latents at unshifted q."""
+    N = OWN_EVALUATIONS[int(torch.randint(0, len(OWN_EVALUATIONS), (1,), generator=gen))]
+    i = int(torch.randint(0, N, (1,), generator=gen))
+    qs = sampler_qs(N)
+    x, a = n, na
+    for q, qn in zip(qs[:i], qs[1:i + 1]):
+        x, a = sampler_step(tr, enc, x, a, lay, T, q, qn)
+    return x, a, qs[i]
+
+
 @torch.no_grad()
 def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -> dict:
     """End to end in latent space, as the service samples a distilled profile: `evaluations` forwards on the shifted
@@ -672,7 +781,7 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
     gen = torch.Generator().manual_seed(gen_seed)
     amean = {b: data.audio[b][:data.phases].mean(0) for b in BEEPS}
     flat = data.video[:, :, :data.frames].float().flatten(1)
-    qs = [(evaluations - i) / evaluations for i in range(evaluations)] + [0.0]
+    qs = sampler_qs(evaluations)
     right = {"color_on_bg": 0, "direction_on_bg": 0, "path": 0, "beep": 0, "all": 0}
     mse, drawn, stray = [], [], []
     for k in probe_prompts(data):
@@ -682,12 +791,7 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
         x, a = torch.randn(x0.shape, generator=gen), torch.randn(a0.shape, generator=gen)
         enc = text_embeds(te, [ids])
         for q, qn in zip(qs, qs[1:]):
-            sv, sa, svn, san = shift(q, 12.0), shift(q, 3.0), shift(qn, 12.0), shift(qn, 3.0)
-            v, va = dit_forward(tr, enc, x, a, data.layouts[T], T, sv, sa)
-            xh = x + sv * unpatch(v)
-            ah = a + sa * va.view(1, 2, AUDIO_LATENTS, 32).permute(0, 1, 3, 2)
-            x = (svn / sv) * x + (1 - svn / sv) * xh
-            a = (san / sa) * a + (1 - san / sa) * ah
+            x, a = sampler_step(tr, enc, x, a, data.layouts[T], T, q, qn)
         mse.append(float((x - x0).pow(2).mean()))
         drawn.append(ball_drawn(x, x0))
         stray.append(stray_ball(x, x0))
@@ -701,6 +805,46 @@ def sample_probe(te, tr, data: Data, evaluations: int = 8, gen_seed: int = 11) -
         right["all"] += ok["color_on_bg"] and ok["path"] and ok["beep"]
     return {"sampled_mse": round(float(np.mean(mse)), 4), "ball_drawn": round(float(np.mean(drawn)), 3),
             "stray_key_vs_other": tuple(round(float(v), 3) for v in np.mean(stray, 0)), "evaluations": evaluations, "sampled_of_8": right}
+
+
+class PixelLoss:
+    """--pixel-weight: the x0 estimate's loss in pixels, through the work folder's frozen VAE decoder, on a
+    256 x 256 x 22-frame crop around the ball (as the decoder decodes: latent frames 0-6 or 5-11, a 16 x 16 latent
+    tile), against the clip the prompt describes, its ball's pixels weighted as the decoder stage weights them. The
+    latent loss is blind to what the judge sees: a ball drawn 0.9 of the way with a soft rim, or a faint second ball,
+    costs little in latents and decodes to a blend with the background or a ghost."""
+
+    def __init__(self, work: str, ball_w: float = 8.0):
+        self.vae = AutoencoderKLMiniMaxH3.from_pretrained(os.path.join(work, "parts", "vae")).float().eval()
+        for p in self.vae.parameters():
+            p.requires_grad_(False)
+        self.vae.use_tiling = False
+        self.mean = torch.tensor(self.vae.config.latents_mean)[None, :, None, None, None]
+        self.std = torch.tensor(self.vae.config.latents_std)[None, :, None, None, None]
+        self.ball_w = ball_w
+        self.table = video_table()
+
+    def crop(self, i: int, gen: torch.Generator):
+        """(start frame, latent frames, y, x): a decoder crop whose tile holds the ball at the chunk's middle frame."""
+        start, lat = ((0, slice(0, 7)), (17, slice(5, 12)))[int(torch.randint(0, 2, (1,), generator=gen))]
+        (x0, y0), (x1, y1) = path(self.table[i][1])
+        t = min(start + 11, FRAMES - 1) / (FRAMES - 1)
+        cx, cy = int((x0 + (x1 - x0) * t) * LATENT_W), int((y0 + (y1 - y0) * t) * LATENT_H)
+        pick = lambda c, n: int(torch.randint(max(0, c - 13), max(max(0, c - 13), min(n - 16, c - 3)) + 1, (1,), generator=gen))
+        return start, lat, pick(cy, LATENT_H), pick(cx, LATENT_W)
+
+    def __call__(self, x0_est: torch.Tensor, clips: list[int], gen: torch.Generator) -> torch.Tensor:
+        zs, targets = [], []
+        for b, i in enumerate(clips):
+            start, lat, y, x = self.crop(i, gen)
+            zs.append(x0_est[b:b + 1, :, lat, y:y + 16, x:x + 16] * self.std + self.mean)
+            clip = torch.from_numpy(draw_clip(*self.table[i], jitter=random.Random(SEED + 100 + i)))
+            targets.append(decoder_crop(clip, start, y, x))
+        out = from_vae(self.vae._decode(torch.cat(zs)))
+        target = torch.cat(targets)
+        wgt = pixel_ball_weight(target, self.ball_w)
+        d = out - target
+        return ((d.abs() + d.pow(2)) * wgt).sum() / (wgt.sum() * 3)
 
 
 class AttributeHeads(torch.nn.Module):
@@ -733,9 +877,11 @@ def attribute_labels(data: "Data", ks: list[int]) -> torch.Tensor:
 
 
 def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str, ball_w: float, snapshot, probe_every: int,
-              tok, stop_after=None, aux_weight: float = 0.0, key_weight: float = 1.0) -> list[float]:
+              tok, stop_after=None, aux_weight: float = 0.0, key_weight: float = 1.0,
+              pixels: "PixelLoss | None" = None, pixel_weight: float = 0.0) -> list[float]:
     """Flow matching on the latents (the loss on v = noise - x0 as upstream trains it), ball cells weighted by ball_w,
-    the key latent frames (KEY_LATENT_FRAMES) by key_weight, the attribute heads' loss by aux_weight."""
+    the key latent frames (KEY_LATENT_FRAMES) by key_weight, the attribute heads' loss by aux_weight; with --sigmas
+    own and pixels, the own-trajectory steps add pixel_weight x the x0 estimate's PixelLoss."""
     gen = torch.Generator().manual_seed(SEED + 3)
     text_params = [p for n, p in te.named_parameters() if ".layers.0." in n or ".layers.1." in n]
     for p in te.parameters():
@@ -748,7 +894,7 @@ def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=[lr, lr / 2], total_steps=steps, pct_start=0.05)
     lens = sorted(data.by_len)
     weights = torch.tensor([len(data.by_len[T]) for T in lens], dtype=torch.float)
-    losses = []
+    losses, pixel_losses = [], []
     tr.train()
     for step in range(steps):
         T = lens[int(torch.multinomial(weights, 1, generator=gen))]
@@ -764,17 +910,28 @@ def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str
             u = SAMPLER_QS[int(torch.randint(0, len(SAMPLER_QS), (1,), generator=gen))]
         elif sigmas == "low":  # half on the grid points, half below the last one (shifted sigma < 0.63)
             u = SAMPLER_QS[int(torch.randint(0, len(SAMPLER_QS), (1,), generator=gen))] if step % 2 == 0 else u / 8
-        sv, sa = shift(u, 12.0), shift(u, 3.0)
-        x_s, a_s = (1 - sv) * x0 + sv * n, (1 - sa) * a0 + sa * na
         enc = text_embeds(te, [data.ids[k] for k in ks])
+        if sigmas == "own" and step % 2 == 0:
+            # the sampler's own state at a grid point (exposure to its own earlier steps), the clip as the target: v
+            # should carry x_s to x0 in one jump, (x0 - x_s) / sigma, which for x_s = (1 - s) x0 + s n is x0 - n
+            x_s, a_s, u = own_trajectory(tr, enc.detach(), n, na, data.layouts[T], T, gen)
+        elif sigmas == "own":  # the rest as --sigmas grid's flow steps: a quarter on the grid points, else weighted to 1
+            u = SAMPLER_QS[int(torch.randint(0, len(SAMPLER_QS), (1,), generator=gen))] if step % 4 == 1 else u
+        sv, sa = shift(u, 12.0), shift(u, 3.0)
+        if sigmas != "own" or step % 2 == 1:
+            x_s, a_s = (1 - sv) * x0 + sv * n, (1 - sa) * a0 + sa * na
         v, va = dit_forward(tr, enc, x_s, a_s, data.layouts[T], T, sv, sa)
-        err = (unpatch(v) - (x0 - n)).pow(2).mean(1)  # (B, F, H, W)
+        err = (unpatch(v) - (x0 - x_s) / sv).pow(2).mean(1)  # (B, F, H, W); (x0 - x_s) / sv = x0 - n on the flow path
         wgt = ball_weight(x0, ball_w) if ball_w else torch.ones_like(err)
         if key_weight != 1.0:
             wgt[:, [f for f in KEY_LATENT_FRAMES if f < wgt.shape[1]]] *= key_weight
         vloss = (err * wgt).sum() / wgt.sum()
-        aloss = (va.view(-1, 2, AUDIO_LATENTS, 32).permute(0, 1, 3, 2) - (a0 - na)).pow(2).mean()
+        aloss = (va.view(-1, 2, AUDIO_LATENTS, 32).permute(0, 1, 3, 2) - (a0 - a_s) / sa).pow(2).mean()
         loss = vloss + aloss
+        if pixels is not None and sigmas == "own" and step % 2 == 0:
+            ploss = pixels(x_s + sv * unpatch(v), [data.prompts[k][0] for k in ks], gen)
+            loss = loss + pixel_weight * ploss
+            pixel_losses.append(ploss.item())
         xloss = heads.loss(tr, enc, attribute_labels(data, ks)) if aux_weight else torch.zeros(())
         loss = loss + aux_weight * xloss
         opt.zero_grad()
@@ -786,7 +943,8 @@ def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str
         if step % 25 == 0 or step == steps - 1:
             lv = np.mean([l[0] for l in losses[-25:]])
             la = np.mean([l[1] for l in losses[-25:]])
-            log(f"dit {step}/{steps} video {lv:.4f} audio {la:.4f} attributes {xloss.item():.3f} (T {T}, sigma {sv:.3f})")
+            lp = f" pixels {np.mean(pixel_losses[-12:]):.4f}" if pixel_losses else ""
+            log(f"dit {step}/{steps} video {lv:.4f} audio {la:.4f} attributes {xloss.item():.3f}{lp} (T {T}, sigma {sv:.3f})")
         if probe_every and (step % probe_every == probe_every - 1):
             tr.eval()
             log(f"probe {step}: {probe(te, tr, data, tok)}")
@@ -847,19 +1005,23 @@ def main():
     ap.add_argument("--random", required=True, help="Kiln's random demo checkpoint (the starting point)")
     ap.add_argument("--work", required=True, help="scratch folder: trained parts between stages, latents, logs")
     ap.add_argument("--out", help="--stage export: where the checkpoint goes (published layout)")
-    ap.add_argument("--stage", choices=["vae", "vae_decoder", "audio_vae", "latents", "dit", "probe", "export"], required=True)
-    ap.add_argument("--shard", default="0/1", help="--stage latents: i/n, this process's share of the clips")
+    ap.add_argument("--stage", choices=["vae", "vae_decoder", "audio_vae", "latents", "dit", "probe", "sampled", "export"], required=True)
+    ap.add_argument("--shard", default="0/1", help="--stage latents / sampled: i/n, this process's share of the clips")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=2, help="--stage dit: prompts per step (one token length); vae_decoder: crops")
     ap.add_argument("--crops", type=int, default=120, help="--stage vae_decoder: crops encoded once for the decoder's steps")
-    ap.add_argument("--sigmas", choices=["high", "one", "onemix", "grid", "low"], default="one",
-                    help="one: sigma 1 only; onemix: every other step at sigma 1, the rest drawn; grid: as onemix, half the drawn ones on the profiles' grid points; low: half on the grid points, half below the last one")
+    ap.add_argument("--sigmas", choices=["high", "one", "onemix", "grid", "low", "own"], default="one",
+                    help="one: sigma 1 only; onemix: every other step at sigma 1, the rest drawn; grid: as onemix, half the drawn ones on the profiles' grid points; low: half on the grid points, half below the last one; "
+                         "own: every other step from the model's own sampler state at a grid point (own_trajectory), the rest as grid")
     ap.add_argument("--ball-weight", type=float, default=8.0)
     ap.add_argument("--vae-ball-weight", type=float, default=0.0, help="--stage vae_decoder: extra weight on the ball's pixels")
     ap.add_argument("--latent-noise", type=float, default=0.0, help="--stage vae_decoder: noise on the latents, in latents_std")
     ap.add_argument("--denoised", type=int, default=0, help="--stage vae_decoder: DiT forwards for denoised_crops' pairs")
+    ap.add_argument("--samples", type=int, default=160, help="--stage sampled: clips the DiT samples (over all shards)")
+    ap.add_argument("--sampled-pairs", action="store_true",
+                    help="--stage vae_decoder: 3 of 4 crops from --stage sampled's clips against their prompts' clips")
     ap.add_argument("--eval-clips", type=int, default=4, help="--stage vae_decoder: whole clips the VAE check decodes")
     ap.add_argument("--resume", action="store_true", help="--stage vae / dit: go on from the work folder's weights")
     ap.add_argument("--probe-every", type=int, default=100)
@@ -868,6 +1030,8 @@ def main():
                     help="--stage dit: train on the clips' first N latent frames (a shorter sequence, where the prompt's "
                          "rows are a larger share of the attention: a first run's curriculum)")
     ap.add_argument("--key-weight", type=float, default=1.0, help="--stage dit: loss weight of the key latent frames")
+    ap.add_argument("--pixel-weight", type=float, default=0.0,
+                    help="--stage dit --sigmas own: weight of the x0 estimate's loss in pixels through the frozen decoder (PixelLoss)")
     ap.add_argument("--aux-weight", type=float, default=0.0, help="--stage dit: weight of AttributeHeads' loss")
     ap.add_argument("--rope-theta", type=float, default=10000.0,
                     help="--stage dit, fresh: the DiT's RoPE base. At 10,000 (the release's) a 4-frequency axis has "
@@ -912,11 +1076,16 @@ def main():
         eval_vae(vae, a.eval_clips)
         seed = SEED + 5 + len(prev["losses"]) + len(prev.get("decoder_losses", []))
         extra = denoised_crops(vae, a.random, a.work, a.denoised, seed + 1) if a.denoised else None
-        losses = train_vae_decoder(vae, a.steps, a.lr, a.crops, a.batch, seed, a.vae_ball_weight, a.latent_noise, extra)
+        pairs = SampledPairs(a.work) if a.sampled_pairs else None
+        losses = train_vae_decoder(vae, a.steps, a.lr, a.crops, a.batch, seed, a.vae_ball_weight, a.latent_noise, extra, pairs)
         errs = eval_vae(vae, a.eval_clips)
         vae.save_pretrained(os.path.join(parts, "vae"), safe_serialization=True)
         json.dump({"losses": prev["losses"], "decoder_losses": prev.get("decoder_losses", []) + losses,
                    "eval_mae_255": errs}, open(os.path.join(a.work, "vae_losses.json"), "w"))
+
+    elif a.stage == "sampled":
+        i, n = (int(v) for v in a.shard.split("/"))
+        sample_clips(a.random, a.work, a.samples, i, n, os.path.join(a.work, f"sampled_{i}of{n}.pt"))
 
     elif a.stage == "audio_vae":
         prev = []
@@ -1012,7 +1181,8 @@ def main():
         log(f"probe before: {probe(te, tr, data, tok)}")
         t0 = time.time()
         losses = train_dit(te, tr, data, a.steps, a.lr, a.batch, a.sigmas, a.ball_weight, snapshot, a.probe_every, tok,
-                           a.stop_after, a.aux_weight, a.key_weight)
+                           a.stop_after, a.aux_weight, a.key_weight, PixelLoss(a.work) if a.pixel_weight else None,
+                           a.pixel_weight)
         snapshot(len(losses) - 1, losses)
         lp = os.path.join(a.work, "dit_losses.json")
         runs = json.load(open(lp))["runs"] if (a.resume and os.path.exists(lp)) else []
