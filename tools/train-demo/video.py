@@ -256,6 +256,8 @@ def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops:
 # The last grid points of the profiles' samplers (fastvid 1/8, fastvid_fast 1/6, the 4-step profile 1/4): the sampled
 # clip is the DiT's x0 prediction at one of these, so those are the latents the decoder is shown (denoised_crops).
 DECODER_QS = (1 / 8, 1 / 6, 1 / 4)
+# The decoder's 22-frame pixel chunks (from frame 0 or 17, where the encoder's clips start) and their latent frames
+DECODER_CHUNKS = ((0, slice(0, 7)), (17, slice(5, 12)))
 
 
 @torch.no_grad()
@@ -283,8 +285,8 @@ def denoised_crops(vae: AutoencoderKLMiniMaxH3, random_dir: str, work: str, n: i
         a_s = (1 - sa) * a0 + sa * torch.randn(a0.shape, generator=gen)
         v, _ = dit_forward(tr, text_embeds(te, [data.ids[k]]), x_s, a_s, data.layouts[T], T, sv, sa)
         z = (x_s + sv * unpatch(v)) * std + mean  # (1, 24, 12, 22, 38), the VAE's own scale
-        clip = torch.from_numpy(draw_clip(*table[i], jitter=random.Random(SEED + 100 + i))).permute(3, 0, 1, 2)[None].float() / 255.0
-        for start, lat in ((0, slice(0, 7)), (17, slice(5, 12))):  # 22 frames from 0 or 17: latents 0-6 or 5-11
+        clip = torch.from_numpy(training_clip(i)).permute(3, 0, 1, 2)[None].float() / 255.0
+        for start, lat in DECODER_CHUNKS:
             y, x = rng.randrange(0, LATENT_H - 16 + 1), rng.randrange(0, LATENT_W - 16 + 1)
             out.append((z[:, :, lat, y:y + 16, x:x + 16].clone(),
                         clip[:, :, start:start + 22, 16 * y:16 * y + 256, 16 * x:16 * x + 256].clone()))
@@ -339,15 +341,14 @@ class SampledPairs:
             d = torch.load(os.path.join(work, f))
             self.index += list(d["index"])
             self.latents += list(d["latents"])
-        table = video_table()
-        # the clips as encode_clips drew them (the same jitter), uint8 (F, H, W, 3): ~25 MB each, drawn once
-        self.clips = {i: torch.from_numpy(draw_clip(*table[i], jitter=random.Random(SEED + 100 + i))) for i in set(self.index)}
+        # the clips as the data set has them, uint8 (F, H, W, 3): ~25 MB each, drawn once
+        self.clips = {i: torch.from_numpy(training_clip(i)) for i in set(self.index)}
         log(f"sampled pairs: {len(self.index)} clips from {files}")
 
     def draw(self, rng: random.Random) -> tuple[torch.Tensor, torch.Tensor]:
         j = rng.randrange(len(self.index))
         z, clip = self.latents[j].float()[None], self.clips[self.index[j]]
-        start, lat = rng.choice(((0, slice(0, 7)), (17, slice(5, 12))))  # 22 frames from 0 or 17: latents 0-6 or 5-11
+        start, lat = rng.choice(DECODER_CHUNKS)
         y, x = rng.randrange(0, LATENT_H - 16 + 1), rng.randrange(0, LATENT_W - 16 + 1)
         return z[:, :, lat, y:y + 16, x:x + 16], decoder_crop(clip, start, y, x)
 
@@ -502,6 +503,12 @@ def save_audio_vae(vae: AutoencoderKLMiniMaxH3Audio, folder: str) -> None:
 # ---- 3. latents ------------------------------------------------------------------------------------------------
 
 @torch.no_grad()
+def training_clip(i: int) -> np.ndarray:
+    """Clip i of video_table() as the data set has it (its own fixed jitter): (FRAMES, HEIGHT, WIDTH, 3) uint8. The
+    latents stage encodes it; the decoder's pairs and PixelLoss take it as the target."""
+    return draw_clip(*video_table()[i], jitter=random.Random(SEED + 100 + i))
+
+
 def encode_clips(vae: AutoencoderKLMiniMaxH3, shard: int, shards: int, out: str) -> None:
     """Whole frames, untiled: the encoder is only the data set's (t2va sampling never runs it), and untiled is 2.2x
     fewer pixels than 256-pixel tiles with their overlaps."""
@@ -510,8 +517,7 @@ def encode_clips(vae: AutoencoderKLMiniMaxH3, shard: int, shards: int, out: str)
     idx = list(range(shard, len(table), shards))
     lats = []
     for k, i in enumerate(idx):
-        rng = random.Random(SEED + 100 + i)
-        z = vae.encode(to_pixels(draw_clip(*table[i], jitter=rng))).latent_dist.mode()
+        z = vae.encode(to_pixels(training_clip(i))).latent_dist.mode()
         lats.append(z[0].half())
         if k % 10 == 0:
             log(f"latents shard {shard}: {k}/{len(idx)}")
@@ -826,7 +832,7 @@ class PixelLoss:
 
     def crop(self, i: int, gen: torch.Generator):
         """(start frame, latent frames, y, x): a decoder crop whose tile holds the ball at the chunk's middle frame."""
-        start, lat = ((0, slice(0, 7)), (17, slice(5, 12)))[int(torch.randint(0, 2, (1,), generator=gen))]
+        start, lat = DECODER_CHUNKS[int(torch.randint(0, 2, (1,), generator=gen))]
         (x0, y0), (x1, y1) = path(self.table[i][1])
         t = min(start + 11, FRAMES - 1) / (FRAMES - 1)
         cx, cy = int((x0 + (x1 - x0) * t) * LATENT_W), int((y0 + (y1 - y0) * t) * LATENT_H)
@@ -838,7 +844,7 @@ class PixelLoss:
         for b, i in enumerate(clips):
             start, lat, y, x = self.crop(i, gen)
             zs.append(x0_est[b:b + 1, :, lat, y:y + 16, x:x + 16] * self.std + self.mean)
-            clip = torch.from_numpy(draw_clip(*self.table[i], jitter=random.Random(SEED + 100 + i)))
+            clip = torch.from_numpy(training_clip(i))
             targets.append(decoder_crop(clip, start, y, x))
         out = from_vae(self.vae._decode(torch.cat(zs)))
         target = torch.cat(targets)
@@ -911,14 +917,15 @@ def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str
         elif sigmas == "low":  # half on the grid points, half below the last one (shifted sigma < 0.63)
             u = SAMPLER_QS[int(torch.randint(0, len(SAMPLER_QS), (1,), generator=gen))] if step % 2 == 0 else u / 8
         enc = text_embeds(te, [data.ids[k] for k in ks])
-        if sigmas == "own" and step % 2 == 0:
+        own = sigmas == "own" and step % 2 == 0
+        if own:
             # the sampler's own state at a grid point (exposure to its own earlier steps), the clip as the target: v
             # should carry x_s to x0 in one jump, (x0 - x_s) / sigma, which for x_s = (1 - s) x0 + s n is x0 - n
             x_s, a_s, u = own_trajectory(tr, enc.detach(), n, na, data.layouts[T], T, gen)
         elif sigmas == "own":  # the rest as --sigmas grid's flow steps: a quarter on the grid points, else weighted to 1
             u = SAMPLER_QS[int(torch.randint(0, len(SAMPLER_QS), (1,), generator=gen))] if step % 4 == 1 else u
         sv, sa = shift(u, 12.0), shift(u, 3.0)
-        if sigmas != "own" or step % 2 == 1:
+        if not own:
             x_s, a_s = (1 - sv) * x0 + sv * n, (1 - sa) * a0 + sa * na
         v, va = dit_forward(tr, enc, x_s, a_s, data.layouts[T], T, sv, sa)
         err = (unpatch(v) - (x0 - x_s) / sv).pow(2).mean(1)  # (B, F, H, W); (x0 - x_s) / sv = x0 - n on the flow path
@@ -928,7 +935,7 @@ def train_dit(te, tr, data: Data, steps: int, lr: float, batch: int, sigmas: str
         vloss = (err * wgt).sum() / wgt.sum()
         aloss = (va.view(-1, 2, AUDIO_LATENTS, 32).permute(0, 1, 3, 2) - (a0 - a_s) / sa).pow(2).mean()
         loss = vloss + aloss
-        if pixels is not None and sigmas == "own" and step % 2 == 0:
+        if pixels is not None and own:
             ploss = pixels(x_s + sv * unpatch(v), [data.prompts[k][0] for k in ks], gen)
             loss = loss + pixel_weight * ploss
             pixel_losses.append(ploss.item())
