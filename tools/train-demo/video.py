@@ -525,13 +525,13 @@ def save_audio_vae(vae: AutoencoderKLMiniMaxH3Audio, folder: str) -> None:
 
 # ---- 3. latents ------------------------------------------------------------------------------------------------
 
-@torch.no_grad()
 def training_clip(i: int) -> np.ndarray:
     """Clip i of video_table() as the data set has it (its own fixed jitter): (FRAMES, HEIGHT, WIDTH, 3) uint8. The
     latents stage encodes it; the decoder's pairs and PixelLoss take it as the target."""
     return draw_clip(*video_table()[i], jitter=random.Random(SEED + 100 + i))
 
 
+@torch.no_grad()
 def encode_clips(vae: AutoencoderKLMiniMaxH3, shard: int, shards: int, out: str) -> None:
     """Whole frames, untiled: the encoder is only the data set's (t2va sampling never runs it), and untiled is 2.2x
     fewer pixels than 256-pixel tiles with their overlaps."""
