@@ -44,8 +44,8 @@ tried fresh wider decoders on the same encoder, `--stage vae_decoder --decoder-h
 heads, 1,000 steps), and a longer pixel-loss run (STATE.md has what each scored). The third session of 2026-11-28
 judged the VAE on the data set's own latents, `--stage judge --judge-clips 28` (judge_dataset): 17 of 28 for the
 committed decoder, so the VAE, not the transformer, is what fails the check; decoders trained with `--judge-weight`
-(judge_loss) did not mend it, and a fresh VAE with a wider encoder was begun: `--stage vae --steps 800 --lr 1e-3
---encoder-width 16 --decoder-heads 4 --vae-ball-weight 8 --judge-weight 1 --eval-clips 28`.
+(judge_loss) did not mend it, and a fresh VAE with a wider encoder was begun: `--stage vae --steps 420 --lr 1e-3
+--encoder-width 16 --decoder-heads 4 --vae-ball-weight 8 --judge-weight 1 --eval-clips 16 --threads 2`.
 
 The times above are from the box of 2026-11-26; on 2026-11-27's (same kind, 2 cores) the same stages took 2.4 x as
 long (VAE 64 min, audio VAE 33 min beside it, latents 19 min beside another job). The work folder may not survive
@@ -159,6 +159,13 @@ def init_video_vae(vae: AutoencoderKLMiniMaxH3) -> None:
             torch.nn.init.zeros_(m.bias)
 
 
+def latent_scale(cfg) -> tuple[torch.Tensor, torch.Tensor]:
+    """(latents_mean, latents_std) of a video VAE config (dict or diffusers config), shaped (1, C, 1, 1, 1): a
+    normalised latent x is x * std + mean at the VAE's own scale."""
+    return (torch.tensor(cfg["latents_mean"])[None, :, None, None, None],
+            torch.tensor(cfg["latents_std"])[None, :, None, None, None])
+
+
 def vae_batch(rng: random.Random, frames: int = 22, size: int = 256) -> torch.Tensor:
     """A random clip of the grammar, `frames` frames from frame 0 or 17 (where the encoder's clips start; the tail is
     padded with the last frame as _encode pads), cropped to `size` at a 16-aligned place."""
@@ -186,13 +193,7 @@ def train_vae(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, seed: int, bal
         moments = vae._encode((target - PIXEL_MEAN) / PIXEL_STD)
         mean = moments[:, :24]
         out = from_vae(vae._decode(mean))
-        if ball_w:  # as the decoder stage weights the ball (pixel_ball_weight)
-            wgt = pixel_ball_weight(target, ball_w)
-            d = out - target
-            loss = ((d.abs() + d.pow(2)) * wgt).sum() / (wgt.sum() * 3)
-        else:
-            loss = F.l1_loss(out, target) + F.mse_loss(out, target)
-        loss = loss + 1e-4 * mean.pow(2).mean()
+        loss = pixel_loss(out, target, ball_w) + 1e-4 * mean.pow(2).mean()
         if judge_w:
             loss = loss + judge_w * judge_loss(out, target)
         opt.zero_grad()
@@ -213,6 +214,16 @@ def pixel_ball_weight(target: torch.Tensor, w: float) -> torch.Tensor:
     a green ball decoded blue-grey at a whole-clip MAE of 3 / 255)."""
     bg = target.flatten(2).median(dim=2).values[:, :, None, None, None]
     return 1 + w * ((target - bg).abs().sum(1, keepdim=True) > 0.1).float()
+
+
+def pixel_loss(out: torch.Tensor, target: torch.Tensor, ball_w: float) -> torch.Tensor:
+    """L1 + MSE on pixels in [0, 1], the ball's pixels weighted 1 + ball_w (pixel_ball_weight) when ball_w > 0: the
+    VAE and decoder stages' reconstruction loss and PixelLoss's."""
+    if not ball_w:
+        return F.l1_loss(out, target) + F.mse_loss(out, target)
+    wgt = pixel_ball_weight(target, ball_w)
+    d = out - target
+    return ((d.abs() + d.pow(2)) * wgt).sum() / (wgt.sum() * 3)
 
 
 # --judge-weight: the judge (procedural_video.background_and_ball) counts every pixel more than 60 levels (L1 over RGB)
@@ -260,7 +271,7 @@ def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops:
         p.requires_grad_(False)
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.05)
-    std = torch.tensor(vae.config.latents_std)[None, :, None, None, None]
+    _, std = latent_scale(vae.config)
     vae.train()
     losses = []
     for step in range(steps):
@@ -272,12 +283,7 @@ def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops:
             scale = torch.tensor([rng.uniform(0, latent_noise) for _ in pick])[:, None, None, None, None]
             z = z + torch.randn(z.shape, generator=torch.Generator().manual_seed(rng.randrange(2**31))) * std * scale
         out = from_vae(vae._decode(z))
-        if ball_w:
-            wgt = pixel_ball_weight(target, ball_w)
-            d = out - target
-            loss = ((d.abs() + d.pow(2)) * wgt).sum() / (wgt.sum() * 3)
-        else:
-            loss = F.l1_loss(out, target) + F.mse_loss(out, target)
+        loss = pixel_loss(out, target, ball_w)
         if judge_w:
             loss = loss + judge_w * judge_loss(out, target)
         opt.zero_grad()
@@ -328,8 +334,7 @@ def denoised_crops(vae: AutoencoderKLMiniMaxH3, random_dir: str, work: str, n: i
     with the background; shown these, it learns to draw the clip. The DiT stays as it is."""
     tok, te, tr = load_trained_dit(random_dir, work)
     data = Data(work, tok)
-    mean = torch.tensor(vae.config.latents_mean)[None, :, None, None, None]
-    std = torch.tensor(vae.config.latents_std)[None, :, None, None, None]
+    mean, std = latent_scale(vae.config)
     rng = random.Random(seed)
     gen = torch.Generator().manual_seed(seed)
     table = video_table()
@@ -363,8 +368,7 @@ def sample_clips(random_dir: str, work: str, samples: int, shard: int, shards: i
     tok, te, tr = load_trained_dit(random_dir, work)
     data = Data(work, tok)
     vae_cfg = json.load(open(os.path.join(work, "parts", "vae", "config.json")))
-    mean = torch.tensor(vae_cfg["latents_mean"])[None, :, None, None, None]
-    std = torch.tensor(vae_cfg["latents_std"])[None, :, None, None, None]
+    mean, std = latent_scale(vae_cfg)
     index, lats = [], []
     for j in range(shard, samples, shards):
         gen = torch.Generator().manual_seed(SEED + 200 + j)
@@ -449,21 +453,21 @@ def eval_vae(vae: AutoencoderKLMiniMaxH3, n: int = 4) -> list[float]:
 def judge_dataset(vae: AutoencoderKLMiniMaxH3, work: str, n: int) -> int:
     """The judge (video_eval.py's rule) on n of the data set's own clips decoded from their latents (latents.pt): is
     the ball's colour the asked one? Every (224 / n)-th clip, so that every ball and background colour is seen. A
-    decoder that fails here fails end to end whatever the transformer does (eval_vae draws clips afresh instead)."""
+    decoder that fails here fails end to end whatever the transformer does (eval_vae draws clips afresh instead).
+    Returns how many are right."""
     d = torch.load(os.path.join(work, "latents.pt"))
-    mean = torch.tensor(vae.config.latents_mean)[None, :, None, None, None]
-    std = torch.tensor(vae.config.latents_std)[None, :, None, None, None]
+    mean, std = latent_scale(vae.config)
     table = video_table()
+    clips = range(0, len(table), max(1, len(table) // n))
     vae.use_tiling = True
     wrong = []
-    for i in range(0, len(table), max(1, len(table) // n)):
+    for i in clips:
         out = from_vae(vae.decode(d["video"][i][None].float() * std + mean).sample).clamp(0, 1)
         _, seen = background_and_ball((out[0].permute(1, 2, 3, 0).numpy() * 255).round().astype(np.uint8))
         if seen != table[i][0]:
             wrong.append(f"{table[i][0]} on {table[i][2]} seen {seen}")
-    seen_n = len(range(0, len(table), max(1, len(table) // n)))
-    log(f"judge on the data set's latents: ball colour right in {seen_n - len(wrong)} of {seen_n}; wrong: {wrong}")
-    return seen_n - len(wrong)
+    log(f"judge on the data set's latents: ball colour right in {len(clips) - len(wrong)} of {len(clips)}; wrong: {wrong}")
+    return len(clips) - len(wrong)
 
 
 # ---- 2. the audio VAE ------------------------------------------------------------------------------------------
@@ -905,8 +909,7 @@ class PixelLoss:
         for p in self.vae.parameters():
             p.requires_grad_(False)
         self.vae.use_tiling = False
-        self.mean = torch.tensor(self.vae.config.latents_mean)[None, :, None, None, None]
-        self.std = torch.tensor(self.vae.config.latents_std)[None, :, None, None, None]
+        self.mean, self.std = latent_scale(self.vae.config)
         self.ball_w = ball_w
         self.table = video_table()
 
@@ -928,9 +931,7 @@ class PixelLoss:
             targets.append(decoder_crop(clip, start, y, x))
         out = from_vae(self.vae._decode(torch.cat(zs)))
         target = torch.cat(targets)
-        wgt = pixel_ball_weight(target, self.ball_w)
-        d = out - target
-        return ((d.abs() + d.pow(2)) * wgt).sum() / (wgt.sum() * 3)
+        return pixel_loss(out, target, self.ball_w)
 
 
 class AttributeHeads(torch.nn.Module):
@@ -1103,7 +1104,7 @@ def main():
                     help="one: sigma 1 only; onemix: every other step at sigma 1, the rest drawn; grid: as onemix, half the drawn ones on the profiles' grid points; low: half on the grid points, half below the last one; "
                          "own: every other step from the model's own sampler state at a grid point (own_trajectory), the rest as grid")
     ap.add_argument("--ball-weight", type=float, default=8.0)
-    ap.add_argument("--vae-ball-weight", type=float, default=0.0, help="--stage vae_decoder: extra weight on the ball's pixels")
+    ap.add_argument("--vae-ball-weight", type=float, default=0.0, help="--stage vae / vae_decoder: extra weight on the ball's pixels (pixel_loss)")
     ap.add_argument("--latent-noise", type=float, default=0.0, help="--stage vae_decoder: noise on the latents, in latents_std")
     ap.add_argument("--denoised", type=int, default=0, help="--stage vae_decoder: DiT forwards for denoised_crops' pairs")
     ap.add_argument("--samples", type=int, default=160, help="--stage sampled: clips the DiT samples (over all shards)")
@@ -1116,10 +1117,10 @@ def main():
     ap.add_argument("--encoder-width", type=int, default=0,
                     help="--stage vae (fresh): the encoder's width at every level (VAE_CHANGES: 8); --decoder-heads too")
     ap.add_argument("--judge-weight", type=float, default=0.0,
-                    help="--stage vae_decoder: weight of judge_loss (pixels near the ball off by more than JUDGE_TAU)")
+                    help="--stage vae / vae_decoder: weight of judge_loss (pixels near the ball off by more than JUDGE_TAU)")
     ap.add_argument("--judge-clips", type=int, default=0,
                     help="--stage vae_decoder / judge: data-set clips judge_dataset decodes from their latents")
-    ap.add_argument("--eval-clips", type=int, default=4, help="--stage vae_decoder: whole clips the VAE check decodes")
+    ap.add_argument("--eval-clips", type=int, default=4, help="--stage vae / vae_decoder: whole clips the VAE check decodes")
     ap.add_argument("--resume", action="store_true", help="--stage vae / dit: go on from the work folder's weights")
     ap.add_argument("--probe-every", type=int, default=100)
     ap.add_argument("--stop-after", type=int)
