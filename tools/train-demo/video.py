@@ -45,7 +45,10 @@ heads, 1,000 steps), and a longer pixel-loss run (STATE.md has what each scored)
 judged the VAE on the data set's own latents, `--stage judge --judge-clips 28` (judge_dataset): 17 of 28 for the
 committed decoder, so the VAE, not the transformer, is what fails the check; decoders trained with `--judge-weight`
 (judge_loss) did not mend it, and a fresh VAE with a wider encoder was begun: `--stage vae --steps 420 --lr 1e-3
---encoder-width 16 --decoder-heads 4 --vae-ball-weight 8 --judge-weight 1 --eval-clips 16 --threads 2`.
+--encoder-width 16 --decoder-heads 4 --vae-ball-weight 8 --judge-weight 1 --eval-clips 16 --threads 2`. The fourth
+session went on with it around the ball (--vae-crop ball): `--stage vae --resume --steps 300` then `--resume --steps
+400` (--eval-clips 16), both `--lr 1e-3 --encoder-width 16 --decoder-heads 4 --vae-ball-weight 8 --judge-weight 1
+--threads 2 --vae-crop ball`, then `--resume --steps 500` the same with `--judge-weight 2` (1,620 steps in all).
 
 The times above are from the box of 2026-11-26; on 2026-11-27's (same kind, 2 cores) the same stages took 2.4 x as
 long (VAE 64 min, audio VAE 33 min beside it, latents 19 min beside another job). The work folder may not survive
