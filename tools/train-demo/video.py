@@ -96,8 +96,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from procedural import COLORS  # noqa: E402
-from procedural_video import (AUDIO_LATENTS, BEEPS, DIRECTIONS, FRAMES, HEIGHT, SAMPLES, WIDTH, background_and_ball, ball_centroid,  # noqa: E402
-                              draw_clip, path, prompt_of, tone, video_table)
+from procedural_video import (AUDIO_LATENTS, BEEPS, DIRECTIONS, FRAMES, HEIGHT, SAMPLES, WIDTH, background_and_ball,  # noqa: E402
+                              ball_centroid, draw_clip, path, prompt_of, tone, video_table)
 
 from diffusers import AutoencoderKLMiniMaxH3, AutoencoderKLMiniMaxH3Audio, MiniMaxH3Transformer3DModel  # noqa: E402
 from diffusers.modular_pipelines.minimax_h3.before_denoise import (MiniMaxH3PrepareLayoutStep,  # noqa: E402
@@ -191,7 +191,7 @@ def ball_crop(rng: random.Random, seg: np.ndarray, background, size: int) -> tup
     """(y, x), 16-aligned, of a size x size crop of seg (F, H, W, 3) that holds the ball of its middle frame somewhere in
     the crop's middle half. A random 256 crop of a 352 x 608 frame misses the ~70-pixel ball in about half the steps,
     which then teach flat colour only, while the ball's colour is what the judge checks (--vae-crop ball)."""
-    centre = ball_centroid(seg[len(seg) // 2:len(seg) // 2 + 1], background)[0]
+    centre = ball_centroid(seg[None, len(seg) // 2], background)[0]
     cx, cy = centre if centre else (WIDTH / 2, HEIGHT / 2)
     y = int(cy - rng.uniform(0.25, 0.75) * size) // 16 * 16
     x = int(cx - rng.uniform(0.25, 0.75) * size) // 16 * 16
