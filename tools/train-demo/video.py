@@ -286,19 +286,21 @@ def judge_loss(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 def train_vae_decoder(vae: AutoencoderKLMiniMaxH3, steps: int, lr: float, crops: int, batch: int, seed: int,
                       ball_w: float = 0.0, latent_noise: float = 0.0, extra: list | None = None,
-                      pairs: "SampledPairs | None" = None, pairs_share: float = 0.75, judge_w: float = 0.0) -> list[float]:
+                      pairs: "SampledPairs | None" = None, pairs_share: float = 0.75, judge_w: float = 0.0,
+                      on_ball: bool = False, bg_weights: dict[str, float] | None = None) -> list[float]:
     """The decoder (and post_quant_conv) alone, on the frozen encoder's latents of `crops` random 22-frame crops,
     encoded once: a decoder step costs ~1/30 of an encoder step on the CPU. ball_w > 0 weights the ball's pixels
     (pixel_ball_weight); the latents, and so the transformer trained on them, stay valid. latent_noise > 0 adds
     Gaussian noise of up to that many latents_std per channel (a uniform draw per crop), so that the decoder also
     draws the right ball from a sampled latent, which misses the clip's own latent by ~0.16 std (sampled MSE 0.0255).
-    pairs (SampledPairs) makes pairs_share of the crops the DiT's own sampled clips against the clips they should be."""
+    pairs (SampledPairs) makes pairs_share of the crops the DiT's own sampled clips against the clips they should be.
+    on_ball and bg_weights choose the cached crops as in the vae stage (vae_batch)."""
     rng = random.Random(seed)
     vae.use_tiling = False
     cache = []
     with torch.no_grad():
         for i in range(crops):
-            target = vae_batch(rng)
+            target = vae_batch(rng, on_ball=on_ball, bg_weights=bg_weights)
             cache.append((vae._encode((target - PIXEL_MEAN) / PIXEL_STD)[:, :24].clone(), target))
             if i % 25 == 0:
                 log(f"decoder cache {i}/{crops}")
@@ -1158,9 +1160,9 @@ def main():
     ap.add_argument("--judge-clips", type=int, default=0,
                     help="--stage vae_decoder / judge: data-set clips judge_dataset decodes from their latents")
     ap.add_argument("--vae-crop", choices=["any", "ball"], default="any",
-                    help="--stage vae: training crops anywhere in the frame or around the ball (ball_crop)")
+                    help="--stage vae / vae_decoder: training crops anywhere in the frame or around the ball (ball_crop)")
     ap.add_argument("--vae-bg-weight", action="append", default=[], metavar="COLOR=W",
-                    help="--stage vae: draw clips on this background W times as often (repeatable; the hard cases, "
+                    help="--stage vae / vae_decoder: draw clips on this background W times as often (repeatable; the hard cases, "
                          "e.g. orange=3, where the blend of ball and background outvotes the ball)")
     ap.add_argument("--eval-clips", type=int, default=4, help="--stage vae / vae_decoder: whole clips the VAE check decodes")
     ap.add_argument("--resume", action="store_true", help="--stage vae / dit: go on from the work folder's weights")
@@ -1228,7 +1230,7 @@ def main():
         extra = denoised_crops(vae, a.random, a.work, a.denoised, seed + 1) if a.denoised else None
         pairs = SampledPairs(a.work) if a.sampled_pairs else None
         losses = train_vae_decoder(vae, a.steps, a.lr, a.crops, a.batch, seed, a.vae_ball_weight, a.latent_noise, extra, pairs,
-                                   a.pairs_share, a.judge_weight)
+                                   a.pairs_share, a.judge_weight, a.vae_crop == "ball", parse_bg_weights(a.vae_bg_weight))
         errs = eval_vae(vae, a.eval_clips)
         if a.judge_clips:
             judge_dataset(vae, a.work, a.judge_clips)
