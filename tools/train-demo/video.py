@@ -195,15 +195,17 @@ def vae_batch(rng: random.Random, frames: int = 22, size: int = 256, on_ball: bo
     return torch.from_numpy(np.ascontiguousarray(seg[:, y:y + size, x:x + size])).permute(3, 0, 1, 2)[None].float() / 255.0
 
 
-def parse_bg_weights(specs: list[str]) -> dict[str, float]:
-    """--vae-bg-weight's COLOR=W items as {colour: weight}; a colour outside the palette is an error, not ignored."""
-    out = {}
-    for spec in specs:
-        name, _, w = spec.partition("=")
-        if name not in COLORS or not w:
-            raise SystemExit(f"--vae-bg-weight {spec!r}: expected COLOR=W with COLOR one of {', '.join(COLORS)}")
-        out[name] = float(w)
-    return out
+def bg_weight_item(spec: str) -> tuple[str, float]:
+    """One --vae-bg-weight COLOR=W as (colour, weight), checked when the arguments are parsed, before any model loads:
+    a colour outside the palette or a weight that is not a positive number is an error, not ignored."""
+    name, _, w = spec.partition("=")
+    try:
+        weight = float(w)
+    except ValueError:
+        weight = 0.0
+    if name not in COLORS or weight <= 0:
+        raise argparse.ArgumentTypeError(f"{spec!r}: expected COLOR=W with COLOR one of {', '.join(COLORS)} and W > 0")
+    return name, weight
 
 
 def ball_crop(rng: random.Random, seg: np.ndarray, background, size: int) -> tuple[int, int]:
@@ -1161,7 +1163,7 @@ def main():
                     help="--stage vae_decoder / judge: data-set clips judge_dataset decodes from their latents")
     ap.add_argument("--vae-crop", choices=["any", "ball"], default="any",
                     help="--stage vae / vae_decoder: training crops anywhere in the frame or around the ball (ball_crop)")
-    ap.add_argument("--vae-bg-weight", action="append", default=[], metavar="COLOR=W",
+    ap.add_argument("--vae-bg-weight", action="append", default=[], metavar="COLOR=W", type=bg_weight_item,
                     help="--stage vae / vae_decoder: draw clips on this background W times as often (repeatable; the hard cases, "
                          "e.g. orange=3, where the blend of ball and background outvotes the ball)")
     ap.add_argument("--eval-clips", type=int, default=4, help="--stage vae / vae_decoder: whole clips the VAE check decodes")
@@ -1211,7 +1213,7 @@ def main():
             log(f"colour spread after init_video_vae {color_spread(vae):.4f}")
         losses = prev + train_vae(vae, a.steps, a.lr, seed=SEED + 1 + len(prev), ball_w=a.vae_ball_weight,
                                   judge_w=a.judge_weight, on_ball=a.vae_crop == "ball",
-                                  bg_weights=parse_bg_weights(a.vae_bg_weight))
+                                  bg_weights=dict(a.vae_bg_weight))
         errs = eval_vae(vae, a.eval_clips)
         log(f"colour spread trained {color_spread(vae):.4f}")
         vae.save_pretrained(os.path.join(parts, "vae"), safe_serialization=True)
@@ -1230,7 +1232,7 @@ def main():
         extra = denoised_crops(vae, a.random, a.work, a.denoised, seed + 1) if a.denoised else None
         pairs = SampledPairs(a.work) if a.sampled_pairs else None
         losses = train_vae_decoder(vae, a.steps, a.lr, a.crops, a.batch, seed, a.vae_ball_weight, a.latent_noise, extra, pairs,
-                                   a.pairs_share, a.judge_weight, a.vae_crop == "ball", parse_bg_weights(a.vae_bg_weight))
+                                   a.pairs_share, a.judge_weight, a.vae_crop == "ball", dict(a.vae_bg_weight))
         errs = eval_vae(vae, a.eval_clips)
         if a.judge_clips:
             judge_dataset(vae, a.work, a.judge_clips)
