@@ -1,14 +1,18 @@
 // Tensor-core GEMM: f16 x f16 -> f32 through chromium_experimental_subgroup_matrix (VK_KHR_cooperative_matrix
 // on NVIDIA). Same contract, Params and epilogue as matmul.wgsl (bias, ACT, GATE, RESID; no int8), selected by
 // src/engine/ops/matmul_subgroup.ts when the adapter lists an f16/f32 subgroup-matrix config.
-// UNTESTED ON HARDWARE: written without a GPU (lavapipe has no subgroup matrix); its test skips there.
+// Checked on an H200 (2026-11-28: its test, and matmul/linear with KILN_SUBGROUP_MATRIX=1); lavapipe has no
+// subgroup matrix, so its test skips there. Not yet timed against the register-tiled kernel.
 //
 // SM_M/SM_N/SM_K are the adapter's config (matrix types need const sizes, so the wrapper rewrites the three
-// `const` lines below). Workgroup: 4 subgroups of SG lanes in a 2x2 layout; each subgroup owns a 32x32 block of
-// the 64x64 workgroup tile, i.e. (32/SM_M) x (32/SM_N) f32 accumulators. Per K slice of BK=32, A (64x32) and
-// B (32x64) are staged as f16 in workgroup memory (zero-filled at edges, so any M, N, K is correct), then
-// each subgroup loads its left/right fragments from there. The accumulators go through a 64x64 f32 tile in
-// workgroup memory for the epilogue, so every edge check and the output layout stay plain scalar code.
+// `const` lines below). Workgroup: one subgroup of SG lanes owning the whole 64x64 tile, i.e. (64/SM_M) x (64/SM_N)
+// f32 accumulators. One subgroup, not four in a 2x2 layout: the matrix builtins need workgroup-uniform offsets
+// (Tint's subgroup_matrix_uniformity), and an offset computed from the lane index (local_invocation_index / SG)
+// is not, which NVIDIA's Dawn refused at pipeline creation (2026-11-28, H200: "'subgroupMatrixStore' requires
+// argument 1 to be uniform"). Per K slice of BK=32, A (64x32) and B (32x64) are staged as f16 in workgroup memory
+// (zero-filled at edges, so any M, N, K is correct), then the subgroup loads its left/right fragments from there.
+// The accumulators go through a 64x64 f32 tile in workgroup memory for the epilogue, so every edge check and the
+// output layout stay plain scalar code.
 //
 // Bindings: 0 params, 1 out, 2 a, 3 b (f16), 4 bias, 5 gate, 6 resid.
 enable chromium_experimental_subgroup_matrix;
@@ -25,8 +29,8 @@ override RESID: bool = false;
 const BM: u32 = 64u;
 const BN: u32 = 64u;
 const BK: u32 = 32u;
-const FM: u32 = 32u / SM_M;     // fragments per subgroup along M
-const FN: u32 = 32u / SM_N;
+const FM: u32 = BM / SM_M;     // fragments along M
+const FN: u32 = BN / SM_N;
 
 struct Params {
   M: u32, N: u32, K: u32, bias_str: u32,
@@ -54,12 +58,9 @@ var<workgroup> Cs: array<f32, BM * BN>;   // row-major (m, n)
 //#include "common/act.wgsl"
 //#include "common/dot3.wgsl"
 
-@compute @workgroup_size(4u * SG)
+@compute @workgroup_size(SG)
 fn matmul(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-  let nthreads = 4u * SG;
-  let sg = tid / SG;                  // subgroup index: 2x2 layout of 32x32 blocks
-  let sm = (sg / 2u) * 32u;
-  let sn = (sg % 2u) * 32u;
+  let nthreads = SG;
   let m0 = wid.y * BM;
   let n0 = wid.x * BN;
   let z = wid.z;
@@ -82,9 +83,9 @@ fn matmul(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid:
     workgroupBarrier();
     for (var kk = 0u; kk < BK; kk += SM_K) {
       for (var i = 0u; i < FM; i++) {
-        let left = subgroupMatrixLoad<subgroup_matrix_left<f16, SM_K, SM_M>>(&As, (sm + i * SM_M) * BK + kk, false, BK);
+        let left = subgroupMatrixLoad<subgroup_matrix_left<f16, SM_K, SM_M>>(&As, i * SM_M * BK + kk, false, BK);
         for (var j = 0u; j < FN; j++) {
-          let right = subgroupMatrixLoad<subgroup_matrix_right<f16, SM_N, SM_K>>(&Bs, kk * BN + sn + j * SM_N, false, BN);
+          let right = subgroupMatrixLoad<subgroup_matrix_right<f16, SM_N, SM_K>>(&Bs, kk * BN + j * SM_N, false, BN);
           acc[i * FN + j] = subgroupMatrixMultiplyAccumulate(left, right, acc[i * FN + j]);
         }
       }
@@ -93,7 +94,7 @@ fn matmul(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid:
   }
   for (var i = 0u; i < FM; i++) {
     for (var j = 0u; j < FN; j++) {
-      subgroupMatrixStore(&Cs, (sm + i * SM_M) * BN + sn + j * SM_N, acc[i * FN + j], false, BN);
+      subgroupMatrixStore(&Cs, i * SM_M * BN + j * SM_N, acc[i * FN + j], false, BN);
     }
   }
   workgroupBarrier();

@@ -44,8 +44,8 @@ export function f32ToF16Bits(value: number): number {
   return sign | (e << 10) | m;
 }
 
-/** IEEE half bits -> number. */
-export function f16BitsToF32(h: number): number {
+/** IEEE half bits -> number, computed (builds the table below). */
+function f16BitsToF32Slow(h: number): number {
   const sign = h & 0x8000 ? -1 : 1;
   const exp = (h >>> 10) & 0x1f;
   const mant = h & 0x3ff;
@@ -53,6 +53,52 @@ export function f16BitsToF32(h: number): number {
   if (exp === 0x1f) return mant ? NaN : sign * Infinity;
   return sign * (1 + mant / 1024) * 2 ** (exp - 15);
 }
+
+let halfTable: Float32Array | null = null;
+
+/**
+ * Every half's value, indexed by its 16 bits (256 KiB, built on first use). Loading converts billions of halves;
+ * a table read is ~10x faster than computing each (profiled: 37 of 54 s of a DiT block's load went to the
+ * computed form).
+ */
+export function f16Table(): Float32Array {
+  if (!halfTable) {
+    halfTable = new Float32Array(65536);
+    for (let h = 0; h < 65536; h++) halfTable[h] = f16BitsToF32Slow(h);
+  }
+  return halfTable;
+}
+
+/** IEEE half bits -> number. */
+export function f16BitsToF32(h: number): number {
+  return f16Table()[h & 0xffff]!;
+}
+
+let bf16HalfTable: Uint16Array | null = null;
+
+/**
+ * bf16 bits -> f16 bits, indexed by the bf16 bits (128 KiB, built on first use). bf16 carries 7 mantissa bits and
+ * f16 10, so every bf16 inside f16's normal range converts exactly; below it the half rounds to nearest even, and
+ * a finite bf16 beyond f16's range maps to F16_OVERFLOW (0x7c01 | sign, a NaN pattern no conversion produces) so
+ * the caller can refuse it by name.
+ */
+export function bf16ToF16Table(): Uint16Array {
+  if (!bf16HalfTable) {
+    bf16HalfTable = new Uint16Array(65536);
+    for (let b = 0; b < 65536; b++) {
+      const h = f32ToF16Bits(bf16BitsToF32(b));
+      const finite = (b & 0x7f80) !== 0x7f80;
+      bf16HalfTable[b] = finite && (h & 0x7fff) === 0x7c00 ? (h & 0x8000) | F16_OVERFLOW : h;
+    }
+  }
+  return bf16HalfTable;
+}
+
+/** bf16ToF16Table's mark for a finite value beyond f16's range (sign bit aside). */
+export const F16_OVERFLOW = 0x7c01;
+
+/** True where typed-array views read the same numbers as a little-endian file (x86, Arm: every host we run on). */
+export const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** bfloat16 bits -> number (bf16 is the top half of a float32). */
 export function bf16BitsToF32(b: number): number {

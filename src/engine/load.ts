@@ -1,6 +1,6 @@
 // Checkpoint tensors -> GPU tensors, streamed: file chunk (one reused read buffer) -> dtype conversion ->
 // queue.writeBuffer. The whole file is never in JS memory; at most one chunk and its converted copy.
-import { DTYPE_BYTES, encode, f32ToF16Bits, type DType } from './dtype';
+import { bf16ToF16Table, DTYPE_BYTES, encode, F16_OVERFLOW, f32ToF16Bits, LITTLE_ENDIAN_HOST, type DType } from './dtype';
 import type { Engine } from './engine';
 import { Checkpoint, CheckpointError, SAFE_DTYPE_BYTES, decodeSafe, type SafeDType, type TensorEntry } from './safetensors';
 import type { Tensor } from './tensor';
@@ -49,6 +49,7 @@ export async function readConverted(
   await ckpt.readChunks(name, elems * srcElem, (bytes, off) => {
     const dstOffset = (off / srcElem) * DTYPE_BYTES[dtype];
     if (SAME_BITS[entry.dtype] === dtype) return sink(bytes, dstOffset);
+    if (entry.dtype === 'BF16' && dtype === 'f16' && LITTLE_ENDIAN_HOST && bytes.byteOffset % 2 === 0) return sink(bf16ToF16(bytes, ckpt.path, name), dstOffset);
     const values = decodeSafe(bytes, entry.dtype);
     if (dtype === 'f16') checkF16Range(values, ckpt.path, name);
     sink(encode(values, dtype), dstOffset);
@@ -65,6 +66,22 @@ export async function loadTensors(e: Engine, ckpt: Checkpoint, specs: Record<str
     throw err;
   }
   return out;
+}
+
+/** BF16 bytes -> f16 bytes by table (exact inside f16's range); a finite value beyond it fails as checkF16Range does. */
+function bf16ToF16(bytes: Uint8Array, path: string, name: string): Uint8Array {
+  const n = bytes.byteLength / 2;
+  const src = new Uint16Array(bytes.buffer, bytes.byteOffset, n);
+  const out = new Uint16Array(n);
+  const t = bf16ToF16Table();
+  let bad = -1;
+  for (let i = 0; i < n; i++) {
+    const h = t[src[i]!]!;
+    if ((h & 0x7fff) === F16_OVERFLOW) bad = i;
+    out[i] = h;
+  }
+  if (bad >= 0) checkF16Range(new Float32Array(new Uint32Array([src[bad]! << 16]).buffer), path, name);
+  return new Uint8Array(out.buffer);
 }
 
 function checkF16Range(values: Float32Array, path: string, name: string): void {

@@ -19,14 +19,22 @@ export function quantizeInt8PerChannel(w: ArrayLike<number>, N: number, K: numbe
   if (w.length !== N * K) throw new RangeError(`quantizeInt8PerChannel: ${w.length} values for (N, K) = (${N}, ${K})`);
   const q = new Int8Array(N * K);
   const scales = new Float32Array(N);
-  for (let n = 0; n < N; n++) {
+  // plain compares instead of Math.max/abs/min calls: this runs over every int8 weight at load (billions)
+  for (let n = 0, row = 0; n < N; n++, row += K) {
     let max = 0;
-    for (let k = 0; k < K; k++) max = Math.max(max, Math.abs(w[n * K + k]!));
+    for (let k = 0; k < K; k++) {
+      const v = w[row + k]!;
+      const a = v < 0 ? -v : v;
+      if (a > max || a !== a) max = a;
+    }
     if (!Number.isFinite(max)) throw new RangeError(`quantizeInt8PerChannel: row ${n} has a non-finite weight`);
     const s = Math.fround(max / 127);
     scales[n] = s;
     if (s === 0) continue;
-    for (let k = 0; k < K; k++) q[n * K + k] = Math.max(-127, Math.min(127, Math.round(w[n * K + k]! / s)));
+    for (let k = 0; k < K; k++) {
+      const r = Math.round(w[row + k]! / s);
+      q[row + k] = r > 127 ? 127 : r < -127 ? -127 : r;
+    }
   }
   return { q, scales, N, K };
 }

@@ -6,7 +6,7 @@
 import { open as openFile, mkdir, writeFile, type FileHandle } from 'node:fs/promises';
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { bf16BitsToF32 as bf16, encode, f16BitsToF32 as f16, f32ToBf16Bits, f8e4m3ToF32 as f8 } from './dtype';
+import { bf16BitsToF32 as bf16, encode, f16BitsToF32 as f16, f16Table, f32ToBf16Bits, f8e4m3ToF32 as f8, LITTLE_ENDIAN_HOST } from './dtype';
 import { fmtShape, numelOf } from './tensor';
 
 export type SafeDType = 'F32' | 'F16' | 'BF16' | 'I8' | 'U8' | 'F8_E4M3';
@@ -252,6 +252,8 @@ function nearKeys(name: string, keys: string[]): string[] {
 /** Checkpoint bytes (whole elements) -> float32 values. */
 export function decodeSafe(bytes: Uint8Array, dtype: SafeDType): Float32Array {
   const n = bytes.byteLength / SAFE_DTYPE_BYTES[dtype];
+  const fast = decodeAligned(bytes, dtype, n);
+  if (fast) return fast;
   const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out = new Float32Array(n);
   switch (dtype) {
@@ -261,6 +263,26 @@ export function decodeSafe(bytes: Uint8Array, dtype: SafeDType): Float32Array {
     case 'I8': for (let i = 0; i < n; i++) out[i] = dv.getInt8(i); break;
     case 'U8': for (let i = 0; i < n; i++) out[i] = dv.getUint8(i); break;
     case 'F8_E4M3': for (let i = 0; i < n; i++) out[i] = f8(dv.getUint8(i)); break;
+  }
+  return out;
+}
+
+/**
+ * decodeSafe through typed-array views where the bytes sit on an element boundary of a little-endian host: F32 a
+ * copy, F16 a table read per element, BF16 a shift into the float's top half. Null: take the DataView loop.
+ */
+function decodeAligned(bytes: Uint8Array, dtype: SafeDType, n: number): Float32Array | null {
+  if (!LITTLE_ENDIAN_HOST) return null;
+  if (dtype === 'F32' && bytes.byteOffset % 4 === 0) return new Float32Array(new Float32Array(bytes.buffer, bytes.byteOffset, n));
+  if ((dtype !== 'F16' && dtype !== 'BF16') || bytes.byteOffset % 2 !== 0) return null;
+  const h = new Uint16Array(bytes.buffer, bytes.byteOffset, n);
+  const out = new Float32Array(n);
+  if (dtype === 'F16') {
+    const t = f16Table();
+    for (let i = 0; i < n; i++) out[i] = t[h[i]!]!;
+  } else {
+    const bits = new Uint32Array(out.buffer);
+    for (let i = 0; i < n; i++) bits[i] = h[i]! << 16;
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // Bit-level conversions used on upload (f16, bf16, f8 e4m3).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bf16BitsToF32, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, f8e4m3ToF32 } from '../../src/engine/dtype';
+import { bf16BitsToF32, bf16ToF16Table, F16_OVERFLOW, f16BitsToF32, f32ToBf16Bits, f32ToF16Bits, f8e4m3ToF32 } from '../../src/engine/dtype';
+import { decodeSafe, type SafeDType } from '../../src/engine/safetensors';
 
 test('every f16 bit pattern round-trips through f32', () => {
   for (let h = 0; h < 0x10000; h++) {
@@ -36,4 +37,46 @@ test('bf16 and f8 e4m3 decode', () => {
   assert.equal(f8e4m3ToF32(0x01), 2 ** -9);
   assert.equal(f8e4m3ToF32(0x08), 2 ** -6);
   assert.equal(f8e4m3ToF32(0xb8), -1);
+});
+
+test('the f16 table holds every half by the IEEE formula', () => {
+  for (let h = 0; h < 0x10000; h++) {
+    const sign = h & 0x8000 ? -1 : 1;
+    const exp = (h >> 10) & 0x1f;
+    const mant = h & 0x3ff;
+    const want = exp === 0 ? sign * mant * 2 ** -24 : exp === 0x1f ? (mant ? NaN : sign * Infinity) : sign * (1 + mant / 1024) * 2 ** (exp - 15);
+    assert.ok(Object.is(f16BitsToF32(h), want) || (Number.isNaN(want) && Number.isNaN(f16BitsToF32(h))), `0x${h.toString(16)}`);
+  }
+});
+
+test('bf16 -> f16 by table: exact inside f16 range, rounded below it, finite overflow marked, inf and NaN kept', () => {
+  const t = bf16ToF16Table();
+  for (let b = 0; b < 0x10000; b++) {
+    const v = bf16BitsToF32(b);
+    const h = t[b]!;
+    if (Number.isFinite(v) && Math.abs(v) >= 65520) assert.equal(h & 0x7fff, F16_OVERFLOW, `0x${b.toString(16)} = ${v}`);
+    else if (Number.isNaN(v)) assert.ok(Number.isNaN(f16BitsToF32(h)), `0x${b.toString(16)}`);
+    else {
+      assert.equal(h, f32ToF16Bits(v), `0x${b.toString(16)} = ${v}`);
+      if (Math.abs(v) >= 2 ** -14 || v === 0) assert.equal(f16BitsToF32(h), v, `0x${b.toString(16)} exact`);
+    }
+  }
+});
+
+test('decodeSafe: the typed-array path (aligned) and the DataView path (odd offset) agree for F32, F16, BF16', () => {
+  const bytes = new Uint8Array(4 * 4099 + 1); // every bit pattern class: normals, subnormals, inf, NaN
+  let s = 12345;
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (s = (s * 1103515245 + 12345) >>> 0) >>> 24;
+  for (const dtype of ['F32', 'F16', 'BF16'] as SafeDType[]) {
+    const aligned = decodeSafe(bytes.subarray(0, bytes.length - 1), dtype);
+    // the same bytes at an odd offset (a view one byte into a buffer): no typed view fits, so the DataView loop runs
+    const shifted = new Uint8Array(bytes.length);
+    shifted.set(bytes.subarray(0, bytes.length - 1), 1);
+    const viaDataView = decodeSafe(shifted.subarray(1), dtype);
+    assert.equal(aligned.length, viaDataView.length, dtype);
+    for (let i = 0; i < aligned.length; i++) {
+      const [a, b] = [aligned[i]!, viaDataView[i]!];
+      assert.ok(Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b)), `${dtype} element ${i}: ${a} vs ${b}`);
+    }
+  }
 });

@@ -123,6 +123,7 @@ test('streaming upload converts BF16/F16/F32 on the way to the GPU', seeded(asyn
     w16: { dtype: 'F16', shape: [n], data: h.data.slice(0, n) },
     wbf: { dtype: 'BF16', shape: [n], data: h.data.slice(0, n) },
     big: { dtype: 'F32', shape: [2], data: [1e6, 1] },
+    bigbf: { dtype: 'BF16', shape: [5], data: [1, 2, -1e6, 3, 4] },
   });
   const ck = await Checkpoint.open(path);
   try {
@@ -134,6 +135,8 @@ test('streaming upload converts BF16/F16/F32 on the way to the GPU', seeded(asyn
       t.free();
     }
     await assert.rejects(loadTensor(e, ck, 'big', { dtype: 'f16' }), /holds 1000000, beyond f16's range/);
+    // BF16 -> f16 goes by table (load.ts bf16ToF16): a finite value past f16's range is refused the same way
+    await assert.rejects(loadTensor(e, ck, 'bigbf', { dtype: 'f16' }), /"bigbf" holds -999424, beyond f16's range/);
     await assert.rejects(loadTensor(e, ck, 'w32', { shape: [143, 7] }), /is F32\[7,143\], expected shape \[143,7\]/);
   } finally {
     await ck.close();

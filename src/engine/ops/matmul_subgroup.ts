@@ -3,8 +3,9 @@
 // KILN_SUBGROUP_MATRIX=1) for f16 weights, and only where the adapter has the feature, an f16/f32 subgroup-matrix
 // config whose M and N divide 32 and K divides 32, and one fixed subgroup size; everything else (lavapipe, f32,
 // int8, and the default) takes the register-tiled kernel.
-// UNTESTED ON HARDWARE: written in a session without a GPU; test/engine/matmul_subgroup.test.ts runs it against
-// the CPU reference where the feature exists and skips (with the reason) elsewhere.
+// Correct on an H200 (2026-11-28, docs/performance.md), not yet timed there: hence opt-in. Its test
+// (test/engine/matmul_subgroup.test.ts) runs it against the CPU reference where the feature exists and skips
+// (with the reason) elsewhere.
 import type { Engine } from '../engine';
 import type { SubgroupMatrixConfig } from '../device';
 import type { Params } from '../kernels';

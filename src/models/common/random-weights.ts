@@ -2,7 +2,7 @@
 // Each tensor's values follow a rule picked from its key and shape, at the scales upstream's layers expect, so
 // activations stay O(1) through every block of any model; nobody is meant to learn anything from them.
 import { createHash } from 'node:crypto';
-import { f32ToF16Bits } from '../../engine/dtype';
+import { f32ToBf16Bits, f32ToF16Bits } from '../../engine/dtype';
 import { encodeSafe, SAFE_DTYPE_BYTES, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
 import { numelOf } from '../../engine/tensor';
 
@@ -32,13 +32,14 @@ const POOL = 1_000_003;
 
 /**
  * Seeded random weights, fast at any size: one pool of POOL standard draws (normal and uniform), each tensor a window
- * of it at an offset hashed from its name, scaled by its rule. F16 pools are kept as bits, so filling gigabytes of
- * f16 weights is a copy. Deterministic: the same seed gives the same bytes for the same key whatever the order.
+ * of it at an offset hashed from its name, scaled by its rule. F16 and BF16 pools are kept as bits, so filling
+ * gigabytes of 16-bit weights is a copy. Deterministic: the same seed gives the same bytes for the same key whatever the order.
  */
 export class WeightSynth {
   private readonly normal: Float32Array;
   private readonly uniform: Float32Array;
-  private readonly f16 = new Map<string, Uint16Array>();
+  /** 16-bit pools (F16 or BF16 bits) per dtype and rule. */
+  private readonly halves = new Map<string, Uint16Array>();
 
   constructor(seed: number) {
     let s = seed >>> 0 || 1;
@@ -92,21 +93,22 @@ export class WeightSynth {
     return out;
   }
 
-  /** SyntheticCheckpointOptions.fill for any stored dtype (F16 by copying cached bits). */
+  /** SyntheticCheckpointOptions.fill for any stored dtype (F16 and BF16 by copying cached bits). */
   readonly fill = (entry: TensorEntry, out: Uint8Array, first: number): void => {
     const n = out.byteLength / SAFE_DTYPE_BYTES[entry.dtype];
-    if (entry.dtype !== 'F16') {
+    if ((entry.dtype !== 'F16' && entry.dtype !== 'BF16') || out.byteOffset % 2 !== 0) {
       out.set(encodeSafe(this.values(entry.name, entry.shape, first, n), entry.dtype));
       return;
     }
     const r = weightRule(entry.name, entry.shape);
-    const key = `${r.kind}:${r.lo}:${r.scale}`;
-    let bits = this.f16.get(key);
+    const key = `${entry.dtype}:${r.kind}:${r.lo}:${r.scale}`;
+    let bits = this.halves.get(key);
     if (!bits) {
       const src = r.kind === 'normal' ? this.normal : this.uniform;
+      const toBits = entry.dtype === 'F16' ? f32ToF16Bits : f32ToBf16Bits;
       bits = new Uint16Array(POOL);
-      for (let i = 0; i < POOL; i++) bits[i] = f32ToF16Bits(r.lo + r.scale * src[i]!);
-      this.f16.set(key, bits);
+      for (let i = 0; i < POOL; i++) bits[i] = toBits(r.lo + r.scale * src[i]!);
+      this.halves.set(key, bits);
     }
     const dst = new Uint16Array(out.buffer, out.byteOffset, n);
     let p = (this.offset(entry.name) + first) % POOL;
