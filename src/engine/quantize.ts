@@ -19,15 +19,25 @@ export function quantizeInt8PerChannel(w: ArrayLike<number>, N: number, K: numbe
   if (w.length !== N * K) throw new RangeError(`quantizeInt8PerChannel: ${w.length} values for (N, K) = (${N}, ${K})`);
   const q = new Int8Array(N * K);
   const scales = new Float32Array(N);
+  quantizeRowsInto(w, K, N, q, scales, 0);
+  return { q, scales, N, K };
+}
+
+/**
+ * quantizeInt8PerChannel's arithmetic over `rows` rows of `w` (rows x K) into q (rows x K) and scales (rows): the one
+ * loop both it and the load-time worker pool (quantize-parallel.ts) run, so both give the same bytes. `firstRow`
+ * only numbers rows in the error message.
+ */
+export function quantizeRowsInto(w: ArrayLike<number>, K: number, rows: number, q: Int8Array, scales: Float32Array, firstRow: number): void {
   // plain compares instead of Math.max/abs/min calls: this runs over every int8 weight at load (billions)
-  for (let n = 0, row = 0; n < N; n++, row += K) {
+  for (let n = 0, row = 0; n < rows; n++, row += K) {
     let max = 0;
     for (let k = 0; k < K; k++) {
       const v = w[row + k]!;
       const a = v < 0 ? -v : v;
       if (a > max || a !== a) max = a;
     }
-    if (!Number.isFinite(max)) throw new RangeError(`quantizeInt8PerChannel: row ${n} has a non-finite weight`);
+    if (!Number.isFinite(max)) throw new RangeError(`quantizeInt8PerChannel: row ${firstRow + n} has a non-finite weight`);
     const s = Math.fround(max / 127);
     scales[n] = s;
     if (s === 0) continue;
@@ -36,7 +46,6 @@ export function quantizeInt8PerChannel(w: ArrayLike<number>, N: number, K: numbe
       q[row + k] = r > 127 ? 127 : r < -127 ? -127 : r;
     }
   }
-  return { q, scales, N, K };
 }
 
 /** Uploads a quantised weight as an Int8Weight (scales in f32, or f16 to match f16 activations). */

@@ -9,7 +9,8 @@
 import { DTYPE_BYTES } from '../../engine/dtype';
 import type { Engine } from '../../engine/engine';
 import { readConverted } from '../../engine/load';
-import { quantizeInt8PerChannel, uploadInt8, type QuantizedInt8 } from '../../engine/quantize';
+import { uploadInt8, type QuantizedInt8 } from '../../engine/quantize';
+import { quantizeInt8FromCheckpoint } from '../../engine/quantize-parallel';
 import { CheckpointError, type Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import type { Int8Weight } from '../../engine/ops/linear';
@@ -99,7 +100,7 @@ export class HostWeights {
     } else {
       this.miss(key);
       ckpt.entry(key, shape); // shape check with the checkpoint's message
-      q = quantizeInt8PerChannel(await ckpt.readFloat32(key), shape[0], shape[1]);
+      q = await quantizeInt8FromCheckpoint(ckpt, key, shape[0], shape[1]);
       this.counts.read++;
       this.int8.set(key, q);
     }

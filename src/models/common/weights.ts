@@ -6,7 +6,8 @@
 import type { Engine } from '../../engine/engine';
 import { loadTensor } from '../../engine/load';
 import type { Int8Weight } from '../../engine/ops/linear';
-import { quantizeInt8PerChannel, uploadInt8 } from '../../engine/quantize';
+import { uploadInt8 } from '../../engine/quantize';
+import { quantizeInt8FromCheckpoint } from '../../engine/quantize-parallel';
 import type { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { hostWeightsOf } from './host-weights';
@@ -60,7 +61,7 @@ export async function loadLinear(w: WeightLoader, key: string, shape: readonly [
     return t;
   }
   w.ckpt.entry(k, shape); // shape check with the checkpoint's message
-  const q = quantizeInt8PerChannel(await w.ckpt.readFloat32(k), shape[0], shape[1]);
+  const q = await quantizeInt8FromCheckpoint(w.ckpt, k, shape[0], shape[1]);
   const t = uploadInt8(w.e, q, w.dtype, k);
   w.loaded.push(t.q, t.scales);
   return t;

@@ -5,7 +5,7 @@
 // Shapes: the packed sequence is x [1, L, H]; attention runs numHeads x headDim (> H in the released model).
 import { DTYPE_BYTES, encode, type DType } from '../../engine/dtype';
 import type { Engine } from '../../engine/engine';
-import { quantizeInt8PerChannel } from '../../engine/quantize';
+import { quantizeInt8FromCheckpoint } from '../../engine/quantize-parallel';
 import { glu } from '../../engine/ops/activation';
 import { attention } from '../../engine/ops/attention';
 import { contiguous } from '../../engine/ops/elementwise';
@@ -61,7 +61,7 @@ export async function loadHostLinearModule(w: WeightLoader, p: string, n: number
   let host: HostLinear['host'];
   if (w.int8) {
     w.ckpt.entry(key, [n, k]); // shape check with the checkpoint's message
-    const q = quantizeInt8PerChannel(await w.ckpt.readFloat32(key), n, k);
+    const q = await quantizeInt8FromCheckpoint(w.ckpt, key, n, k);
     host = { N: n, K: k, weightDtype: 'i8', weight: new Uint8Array(q.q.buffer, q.q.byteOffset, q.q.byteLength), scales: encode(q.scales, w.dtype), scaleDtype: w.dtype };
   } else {
     host = { N: n, K: k, weightDtype: w.dtype, weight: await hostBytes(w.ckpt, key, [n, k], w.dtype), scales: null, scaleDtype: w.dtype };

@@ -1,0 +1,116 @@
+// Load-time int8 quantisation of big checkpoint tensors on several CPU threads. The int8 profiles quantise every
+// linear weight at load (the MiniMax H3 DiT: ~32 G weights); on one thread that was ~66 M weights/s, i.e. minutes,
+// and the first H200 run (2026-11-28) could not load 2 blocks inside 70 s. Here the tensor's raw bytes go into
+// shared memory as read, and a pool of worker threads (quantize-worker.ts) decodes and quantises blocks of rows
+// with the same loop as quantizeInt8PerChannel, so the bytes are identical to the one-thread result.
+//
+// Threads: KILN_LOAD_THREADS, default the machine's available parallelism, at most 16; 1 (or a tensor under
+// PARALLEL_MIN_ELEMENTS, or a dtype other than F32/F16/BF16) takes the one-thread path in this thread.
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { quantizeInt8PerChannel, type QuantizedInt8 } from './quantize';
+import type { QuantizeReply, QuantizeTask } from './quantize-worker';
+import { readWholeFloat32, SAFE_DTYPE_BYTES, type ChunkSource } from './safetensors';
+import { numelOf } from './tensor';
+
+/** Below this many weights a tensor is quantised in this thread: a worker round trip would cost more. */
+export const PARALLEL_MIN_ELEMENTS = 1 << 22;
+
+export function loadThreads(): number {
+  const env = process.env.KILN_LOAD_THREADS;
+  const n = env !== undefined && env !== '' ? Number(env) : availableParallelism();
+  if (!Number.isInteger(n) || n < 1) throw new Error(`KILN_LOAD_THREADS=${env}: must be a whole number >= 1`);
+  return Math.min(n, 16);
+}
+
+interface Slot {
+  worker: Worker;
+  busy: number;
+}
+
+class QuantizePool {
+  private readonly slots: Slot[] = [];
+  private readonly pending = new Map<number, { resolve: () => void; reject: (e: Error) => void; slot: Slot }>();
+  private nextId = 0;
+
+  constructor(size: number) {
+    for (let i = 0; i < size; i++) {
+      const worker = new Worker(join(__dirname, 'quantize-worker.js'));
+      worker.unref(); // an idle pool never keeps the process alive; a busy slot is ref'd (run)
+      const slot: Slot = { worker, busy: 0 };
+      worker.on('message', (m: QuantizeReply) => this.settle(m.id, m.error ? new RangeError(m.error) : null));
+      worker.on('error', (err) => this.failSlot(slot, err));
+      this.slots.push(slot);
+    }
+  }
+
+  get size(): number {
+    return this.slots.length;
+  }
+
+  run(task: Omit<QuantizeTask, 'id'>, slotIndex: number): Promise<void> {
+    const slot = this.slots[slotIndex % this.slots.length]!;
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, slot });
+      if (slot.busy++ === 0) slot.worker.ref();
+      slot.worker.postMessage({ ...task, id });
+    });
+  }
+
+  private settle(id: number, err: Error | null): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    if (--p.slot.busy === 0) p.slot.worker.unref();
+    if (err) p.reject(err);
+    else p.resolve();
+  }
+
+  private failSlot(slot: Slot, err: Error): void {
+    for (const [id, p] of this.pending) if (p.slot === slot) this.settle(id, new Error(`quantize worker failed: ${err.message}`));
+    const i = this.slots.indexOf(slot);
+    if (i >= 0) this.slots.splice(i, 1);
+    if (this.slots.length === 0) pool = null;
+  }
+}
+
+let pool: QuantizePool | null = null;
+let parallelTensors = 0;
+
+/** How many tensors took the worker pool so far (tests check the path they mean to test was the one taken). */
+export function parallelQuantizeCount(): number {
+  return parallelTensors;
+}
+
+/**
+ * Tensor `name` (N, K) of `src` quantised per output channel, as quantizeInt8PerChannel(readFloat32(name)) would,
+ * on loadThreads() threads when it is big.
+ */
+export async function quantizeInt8FromCheckpoint(src: ChunkSource, name: string, N: number, K: number): Promise<QuantizedInt8> {
+  const e = src.entry(name);
+  const threads = loadThreads();
+  const parallel = threads > 1 && N * K >= PARALLEL_MIN_ELEMENTS && (e.dtype === 'F32' || e.dtype === 'F16' || e.dtype === 'BF16');
+  if (!parallel) return quantizeInt8PerChannel(await readWholeFloat32(src, name), N, K);
+  if (numelOf(e.shape) !== N * K) throw new RangeError(`quantizeInt8PerChannel: ${numelOf(e.shape)} values for (N, K) = (${N}, ${K})`);
+  const raw = new SharedArrayBuffer(N * K * SAFE_DTYPE_BYTES[e.dtype]);
+  const rawBytes = new Uint8Array(raw);
+  await src.readChunks(name, 8 << 20, (bytes, off) => rawBytes.set(bytes, off));
+  const q = new SharedArrayBuffer(N * K);
+  const scales = new SharedArrayBuffer(N * 4);
+  pool ??= new QuantizePool(threads);
+  // a few blocks per thread, so one slow thread does not hold the others up
+  const blocks = Math.min(N, pool.size * 4);
+  const per = Math.ceil(N / blocks);
+  const jobs: Promise<void>[] = [];
+  for (let b = 0, first = 0; first < N; b++, first += per) {
+    jobs.push(pool.run({ raw, dtype: e.dtype, K, first, rows: Math.min(per, N - first), q, scales }, b));
+  }
+  const results = await Promise.allSettled(jobs);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  parallelTensors++;
+  // copied out of shared memory: uploads (Dawn's writeBuffer) and host copies get plain ArrayBuffers, as before
+  return { q: new Int8Array(new Int8Array(q)), scales: new Float32Array(new Float32Array(scales)), N, K };
+}
