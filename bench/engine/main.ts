@@ -10,6 +10,7 @@ import type { Tensor } from '../../src/engine/tensor';
 import { attention } from '../../src/engine/ops/attention';
 import { linear } from '../../src/engine/ops/linear';
 import { matmul } from '../../src/engine/ops/matmul';
+import { subgroupMatrixPlan } from '../../src/engine/ops/matmul_subgroup';
 import { sum } from '../../src/engine/ops/reduce';
 import { sample } from '../../src/engine/ops/sampling';
 import { softmax } from '../../src/engine/ops/softmax';
@@ -24,7 +25,12 @@ const ROOFLINES: Roofline[] = [
   { match: /H200/i, label: 'H200 (datasheet)', f16Tflops: 989, f32Tflops: 67, bwGBs: 4800 },
 ];
 
-interface Case { op: string; size: string; flops?: number; bytes?: number; torch?: TorchCase; setup: (e: Engine) => { run: () => void; free: () => void } }
+interface Case {
+  op: string; size: string; flops?: number; bytes?: number; torch?: TorchCase;
+  /** Why this adapter cannot run the case (printed, case skipped); null: it can. */
+  unavailable?: (e: Engine) => string | null;
+  setup: (e: Engine) => { run: () => void; free: () => void };
+}
 
 const args = process.argv.slice(2);
 const arg = (name: string) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
@@ -54,6 +60,16 @@ function cases(): Case[] {
         return { run: () => { c?.free(); c = matmul(e, a, b); }, free: () => { a.free(); b.free(); c?.free(); } };
       } });
     }
+  }
+  // the tensor-core path beside the default one, same shapes (opt-in in the service until these rows say it wins)
+  for (const [M, K, N] of gemm) {
+    out.push({ op: 'matmul f16 sgmatrix', size: `${M}x${K}x${N}`, flops: 2 * M! * K! * N!, torch: { fn: 'matmul', dtype: 'f16', M: M!, K: K!, N: N! },
+      unavailable: (e) => { const p = subgroupMatrixPlan(e); return 'reason' in p ? p.reason : null; },
+      setup: (e) => {
+        const a = up(e, [M!, K!], 'f16'); const b = up(e, [K!, N!], 'f16');
+        let c: Tensor | null = null;
+        return { run: () => { c?.free(); c = matmul(e, a, b, { path: 'subgroup' }); }, free: () => { a.free(); b.free(); c?.free(); } };
+      } });
   }
   const [tok, K, N] = large ? [4096, 4096, 4096] : [64, 512, 512];
   // PyTorch has no int8 weight-only GEMM of its own: its column is the f16 nn.Linear at the same shape.
@@ -102,6 +118,11 @@ async function main(): Promise<void> {
   console.log(['op'.padEnd(22), 'size'.padEnd(22), 'ms/call'.padStart(10), 'rate'.padStart(16), 'roofline'.padStart(9)].join(' '));
   const measured: { c: Case; ms: number }[] = [];
   for (const c of cases()) {
+    const why = c.unavailable?.(e);
+    if (why) {
+      console.log([c.op.padEnd(22), c.size.padEnd(22)].join(' ') + `  skipped: ${why}`);
+      continue;
+    }
     const s = c.setup(e);
     s.run(); // compile + warm up
     await e.sync();

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The GPU checks Kiln waits on, as one device call that ends inside ~8 minutes (docs/performance.md, "Next GPU
+# run"). Here, first: bash ../shared/tools/gpu-kit/pack.sh && bash scripts/gpu-device-prep.sh aside
+# Then `device run` with carry [".gpukit", ".gl"] and the command:  bash scripts/gpu-run.sh [STEP...]
+# and afterwards, here: bash scripts/gpu-device-prep.sh restore
+#
+# Steps (default: all, in this order; each bounded, its log in $OUT/<step>.txt, at most 8 files come back):
+#   tests   every engine test file on the GPU (kernels vs CPU references)                          60 s
+#   gemm    bench:engine --sizes large --only matmul,attention,linear --torch cuda: the register-tiled and the
+#           subgroup-matrix GEMM side by side, and PyTorch beside both                              100 s
+#   krea    Krea 2 Turbo at real size, 1K step + VAE + 8-step job (KILN_SUBGROUP_MATRIX=$SG, default 1)  110 s
+#   kf2     MiniMax H3, a 2-keyframe 480p 5 s job's sequence, 2 of 50 blocks (step extrapolated), VAE  100 s
+#   ref3    MiniMax H3, 3 pictures + 1 voice (Ref2VA) at 480p 5 s, 2 of 50 blocks, no VAE decode      70 s
+set -u
+root=$(cd "$(dirname "$0")/.." && pwd)
+for f in "$root"/.gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+ldconfig 2>/dev/null
+out=${OUT:-/tmp/gpu-run-out}
+mkdir -p "$out"
+kit="$root/.gpukit/run.sh"
+sg=${SG:-1}
+step() { # name timeout command...
+  local name=$1 t=$2; shift 2
+  STEP_TIMEOUT=$t bash "$kit" "cmd:$* > $out/$name.txt 2>&1; tail -n 30 $out/$name.txt"
+}
+steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(tests gemm krea kf2 ref3)
+STEP_TIMEOUT=20 bash "$kit" info > /dev/null 2>&1; head -8 "$out/info.txt" 2>/dev/null
+for s in "${steps[@]}"; do
+  case "$s" in
+    tests) step tests 60 'node --test --test-concurrency=1 --test-reporter=spec build/test/engine/*.test.js' ;;
+    gemm)  step gemm 100 'node build/bench/engine/main.js --sizes large --only matmul,attention,linear --torch cuda' ;;
+    krea)  step krea 110 "KILN_SUBGROUP_MATRIX=$sg node build/bench/image/main.js --profile imgart_turbo --sizes 1024" ;;
+    kf2)   step kf2 100 "KILN_SUBGROUP_MATRIX=$sg node build/bench/video/main.js --cases 480p:5 --keyframes 2 --layers 2" ;;
+    ref3)  step ref3 70 "KILN_SUBGROUP_MATRIX=$sg node build/bench/video/main.js --cases 480p:5 --references 3 --voices 1 --layers 2 --skip-vae" ;;
+    *) echo "gpu-run: unknown step $s" ;;
+  esac
+done
+rm -f "$out/cmd.txt"
