@@ -41,6 +41,7 @@ class QuantizePool {
       const slot: Slot = { worker, busy: 0 };
       worker.on('message', (m: QuantizeReply) => this.settle(m.id, m.error ? new RangeError(m.error) : null));
       worker.on('error', (err) => this.failSlot(slot, err));
+      worker.on('exit', (code) => this.failSlot(slot, new Error(`exited with code ${code}`))); // never leave a load waiting
       this.slots.push(slot);
     }
   }
@@ -50,6 +51,7 @@ class QuantizePool {
   }
 
   run(task: Omit<QuantizeTask, 'id'>, slotIndex: number): Promise<void> {
+    if (this.slots.length === 0) return Promise.reject(new Error('quantize worker pool: every worker has exited'));
     const slot = this.slots[slotIndex % this.slots.length]!;
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -71,8 +73,9 @@ class QuantizePool {
   private failSlot(slot: Slot, err: Error): void {
     for (const [id, p] of this.pending) if (p.slot === slot) this.settle(id, new Error(`quantize worker failed: ${err.message}`));
     const i = this.slots.indexOf(slot);
-    if (i >= 0) this.slots.splice(i, 1);
-    if (this.slots.length === 0) pool = null;
+    if (i < 0) return; // 'error' is followed by 'exit': one removal
+    this.slots.splice(i, 1);
+    if (this.slots.length === 0 && pool === this) pool = null;
   }
 }
 
