@@ -1,6 +1,6 @@
 // Checkpoint tensors -> GPU tensors, streamed: file chunk (one reused read buffer) -> dtype conversion ->
 // queue.writeBuffer. The whole file is never in JS memory; at most one chunk and its converted copy.
-import { bf16ToF16Table, DTYPE_BYTES, encode, F16_OVERFLOW, f32ToF16Bits, LITTLE_ENDIAN_HOST, type DType } from './dtype';
+import { bf16BitsToF32, bf16ToF16Table, DTYPE_BYTES, encode, F16_OVERFLOW, f32ToF16Bits, LITTLE_ENDIAN_HOST, type DType } from './dtype';
 import type { Engine } from './engine';
 import { Checkpoint, CheckpointError, SAFE_DTYPE_BYTES, decodeSafe, type SafeDType, type TensorEntry } from './safetensors';
 import type { Tensor } from './tensor';
@@ -80,7 +80,7 @@ function bf16ToF16(bytes: Uint8Array, path: string, name: string): Uint8Array {
     if ((h & 0x7fff) === F16_OVERFLOW) bad = i;
     out[i] = h;
   }
-  if (bad >= 0) checkF16Range(new Float32Array(new Uint32Array([src[bad]! << 16]).buffer), path, name);
+  if (bad >= 0) throw beyondF16(bf16BitsToF32(src[bad]!), path, name);
   return new Uint8Array(out.buffer);
 }
 
@@ -88,7 +88,11 @@ function checkF16Range(values: Float32Array, path: string, name: string): void {
   for (let i = 0; i < values.length; i++) {
     const v = values[i]!;
     if (Number.isFinite(v) && (f32ToF16Bits(v) & 0x7fff) === 0x7c00) {
-      throw new CheckpointError(`${path}: tensor "${name}" holds ${v}, beyond f16's range (65504); load it as f32`);
+      throw beyondF16(v, path, name);
     }
   }
+}
+
+function beyondF16(v: number, path: string, name: string): CheckpointError {
+  return new CheckpointError(`${path}: tensor "${name}" holds ${v}, beyond f16's range (65504); load it as f32`);
 }

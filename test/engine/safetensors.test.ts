@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { f16BitsToF32, f32ToF16Bits as f16Round } from '../../src/engine/dtype';
 import { loadTensor } from '../../src/engine/load';
-import { Checkpoint, CheckpointError, writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { Checkpoint, CheckpointError, decodeSafe, type SafeDType, writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import { assertClose, randomHost, seeded, testEngine } from './helpers';
 
 const dir = mkdtempSync(join(tmpdir(), 'kiln-st-'));
@@ -143,3 +143,20 @@ test('streaming upload converts BF16/F16/F32 on the way to the GPU', seeded(asyn
   }
 }));
 
+test('decodeSafe: the typed-array path (aligned) and the DataView path (odd offset) agree for F32, F16, BF16', () => {
+  const bytes = new Uint8Array(4 * 4099 + 1); // every bit pattern class: normals, subnormals, inf, NaN
+  let s = 12345;
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (s = (s * 1103515245 + 12345) >>> 0) >>> 24;
+  for (const dtype of ['F32', 'F16', 'BF16'] as SafeDType[]) {
+    const aligned = decodeSafe(bytes.subarray(0, bytes.length - 1), dtype);
+    // the same bytes at an odd offset (a view one byte into a buffer): no typed view fits, so the DataView loop runs
+    const shifted = new Uint8Array(bytes.length);
+    shifted.set(bytes.subarray(0, bytes.length - 1), 1);
+    const viaDataView = decodeSafe(shifted.subarray(1), dtype);
+    assert.equal(aligned.length, viaDataView.length, dtype);
+    for (let i = 0; i < aligned.length; i++) {
+      const [a, b] = [aligned[i]!, viaDataView[i]!];
+      assert.ok(Object.is(a, b) || (Number.isNaN(a) && Number.isNaN(b)), `${dtype} element ${i}: ${a} vs ${b}`);
+    }
+  }
+});
