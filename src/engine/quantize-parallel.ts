@@ -114,6 +114,7 @@ export async function quantizeInt8FromCheckpoint(src: ChunkSource, name: string,
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;
   parallelTensors++;
-  // copied out of shared memory: uploads (Dawn's writeBuffer) and host copies get plain ArrayBuffers, as before
+  // copied out of shared memory: Dawn's queue.writeBuffer refuses SharedArrayBuffer data ("no overload matched",
+  // npm webgpu on lavapipe, 2026-11-28), so uploads and host copies get plain ArrayBuffers, as before
   return { q: new Int8Array(new Int8Array(q)), scales: new Float32Array(new Float32Array(scales)), N, K };
 }
