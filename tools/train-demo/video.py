@@ -1183,7 +1183,7 @@ def main():
                          "stays unaliased; at 100 (1, 0.32, 0.1, 0.032) two do, and the spatial axes (25 and 42 units) "
                          "gain one too")
     ap.add_argument("--dit-layers", type=int, default=0, help="--stage dit, fresh: transformer blocks (DIT_CONFIG's 2 if 0)")
-    ap.add_argument("--dit-heads", type=int, default=0, help="--stage dit, fresh: 32-wide heads (DIT_CONFIG's 4 if 0)")
+    ap.add_argument("--dit-heads", type=int, default=0, help="--stage dit, fresh: attention heads, each DIT_CONFIG's head width (its 4 if 0)")
     ap.add_argument("--qk-norm-init", type=float, default=1.0, help="--stage dit, fresh: q / k norm weights' start (sharpen_attention)")
     ap.add_argument("--audio-phases", type=int, default=1,
                     help="--stage dit: each beep's tone at this many phases (of 16); 1 makes the soundtrack a function "
@@ -1315,8 +1315,9 @@ def main():
             cfg["rope_theta"] = a.rope_theta
             if a.dit_layers:
                 cfg["num_layers"] = a.dit_layers
-            if a.dit_heads:  # 32 wide each, as DIT_CONFIG's; the FFN stays twice the width
-                cfg.update(num_attention_heads=a.dit_heads, hidden_size=32 * a.dit_heads, ffn_dim=64 * a.dit_heads)
+            if a.dit_heads:  # each DIT_CONFIG's attention_head_dim wide; the FFN stays twice the width
+                width = a.dit_heads * DIT_CONFIG["attention_head_dim"]
+                cfg.update(num_attention_heads=a.dit_heads, hidden_size=width, ffn_dim=2 * width)
             tr = MiniMaxH3Transformer3DModel.from_config(cfg)
             if a.qk_norm_init != 1.0:
                 sharpen_attention(tr, a.qk_norm_init)
