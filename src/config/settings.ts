@@ -18,6 +18,8 @@ export interface Settings {
   weightsDir: string;
   /** Tiny random checkpoints generated when real weights are absent (src/weights/demo.ts). Default DATA_DIR/demo-weights. */
   demoWeightsDir: string;
+  /** DEMO_VIDEO: which demo checkpoint the video profiles run without real weights. Default trained. */
+  demoVideo: DemoVideo;
   /** Let input URLs and callbacks reach loopback/private/link-local addresses. Default false. */
   allowPrivateUrls: boolean;
   /** pino level: fatal, error, warn, info, debug, trace, silent. Default info. */
@@ -63,6 +65,7 @@ export interface WorkerSettings {
   dataDir: string;
   weightsDir: string;
   demoWeightsDir: string;
+  demoVideo: DemoVideo;
   logLevel: string;
   /** Shown in /api/health. Default <host name>-<pid>. */
   workerName: string;
@@ -73,6 +76,11 @@ export interface WorkerSettings {
   /** Seconds between heartbeats a worker may miss before the API counts it lost (WORKER_STALL_S). */
   stallS: number;
 }
+
+/** The video profiles' demo checkpoint: `trained`, the one committed under assets/demo/minimax-h3 (it draws the demo
+ * grammar; a 1 s 352p job takes minutes on a software GPU), or `random`, a tiny random one of the same layout (noise,
+ * seconds a job: for checking the plumbing). Without a committed trained checkpoint both mean random. */
+export type DemoVideo = 'trained' | 'random';
 
 export class SettingsError extends Error {
   override readonly name = 'SettingsError';
@@ -105,12 +113,17 @@ function logLevelOf(env: Env): string {
   return level;
 }
 
-function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'demoWeightsDir'> {
+function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'demoWeightsDir' | 'demoVideo'> {
   const dataDir = resolve(env.DATA_DIR?.trim() || './data');
+  const demoVideo = (env.DEMO_VIDEO ?? 'trained').trim().toLowerCase() || 'trained';
+  if (demoVideo !== 'trained' && demoVideo !== 'random') {
+    throw new SettingsError(`DEMO_VIDEO=${JSON.stringify(env.DEMO_VIDEO)}: expected trained (the demo checkpoint that draws the demo grammar) or random (noise, fast: for checking the plumbing)`);
+  }
   return {
     dataDir,
     weightsDir: resolve(env.WEIGHTS_DIR?.trim() || './weights'),
     demoWeightsDir: resolve(env.DEMO_WEIGHTS_DIR?.trim() || join(dataDir, 'demo-weights')),
+    demoVideo,
   };
 }
 

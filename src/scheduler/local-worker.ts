@@ -18,6 +18,8 @@ export interface LocalWorkerOptions {
   dataDir: string;
   weightsDir: string;
   demoWeightsDir: string;
+  /** DEMO_VIDEO (settings.ts DemoVideo); unset: the worker's own default. */
+  demoVideo?: string;
   logLevel: string;
   stallS: number;
   /** Silent but using the CPU: how long before it is killed all the same (a step that never ends; WORKER_BUSY_S). */
@@ -268,6 +270,7 @@ export function spawnWorker(o: Omit<LocalWorkerOptions, 'stallS' | 'busyS' | 'lo
     DATA_DIR: o.dataDir,
     WEIGHTS_DIR: o.weightsDir,
     DEMO_WEIGHTS_DIR: o.demoWeightsDir,
+    ...(o.demoVideo ? { DEMO_VIDEO: o.demoVideo } : {}),
     LOG_LEVEL: o.logLevel,
     [WORKER_ENV.pipelines]: JSON.stringify(o.pipelines ?? []),
     [WORKER_ENV.builtins]: o.builtins === false ? '0' : '1',

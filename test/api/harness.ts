@@ -54,7 +54,9 @@ export class StaticGpuProbe extends GpuProbe {
 
 export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'kiln-api-'));
-  const settings = loadSettings({ DATA_DIR: dataDir, API_TOKEN: TOKEN, LOG_LEVEL: 'silent', ...opts.env });
+  // the video profiles on the random demo unless a test asks for the trained one (DEMO_VIDEO=trained): its jobs take
+  // minutes on lavapipe, and only test/api/demo-video-draws looks at what it draws
+  const settings = loadSettings({ DATA_DIR: dataDir, API_TOKEN: TOKEN, LOG_LEVEL: 'silent', DEMO_VIDEO: 'random', ...opts.env });
   const log = pino({ level: process.env.KILN_TEST_LOG ?? 'silent' });
   const worker = { pipelines: opts.pipelines, builtins: opts.builtinPipelines !== false };
   let builder = Test.createTestingModule({ imports: [AppModule.forRoot({ settings, token: TOKEN, log, worker })] })

@@ -86,7 +86,7 @@ export function startWorker(name: string, env: Record<string, string>, o: { pipe
   const dataDir = mkdtempSync(join(tmpdir(), `kiln-worker-${name}-`));
   const child = spawn(process.execPath, [join(__dirname, '..', '..', 'src', 'worker.js')], {
     env: {
-      ...process.env, ...env, WORKER_NAME: name, DATA_DIR: dataDir, LOG_LEVEL: process.env.KILN_TEST_LOG ?? 'silent',
+      ...process.env, DEMO_VIDEO: 'random', ...env, WORKER_NAME: name, DATA_DIR: dataDir, LOG_LEVEL: process.env.KILN_TEST_LOG ?? 'silent',
       WEIGHTS_DIR: join(dataDir, 'no-weights'), DEMO_WEIGHTS_DIR: o.demoWeightsDir ?? join(dataDir, 'demo'),
       KILN_WORKER_PIPELINES: JSON.stringify(o.pipelines ?? []), KILN_WORKER_BUILTINS: o.builtins === false ? '0' : '1',
     },

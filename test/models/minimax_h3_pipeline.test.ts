@@ -182,7 +182,7 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
     mkdirSync(weightsDir);
     const holder = { get: async () => e } as unknown as EngineHolder;
     for (const name of H3_PROFILE_NAMES) {
-      const entry = videoProfileEntry(name, { weightsDir, demoWeightsDir: join(dir, 'demo') }, holder);
+      const entry = videoProfileEntry(name, { weightsDir, demoWeightsDir: join(dir, 'demo'), demoVideo: 'random' }, holder);
       assert.deepEqual([entry.kind, entry.profile, entry.weights()], ['video', name, 'demo']);
       assert.match(entry.note!(), /^demo: a tiny random MiniMax H3 checkpoint \(generated, .*\); the video and its sound are noise\. Real weights: .*npm run weights -- pull /);
       const p = entry.create();

@@ -1,4 +1,4 @@
-// The GPU worker's settings, on the API side (WORKERS, INTERRUPT_GRACE_S, MAX_JOB_S, WORKER_STALL_S, WORKER_NICE)
+// The GPU worker's settings, on the API side (WORKERS, INTERRUPT_GRACE_S, MAX_JOB_S, WORKER_STALL_S, WORKER_NICE, DEMO_VIDEO)
 // and in the worker (loadWorkerSettings): defaults, the accepted forms, and a bad value naming the variable.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -44,4 +44,11 @@ test('the worker reads the directories and log level as the API does, and its na
   assert.match(loadWorkerSettings({}).workerName, new RegExp(`-${process.pid}$`));
   assert.throws(() => loadWorkerSettings({ WORKER_NAME: 'a b' }), /^Error: WORKER_NAME=|WORKER_NAME=/);
   assert.throws(() => loadWorkerSettings({ LOG_LEVEL: 'loud' }), /LOG_LEVEL/);
+});
+
+test('DEMO_VIDEO: trained unless random is asked, in the API and the worker alike; anything else is refused', () => {
+  assert.deepEqual([loadSettings({}).demoVideo, loadWorkerSettings({}).demoVideo], ['trained', 'trained']);
+  assert.deepEqual([loadSettings({ DEMO_VIDEO: ' Random ' }).demoVideo, loadWorkerSettings({ DEMO_VIDEO: 'random' }).demoVideo], ['random', 'random']);
+  refused({ DEMO_VIDEO: 'noise' }, 'DEMO_VIDEO=');
+  assert.throws(() => loadWorkerSettings({ DEMO_VIDEO: 'yes' }), /DEMO_VIDEO=/);
 });

@@ -1,7 +1,7 @@
 // The six 'video' entries: MiniMax H3 on the engine, one per profile of src/models/minimax_h3/profiles.ts, from the
 // real checkpoints in WEIGHTS_DIR when the profile's variant is complete (npm run weights -- pull <profile>), else
 // from the demo checkpoint put once into DEMO_WEIGHTS_DIR (all six share it): the trained one committed under
-// assets/demo (trained-demo.ts), or a random one where the checkout lacks it.
+// assets/demo (trained-demo.ts), or a random one where the checkout lacks it or DEMO_VIDEO is random.
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -57,8 +57,9 @@ export function videoTaskPipeline(inner: Pipeline<ModelVideoTask>, speech: Speec
 
 export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
   const profile = h3Profile(profileName);
-  // the trained demo (assets/demo) when the checkout has it, else a random one of the same architecture
-  const trained = planTrainedDemoH3(join(projectRoot(), TRAINED_H3_DEMO_PATH));
+  // the trained demo (assets/demo) when the checkout has it and DEMO_VIDEO is not random, else a random one of the same
+  // architecture
+  const trained = dirs.demoVideo === 'random' ? undefined : planTrainedDemoH3(join(projectRoot(), TRAINED_H3_DEMO_PATH));
   const source = new WeightsSource(
     {
       profile: profile.name,

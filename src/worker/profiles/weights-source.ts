@@ -13,6 +13,8 @@ import type { WeightsState, WorkerTask } from '../protocol';
 export interface WeightsDirs {
   weightsDir: string;
   demoWeightsDir: string;
+  /** DEMO_VIDEO: `random` runs the video profiles on the random demo even where the trained one is committed. */
+  demoVideo?: 'trained' | 'random';
 }
 
 /** A demo checkpoint generator (the models' planDemo* functions): bump `version` when its output changes. */
