@@ -113,17 +113,20 @@ function logLevelOf(env: Env): string {
   return level;
 }
 
-function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'demoWeightsDir' | 'demoVideo'> {
-  const dataDir = resolve(env.DATA_DIR?.trim() || './data');
-  const demoVideo = (env.DEMO_VIDEO ?? 'trained').trim().toLowerCase() || 'trained';
-  if (demoVideo !== 'trained' && demoVideo !== 'random') {
+function demoVideoOf(env: Env): DemoVideo {
+  const v = (env.DEMO_VIDEO ?? '').trim().toLowerCase() || 'trained';
+  if (v !== 'trained' && v !== 'random') {
     throw new SettingsError(`DEMO_VIDEO=${JSON.stringify(env.DEMO_VIDEO)}: expected trained (the demo checkpoint that draws the demo grammar) or random (noise, fast: for checking the plumbing)`);
   }
+  return v;
+}
+
+function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'demoWeightsDir'> {
+  const dataDir = resolve(env.DATA_DIR?.trim() || './data');
   return {
     dataDir,
     weightsDir: resolve(env.WEIGHTS_DIR?.trim() || './weights'),
     demoWeightsDir: resolve(env.DEMO_WEIGHTS_DIR?.trim() || join(dataDir, 'demo-weights')),
-    demoVideo,
   };
 }
 
@@ -188,6 +191,7 @@ export function loadSettings(env: Env = process.env): Settings {
     host,
     apiToken: token === '' ? undefined : token,
     ...dirsOf(env),
+    demoVideo: demoVideoOf(env),
     allowPrivateUrls: bool(env, 'ALLOW_PRIVATE_URLS', false),
     logLevel: logLevelOf(env),
     maxQueue: int(env, 'MAX_QUEUE', 1000, 1, 1_000_000),
@@ -218,7 +222,7 @@ export function loadWorkerSettings(env: Env = process.env): WorkerSettings {
   } catch (err) {
     throw new SettingsError((err as Error).message);
   }
-  return { ...dirsOf(env), logLevel: logLevelOf(env), workerName: name, cluster: cluster(env), workerProfiles: profiles, stallS: int(env, 'WORKER_STALL_S', 60, 2, 3600) };
+  return { ...dirsOf(env), demoVideo: demoVideoOf(env), logLevel: logLevelOf(env), workerName: name, cluster: cluster(env), workerProfiles: profiles, stallS: int(env, 'WORKER_STALL_S', 60, 2, 3600) };
 }
 
 /** Nest injection token for the Settings object. */

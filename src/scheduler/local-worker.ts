@@ -9,6 +9,7 @@ import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import type { DemoVideo } from '../config/settings';
 import { PROTOCOL_VERSION, WORKER_ENV, type FromWorker, type PipelineModule, type ServedProfile, type ToWorker, type WorkerTask } from '../worker/protocol';
 import { cpuTicks } from './process-cpu';
 import type { WorkerLink, WorkerPool, WorkerStatus } from './worker-link';
@@ -18,8 +19,8 @@ export interface LocalWorkerOptions {
   dataDir: string;
   weightsDir: string;
   demoWeightsDir: string;
-  /** DEMO_VIDEO (settings.ts DemoVideo); unset: the worker's own default. */
-  demoVideo?: string;
+  /** DEMO_VIDEO; unset: the worker's own default. */
+  demoVideo?: DemoVideo;
   logLevel: string;
   stallS: number;
   /** Silent but using the CPU: how long before it is killed all the same (a step that never ends; WORKER_BUSY_S). */

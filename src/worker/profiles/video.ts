@@ -10,6 +10,7 @@ import type { EngineHolder } from '../../engine/engine';
 import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
 import { MAX_KEYFRAMES } from '../../models/minimax_h3/keyframes';
 import { MAX_VOICES } from '../../models/minimax_h3/task';
+import type { TrainedDemoPlan } from '../../models/common/trained-demo';
 import { planTrainedDemoH3, TRAINED_H3_DEMO_GRAMMAR, TRAINED_H3_DEMO_PATH, TRAINED_H3_DEMO_SUGGESTION } from '../../models/minimax_h3/trained-demo';
 import { projectRoot } from '../../paths';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Dirs, type VideoTask as ModelVideoTask } from '../../models/minimax_h3/pipeline';
@@ -55,11 +56,15 @@ export function videoTaskPipeline(inner: Pipeline<ModelVideoTask>, speech: Speec
   };
 }
 
-export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
+/** The trained demo (assets/demo) when the checkout has it and DEMO_VIDEO is not random; undefined: the random one of
+ * the same architecture. Its plan reads and hashes every committed file, so the six entries share one. */
+function trainedDemoFor(dirs: WeightsDirs): TrainedDemoPlan | undefined {
+  return dirs.demoVideo === 'random' ? undefined : planTrainedDemoH3(join(projectRoot(), TRAINED_H3_DEMO_PATH));
+}
+
+export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>,
+  trained = trainedDemoFor(dirs)): ProfileEntry {
   const profile = h3Profile(profileName);
-  // the trained demo (assets/demo) when the checkout has it and DEMO_VIDEO is not random, else a random one of the same
-  // architecture
-  const trained = dirs.demoVideo === 'random' ? undefined : planTrainedDemoH3(join(projectRoot(), TRAINED_H3_DEMO_PATH));
   const source = new WeightsSource(
     {
       profile: profile.name,
@@ -169,5 +174,6 @@ function estimateBytes(w: ProfileWeights): number {
 
 /** The six video profiles. */
 export function videoProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry[] {
-  return H3_PROFILE_NAMES.map((name) => videoProfileEntry(name, dirs, holder, log));
+  const trained = trainedDemoFor(dirs);
+  return H3_PROFILE_NAMES.map((name) => videoProfileEntry(name, dirs, holder, log, trained));
 }

@@ -4,6 +4,7 @@
 // holds, estimated from the files until a load measures them (the runner's fits-beside check).
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { DemoVideo } from '../../config/settings';
 import type { Engine } from '../../engine/engine';
 import type { Pipeline } from '../../models/common/pipeline';
 import { checkProfile, demoCheckpointVersion, ensureDemoCheckpoint, profileChecker, weightsNote, weightsState, type ProfileWeights } from '../../weights';
@@ -14,7 +15,7 @@ export interface WeightsDirs {
   weightsDir: string;
   demoWeightsDir: string;
   /** DEMO_VIDEO: `random` runs the video profiles on the random demo even where the trained one is committed. */
-  demoVideo?: 'trained' | 'random';
+  demoVideo?: DemoVideo;
 }
 
 /** A demo checkpoint generator (the models' planDemo* functions): bump `version` when its output changes. */
