@@ -509,19 +509,26 @@ def eval_vae(vae: AutoencoderKLMiniMaxH3, n: int = 4) -> list[float]:
 
 
 @torch.no_grad()
-def judge_dataset(vae: AutoencoderKLMiniMaxH3, work: str, n: int) -> int:
+def judge_dataset(vae: AutoencoderKLMiniMaxH3, work: str, n: int, encode: bool = False) -> int:
     """The judge (video_eval.py's rule) on n of the data set's own clips decoded from their latents (latents.pt): is
     the ball's colour the asked one? Every (224 / n)-th clip, so that every ball and background colour is seen. A
     decoder that fails here fails end to end whatever the transformer does (eval_vae draws clips afresh instead).
-    Returns how many are right."""
-    d = torch.load(os.path.join(work, "latents.pt"))
-    mean, std = latent_scale(vae.config)
+    encode: the clips are encoded here as the latents stage encodes them (training_clip, untiled, posterior mode),
+    so that a VAE stage can judge its own encoder before the latents are remade (the work folder's latents.pt is the
+    previous encoder's). Returns how many are right."""
     table = video_table()
     clips = range(0, len(table), max(1, len(table) // n))
+    if encode:
+        vae.use_tiling = False
+        latent = {i: vae.encode(to_pixels(training_clip(i))).latent_dist.mode() for i in clips}
+    else:
+        d = torch.load(os.path.join(work, "latents.pt"))
+        mean, std = latent_scale(vae.config)
+        latent = {i: d["video"][i][None].float() * std + mean for i in clips}
     vae.use_tiling = True
     wrong = []
     for i in clips:
-        out = from_vae(vae.decode(d["video"][i][None].float() * std + mean).sample).clamp(0, 1)
+        out = from_vae(vae.decode(latent[i]).sample).clamp(0, 1)
         _, seen = background_and_ball((out[0].permute(1, 2, 3, 0).numpy() * 255).round().astype(np.uint8))
         if seen != table[i][0]:
             wrong.append(f"{table[i][0]} on {table[i][2]} seen {seen}")
@@ -1178,7 +1185,7 @@ def main():
     ap.add_argument("--judge-weight", type=float, default=0.0,
                     help="--stage vae / vae_decoder: weight of judge_loss (pixels near the ball off by more than JUDGE_TAU)")
     ap.add_argument("--judge-clips", type=int, default=0,
-                    help="--stage vae_decoder / judge: data-set clips judge_dataset decodes from their latents")
+                    help="--stage vae / vae_decoder / judge: data-set clips judge_dataset decodes (the vae stage encodes them afresh)")
     ap.add_argument("--vae-crop", choices=["any", "ball"], default="any",
                     help="--stage vae / vae_decoder: training crops anywhere in the frame or around the ball (ball_crop)")
     ap.add_argument("--vae-bg-weight", action="append", default=[], metavar="COLOR=W", type=bg_weight_item,
@@ -1235,6 +1242,8 @@ def main():
                                   judge_w=a.judge_weight, on_ball=a.vae_crop == "ball",
                                   bg_weights=dict(a.vae_bg_weight))
         errs = eval_vae(vae, a.eval_clips)
+        if a.judge_clips:
+            judge_dataset(vae, a.work, a.judge_clips, encode=True)
         log(f"colour spread trained {color_spread(vae):.4f}")
         vae.save_pretrained(os.path.join(parts, "vae"), safe_serialization=True)
         json.dump({"losses": losses, "eval_mae_255": errs}, open(os.path.join(a.work, "vae_losses.json"), "w"))
