@@ -123,3 +123,25 @@ def background_and_ball(frames: np.ndarray) -> tuple[np.ndarray, str | None]:
     bg_rgb = np.median(border, axis=0)
     mask = np.abs(frames.astype(np.int32) - bg_rgb.astype(np.int32)).sum(-1) > 60
     return bg_rgb, (nearest_color(frames[mask].mean(0)) if mask.sum() > 50 else None)
+
+
+def judge(frames: np.ndarray, audio: np.ndarray, rate: int) -> dict:
+    """frames (F, H, W, 3) uint8, audio (2, samples): what the clip shows and sounds like, by the rule of the API test
+    (test/api/demo-video-grammar.ts judgeClip); video_eval.py and video.py --stage judge_sampled judge by it."""
+    bg_rgb, ball = background_and_ball(frames)
+    bg = nearest_color(bg_rgb)
+    cents = ball_centroid(frames, tuple(int(v) for v in bg_rgb))
+    q = max(1, len(frames) // 4)
+    first = [c for c in cents[:q] if c]
+    last = [c for c in cents[-q:] if c]
+    direction = None
+    if first and last:
+        dx = np.mean([c[0] for c in last]) - np.mean([c[0] for c in first])
+        dy = np.mean([c[1] for c in last]) - np.mean([c[1] for c in first])
+        direction = ("right" if dx > 0 else "left") if abs(dx) > abs(dy) else ("down" if dy > 0 else "up")
+    spec = np.abs(np.fft.rfft(audio.mean(0)))
+    f = np.fft.rfftfreq(audio.shape[-1], 1 / rate)
+    hi = float(spec[(f > 1000) & (f < 1400)].sum())
+    lo = float(spec[(f > 220) & (f < 420)].sum())
+    return dict(background=bg, ball=ball, direction=direction, beep="high" if hi > lo else "low",
+                band_ratio=round(hi / max(lo, 1e-9), 2), peak=round(float(np.abs(audio).max()), 3))

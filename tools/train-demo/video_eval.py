@@ -20,8 +20,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "golden"))
-from procedural_video import (BEEPS, DIRECTIONS, FRAMES, HEIGHT, WIDTH, all_prompts, background_and_ball,  # noqa: E402
-                              ball_centroid, nearest_color, prompt_of)
+from procedural_video import BEEPS, DIRECTIONS, FRAMES, HEIGHT, WIDTH, all_prompts, judge, prompt_of  # noqa: E402
 from minimax_h3_pipeline import load_pipeline  # noqa: E402
 from diffusers.modular_pipelines.minimax_h3.modular_pipeline import MiniMaxH3ModularPipeline  # noqa: E402
 
@@ -36,27 +35,6 @@ def prompts_8(seed: int = 18) -> list[tuple[str, str, str, str]]:
         beep = list(BEEPS)[i % 2]
         out.append(rng.choice([p for p in table if p[1] == d and p[3] == beep and p[0] not in [q[0] for q in out]]))
     return out
-
-
-def judge(frames: np.ndarray, audio: np.ndarray, rate: int) -> dict:
-    """frames (F, H, W, 3) uint8, audio (2, samples): what the clip shows and sounds like."""
-    bg_rgb, ball = background_and_ball(frames)
-    bg = nearest_color(bg_rgb)
-    cents = ball_centroid(frames, tuple(int(v) for v in bg_rgb))
-    q = max(1, len(frames) // 4)
-    first = [c for c in cents[:q] if c]
-    last = [c for c in cents[-q:] if c]
-    direction = None
-    if first and last:
-        dx = np.mean([c[0] for c in last]) - np.mean([c[0] for c in first])
-        dy = np.mean([c[1] for c in last]) - np.mean([c[1] for c in first])
-        direction = ("right" if dx > 0 else "left") if abs(dx) > abs(dy) else ("down" if dy > 0 else "up")
-    spec = np.abs(np.fft.rfft(audio.mean(0)))
-    f = np.fft.rfftfreq(audio.shape[-1], 1 / rate)
-    hi = float(spec[(f > 1000) & (f < 1400)].sum())
-    lo = float(spec[(f > 220) & (f < 420)].sum())
-    return dict(background=bg, ball=ball, direction=direction, beep="high" if hi > lo else "low",
-                band_ratio=round(hi / max(lo, 1e-9), 2), peak=round(float(np.abs(audio).max()), 3))
 
 
 def main():
