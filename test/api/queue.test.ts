@@ -87,9 +87,12 @@ describe('eta_s', () => {
     const guess = 2 + 0.15 * 4 * 0.25 + FIRST_LOAD_S; // 512x512 is a quarter megapixel; the model is not loaded yet
     const running = await until(t, first.id, (j) => j.status === 'running'); // it runs 0.6 s: long enough to see
     assert.ok(Math.abs(running.eta_s - guess) < 1, `first guess ${guess}, eta_s ${running.eta_s}`);
-    await until(t, first.id, (j) => j.status === 'done');
-    // a second run measures the pipeline with its model loaded: 4 steps of 150 ms
+    const firstExec = (await until(t, first.id, (j) => j.status === 'done')).exec_s;
+    // a second run measures the pipeline with its model loaded: 4 steps of 150 ms. The class's running mean holds both
+    // runs (the first less its load, which takes the test pipeline a few ms): on a busy box the first, with its
+    // first png encode, can take far longer than the second (CI 2026-12-02: 1.0 s against 0.625 s)
     const measured = (await until(t, (await post()).body.id, (j) => j.status === 'done')).exec_s;
+    const mean = (firstExec + measured) / 2;
     gate.close();
     const ids: string[] = [];
     for (let i = 0; i < 4; i++) ids.push((await post()).body.id);
@@ -97,8 +100,8 @@ describe('eta_s', () => {
     const jobs = await Promise.all(ids.map(async (id) => (await t.http.get(`/api/jobs/${id}`).set(auth)).body));
     const etas = jobs.map((j) => j.eta_s as number);
     assert.ok(etas.every((e, i) => i === 0 || e > etas[i - 1]), `later in the queue, later done: ${etas}`);
-    for (let i = 1; i < 4; i++) assert.ok(Math.abs(etas[i] - etas[i - 1] - measured) < 0.2, `each queued job adds about ${measured} s: ${etas}`);
-    assert.ok(etas[0] <= measured + 0.2, `the running one has at most its own time left: ${etas[0]}`);
+    for (let i = 1; i < 4; i++) assert.ok(Math.abs(etas[i] - etas[i - 1] - mean) < 0.2, `each queued job adds about the mean of ${firstExec} and ${measured} s: ${etas}`);
+    assert.ok(etas[0] <= mean + 0.2, `the running one has at most its own time left: ${etas[0]}`);
     gate.openAll();
     const done = await until(t, ids[3], (j) => j.status === 'done');
     assert.equal(done.eta_s, undefined, 'a finished job has no eta_s');
