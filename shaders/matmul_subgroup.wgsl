@@ -1,36 +1,67 @@
 // Tensor-core GEMM: f16 x f16 -> f32 through chromium_experimental_subgroup_matrix (VK_KHR_cooperative_matrix
 // on NVIDIA). Same contract, Params and epilogue as matmul.wgsl (bias, ACT, GATE, RESID; no int8), selected by
 // src/engine/ops/matmul_subgroup.ts when the adapter lists an f16/f32 subgroup-matrix config.
-// Checked on an H200 (2026-11-28: its test, and matmul/linear with KILN_SUBGROUP_MATRIX=1); lavapipe has no
-// subgroup matrix, so its test skips there. Not yet timed against the register-tiled kernel.
 //
-// SM_M/SM_N/SM_K are the adapter's config (matrix types need const sizes, so the wrapper rewrites the three
-// `const` lines below). Workgroup: one subgroup of SG lanes owning the whole 64x64 tile, i.e. (64/SM_M) x (64/SM_N)
-// f32 accumulators. One subgroup, not four in a 2x2 layout: the matrix builtins need workgroup-uniform offsets
-// (Tint's subgroup_matrix_uniformity), and an offset computed from the lane index (local_invocation_index / SG)
-// is not, which NVIDIA's Dawn refused at pipeline creation (2026-11-28, H200: "'subgroupMatrixStore' requires
-// argument 1 to be uniform"). Per K slice of BK=32, A (64x32) and B (32x64) are staged as f16 in workgroup memory
-// (zero-filled at edges, so any M, N, K is correct), then the subgroup loads its left/right fragments from there.
-// The accumulators go through a 64x64 f32 tile in workgroup memory for the epilogue, so every edge check and the
-// output layout stay plain scalar code.
+// The `// tile` consts are rewritten by the wrapper for each adapter and tile (matrix types and function-scope
+// arrays need const sizes, so these cannot be overrides):
+//   SM_M x SM_N x SM_K  the adapter's matrix config; SG its (fixed) subgroup size;
+//   SGM x SGN subgroups per workgroup, each owning FM x FN fragments, so a workgroup computes a
+//   BM x BN = (SGM*FM*SM_M) x (SGN*FN*SM_N) tile of C; K is walked in slices of BK, staged as f16 in workgroup
+//   memory with rows padded by PAD halves (spreads a fragment's rows over the memory banks).
+//   B_NK: B's k stride is 1 (a linear weight's transpose view): Bs is staged (n, k) and loaded column-major,
+//   so both operands are read along their contiguous dim; otherwise Bs is (k, n), row-major.
+//   VA / VB: the staged inner dim is contiguous in memory and 8-aligned (the wrapper checks strides, offsets and
+//   the extent), so a thread reads 8 halves as one vec4<u32>; otherwise one half at a time. a and b are bound as
+//   vec4<u32> arrays either way (pool buffers are multiples of 16 bytes).
+// Any M, N, K is correct: the staging zero-fills outside the matrix, the epilogue skips outside C.
 //
-// Bindings: 0 params, 1 out, 2 a, 3 b (f16), 4 bias, 5 gate, 6 resid.
+// Subgroups: subgroup g (@builtin(subgroup_id)) owns the fragments at (g % SGM, g / SGM). The offsets it passes
+// to the matrix builtins depend on g, which Tint's subgroup_matrix_uniformity check flags as non-uniform (it made
+// NVIDIA's Dawn refuse a 4-subgroup kernel at pipeline creation, 2026-11-28), hence the diagnostic(off) below:
+// g is uniform within each subgroup, which is what the builtins need. Staging and the epilogue map work to
+// local_invocation_index, so correctness never depends on which lanes form which subgroup.
+//
+// Epilogue, one fragment row at a time (keeps Cs at SGM*SGN*SM_M*FN*SM_N f32): each subgroup stores its FN
+// accumulators of fragment row i into its slice of Cs, then every thread applies
+// y = act(acc + bias[n]); y *= gate; y += resid; out = T(y) to its share of the slice's elements.
+//
+// Lavapipe has no subgroup matrix: ops/matmul_subgroup.ts can compile this file with the builtins replaced by the
+// plain stand-ins of common/subgroup_matrix_emulated.wgsl, so the tiling, staging and epilogue run in CI against
+// the CPU reference (test/engine/matmul_subgroup.test.ts); on hardware the same test runs the real builtins.
+//
+// Bindings: 0 params, 1 out, 2 a, 3 b (f16 pairs in vec4<u32>), 4 bias, 5 gate, 6 resid.
+diagnostic(off, chromium.subgroup_matrix_uniformity);
 enable chromium_experimental_subgroup_matrix;
 enable subgroups;
 
-const SM_M: u32 = 16u;
-const SM_N: u32 = 16u;
-const SM_K: u32 = 16u;
-override SG: u32 = 32u;         // subgroup size (fixed on the adapters this path is selected for)
+const SM_M: u32 = 16u;     // tile
+const SM_N: u32 = 16u;     // tile
+const SM_K: u32 = 16u;     // tile
+const SG: u32 = 32u;       // tile
+const SGM: u32 = 2u;       // tile
+const SGN: u32 = 2u;       // tile
+const FM: u32 = 4u;        // tile
+const FN: u32 = 4u;        // tile
+const BK: u32 = 32u;       // tile
+const PAD: u32 = 8u;       // tile
+const B_NK: bool = true;   // tile
+const VA: bool = true;     // tile
+const VB: bool = true;     // tile
 override ACT: u32 = 0u;
 override BIAS: bool = false;
 override GATE: bool = false;
 override RESID: bool = false;
-const BM: u32 = 64u;
-const BN: u32 = 64u;
-const BK: u32 = 32u;
-const FM: u32 = BM / SM_M;     // fragments along M
-const FN: u32 = BN / SM_N;
+
+const NT: u32 = SGM * SGN * SG;   // threads per workgroup
+const WM: u32 = FM * SM_M;        // rows of C per subgroup
+const WN: u32 = FN * SM_N;        // columns of C per subgroup
+const BM: u32 = SGM * WM;
+const BN: u32 = SGN * WN;
+const AS_STR: u32 = BK + PAD;                            // As: (m, k), row stride
+const BS_ROWS: u32 = select(BK, BN, B_NK);               // Bs: (n, k) if B_NK, else (k, n)
+const BS_IN: u32 = select(BN, BK, B_NK);                 // Bs's inner extent
+const BS_STR: u32 = BS_IN + PAD;
+const CS_SLICE: u32 = SM_M * WN;                         // one subgroup's fragment row
 
 struct Params {
   M: u32, N: u32, K: u32, bias_str: u32,
@@ -45,72 +76,133 @@ struct Params {
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> out: array<T>;
-@group(0) @binding(2) var<storage, read> a: array<f16>;
-@group(0) @binding(3) var<storage, read> b: array<f16>;
+@group(0) @binding(2) var<storage, read> a: array<vec4<u32>>;
+@group(0) @binding(3) var<storage, read> b: array<vec4<u32>>;
 @group(0) @binding(4) var<storage, read> bias: array<T>;
 @group(0) @binding(5) var<storage, read> gate: array<T>;
 @group(0) @binding(6) var<storage, read> resid: array<T>;
 
-var<workgroup> As: array<f16, BM * BK>;   // row-major (m, k)
-var<workgroup> Bs: array<f16, BK * BN>;   // row-major (k, n)
-var<workgroup> Cs: array<f32, BM * BN>;   // row-major (m, n)
+var<workgroup> As: array<f16, BM * AS_STR>;
+var<workgroup> Bs: array<f16, BS_ROWS * BS_STR>;
+var<workgroup> Cs: array<f32, SGM * SGN * CS_SLICE>;
 
 //#include "common/act.wgsl"
 //#include "common/dot3.wgsl"
 
-@compute @workgroup_size(SG)
-fn matmul(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-  let nthreads = SG;
+// Element e of a packed f16 array.
+fn a_half(e: u32) -> f16 { return bitcast<vec2<f16>>(a[e >> 3u][(e >> 1u) & 3u])[e & 1u]; }
+fn b_half(e: u32) -> f16 { return bitcast<vec2<f16>>(b[e >> 3u][(e >> 1u) & 3u])[e & 1u]; }
+
+// A's K slice at k0 into As (BM x BK): zero outside M and K.
+fn stage_a(tid: u32, abase: u32, m0: u32, k0: u32) {
+  if (VA) {
+    for (var u = tid; u < BM * BK / 8u; u += NT) {
+      let r = u / (BK / 8u);
+      let c = (u % (BK / 8u)) * 8u;
+      let m = m0 + r;
+      let k = k0 + c;
+      var w = vec4<u32>(0u);
+      if (m < p.M && k < p.K) { w = a[(abase + m * p.a_mk.x + k) >> 3u]; }
+      for (var q = 0u; q < 4u; q++) {
+        let h = bitcast<vec2<f16>>(w[q]);
+        As[r * AS_STR + c + 2u * q] = h.x;
+        As[r * AS_STR + c + 2u * q + 1u] = h.y;
+      }
+    }
+  } else {
+    for (var s = tid; s < BM * BK; s += NT) {
+      let m = m0 + s / BK;
+      let k = k0 + s % BK;
+      As[(s / BK) * AS_STR + s % BK] = select(f16(0.0), a_half(abase + m * p.a_mk.x + k * p.a_mk.y), m < p.M && k < p.K);
+    }
+  }
+}
+
+// B's K slice at k0 into Bs: rows along n (B_NK) or k, the inner dim along the other; zero outside K and N.
+fn stage_b(tid: u32, bbase: u32, n0: u32, k0: u32) {
+  // (row, inner) -> (k, n), and their strides and limits in B
+  let r0 = select(k0, n0, B_NK);
+  let i0 = select(n0, k0, B_NK);
+  let rstr = select(p.b_kn.x, p.b_kn.y, B_NK);
+  let istr = select(p.b_kn.y, p.b_kn.x, B_NK);
+  let rlim = select(p.K, p.N, B_NK);
+  let ilim = select(p.N, p.K, B_NK);
+  if (VB) {
+    for (var u = tid; u < BS_ROWS * BS_IN / 8u; u += NT) {
+      let r = u / (BS_IN / 8u);
+      let c = (u % (BS_IN / 8u)) * 8u;
+      var w = vec4<u32>(0u);
+      if (r0 + r < rlim && i0 + c < ilim) { w = b[(bbase + (r0 + r) * rstr + i0 + c) >> 3u]; }
+      for (var q = 0u; q < 4u; q++) {
+        let h = bitcast<vec2<f16>>(w[q]);
+        Bs[r * BS_STR + c + 2u * q] = h.x;
+        Bs[r * BS_STR + c + 2u * q + 1u] = h.y;
+      }
+    }
+  } else {
+    for (var s = tid; s < BS_ROWS * BS_IN; s += NT) {
+      let r = s / BS_IN;
+      let c = s % BS_IN;
+      let ok = r0 + r < rlim && i0 + c < ilim;
+      Bs[r * BS_STR + c] = select(f16(0.0), b_half(bbase + (r0 + r) * rstr + (i0 + c) * istr), ok);
+    }
+  }
+}
+
+@compute @workgroup_size(NT)
+fn matmul(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>,
+          @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {
   let m0 = wid.y * BM;
   let n0 = wid.x * BN;
   let z = wid.z;
   let bc = vec3<u32>(z / (p.bshape.y * p.bshape.z), (z / p.bshape.z) % p.bshape.y, z % p.bshape.z);
   let abase = p.offs.x + dot3(bc, p.a_b);
   let bbase = p.offs.y + dot3(bc, p.b_b);
+  let wm = (sg % SGM) * WM;   // this subgroup's fragments within the tile
+  let wn = (sg / SGM) * WN;
 
   var acc: array<subgroup_matrix_result<f32, SM_N, SM_M>, FM * FN>;
   for (var k0 = 0u; k0 < p.K; k0 += BK) {
-    for (var s = tid; s < BM * BK; s += nthreads) {
-      let m = m0 + s / BK;
-      let k = k0 + s % BK;
-      As[s] = select(f16(0.0), a[abase + m * p.a_mk.x + k * p.a_mk.y], m < p.M && k < p.K);
-    }
-    for (var s = tid; s < BK * BN; s += nthreads) {
-      let k = k0 + s / BN;
-      let n = n0 + s % BN;
-      Bs[s] = select(f16(0.0), b[bbase + k * p.b_kn.x + n * p.b_kn.y], k < p.K && n < p.N);
-    }
+    stage_a(tid, abase, m0, k0);
+    stage_b(tid, bbase, n0, k0);
     workgroupBarrier();
     for (var kk = 0u; kk < BK; kk += SM_K) {
+      var left: array<subgroup_matrix_left<f16, SM_K, SM_M>, FM>;
       for (var i = 0u; i < FM; i++) {
-        let left = subgroupMatrixLoad<subgroup_matrix_left<f16, SM_K, SM_M>>(&As, i * SM_M * BK + kk, false, BK);
-        for (var j = 0u; j < FN; j++) {
-          let right = subgroupMatrixLoad<subgroup_matrix_right<f16, SM_N, SM_K>>(&Bs, kk * BN + j * SM_N, false, BN);
-          acc[i * FN + j] = subgroupMatrixMultiplyAccumulate(left, right, acc[i * FN + j]);
+        left[i] = subgroupMatrixLoad<subgroup_matrix_left<f16, SM_K, SM_M>>(&As, (wm + i * SM_M) * AS_STR + kk, false, AS_STR);
+      }
+      for (var j = 0u; j < FN; j++) {
+        // (k, n) at kk, wn + j*SM_N: (n, k) rows read column-major, or (k, n) rows row-major
+        let boff = select(kk * BS_STR + wn + j * SM_N, (wn + j * SM_N) * BS_STR + kk, B_NK);
+        let right = subgroupMatrixLoad<subgroup_matrix_right<f16, SM_N, SM_K>>(&Bs, boff, B_NK, BS_STR);
+        for (var i = 0u; i < FM; i++) {
+          acc[i * FN + j] = subgroupMatrixMultiplyAccumulate(left[i], right, acc[i * FN + j]);
         }
       }
     }
     workgroupBarrier();
   }
-  for (var i = 0u; i < FM; i++) {
-    for (var j = 0u; j < FN; j++) {
-      subgroupMatrixStore(&Cs, i * SM_M * BN + j * SM_N, acc[i * FN + j], false, BN);
-    }
-  }
-  workgroupBarrier();
 
   let obase = p.offs2.w + z * p.M * p.N;   // out's element offset (a view of a bigger tensor) + batch
   let gbase = p.offs2.x + dot3(bc, p.g_b);
   let rbase = p.offs2.y + dot3(bc, p.r_b);
-  for (var s = tid; s < BM * BN; s += nthreads) {
-    let m = m0 + s / BN;
-    let n = n0 + s % BN;
-    if (m >= p.M || n >= p.N) { continue; }
-    var y = Cs[s];
-    if (BIAS) { y += f32(bias[p.offs.z + n * p.bias_str]); }
-    y = act(y);
-    if (GATE) { y *= f32(gate[gbase + m * p.g_mn.x + n * p.g_mn.y]); }
-    if (RESID) { y += f32(resid[rbase + m * p.r_mn.x + n * p.r_mn.y]); }
-    out[obase + m * p.N + n] = T(y);
+  for (var i = 0u; i < FM; i++) {
+    for (var j = 0u; j < FN; j++) {
+      subgroupMatrixStore(&Cs, sg * CS_SLICE + j * SM_N, acc[i * FN + j], false, WN);
+    }
+    workgroupBarrier();
+    for (var s = tid; s < SGM * SGN * CS_SLICE; s += NT) {
+      let g = s / CS_SLICE;
+      let m = m0 + (g % SGM) * WM + i * SM_M + (s % CS_SLICE) / WN;
+      let n = n0 + (g / SGM) * WN + s % WN;
+      if (m >= p.M || n >= p.N) { continue; }
+      var y = Cs[s];
+      if (BIAS) { y += f32(bias[p.offs.z + n * p.bias_str]); }
+      y = act(y);
+      if (GATE) { y *= f32(gate[gbase + m * p.g_mn.x + n * p.g_mn.y]); }
+      if (RESID) { y += f32(resid[rbase + m * p.r_mn.x + n * p.r_mn.y]); }
+      out[obase + m * p.N + n] = T(y);
+    }
+    workgroupBarrier();
   }
 }

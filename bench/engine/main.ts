@@ -10,7 +10,7 @@ import type { Tensor } from '../../src/engine/tensor';
 import { attention } from '../../src/engine/ops/attention';
 import { linear } from '../../src/engine/ops/linear';
 import { matmul } from '../../src/engine/ops/matmul';
-import { subgroupMatrixPlan } from '../../src/engine/ops/matmul_subgroup';
+import { subgroupMatrixPlan, SUBGROUP_TILES, type SubgroupTileName } from '../../src/engine/ops/matmul_subgroup';
 import { sum } from '../../src/engine/ops/reduce';
 import { sample } from '../../src/engine/ops/sampling';
 import { softmax } from '../../src/engine/ops/softmax';
@@ -61,14 +61,31 @@ function cases(): Case[] {
       } });
     }
   }
-  // the tensor-core path beside the default one, same shapes (opt-in in the service until these rows say it wins)
-  for (const [M, K, N] of gemm) {
-    out.push({ op: 'matmul f16 sgmatrix', size: `${M}x${K}x${N}`, flops: 2 * M! * K! * N!, torch: { fn: 'matmul', dtype: 'f16', M: M!, K: K!, N: N! },
-      unavailable: (e) => { const p = subgroupMatrixPlan(e); return 'reason' in p ? p.reason : null; },
+  // the tensor-core path beside the default one, same shapes, each tile (opt-in in the service until these rows win)
+  const sgUnavailable = (e: Engine) => { const p = subgroupMatrixPlan(e); return 'reason' in p ? p.reason : null; };
+  for (const tile of Object.keys(SUBGROUP_TILES) as SubgroupTileName[]) {
+    for (const [M, K, N] of gemm) {
+      out.push({ op: `matmul f16 sgmatrix ${tile}`, size: `${M}x${K}x${N}`, flops: 2 * M! * K! * N!, torch: { fn: 'matmul', dtype: 'f16', M: M!, K: K!, N: N! },
+        unavailable: sgUnavailable,
+        setup: (e) => {
+          const a = up(e, [M!, K!], 'f16'); const b = up(e, [K!, N!], 'f16');
+          let c: Tensor | null = null;
+          return { run: () => { c?.free(); c = matmul(e, a, b, { path: 'subgroup', subgroup: { tile } }); }, free: () => { a.free(); b.free(); c?.free(); } };
+        } });
+    }
+  }
+  // a DiT projection as the models call it: linear(x, W) with W (N, K) read through its transpose view (Krea 2 at 1K:
+  // 4096 image + 69 text tokens, width 6144)
+  const [lt, lk, ln] = large ? [4165, 6144, 6144] : [64, 512, 512];
+  for (const path of ['tiled', ...Object.keys(SUBGROUP_TILES).map((t) => `sgmatrix ${t}`)]) {
+    const tile = path.startsWith('sgmatrix') ? (path.split(' ')[1] as SubgroupTileName) : null;
+    out.push({ op: `linear f16 ${path}`, size: `${lt}x${lk}x${ln}`, flops: 2 * lt * lk * ln, torch: { fn: 'linear', dtype: 'f16', M: lt, K: lk, N: ln },
+      unavailable: tile ? sgUnavailable : undefined,
       setup: (e) => {
-        const a = up(e, [M!, K!], 'f16'); const b = up(e, [K!, N!], 'f16');
-        let c: Tensor | null = null;
-        return { run: () => { c?.free(); c = matmul(e, a, b, { path: 'subgroup' }); }, free: () => { a.free(); b.free(); c?.free(); } };
+        const x = up(e, [lt, lk], 'f16'); const w = up(e, [ln, lk], 'f16');
+        let y: Tensor | null = null;
+        const opts = tile ? { path: 'subgroup' as const, subgroup: { tile } } : { path: 'tiled' as const };
+        return { run: () => { y?.free(); y = linear(e, x, w, null, opts); }, free: () => { x.free(); w.free(); y?.free(); } };
       } });
   }
   const [tok, K, N] = large ? [4096, 4096, 4096] : [64, 512, 512];

@@ -57,9 +57,15 @@ export function withHeader(source: string, dtype: DType): string {
     for (const n of names.split(',')) if (n.trim()) enables.add(n.trim());
     return '// (enable hoisted into the header)';
   });
-  const en = [...enables].map((e) => `enable ${e};`).join(' ');
+  // diagnostic directives must also precede every declaration (the alias below is one): hoist them too.
+  const diagnostics: string[] = [];
+  const rest = body.replace(/^[ \t]*(diagnostic[ \t]*\([^)]*\)[ \t]*;)[ \t]*$/gm, (_m, d: string) => {
+    diagnostics.push(d);
+    return '// (diagnostic hoisted into the header)';
+  });
+  const en = [...diagnostics, ...[...enables].map((e) => `enable ${e};`)].join(' ');
   const alias = dtype === 'f16' ? 'alias T = f16;' : 'alias T = f32;';
-  return `${en}${en ? ' ' : ''}${alias}\n${body}`;
+  return `${en}${en ? ' ' : ''}${alias}\n${rest}`;
 }
 
 /** Where a line of expanded WGSL came from: its file ('' for the shader itself) and 1-based line. */

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expandIncludes, KernelCache, KernelError, sourceLine } from '../../src/engine/kernels';
+import { expandIncludes, KernelCache, KernelError, sourceLine, withHeader } from '../../src/engine/kernels';
 import { projectRoot } from '../../src/paths';
 import { testEngine } from './helpers';
 
@@ -111,4 +111,17 @@ test('a WGSL error inside an included file names that file and its line', async 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('enable and diagnostic directives are hoisted above the header alias; the body keeps its line count', async () => {
+  const src = 'diagnostic(off, derivative_uniformity);\nenable subgroups;\nconst X = 1u;\n@compute @workgroup_size(1)\nfn main() {}';
+  const text = withHeader(src, 'f16');
+  const [header, ...body] = text.split('\n');
+  assert.equal(header, 'diagnostic(off, derivative_uniformity); enable f16; enable subgroups; alias T = f16;');
+  assert.equal(body.length, src.split('\n').length);
+  assert.deepEqual(body.slice(0, 2), ['// (diagnostic hoisted into the header)', '// (enable hoisted into the header)']);
+  // WGSL refuses a directive after a declaration, so the hoisted text must compile where the unhoisted would not
+  const e = await testEngine();
+  const cache = new KernelCache(e.gpu.device, true);
+  await cache.compile({ shader: 'hoist', dtype: 'f32', source: src.replace('enable subgroups;\n', '') });
 });

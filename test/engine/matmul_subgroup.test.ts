@@ -1,41 +1,103 @@
-// The subgroup-matrix (tensor-core) GEMM path vs the float64 reference, where the adapter has it. Lavapipe has
-// no subgroup matrix: the test skips with the reason (printed). Never run on hardware when written.
+// The subgroup-matrix (tensor-core) GEMM path vs the float64 reference. Two ways to run the same kernel:
+//  - emulated (common/subgroup_matrix_emulated.wgsl for the matrix builtins): on any adapter with subgroups,
+//    lavapipe in CI included, so the tiling, the staging (vector and scalar, both B layouts) and the epilogue are
+//    checked everywhere;
+//  - native: where the adapter has chromium-experimental-subgroup-matrix; elsewhere it skips, printing why.
+// Each runs every preset tile and a 2x2-subgroup tile small enough for lavapipe's 32 KiB of workgroup memory.
 import { test } from 'node:test';
+import assert from 'node:assert/strict';
 import { linear } from '../../src/engine/ops/linear';
 import { matmul } from '../../src/engine/ops/matmul';
-import { subgroupMatrixPlan } from '../../src/engine/ops/matmul_subgroup';
+import {
+  emulated, subgroupMatrixPlan, subgroupTileBytes, SUBGROUP_TILES, withTileConstants, type SubgroupTile,
+} from '../../src/engine/ops/matmul_subgroup';
+import type { Engine } from '../../src/engine/engine';
 import { linearRef, matmulRef } from './reference/matmul';
-import { assertClose, poisoned, randomHost, seeded, testEngine, uploadAs } from './helpers';
+import { assertClose, poisoned, randomHost, seeded, testEngine, uploadAs, type Rng } from './helpers';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectRoot } from '../../src/paths';
 
-// f16 products are exact in the f32 accumulator; the output is rounded to f16 once.
+// f16 products are exact in the f32 accumulator; the output is rounded to f16 once (2^-11 relative), and the sums
+// of up to 130 products of values in [-1, 1] differ from float64 only in f32 rounding: 1e-2 covers both.
 const TOL = { atol: 1e-2, rtol: 1e-2 };
 
-test('matmul subgroup-matrix f16: odd sizes, transposed operands, fused epilogue', async (t) => {
-  const e = await testEngine();
-  const plan = subgroupMatrixPlan(e);
-  if (!('config' in plan)) {
-    console.log(`# matmul_subgroup: skipped: ${plan.reason}`);
-    t.skip(plan.reason);
-    return;
+const TILES: Record<string, SubgroupTile> = { ...SUBGROUP_TILES, '2x2 small': { sgm: 2, sgn: 2, fm: 2, fn: 1, bk: 16, pad: 8 },
+  '128 unpadded': { ...SUBGROUP_TILES['128'], pad: 0 },   // the default's geometry in lavapipe's 32 KiB
+};
+
+/** Every tile the adapter's workgroup memory holds (names the rest, so a skip is visible). */
+function tilesFor(e: Engine, emulate: boolean): [string, SubgroupTile][] {
+  const plan = subgroupMatrixPlan(e, { emulate });
+  if (!('config' in plan)) return [];
+  const limit = e.describe().limits.maxComputeWorkgroupStorageSize;
+  return Object.entries(TILES).filter(([name, t]) => {
+    const fits = subgroupTileBytes(t, plan.config) <= limit;
+    if (!fits) console.log(`# matmul_subgroup: tile ${name} needs ${subgroupTileBytes(t, plan.config)} B > ${limit}: not run here`);
+    return fits && t.bk % plan.config.K === 0;
+  });
+}
+
+async function checkTile(e: Engine, rng: Rng, tile: SubgroupTile, emulate: boolean, what: string): Promise<void> {
+  const subgroup = { tile, emulate };
+  // odd sizes cross every tile edge; 'transposed' A and 'sliced' B take the scalar staging, a plain B the (k, n)
+  // row staging with vector reads; linear() (a weight's transpose view) the (n, k) staging with vector reads.
+  // A big tile's emulation is slow on lavapipe (each lane holds all fm*fn fragments: 4096 f32 for 4x4), so there
+  // one case of each staging crosses the tile's edges.
+  const all = [[1, 1, 1, 'transposed', 'sliced'], [7, 13, 33, 'transposed', 'sliced'], [65, 40, 63, 'contiguous', 'sliced'],
+    [70, 48, 136, 'contiguous', 'contiguous'], [128, 96, 130, 'transposed', 'contiguous']] as const;
+  const big = emulate && tile.fm * tile.fn > 8;
+  const cases = big ? [all[2], all[3]] : all;
+  for (const [M, K, N, la, lb] of cases) {
+    const a = randomHost(rng, [2, M, K], 'f16');
+    const b = randomHost(rng, [K, N], 'f16');
+    const ga = uploadAs(e, a, 'f16', la);
+    const gb = uploadAs(e, b, 'f16', lb);
+    const out = poisoned(e, [2, M, N], 'f16');
+    matmul(e, ga.view, gb.view, { out, path: 'subgroup', subgroup });
+    assertClose(await e.read(out), matmulRef(a, b), TOL, `${what} matmul ${M}x${K}x${N} (${la} a, ${lb} b)`);
+    for (const x of [ga.base, gb.base, out]) x.free();
   }
-  await seeded(async (rng) => {
-    for (const [M, K, N] of [[1, 1, 1], [7, 13, 33], [65, 40, 63], [128, 96, 130]] as const) {
-      const a = randomHost(rng, [2, M, K], 'f16');
-      const b = randomHost(rng, [K, N], 'f16');
-      const ga = uploadAs(e, a, 'f16', 'transposed');
-      const gb = uploadAs(e, b, 'f16', 'sliced');
-      const out = poisoned(e, [2, M, N], 'f16');
-      matmul(e, ga.view, gb.view, { out, path: 'subgroup' });
-      assertClose(await e.read(out), matmulRef(a, b), TOL, `subgroup matmul ${M}x${K}x${N}`);
-      for (const x of [ga.base, gb.base, out]) x.free();
+  for (const [T, K, N] of big ? [[67, 40, 72]] as const : [[33, 64, 50], [67, 40, 72]] as const) {
+    const x = randomHost(rng, [3, T, K], 'f16');
+    const w = randomHost(rng, [N, K], 'f16');
+    const bias = randomHost(rng, [N], 'f16');
+    const r = randomHost(rng, [3, T, N], 'f16');
+    const gate = randomHost(rng, [3, 1, N], 'f16');
+    const [gx, gw, gbias, gr, gg] = [x, w, bias, r, gate].map((h) => e.upload(h.data, h.shape, 'f16'));
+    const out = linear(e, gx!, gw!, gbias, { act: 'gelu_tanh', gate: gg, residual: gr, path: 'subgroup', subgroup });
+    const want = linearRef(x, w, { bias, act: 'gelu_tanh', gate, residual: r });
+    assertClose(await e.read(out), want, TOL, `${what} linear ${T}x${K}x${N} (gelu, gate, residual)`);
+    for (const y of [gx, gw, gbias, gr, gg, out]) y!.free();
+  }
+}
+
+for (const emulate of [true, false]) {
+  const how = emulate ? 'emulated builtins' : 'native builtins';
+  test(`matmul subgroup-matrix f16 (${how}): every tile, odd sizes, strided operands, fused epilogue`, async (t) => {
+    const e = await testEngine();
+    const plan = subgroupMatrixPlan(e, { emulate });
+    if (!('config' in plan)) {
+      console.log(`# matmul_subgroup (${how}): skipped: ${plan.reason}`);
+      t.skip(plan.reason);
+      return;
     }
-    const x = randomHost(rng, [3, 33, 64], 'f16');
-    const w = randomHost(rng, [50, 64], 'f16');
-    const bias = randomHost(rng, [50], 'f16');
-    const r = randomHost(rng, [3, 33, 50], 'f16');
-    const [gx, gw, gbias, gr] = [x, w, bias, r].map((h) => e.upload(h.data, h.shape, 'f16'));
-    const out = linear(e, gx!, gw!, gbias, { act: 'gelu_tanh', residual: gr, path: 'subgroup' });
-    assertClose(await e.read(out), linearRef(x, w, { bias, act: 'gelu_tanh', residual: r }), TOL, 'subgroup linear');
-    for (const y of [gx, gw, gbias, gr, out]) y!.free();
-  })();
+    const tiles = tilesFor(e, emulate);
+    assert.ok(tiles.length > 0, 'no tile fits this adapter');
+    await seeded(async (rng) => {
+      for (const [name, tile] of tiles) await checkTile(e, rng, tile, emulate, `${how}, tile ${name}`);
+    })();
+  });
+}
+
+test('the emulation swaps every matrix builtin, and the tile constants are all set', () => {
+  const src = readFileSync(join(projectRoot(), 'shaders', 'matmul_subgroup.wgsl'), 'utf8');
+  const set = withTileConstants(src, { SGM: 3, B_NK: false });
+  assert.match(set, /^const SGM: u32 = 3u;\s*\/\/ tile$/m);
+  assert.match(set, /^const B_NK: bool = false;\s*\/\/ tile$/m);
+  assert.throws(() => withTileConstants(src, { NOPE: 1 }), /no `const NOPE/);
+  const em = emulated(src);
+  assert.doesNotMatch(em.replace(/^\s*\/\/.*$/gm, ''), /subgroupMatrix|subgroup_matrix|chromium/);
+  assert.match(em, /\/\/#include "common\/subgroup_matrix_emulated.wgsl"/);
+  assert.throws(() => emulated(src.replace('subgroupMatrixMultiplyAccumulate(', 'subgroupMatrixMultiply(')), /expects|no emulated/);
 });

@@ -17,6 +17,7 @@ export interface LinearOptions extends Epilogue {
   out?: Tensor;
   tile?: GemmOptions['tile'];
   path?: GemmOptions['path'];
+  subgroup?: GemmOptions['subgroup'];
 }
 
 export function linear(e: Engine, x: Tensor, w: Tensor | Int8Weight, bias?: Tensor | null, epi: LinearOptions = {}): Tensor {

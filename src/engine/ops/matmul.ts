@@ -11,7 +11,7 @@
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { broadcastShapes, fmtShape, type Tensor } from '../tensor';
-import { gemmSubgroup, subgroupMatrixUsable } from './matmul_subgroup';
+import { gemmSubgroup, subgroupMatrixUsable, type SubgroupOptions } from './matmul_subgroup';
 import { gemv, gemvRefusal } from './gemv';
 import { outputTensor } from './checks';
 
@@ -39,6 +39,8 @@ export interface GemmOptions extends Epilogue {
    * adapter has it (opt-in: that path has never run on real hardware), or the GEMV for 1 row against a linear weight;
    * 'tiled' / 'subgroup' / 'gemv' force one ('gemv': up to 8 rows, B a linear weight's transpose view). */
   path?: 'auto' | 'tiled' | 'subgroup' | 'gemv';
+  /** The subgroup-matrix kernel's tile (default KILN_SUBGROUP_TILE, else '128'), and `emulate` for tests. */
+  subgroup?: SubgroupOptions;
 }
 
 const MAX_BATCH = 3;
@@ -112,7 +114,7 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     return out;
   }
   if (path === 'subgroup' || (path === 'auto' && b.dtype === 'f16' && subgroupMatrixOptIn() && subgroupMatrixUsable(e))) {
-    gemmSubgroup(e, op, { a, b, out, params, M, N, batches: nb, bias, gate: g, residual: r, act: opts.act ?? 'none' });
+    gemmSubgroup(e, op, { a: ae, b: be, out, params, M, N, K, batches: nb, bias, gate: g, residual: r, act: opts.act ?? 'none' }, opts.subgroup);
     return out;
   }
   const wgx = opts.tile?.wgx ?? 16;

@@ -3,9 +3,14 @@
 // KILN_SUBGROUP_MATRIX=1) for f16 weights, and only where the adapter has the feature, an f16/f32 subgroup-matrix
 // config whose M and N divide 32 and K divides 32, and one fixed subgroup size; everything else (lavapipe, f32,
 // int8, and the default) takes the register-tiled kernel.
-// Correct on an H200 (2026-11-28, docs/performance.md), not yet timed there: hence opt-in. Its test
-// (test/engine/matmul_subgroup.test.ts) runs it against the CPU reference where the feature exists and skips
-// (with the reason) elsewhere.
+//
+// Tiles (SUBGROUP_TILES): '64' is the one-subgroup 64x64 kernel that ran correct on an H200 (2026-11-28); '128'
+// (the default, KILN_SUBGROUP_TILE picks another) is 2x2 subgroups of 64x64 each, the shape fast GEMMs use,
+// possible since the kernel turns off Tint's over-strict subgroup_matrix_uniformity check. Neither is timed yet:
+// hence opt-in, with both rows in bench:engine.
+//
+// `emulate` (tests only) compiles the same kernel with the matrix builtins replaced by plain WGSL
+// (shaders/common/subgroup_matrix_emulated.wgsl), so lavapipe runs its staging, tiling and epilogue in CI.
 import type { Engine } from '../engine';
 import type { SubgroupMatrixConfig } from '../device';
 import type { Params } from '../kernels';
@@ -17,52 +22,151 @@ import { ACT_CODE, type Activation } from './matmul';
 
 export const SUBGROUP_MATRIX_FEATURE = 'chromium-experimental-subgroup-matrix';
 
+/** A workgroup of sgm x sgn subgroups, each owning fm x fn fragments; K slices of bk, staged rows padded by pad. */
+export interface SubgroupTile { sgm: number; sgn: number; fm: number; fn: number; bk: number; pad: number }
+
+export const SUBGROUP_TILES = {
+  '64': { sgm: 1, sgn: 1, fm: 4, fn: 4, bk: 32, pad: 0 },
+  '128': { sgm: 2, sgn: 2, fm: 4, fn: 4, bk: 32, pad: 8 },
+} as const satisfies Record<string, SubgroupTile>;
+export type SubgroupTileName = keyof typeof SUBGROUP_TILES;
+
+export interface SubgroupOptions {
+  /** A preset name or an explicit tile; default KILN_SUBGROUP_TILE, else the largest preset that fits ('128'). */
+  tile?: SubgroupTileName | SubgroupTile;
+  /** Plain-WGSL stand-ins for the matrix builtins (tests: the kernel's logic on adapters without the feature). */
+  emulate?: boolean;
+}
+
 export interface SubgroupGemm {
-  a: Tensor; b: Tensor; out: Tensor; params: Params; M: number; N: number; batches: number;
+  /** a and b as expanded to the batch ((batch..., M, K) and (batch..., K, N)): their strides pick the staging. */
+  a: Tensor; b: Tensor; out: Tensor; params: Params; M: number; N: number; K: number; batches: number;
   bias?: Tensor; gate?: Tensor; residual?: Tensor; act: Activation;
 }
 
+type Plan = { config: SubgroupMatrixConfig; sg: number } | { reason: string };
+
 /** The f16 x f16 -> f32 config and subgroup size this path would use, or why it cannot run. */
-export function subgroupMatrixPlan(e: Engine): { config: SubgroupMatrixConfig; sg: number } | { reason: string } {
-  if (!e.gpu.hasFeature(SUBGROUP_MATRIX_FEATURE)) return { reason: `adapter ${e.describe().name} lacks ${SUBGROUP_MATRIX_FEATURE}` };
+export function subgroupMatrixPlan(e: Engine, opts: { emulate?: boolean } = {}): Plan {
   const d = e.describe();
+  const [min, max] = d.subgroupSizes ?? [0, 0];
+  const fixed = min && min === max ? null : `subgroup size not fixed (${min}..${max})`;
+  if (opts.emulate) {
+    if (!e.gpu.hasFeature('subgroups')) return { reason: `adapter ${d.name} lacks subgroups (the emulated kernel uses subgroup_id)` };
+    return fixed ? { reason: fixed } : { config: { componentType: 'f16', resultComponentType: 'f32', M: 16, N: 16, K: 16 }, sg: min };
+  }
+  if (!e.gpu.hasFeature(SUBGROUP_MATRIX_FEATURE)) return { reason: `adapter ${d.name} lacks ${SUBGROUP_MATRIX_FEATURE}` };
   const config = d.subgroupMatrixConfigs.find(
     (c) => c.componentType === 'f16' && c.resultComponentType === 'f32' && 32 % c.M === 0 && 32 % c.N === 0 && 32 % c.K === 0,
   );
   if (!config) return { reason: `no f16 x f16 -> f32 subgroup-matrix config with M, N, K dividing 32 in ${JSON.stringify(d.subgroupMatrixConfigs)}` };
-  const [min, max] = d.subgroupSizes ?? [0, 0];
-  if (!min || min !== max) return { reason: `subgroup size not fixed (${min}..${max})` };
-  return { config, sg: min };
+  return fixed ? { reason: fixed } : { config, sg: min };
 }
 
 export function subgroupMatrixUsable(e: Engine): boolean {
   return 'config' in subgroupMatrixPlan(e);
 }
 
+/** The tile asked for (a name or a tile), or KILN_SUBGROUP_TILE's, or '128'. */
+export function subgroupTile(t: SubgroupOptions['tile']): SubgroupTile {
+  if (typeof t === 'object') return t;
+  const name = t ?? process.env.KILN_SUBGROUP_TILE ?? '128';
+  const tile = (SUBGROUP_TILES as Record<string, SubgroupTile>)[name];
+  if (!tile) throw new RangeError(`subgroup-matrix tile '${name}' unknown (KILN_SUBGROUP_TILE?): one of ${Object.keys(SUBGROUP_TILES).join(', ')}`);
+  return tile;
+}
+
+/** Bytes of workgroup memory the kernel declares for a tile (As, Bs as f16; Cs as f32). */
+export function subgroupTileBytes(t: SubgroupTile, cfg: { M: number; N: number }): number {
+  const bm = t.sgm * t.fm * cfg.M;
+  const bn = t.sgn * t.fn * cfg.N;
+  const bs = Math.max((t.bk + t.pad) * bn, (bn + t.pad) * t.bk);   // either staging of B
+  return 2 * (bm * (t.bk + t.pad) + bs) + 4 * t.sgm * t.sgn * cfg.M * t.fn * cfg.N;
+}
+
+/** Whether the staged inner dim of t can be read 8 halves at a time: stride 1 there, every other offset 8-aligned. */
+function vec8(t: Tensor, innerDim: number, extent: number): boolean {
+  const s = t.strides;
+  return s[innerDim] === 1 && extent % 8 === 0 && t.offset % 8 === 0 && s.every((v, i) => i === innerDim || v % 8 === 0);
+}
+
 let source: string | null = null;
 
-export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm): void {
-  const plan = subgroupMatrixPlan(e);
+export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: SubgroupOptions = {}): void {
+  const plan = subgroupMatrixPlan(e, opts);
   if (!('config' in plan)) throw new Error(`${op}: subgroup-matrix GEMM unavailable: ${plan.reason}`);
   if (g.a.dtype !== 'f16' || g.b.dtype !== 'f16') throw new TypeError(`${op}: subgroup-matrix GEMM needs f16 a and b (got ${g.a}, ${g.b})`);
+  const limit = e.describe().limits.maxComputeWorkgroupStorageSize;
+  // no tile asked for: the default, or the largest preset the adapter's workgroup memory holds
+  const asked = opts.tile ?? process.env.KILN_SUBGROUP_TILE;
+  const tile = asked !== undefined ? subgroupTile(asked as SubgroupOptions['tile'])
+    : (Object.values(SUBGROUP_TILES) as SubgroupTile[]).filter((t) => subgroupTileBytes(t, plan.config) <= limit)
+      .sort((x, y) => subgroupTileBytes(y, plan.config) - subgroupTileBytes(x, plan.config))[0] ?? SUBGROUP_TILES['128'];
   const { M: cm, N: cn, K: ck } = plan.config;
-  // Matrix types need const sizes: rewrite the file's three `const SM_*` lines for this adapter's config.
+  if (tile.bk % ck !== 0 || tile.bk % 8 !== 0) throw new RangeError(`${op}: tile bk ${tile.bk} must be a multiple of 8 and of the config's K ${ck}`);
+  const bytes = subgroupTileBytes(tile, plan.config);
+  if (bytes > limit) throw new RangeError(`${op}: subgroup-matrix tile ${JSON.stringify(tile)} needs ${bytes} B of workgroup memory, the adapter has ${limit}`);
+  const r = g.a.rank;
+  const bNK = g.b.strides[r - 2] === 1 && g.b.strides[r - 1] !== 1;   // k contiguous: a linear weight's transpose view
+  const consts: Record<string, number | boolean> = {
+    SM_M: cm, SM_N: cn, SM_K: ck, SG: plan.sg, SGM: tile.sgm, SGN: tile.sgn, FM: tile.fm, FN: tile.fn, BK: tile.bk, PAD: tile.pad,
+    B_NK: bNK,
+    VA: vec8(g.a, r - 1, g.K),
+    VB: bNK ? vec8(g.b, r - 2, g.K) : vec8(g.b, r - 1, g.N),
+  };
   source ??= readFileSync(join(projectRoot(), 'shaders', 'matmul_subgroup.wgsl'), 'utf8');
-  const src = source
-    .replace(/const SM_M: u32 = \d+u;/, `const SM_M: u32 = ${cm}u;`)
-    .replace(/const SM_N: u32 = \d+u;/, `const SM_N: u32 = ${cn}u;`)
-    .replace(/const SM_K: u32 = \d+u;/, `const SM_K: u32 = ${ck}u;`);
+  let src = withTileConstants(source, consts);
+  if (opts.emulate) src = emulated(src);
+  const key = Object.entries(consts).map(([k, v]) => `${k}${Number(v)}`).join('_');
   const kernel = e.kernels.get({
-    shader: `matmul_subgroup_${cm}x${cn}x${ck}`,
+    shader: `matmul_subgroup${opts.emulate ? '_emulated' : ''}_${key}`,
     entry: 'matmul',
     dtype: g.out.dtype,
     source: src,
-    constants: { SG: plan.sg, ACT: ACT_CODE[g.act], BIAS: !!g.bias, GATE: !!g.gate, RESID: !!g.residual },
+    constants: { ACT: ACT_CODE[g.act], BIAS: !!g.bias, GATE: !!g.gate, RESID: !!g.residual },
   });
   e.recorder.dispatch({
     kernel,
     bindings: [g.out, g.a, g.b, g.bias ?? g.a, g.gate ?? g.a, g.residual ?? g.a],
     params: g.params,
-    workgroups: [Math.ceil(g.N / 64), Math.ceil(g.M / 64), g.batches],
+    workgroups: [Math.ceil(g.N / (tile.sgn * tile.fn * cn)), Math.ceil(g.M / (tile.sgm * tile.fm * cm)), g.batches],
   });
+}
+
+/** Rewrites each `const NAME: type = v; // tile` line of the kernel; every name given must be there. */
+export function withTileConstants(src: string, consts: Record<string, number | boolean>): string {
+  let out = src;
+  for (const [name, v] of Object.entries(consts)) {
+    const re = new RegExp(`^const ${name}: (u32|bool) = [^;]+;(\\s*// tile)$`, 'm');
+    const m = re.exec(out);
+    if (!m) throw new Error(`matmul_subgroup.wgsl: no \`const ${name}: ...; // tile\` line to set`);
+    const value = m[1] === 'bool' ? String(Boolean(v)) : `${Number(v)}u`;
+    out = out.replace(re, `const ${name}: ${m[1]} = ${value};$2`);
+  }
+  return out;
+}
+
+/** The kernel with the subgroup-matrix builtins and types swapped for common/subgroup_matrix_emulated.wgsl's. */
+export function emulated(src: string): string {
+  // [pattern, replacement, required]: a type named only inside a load's template is gone once the load is swapped
+  const swaps: [RegExp, string, boolean][] = [
+    [/^diagnostic\(off, chromium\.subgroup_matrix_uniformity\);$/m, '// (emulated: no subgroup-matrix uniformity check)', true],
+    [/^enable chromium_experimental_subgroup_matrix;$/m, '//#include "common/subgroup_matrix_emulated.wgsl"', true],
+    [/subgroupMatrixLoad<subgroup_matrix_left<f16, SM_K, SM_M>>\(&As, /g, 'smLoadLeft(', true],
+    [/subgroupMatrixLoad<subgroup_matrix_right<f16, SM_N, SM_K>>\(&Bs, /g, 'smLoadRight(', true],
+    [/subgroupMatrixMultiplyAccumulate\(/g, 'smMma(', true],
+    [/subgroupMatrixStore\(&Cs, /g, 'smStore(lane, ', true],
+    [/subgroup_matrix_left<f16, SM_K, SM_M>/g, 'SmLeft', false],
+    [/subgroup_matrix_right<f16, SM_N, SM_K>/g, 'SmRight', false],
+    [/subgroup_matrix_result<f32, SM_N, SM_M>/g, 'SmAcc', false],
+  ];
+  let out = src;
+  for (const [re, to, required] of swaps) {
+    if (required && !re.test(out)) throw new Error(`matmul_subgroup.wgsl: the emulation expects ${re} in the kernel`);
+    re.lastIndex = 0;
+    out = out.replace(re, to);
+  }
+  const left = /subgroupMatrix\w*|subgroup_matrix_\w+/.exec(out.replace(/^\s*\/\/.*$/gm, ''));
+  if (left) throw new Error(`matmul_subgroup.wgsl: ${left[0]} has no emulated stand-in`);
+  return out;
 }
