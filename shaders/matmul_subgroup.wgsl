@@ -93,6 +93,13 @@ var<workgroup> Cs: array<f32, SGM * SGN * CS_SLICE>;
 fn a_half(e: u32) -> f16 { return bitcast<vec2<f16>>(a[e >> 3u][(e >> 1u) & 3u])[e & 1u]; }
 fn b_half(e: u32) -> f16 { return bitcast<vec2<f16>>(b[e >> 3u][(e >> 1u) & 3u])[e & 1u]; }
 
+// The 8 halves of one vec4<u32> read, in memory order.
+fn halves8(w: vec4<u32>) -> array<f16, 8> {
+  let h0 = bitcast<vec2<f16>>(w.x); let h1 = bitcast<vec2<f16>>(w.y);
+  let h2 = bitcast<vec2<f16>>(w.z); let h3 = bitcast<vec2<f16>>(w.w);
+  return array<f16, 8>(h0.x, h0.y, h1.x, h1.y, h2.x, h2.y, h3.x, h3.y);
+}
+
 // A's K slice at k0 into As (BM x BK): zero outside M and K.
 fn stage_a(tid: u32, abase: u32, m0: u32, k0: u32) {
   if (VA) {
@@ -103,11 +110,8 @@ fn stage_a(tid: u32, abase: u32, m0: u32, k0: u32) {
       let k = k0 + c;
       var w = vec4<u32>(0u);
       if (m < p.M && k < p.K) { w = a[(abase + m * p.a_mk.x + k) >> 3u]; }
-      for (var q = 0u; q < 4u; q++) {
-        let h = bitcast<vec2<f16>>(w[q]);
-        As[r * AS_STR + c + 2u * q] = h.x;
-        As[r * AS_STR + c + 2u * q + 1u] = h.y;
-      }
+      let h = halves8(w);
+      for (var q = 0u; q < 8u; q++) { As[r * AS_STR + c + q] = h[q]; }
     }
   } else {
     for (var s = tid; s < BM * BK; s += NT) {
@@ -133,11 +137,8 @@ fn stage_b(tid: u32, bbase: u32, n0: u32, k0: u32) {
       let c = (u % (BS_IN / 8u)) * 8u;
       var w = vec4<u32>(0u);
       if (r0 + r < rlim && i0 + c < ilim) { w = b[(bbase + (r0 + r) * rstr + i0 + c) >> 3u]; }
-      for (var q = 0u; q < 4u; q++) {
-        let h = bitcast<vec2<f16>>(w[q]);
-        Bs[r * BS_STR + c + 2u * q] = h.x;
-        Bs[r * BS_STR + c + 2u * q + 1u] = h.y;
-      }
+      let h = halves8(w);
+      for (var q = 0u; q < 8u; q++) { Bs[r * BS_STR + c + q] = h[q]; }
     }
   } else {
     for (var s = tid; s < BS_ROWS * BS_IN; s += NT) {

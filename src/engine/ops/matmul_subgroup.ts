@@ -67,10 +67,14 @@ export function subgroupMatrixUsable(e: Engine): boolean {
   return 'config' in subgroupMatrixPlan(e);
 }
 
-/** The tile asked for (a name or a tile), or KILN_SUBGROUP_TILE's, or '128'. */
-export function subgroupTile(t: SubgroupOptions['tile']): SubgroupTile {
+/** The tile asked for (a name or a tile), else KILN_SUBGROUP_TILE's, else the largest preset that fits `limit`. */
+export function subgroupTile(t: SubgroupOptions['tile'], cfg: { M: number; N: number }, limit: number): SubgroupTile {
   if (typeof t === 'object') return t;
-  const name = t ?? process.env.KILN_SUBGROUP_TILE ?? '128';
+  const name = t ?? process.env.KILN_SUBGROUP_TILE;
+  if (name === undefined) {
+    const fits = (Object.values(SUBGROUP_TILES) as SubgroupTile[]).filter((x) => subgroupTileBytes(x, cfg) <= limit);
+    return fits.sort((x, y) => subgroupTileBytes(y, cfg) - subgroupTileBytes(x, cfg))[0] ?? SUBGROUP_TILES['128'];
+  }
   const tile = (SUBGROUP_TILES as Record<string, SubgroupTile>)[name];
   if (!tile) throw new RangeError(`subgroup-matrix tile '${name}' unknown (KILN_SUBGROUP_TILE?): one of ${Object.keys(SUBGROUP_TILES).join(', ')}`);
   return tile;
@@ -91,17 +95,14 @@ function vec8(t: Tensor, innerDim: number, extent: number): boolean {
 }
 
 let source: string | null = null;
+const sources = new Map<string, string>();
 
 export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: SubgroupOptions = {}): void {
   const plan = subgroupMatrixPlan(e, opts);
   if (!('config' in plan)) throw new Error(`${op}: subgroup-matrix GEMM unavailable: ${plan.reason}`);
   if (g.a.dtype !== 'f16' || g.b.dtype !== 'f16') throw new TypeError(`${op}: subgroup-matrix GEMM needs f16 a and b (got ${g.a}, ${g.b})`);
   const limit = e.describe().limits.maxComputeWorkgroupStorageSize;
-  // no tile asked for: the default, or the largest preset the adapter's workgroup memory holds
-  const asked = opts.tile ?? process.env.KILN_SUBGROUP_TILE;
-  const tile = asked !== undefined ? subgroupTile(asked as SubgroupOptions['tile'])
-    : (Object.values(SUBGROUP_TILES) as SubgroupTile[]).filter((t) => subgroupTileBytes(t, plan.config) <= limit)
-      .sort((x, y) => subgroupTileBytes(y, plan.config) - subgroupTileBytes(x, plan.config))[0] ?? SUBGROUP_TILES['128'];
+  const tile = subgroupTile(opts.tile, plan.config, limit);
   const { M: cm, N: cn, K: ck } = plan.config;
   if (tile.bk % ck !== 0 || tile.bk % 8 !== 0) throw new RangeError(`${op}: tile bk ${tile.bk} must be a multiple of 8 and of the config's K ${ck}`);
   const bytes = subgroupTileBytes(tile, plan.config);
@@ -114,12 +115,17 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
     VA: vec8(g.a, r - 1, g.K),
     VB: bNK ? vec8(g.b, r - 2, g.K) : vec8(g.b, r - 1, g.N),
   };
-  source ??= readFileSync(join(projectRoot(), 'shaders', 'matmul_subgroup.wgsl'), 'utf8');
-  let src = withTileConstants(source, consts);
-  if (opts.emulate) src = emulated(src);
-  const key = Object.entries(consts).map(([k, v]) => `${k}${Number(v)}`).join('_');
+  const shader = `matmul_subgroup${opts.emulate ? '_emulated' : ''}_${Object.entries(consts).map(([k, v]) => `${k}${Number(v)}`).join('_')}`;
+  // the rewritten text once per variant, not on every dispatch (the kernel cache is keyed by name, not text)
+  let src = sources.get(shader);
+  if (src === undefined) {
+    source ??= readFileSync(join(projectRoot(), 'shaders', 'matmul_subgroup.wgsl'), 'utf8');
+    src = withTileConstants(source, consts);
+    if (opts.emulate) src = emulated(src);
+    sources.set(shader, src);
+  }
   const kernel = e.kernels.get({
-    shader: `matmul_subgroup${opts.emulate ? '_emulated' : ''}_${key}`,
+    shader,
     entry: 'matmul',
     dtype: g.out.dtype,
     source: src,
