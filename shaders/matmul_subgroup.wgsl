@@ -26,7 +26,7 @@
 // y = act(acc + bias[n]); y *= gate; y += resid; out = T(y) to its share of the slice's elements.
 //
 // Lavapipe has no subgroup matrix: ops/matmul_subgroup.ts can compile this file with the builtins replaced by the
-// plain stand-ins of common/subgroup_matrix_emulated.wgsl, so the tiling, staging and epilogue run in CI against
+// plain stand-ins of ops/subgroup_matrix_emulation.ts, so the tiling, staging and epilogue run in CI against
 // the CPU reference (test/engine/matmul_subgroup.test.ts); on hardware the same test runs the real builtins.
 //
 // Bindings: 0 params, 1 out, 2 a, 3 b (f16 pairs in vec4<u32>), 4 bias, 5 gate, 6 resid.

@@ -1,5 +1,5 @@
 // The subgroup-matrix (tensor-core) GEMM path vs the float64 reference. Two ways to run the same kernel:
-//  - emulated (common/subgroup_matrix_emulated.wgsl for the matrix builtins): on any adapter with subgroups,
+//  - emulated (ops/subgroup_matrix_emulation.ts for the matrix builtins): on any adapter with subgroups,
 //    lavapipe in CI included, so the tiling, the staging (vector and scalar, both B layouts) and the epilogue are
 //    checked everywhere;
 //  - native: where the adapter has chromium-experimental-subgroup-matrix; elsewhere it skips, printing why.
@@ -8,8 +8,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { linear } from '../../src/engine/ops/linear';
 import { matmul } from '../../src/engine/ops/matmul';
+import { emulateSubgroupMatrix } from '../../src/engine/ops/subgroup_matrix_emulation';
 import {
-  emulated, subgroupMatrixPlan, subgroupTileBytes, SUBGROUP_TILES, withTileConstants, type SubgroupTile,
+  subgroupMatrixPlan, subgroupTileBytes, SUBGROUP_TILES, withTileConstants, type SubgroupTile,
 } from '../../src/engine/ops/matmul_subgroup';
 import type { Engine } from '../../src/engine/engine';
 import { linearRef, matmulRef } from './reference/matmul';
@@ -96,8 +97,12 @@ test('the emulation swaps every matrix builtin, and the tile constants are all s
   assert.match(set, /^const SGM: u32 = 3u;\s*\/\/ tile$/m);
   assert.match(set, /^const B_NK: bool = false;\s*\/\/ tile$/m);
   assert.throws(() => withTileConstants(src, { NOPE: 1 }), /no `const NOPE/);
-  const em = emulated(src);
+  const em = emulateSubgroupMatrix(src, 'matmul_subgroup.wgsl');
   assert.doesNotMatch(em.replace(/^\s*\/\/.*$/gm, ''), /subgroupMatrix|subgroup_matrix|chromium/);
   assert.match(em, /\/\/#include "common\/subgroup_matrix_emulated.wgsl"/);
-  assert.throws(() => emulated(src.replace('subgroupMatrixMultiplyAccumulate(', 'subgroupMatrixMultiply(')), /expects|no emulated/);
+  assert.match(em, /^fn sm_load_As_SmLeft\(/m);
+  assert.match(em, /^fn sm_load_Bs_SmRight\(/m);
+  assert.match(em, /^fn sm_store_Cs\(/m);
+  assert.throws(() => emulateSubgroupMatrix(src.replace('subgroupMatrixMultiplyAccumulate(', 'subgroupMatrixMultiply('), 'm.wgsl'), /m.wgsl: the emulation (expects|has no stand-in)/);
+  assert.throws(() => emulateSubgroupMatrix(src.replace('subgroup_matrix_left<f16, SM_K, SM_M>>(&As', 'subgroup_matrix_left<f32, SM_K, SM_M>>(&As'), 'm.wgsl'), /no stand-in for a load of subgroup_matrix_left<f32/);
 });

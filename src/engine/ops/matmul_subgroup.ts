@@ -10,7 +10,7 @@
 // hence opt-in, with both rows in bench:engine.
 //
 // `emulate` (tests only) compiles the same kernel with the matrix builtins replaced by plain WGSL
-// (shaders/common/subgroup_matrix_emulated.wgsl), so lavapipe runs its staging, tiling and epilogue in CI.
+// (ops/subgroup_matrix_emulation.ts), so lavapipe runs its staging, tiling and epilogue in CI.
 import type { Engine } from '../engine';
 import type { SubgroupMatrixConfig } from '../device';
 import type { Params } from '../kernels';
@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../../paths';
 import { ACT_CODE, type Activation } from './matmul';
+import { emulateSubgroupMatrix } from './subgroup_matrix_emulation';
 
 export const SUBGROUP_MATRIX_FEATURE = 'chromium-experimental-subgroup-matrix';
 
@@ -89,13 +90,28 @@ export function subgroupTileBytes(t: SubgroupTile, cfg: { M: number; N: number }
 }
 
 /** Whether the staged inner dim of t can be read 8 halves at a time: stride 1 there, every other offset 8-aligned. */
-function vec8(t: Tensor, innerDim: number, extent: number): boolean {
+export function vec8(t: Tensor, innerDim: number, extent: number): boolean {
   const s = t.strides;
   return s[innerDim] === 1 && extent % 8 === 0 && t.offset % 8 === 0 && s.every((v, i) => i === innerDim || v % 8 === 0);
 }
 
-let source: string | null = null;
-const sources = new Map<string, string>();
+const files = new Map<string, string>();
+const variants = new Map<string, { shader: string; source: string }>();
+
+/** shaders/<file>.wgsl with its `// tile` consts set (and the builtins emulated if asked), as a kernel name and text,
+ * built once per variant rather than on every dispatch (the kernel cache is keyed by name, not text). */
+export function tiledKernel(file: string, consts: Record<string, number | boolean>, emulate = false): { shader: string; source: string } {
+  const shader = `${file}${emulate ? '_emulated' : ''}_${Object.entries(consts).map(([k, v]) => `${k}${Number(v)}`).join('_')}`;
+  let hit = variants.get(shader);
+  if (!hit) {
+    let text = files.get(file);
+    if (text === undefined) files.set(file, (text = readFileSync(join(projectRoot(), 'shaders', `${file}.wgsl`), 'utf8')));
+    let source = withTileConstants(text, consts, `${file}.wgsl`);
+    if (emulate) source = emulateSubgroupMatrix(source, `${file}.wgsl`);
+    variants.set(shader, (hit = { shader, source }));
+  }
+  return hit;
+}
 
 export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: SubgroupOptions = {}): void {
   const plan = subgroupMatrixPlan(e, opts);
@@ -115,20 +131,12 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
     VA: vec8(g.a, r - 1, g.K),
     VB: bNK ? vec8(g.b, r - 2, g.K) : vec8(g.b, r - 1, g.N),
   };
-  const shader = `matmul_subgroup${opts.emulate ? '_emulated' : ''}_${Object.entries(consts).map(([k, v]) => `${k}${Number(v)}`).join('_')}`;
-  // the rewritten text once per variant, not on every dispatch (the kernel cache is keyed by name, not text)
-  let src = sources.get(shader);
-  if (src === undefined) {
-    source ??= readFileSync(join(projectRoot(), 'shaders', 'matmul_subgroup.wgsl'), 'utf8');
-    src = withTileConstants(source, consts);
-    if (opts.emulate) src = emulated(src);
-    sources.set(shader, src);
-  }
+  const { shader, source } = tiledKernel('matmul_subgroup', consts, opts.emulate);
   const kernel = e.kernels.get({
     shader,
     entry: 'matmul',
     dtype: g.out.dtype,
-    source: src,
+    source,
     constants: { ACT: ACT_CODE[g.act], BIAS: !!g.bias, GATE: !!g.gate, RESID: !!g.residual },
   });
   e.recorder.dispatch({
@@ -140,7 +148,7 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
 }
 
 /** Rewrites each `const NAME: type = v; // tile` line of the kernel; every name given must be there. */
-export function withTileConstants(src: string, consts: Record<string, number | boolean>): string {
+export function withTileConstants(src: string, consts: Record<string, number | boolean>, file = 'matmul_subgroup.wgsl'): string {
   let out = src;
   for (const [name, v] of Object.entries(consts)) {
     const re = new RegExp(`^const ${name}: (u32|bool) = [^;]+;(\\s*// tile)$`, 'm');
@@ -149,30 +157,5 @@ export function withTileConstants(src: string, consts: Record<string, number | b
     const value = m[1] === 'bool' ? String(Boolean(v)) : `${Number(v)}u`;
     out = out.replace(re, `const ${name}: ${m[1]} = ${value};$2`);
   }
-  return out;
-}
-
-/** The kernel with the subgroup-matrix builtins and types swapped for common/subgroup_matrix_emulated.wgsl's. */
-export function emulated(src: string): string {
-  // [pattern, replacement, required]: a type named only inside a load's template is gone once the load is swapped
-  const swaps: [RegExp, string, boolean][] = [
-    [/^diagnostic\(off, chromium\.subgroup_matrix_uniformity\);$/m, '// (emulated: no subgroup-matrix uniformity check)', true],
-    [/^enable chromium_experimental_subgroup_matrix;$/m, '//#include "common/subgroup_matrix_emulated.wgsl"', true],
-    [/subgroupMatrixLoad<subgroup_matrix_left<f16, SM_K, SM_M>>\(&As, /g, 'smLoadLeft(', true],
-    [/subgroupMatrixLoad<subgroup_matrix_right<f16, SM_N, SM_K>>\(&Bs, /g, 'smLoadRight(', true],
-    [/subgroupMatrixMultiplyAccumulate\(/g, 'smMma(', true],
-    [/subgroupMatrixStore\(&Cs, /g, 'smStore(lane, ', true],
-    [/subgroup_matrix_left<f16, SM_K, SM_M>/g, 'SmLeft', false],
-    [/subgroup_matrix_right<f16, SM_N, SM_K>/g, 'SmRight', false],
-    [/subgroup_matrix_result<f32, SM_N, SM_M>/g, 'SmAcc', false],
-  ];
-  let out = src;
-  for (const [re, to, required] of swaps) {
-    if (required && !re.test(out)) throw new Error(`matmul_subgroup.wgsl: the emulation expects ${re} in the kernel`);
-    re.lastIndex = 0;
-    out = out.replace(re, to);
-  }
-  const left = /subgroupMatrix\w*|subgroup_matrix_\w+/.exec(out.replace(/^\s*\/\/.*$/gm, ''));
-  if (left) throw new Error(`matmul_subgroup.wgsl: ${left[0]} has no emulated stand-in`);
   return out;
 }
