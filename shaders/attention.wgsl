@@ -109,7 +109,7 @@ fn attention(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id
     }
     workgroupBarrier();
     if (live) {
-      var sc: array<f32, MAX_BKV>;
+      var sc = array<f32, MAX_BKV>();
       var tmax = -3.0e38;
       var seen = false;
       for (var j = 0u; j < BKV; j++) {

@@ -120,7 +120,7 @@ fn conv(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
       let q = m % p.out_sp.w;
       let o = vec3<i32>(vec3<u32>(q / (p.out_sp.y * p.out_sp.z), (q / p.out_sp.z) % p.out_sp.y, q % p.out_sp.z));
       let pad = vec3<i32>(p.pad.xyz);
-      var pos: vec3<i32>;
+      var pos = vec3<i32>();
       if (TRANSPOSED) { pos = o + pad; } else { pos = o * vec3<i32>(p.stride.xyz) - pad; }
       info = vec4<i32>(i32(p.x_off + n * p.x_nstr), pos);
     }

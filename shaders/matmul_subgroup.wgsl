@@ -168,7 +168,7 @@ fn matmul(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid:
     stage_b(tid, bbase, n0, k0);
     workgroupBarrier();
     for (var kk = 0u; kk < BK; kk += SM_K) {
-      var left: array<subgroup_matrix_left<f16, SM_K, SM_M>, FM>;
+      var left = array<subgroup_matrix_left<f16, SM_K, SM_M>, FM>();
       for (var i = 0u; i < FM; i++) {
         left[i] = subgroupMatrixLoad<subgroup_matrix_left<f16, SM_K, SM_M>>(&As, (wm + i * SM_M) * AS_STR + kk, false, AS_STR);
       }

@@ -2,7 +2,7 @@
 // Text tests, then one compile through Dawn (an error inside an include). The shaders that include common/*.wgsl are checked by their own kernel tests.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expandIncludes, KernelCache, KernelError, sourceLine, withHeader } from '../../src/engine/kernels';
@@ -124,4 +124,21 @@ test('enable and diagnostic directives are hoisted above the header alias; the b
   const e = await testEngine();
   const cache = new KernelCache(e.gpu.device, true);
   await cache.compile({ shader: 'hoist', dtype: 'f32', source: src.replace('enable subgroups;\n', '') });
+});
+
+// Dawn (npm webgpu, through lavapipe) does not re-zero `var x: T;` declared inside a loop on each iteration, as
+// WGSL's zero value would: an accumulator declared so kept the previous iteration's sum (found in the tensor-core
+// attention, 2026-12-02; a 3-line kernel showed the same for a scalar, a vector and an array). So a variable
+// declared inside a block (indented past a function's top level) must have an initializer.
+test('no shader declares a variable without an initializer inside a block', () => {
+  const dir = join(projectRoot(), 'shaders');
+  const walk = (d: string): string[] => readdirSync(d, { withFileTypes: true })
+    .flatMap((x) => (x.isDirectory() ? walk(join(d, x.name)) : x.name.endsWith('.wgsl') ? [join(d, x.name)] : []));
+  const bad: string[] = [];
+  for (const f of walk(dir)) {
+    readFileSync(f, 'utf8').split('\n').forEach((line, i) => {
+      if (/^ {4,}var\s+\w+\s*:[^=]*;/.test(line)) bad.push(`${f.slice(dir.length + 1)} line ${i + 1}: ${line.trim()}`);
+    });
+  }
+  assert.deepEqual(bad, []);
 });
