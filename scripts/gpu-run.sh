@@ -7,9 +7,11 @@
 # Steps (default: all, in this order; each bounded, its log in $OUT/<step>.txt, at most 8 files come back):
 #   tests   every engine test file on the GPU (kernels vs CPU references)                          60 s
 #   gemm    bench:engine --sizes large --only matmul,attention,linear --torch cuda: the register-tiled GEMM and
-#           the subgroup-matrix one at each tile ('64', '128'), matmul and Krea-shaped linear, PyTorch beside 130 s
+#           the subgroup-matrix one at each tile ('64', '128'), matmul and Krea-shaped linear; the flash and
+#           the tensor-core attention, also at Krea's 1K GQA shape; PyTorch beside                        150 s
 #   krea    Krea 2 Turbo at real size, 1K step + VAE + 8-step job (KILN_SUBGROUP_MATRIX=$SG, default 1;
-#           KILN_SUBGROUP_TILE=$TILE, default the kernel's: 128)                                      150 s
+#           KILN_SUBGROUP_TILE=$TILE, default the kernel's: 128; KILN_SUBGROUP_ATTENTION=$SGA, default 1:
+#           0 keeps the flash attention with the tensor-core GEMM)                                     150 s
 #   kf2     MiniMax H3, a 2-keyframe 480p 5 s job's sequence, 2 of 50 blocks (step extrapolated), VAE  100 s
 #   ref3    MiniMax H3, 3 pictures + 1 voice (Ref2VA) at 480p 5 s, 2 of 50 blocks, no VAE decode      70 s
 set -u
@@ -20,6 +22,7 @@ out=${OUT:-/tmp/gpu-run-out}
 mkdir -p "$out"
 kit="$root/.gpukit/run.sh"
 sg=${SG:-1}
+export KILN_SUBGROUP_ATTENTION=${SGA:-1}
 export KILN_SUBGROUP_TILE=${TILE:-128}
 step() { # name timeout command...
   local name=$1 t=$2; shift 2
@@ -30,7 +33,7 @@ STEP_TIMEOUT=20 bash "$kit" info > /dev/null 2>&1; head -8 "$out/info.txt" 2>/de
 for s in "${steps[@]}"; do
   case "$s" in
     tests) step tests 60 'node --test --test-concurrency=1 --test-reporter=spec build/test/engine/*.test.js' ;;
-    gemm)  step gemm 130 'node build/bench/engine/main.js --sizes large --only matmul,attention,linear --torch cuda' ;;
+    gemm)  step gemm 150 'node build/bench/engine/main.js --sizes large --only matmul,attention,linear --torch cuda' ;;
     krea)  step krea 150 "KILN_SUBGROUP_MATRIX=$sg node build/bench/image/main.js --profile imgart_turbo --sizes 1024" ;;
     kf2)   step kf2 100 "KILN_SUBGROUP_MATRIX=$sg node build/bench/video/main.js --cases 480p:5 --keyframes 2 --layers 2" ;;
     ref3)  step ref3 70 "KILN_SUBGROUP_MATRIX=$sg node build/bench/video/main.js --cases 480p:5 --references 3 --voices 1 --layers 2 --skip-vae" ;;

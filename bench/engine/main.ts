@@ -8,6 +8,7 @@
 import { Engine } from '../../src/engine/engine';
 import type { Tensor } from '../../src/engine/tensor';
 import { attention } from '../../src/engine/ops/attention';
+import { attentionSubgroupChoice } from '../../src/engine/ops/attention_subgroup';
 import { linear } from '../../src/engine/ops/linear';
 import { matmul } from '../../src/engine/ops/matmul';
 import { subgroupMatrixPlan, SUBGROUP_TILES, type SubgroupTileName } from '../../src/engine/ops/matmul_subgroup';
@@ -102,8 +103,27 @@ function cases(): Case[] {
       out.push({ op: `attention ${dtype}`, size: `B${B} H${H} L${L} D${D}`, flops: 4 * B! * H! * L! * L! * D!, torch: { fn: 'attention', dtype, B: B!, H: H!, L: L!, D: D! }, setup: (e) => {
         const q = up(e, [B!, H!, L!, D!], dtype); const k = up(e, [B!, H!, L!, D!], dtype); const v = up(e, [B!, H!, L!, D!], dtype);
         let o: Tensor | null = null;
-        return { run: () => { o?.free(); o = attention(e, q, k, v); }, free: () => { q.free(); k.free(); v.free(); o?.free(); } };
+        return { run: () => { o?.free(); o = attention(e, q, k, v, { path: 'flash' }); }, free: () => { q.free(); k.free(); v.free(); o?.free(); } };
       } });
+    }
+  }
+  // the tensor-core attention beside the flash kernel (opt-in until these rows win), and both at Krea 2's 1K
+  // shape: 48 query heads on 12 kv heads, 4096 image + 69 text tokens (PyTorch's column: no GQA case there)
+  const krea = large ? [1, 48, 12, 4165, 128] : [1, 4, 1, 130, 64];
+  const attCases = [...att.map(([B, H, L, D]) => [B!, H!, H!, L!, D!]), krea].map(([B, H, Hkv, L, D]) => ({ B: B!, H: H!, Hkv: Hkv!, L: L!, D: D! }));
+  for (const path of ['flash', 'sgmatrix'] as const) {
+    for (const c of attCases) {
+      if (path === 'flash' && c.Hkv === c.H) continue;   // the rows above
+      const { B, H, Hkv, L, D } = c;
+      out.push({ op: `attention f16 ${path}`, size: `B${B} H${H}${Hkv === H ? '' : `/${Hkv}`} L${L} D${D}`, flops: 4 * B * H * L * L * D,
+        torch: Hkv === H ? { fn: 'attention', dtype: 'f16', B, H, L, D } : undefined,
+        unavailable: path === 'sgmatrix' ? (e) => { const ch = attentionSubgroupChoice(e, D); return 'reason' in ch ? ch.reason : null; } : undefined,
+        setup: (e) => {
+          const q = up(e, [B, H, L, D], 'f16'); const k = up(e, [B, Hkv, L, D], 'f16'); const v = up(e, [B, Hkv, L, D], 'f16');
+          let o: Tensor | null = null;
+          const p = path === 'sgmatrix' ? 'subgroup' : 'flash';
+          return { run: () => { o?.free(); o = attention(e, q, k, v, { path: p }); }, free: () => { q.free(); k.free(); v.free(); o?.free(); } };
+        } });
     }
   }
   const [R, C] = large ? [16384, 8192] : [256, 4096];

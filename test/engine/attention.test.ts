@@ -3,44 +3,13 @@
 // K/V read through permuted (packed-layout) and sliced views.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Engine } from '../../src/engine/engine';
-import { attention, type AttentionMask } from '../../src/engine/ops/attention';
-import type { Tensor } from '../../src/engine/tensor';
+import { attention } from '../../src/engine/ops/attention';
 import { attentionRef } from './reference/attention';
-import { assertClose, poisoned, randomHost, seeded, testEngine, uploadAs, type HostTensor, type Tolerance } from './helpers';
+import { ATTENTION_CASES as CASES } from './attention_cases';
+import { assertClose, poisoned, randomHost, seeded, testEngine, uploadAs, uploadBLHD, type Tolerance } from './helpers';
 
 // f32: exp and sums over Lk in f32 (1e-4). f16: inputs and output in f16, softmax and sums in f32 (1e-2).
 const TOL: Record<'f32' | 'f16', Tolerance> = { f32: { atol: 1e-4, rtol: 1e-4 }, f16: { atol: 1e-2, rtol: 1e-2 } };
-
-interface Case {
-  B: number; Hq: number; Hkv: number; Lq: number; Lk: number; D: number;
-  mask: AttentionMask; queryOffset?: number; kvLen?: number; block?: number; tile?: { bq: number; bkv: number };
-  window?: number;
-}
-const CASES: Case[] = [
-  { B: 1, Hq: 4, Hkv: 2, Lq: 7, Lk: 7, D: 16, mask: 'none' },
-  { B: 2, Hq: 2, Hkv: 1, Lq: 33, Lk: 33, D: 40, mask: 'causal' },
-  { B: 1, Hq: 3, Hkv: 3, Lq: 1, Lk: 130, D: 64, mask: 'causal', queryOffset: 129 }, // decode one token
-  { B: 1, Hq: 2, Hkv: 1, Lq: 7, Lk: 33, D: 16, mask: 'causal', queryOffset: 26, tile: { bq: 4, bkv: 4 } }, // chunked prefill
-  { B: 1, Hq: 4, Hkv: 1, Lq: 130, Lk: 130, D: 128, mask: 'block_causal', block: 13 },
-  { B: 2, Hq: 2, Hkv: 2, Lq: 5, Lk: 33, D: 7, mask: 'none', kvLen: 20 }, // padded cache, odd head dim
-  { B: 1, Hq: 2, Hkv: 1, Lq: 3, Lk: 7, D: 16, mask: 'causal', kvLen: 0 }, // nothing visible: zeros
-  { B: 1, Hq: 4, Hkv: 2, Lq: 33, Lk: 33, D: 16, mask: 'causal', window: 5, tile: { bq: 8, bkv: 4 } }, // window across tiles
-  { B: 1, Hq: 2, Hkv: 2, Lq: 130, Lk: 130, D: 64, mask: 'causal', window: 72 }, // the Qwen3-TTS codec's window
-  { B: 1, Hq: 2, Hkv: 1, Lq: 7, Lk: 130, D: 16, mask: 'causal', queryOffset: 123, window: 9 }, // chunk after a cache
-  { B: 1, Hq: 2, Hkv: 2, Lq: 7, Lk: 7, D: 8, mask: 'causal', window: 1 }, // each query sees itself only
-  { B: 1, Hq: 2, Hkv: 1, Lq: 33, Lk: 33, D: 16, mask: 'none', window: 4 }, // left-limited, sees the future
-];
-
-/** Stores host (B, H, L, D) as (B, L, H, D) (a packed QKV layout) and returns the permuted view. */
-function uploadBLHD(e: Engine, h: HostTensor, dtype: 'f32' | 'f16'): { view: Tensor; base: Tensor } {
-  const [B, H, L, D] = h.shape as [number, number, number, number];
-  const data = new Float64Array(h.data.length);
-  for (let b = 0; b < B; b++) for (let hh = 0; hh < H; hh++) for (let l = 0; l < L; l++) for (let d = 0; d < D; d++)
-    data[((b * L + l) * H + hh) * D + d] = h.data[((b * H + hh) * L + l) * D + d]!;
-  const base = e.upload(data, [B, L, H, D], dtype);
-  return { view: base.permute([0, 2, 1, 3]), base };
-}
 
 for (const dtype of ['f32', 'f16'] as const) {
   test(`attention ${dtype}: masks, GQA, decode offset, kv limit, odd sizes, views`, seeded(async (rng) => {
@@ -57,7 +26,7 @@ for (const dtype of ['f32', 'f16'] as const) {
       const gids = ids && e.upload(ids, [P], 'f32');
       const out = poisoned(e, q.shape, dtype);
       const opts = { mask: c.mask, queryOffset: c.queryOffset, kvLen: c.kvLen, window: c.window };
-      attention(e, gq.view, gk.view, gv.view, { ...opts, blockIds: gids, out, tile: c.tile });
+      attention(e, gq.view, gk.view, gv.view, { ...opts, blockIds: gids, out, tile: c.tile, path: 'flash' });
       const want = attentionRef(q, k, v, { ...opts, blockIds: ids });
       assertClose(await e.read(out), want, TOL[dtype], `attention ${dtype} ${JSON.stringify(c)}`);
       for (const t of [gq.base, gk.base, gv.base, gids, out]) t?.free();

@@ -183,3 +183,13 @@ export function assertClose(got: ArrayLike<number>, want: HostTensor, tol: Toler
     );
   }
 }
+
+/** Stores host (B, H, L, D) as (B, L, H, D) (a packed QKV layout) and returns the permuted view. */
+export function uploadBLHD(e: Engine, h: HostTensor, dtype: 'f32' | 'f16'): { view: Tensor; base: Tensor } {
+  const [B, H, L, D] = h.shape as [number, number, number, number];
+  const data = new Float64Array(h.data.length);
+  for (let b = 0; b < B; b++) for (let hh = 0; hh < H; hh++) for (let l = 0; l < L; l++) for (let d = 0; d < D; d++)
+    data[((b * L + l) * H + hh) * D + d] = h.data[((b * H + hh) * L + l) * D + d]!;
+  const base = e.upload(data, [B, L, H, D], dtype);
+  return { view: base.permute([0, 2, 1, 3]), base };
+}

@@ -1,12 +1,15 @@
 // Flash-style attention (online softmax in f32, no score matrix), grouped-query heads, causal / block-causal
 // masks with a query offset for KV-cache decoding, a sliding window (local attention), and a key-length limit.
-//   shader:    shaders/attention.wgsl (entry attention; overrides D, BQ, BKV, MASK)
+//   shader:    shaders/attention.wgsl (entry attention; overrides D, BQ, BKV, MASK); the tensor-core path
+//              shaders/attention_subgroup.wgsl through ./attention_subgroup.ts (f16, opt-in)
 //   reference: test/engine/reference/attention.ts
 //   tests:     test/engine/attention.test.ts
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { fmtShape, type Tensor } from '../tensor';
+import { attentionSubgroup, attentionSubgroupChoice, type AttentionSubgroupOptions } from './attention_subgroup';
 import { outputTensor } from './checks';
+import { subgroupMatrixOptIn } from './matmul';
 
 export type AttentionMask = 'none' | 'causal' | 'block_causal';
 const MASK_CODE: Record<AttentionMask, number> = { none: 0, causal: 1, block_causal: 2 };
@@ -26,7 +29,14 @@ export interface AttentionOptions {
    * last W positions including its own under a causal mask (transformers' sliding_window). Default: none. */
   window?: number;
   out?: Tensor;
+  /** The flash kernel's tile (implies path 'flash' under 'auto'). */
   tile?: { bq?: number; bkv?: number };
+  /** 'auto' is the flash kernel, or the tensor-core one for f16 when KILN_SUBGROUP_MATRIX=1 is set (and
+   * KILN_SUBGROUP_ATTENTION=0 is not: the GEMM alone) and the adapter and head dim allow it (opt-in: never timed
+   * on hardware); 'flash' / 'subgroup' force one. */
+  path?: 'auto' | 'flash' | 'subgroup';
+  /** The tensor-core kernel's tile, and `emulate` for tests. */
+  subgroup?: AttentionSubgroupOptions;
 }
 
 /** q (B, Hq, Lq, D), k and v (B, Hkv, Lk, D) -> (B, Hq, Lq, D). Hq must be a multiple of Hkv. */
@@ -62,9 +72,6 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
   // out: any contiguous view of the output's shape at any element offset (the params' out_off)
   const out = outputTensor(e, 'attention', shape, q.dtype, opts.out, [q, k, v, blk], true);
 
-  const bq = opts.tile?.bq ?? 32;
-  const bkv = opts.tile?.bkv ?? 16;
-  const kernel = e.kernels.get({ shader: 'attention', entry: 'attention', dtype: q.dtype, constants: { D, BQ: bq, BKV: bkv, MASK: MASK_CODE[mask] } });
   const params = new Params()
     .u32(Lq).u32(Lk).u32(Hq).u32(Hkv)
     .u32(q.offset).u32(k.offset).u32(v.offset).u32(kvLen)
@@ -72,6 +79,20 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
     .u32(window).u32(out.offset).u32(0).u32(0)
     .dims(q.strides, 4).dims(k.strides, 4).dims(v.strides, 4);
   // blk is statically used by the shader, so something is bound even when only block_causal reads it.
-  e.recorder.dispatch({ kernel, bindings: [out, q, k, v, mask === 'block_causal' ? blk! : q], params, workgroups: [Math.ceil(Lq / bq), Hq, B] });
+  const blkBinding = mask === 'block_causal' ? blk! : q;
+
+  const path = opts.path ?? 'auto';
+  if (path === 'subgroup' || (path === 'auto' && !opts.tile && q.dtype === 'f16' && subgroupMatrixOptIn() && process.env.KILN_SUBGROUP_ATTENTION !== '0')) {
+    const choice = q.dtype === 'f16' ? attentionSubgroupChoice(e, D, opts.subgroup) : { reason: `${q.dtype} (it takes f16)` };
+    if ('config' in choice) {
+      attentionSubgroup(e, { q, k, v, blk: blkBinding, out, params, mask: MASK_CODE[mask], B, Hq, Lq, D }, opts.subgroup);
+      return out;
+    }
+    if (path === 'subgroup') throw new RangeError(`attention: ${desc}: path 'subgroup': ${choice.reason}`);
+  }
+  const bq = opts.tile?.bq ?? 32;
+  const bkv = opts.tile?.bkv ?? 16;
+  const kernel = e.kernels.get({ shader: 'attention', entry: 'attention', dtype: q.dtype, constants: { D, BQ: bq, BKV: bkv, MASK: MASK_CODE[mask] } });
+  e.recorder.dispatch({ kernel, bindings: [out, q, k, v, blkBinding], params, workgroups: [Math.ceil(Lq / bq), Hq, B] });
   return out;
 }
