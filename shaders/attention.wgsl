@@ -25,15 +25,7 @@ override DV: u32 = (D + 3u) / 4u;
 const MAX_DV: u32 = 32u;        // 128 / 4: register arrays need a constant size
 const MAX_BKV: u32 = 32u;
 
-struct Params {
-  Lq: u32, Lk: u32, Hq: u32, Hkv: u32,
-  q_off: u32, k_off: u32, v_off: u32, kv_len: u32,
-  q_offset: u32, blk_off: u32, blk_str: u32, scale: f32,
-  window: u32, out_off: u32, _pad1: u32, _pad2: u32,   // window 0 = unlimited; out's element offset
-  q_str: vec4<u32>,   // (batch, head, position, dim) strides in elements
-  k_str: vec4<u32>,
-  v_str: vec4<u32>,
-}
+//#include "common/attention_mask.wgsl"
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> out: array<T>;
@@ -44,14 +36,6 @@ struct Params {
 
 var<workgroup> Ks: array<vec4<f32>, BKV * DV>;   // Ks[j * DV + d4] = K[key0 + j, 4*d4 .. 4*d4+3]
 var<workgroup> Vs: array<vec4<f32>, BKV * DV>;
-
-fn visible(qpos: u32, key: u32) -> bool {
-  if (key >= p.Lk || key >= p.kv_len) { return false; }
-  if (p.window > 0u && key + p.window <= qpos) { return false; }
-  if (MASK == 1u) { return key <= qpos; }
-  if (MASK == 2u) { return blk[p.blk_off + key * p.blk_str] <= blk[p.blk_off + qpos * p.blk_str]; }
-  return true;
-}
 
 @compute @workgroup_size(BQ)
 fn attention(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {

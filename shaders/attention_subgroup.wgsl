@@ -55,15 +55,7 @@ const RPL: u32 = max(1u, SM_M / SG);      // query rows per lane
 const DPL: u32 = D / LPR;                 // accumulator elements per row per lane: d = part + t * LPR
 const KPL: u32 = BKV / LPR;               // scores per row per lane: j = part + t * LPR
 
-struct Params {
-  Lq: u32, Lk: u32, Hq: u32, Hkv: u32,
-  q_off: u32, k_off: u32, v_off: u32, kv_len: u32,
-  q_offset: u32, blk_off: u32, blk_str: u32, scale: f32,
-  window: u32, out_off: u32, _pad1: u32, _pad2: u32,
-  q_str: vec4<u32>,   // (batch, head, position, dim) strides in elements
-  k_str: vec4<u32>,
-  v_str: vec4<u32>,
-}
+//#include "common/attention_mask.wgsl"
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> out: array<T>;
@@ -76,14 +68,6 @@ var<workgroup> KQs: array<f16, max(BQ, BKV) * DS>;   // Q's rows at the start, t
 var<workgroup> Vs: array<f16, BKV * DS>;             // (key, d)
 var<workgroup> Ss: array<f32, NSG * SM_M * SC>;      // per subgroup (row, key) scores, then (row, d) P V
 var<workgroup> Ps: array<f16, NSG * SM_M * PS>;      // per subgroup (row, key) probabilities
-
-fn visible(qpos: u32, key: u32) -> bool {
-  if (key >= p.Lk || key >= p.kv_len) { return false; }
-  if (p.window > 0u && key + p.window <= qpos) { return false; }
-  if (MASK == 1u) { return key <= qpos; }
-  if (MASK == 2u) { return blk[p.blk_off + key * p.blk_str] <= blk[p.blk_off + qpos * p.blk_str]; }
-  return true;
-}
 
 // One vec4<u32> (8 halves) of operand `which` (0 q, 1 k, 2 v) holding element e.
 fn src8(which: u32, e: u32) -> vec4<u32> {
