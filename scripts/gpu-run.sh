@@ -11,7 +11,8 @@
 #           the tensor-core attention, also at Krea's 1K GQA shape; PyTorch beside                        150 s
 #   krea    Krea 2 Turbo at real size, 1K step + VAE + 8-step job (KILN_SUBGROUP_MATRIX=$SG, default 1;
 #           KILN_SUBGROUP_TILE=$TILE, default the kernel's: 128; KILN_SUBGROUP_ATTENTION=$SGA, default 1:
-#           0 keeps the flash attention with the tensor-core GEMM)                                     150 s
+#           0 keeps the flash attention with the tensor-core GEMM; KILN_PROFILE=$PROF, default 1: GPU time
+#           per kernel of one step)                                                                      150 s
 #   kf2     MiniMax H3, a 2-keyframe 480p 5 s job's sequence, 2 of 50 blocks (step extrapolated), VAE  100 s
 #   ref3    MiniMax H3, 3 pictures + 1 voice (Ref2VA) at 480p 5 s, 2 of 50 blocks, no VAE decode      70 s
 set -u
@@ -34,7 +35,7 @@ for s in "${steps[@]}"; do
   case "$s" in
     tests) step tests 60 'node --test --test-concurrency=1 --test-reporter=spec build/test/engine/*.test.js' ;;
     gemm)  step gemm 150 'node build/bench/engine/main.js --sizes large --only matmul,attention,linear --torch cuda' ;;
-    krea)  step krea 150 "KILN_SUBGROUP_MATRIX=$sg node build/bench/image/main.js --profile imgart_turbo --sizes 1024" ;;
+    krea)  step krea 150 "KILN_PROFILE=${PROF:-1} KILN_SUBGROUP_MATRIX=$sg node build/bench/image/main.js --profile imgart_turbo --sizes 1024" ;;
     kf2)   step kf2 100 "KILN_SUBGROUP_MATRIX=$sg node build/bench/video/main.js --cases 480p:5 --keyframes 2 --layers 2" ;;
     ref3)  step ref3 70 "KILN_SUBGROUP_MATRIX=$sg node build/bench/video/main.js --cases 480p:5 --references 3 --voices 1 --layers 2 --skip-vae" ;;
     *) echo "gpu-run: unknown step $s" ;;

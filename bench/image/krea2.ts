@@ -9,10 +9,13 @@
 //   job @ size      prompt encode (Qwen3-VL-4B taps + text fusion) + 8 steps + VAE decode, as the service runs it
 //   style reference the prompt encode with one 384x384 style reference (vision tower + the longer prefill)
 //   peak GPU        the engine pool's peak bytes in use (weights included)
+// With KILN_PROFILE=1, after each size's step times: the GPU time of one more step per kernel and grid
+// (src/engine/profiler.ts), so a run says where the step goes (GEMM shapes, attention, the rest).
 // --layers N keeps the first N DiT blocks (of 28) and text layers (taps beyond them are taken from the last one
 // loaded); --demo-sizes runs the demo checkpoint's sizes instead (a smoke run for adapters that cannot hold the real
 // tensors: on lavapipe one DiT MLP weight, 16384 x 6144 in f16, is past the 128 MiB binding limit).
 import { Engine } from '../../src/engine/engine';
+import { formatProfile } from '../../src/engine/profiler';
 import { WeightSynth } from '../../src/models/common/random-weights';
 import { SyntheticCheckpoint } from '../../src/models/common/synthetic-checkpoint';
 import {
@@ -132,6 +135,12 @@ export async function benchKrea2(o: Krea2BenchOptions): Promise<void> {
             const big = flops >= 1e11;
             console.log(`step @ ${size}x${size} (${h * h} image + ${context.shape[1]} text tokens): ${fmt(best)}, ${big ? `${(flops / 1e12).toFixed(2)} TFLOP` : `${(flops / 1e9).toFixed(3)} GFLOP`} -> ` +
               `${big ? `${(rate / 1e12).toFixed(1)} TFLOP/s` : `${(rate / 1e9).toFixed(2)} GFLOP/s`} (first: ${fmt(first)})`);
+            if (e.profiler) {
+              await e.profiler.reset();
+              await step();
+              console.log(`GPU time per kernel [grid], one step @ ${size}x${size} (KILN_PROFILE=1: each dispatch in a pass of its own, the step times above too):`);
+              for (const line of formatProfile(await e.profiler.report(), 20)) console.log(`  ${line}`);
+            }
           } finally {
             geo.free();
             x.free();

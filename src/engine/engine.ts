@@ -9,6 +9,7 @@ import { contiguous } from './ops/elementwise';
 import { Recorder } from './recorder';
 import { Storage, Tensor, fmtShape, numelOf } from './tensor';
 import { BufferUsage, MapMode } from './webgpu';
+import { Profiler } from './profiler';
 
 export interface EngineOptions extends DeviceOptions {
   /** Error scopes around pipeline creation, bind groups and submits: errors name the kernel. Default: env
@@ -19,6 +20,9 @@ export interface EngineOptions extends DeviceOptions {
   memoryBudgetBytes?: number;
   /** Dispatches per submit (16..64). Default 32. */
   submitEvery?: number;
+  /** GPU time per kernel (profiler.ts; engine.profiler.report()): each dispatch in a pass of its own, timed by
+   * timestamp queries. Default: env KILN_PROFILE=1. Needs the adapter's timestamp-query. */
+  profile?: boolean;
 }
 
 /** Bytes per queue.writeBuffer call when uploading (keeps Dawn's staging small). */
@@ -29,6 +33,8 @@ export class Engine {
   readonly kernels: KernelCache;
   readonly recorder: Recorder;
   readonly debug: boolean;
+  /** Set when profiling was asked for (EngineOptions.profile). */
+  readonly profiler: Profiler | null = null;
   private destroyed = false;
 
   private constructor(
@@ -40,6 +46,10 @@ export class Engine {
     this.pool = new BufferPool(gpu.device, budget, gpu.maxBindingBytes);
     this.kernels = new KernelCache(gpu.device, this.debug);
     this.recorder = new Recorder(gpu, this.kernels, Math.min(64, Math.max(1, opts.submitEvery ?? 32)), this.debug);
+    if (opts.profile ?? process.env.KILN_PROFILE === '1') {
+      if (!gpu.hasFeature('timestamp-query')) throw new Error(`engine: profiling needs timestamp-query, which adapter ${gpu.describe().name} lacks`);
+      this.profiler = this.recorder.profiler = new Profiler(gpu.device);
+    }
     gpu.device.onuncapturederror = (ev) => {
       const recent = this.recorder.recent.slice(-4).join(', ') || 'no kernel recorded yet';
       this.recorder.uncaptured ??= new Error(`webgpu error (near ${recent}): ${ev.error.message}`);
@@ -174,6 +184,7 @@ export class Engine {
     if (this.destroyed) return;
     this.destroyed = true;
     this.recorder.destroy();
+    this.profiler?.destroy();
     this.pool.destroy();
     this.gpu.destroy();
   }

@@ -9,6 +9,7 @@ import type { GpuDevice } from './device';
 import type { Kernel, KernelCache, Params } from './kernels';
 import { Tensor } from './tensor';
 import { BufferUsage } from './webgpu';
+import type { Profiler } from './profiler';
 
 export type Binding = Tensor | GPUBufferBinding;
 
@@ -36,6 +37,8 @@ export class Recorder {
   /** Dispatches recorded since the engine was made (tests count them; fusion lowers it). */
   dispatchCount = 0;
   submitCount = 0;
+  /** Set by the engine when profiling: every dispatch then gets a timed pass of its own. */
+  profiler: Profiler | null = null;
   /** Set by the engine's uncaptured-error handler; thrown by sync(). */
   uncaptured: Error | null = null;
 
@@ -66,7 +69,8 @@ export class Recorder {
     }
     const params = d.params instanceof Uint8Array ? d.params : d.params?.bytes();
     if (params && params.byteLength > SLOT) throw new RangeError(`${d.kernel.name}: params ${params.byteLength} B > ${SLOT} B`);
-    if (params && this.ringUsed + SLOT > RING_BYTES) this.flush();
+    // before the params are staged: a flush resets the ring, and this dispatch's slot must go out with it
+    if ((params && this.ringUsed + SLOT > RING_BYTES) || this.profiler?.full) this.flush();
 
     const entries: GPUBindGroupEntry[] = [];
     if (params) {
@@ -83,10 +87,11 @@ export class Recorder {
     const group = this.device.createBindGroup({ layout: d.kernel.layout, entries, label: d.kernel.name });
     if (this.debug) this.check(this.device.popErrorScope(), d.kernel.name);
 
-    const pass = this.openPass();
+    const pass = this.profiler ? this.timedPass(`${d.kernel.name} [${x},${y},${z}]`) : this.openPass();
     pass.setPipeline(d.kernel.pipeline);
     pass.setBindGroup(0, group);
     pass.dispatchWorkgroups(x, y, z);
+    if (this.profiler) { pass.end(); this.pass = null; }
     this.batch.push(d.kernel.name);
     this.dispatchCount++;
     if (this.batch.length >= this.submitEvery) this.flush();
@@ -109,9 +114,11 @@ export class Recorder {
     this.pass = null;
     if (this.ringUsed) this.device.queue.writeBuffer(this.ring, 0, this.staging, 0, this.ringUsed);
     const names = this.batch;
+    const timed = this.profiler?.resolve(this.encoder);
     if (this.debug) this.device.pushErrorScope('validation');
     this.device.queue.submit([this.encoder.finish()]);
     if (this.debug) this.check(this.device.popErrorScope(), summarize(names));
+    timed?.();
     this.encoder = null;
     this.ringUsed = 0;
     this.batch = [];
@@ -142,6 +149,14 @@ export class Recorder {
   private openPass(): GPUComputePassEncoder {
     this.encoder ??= this.device.createCommandEncoder({ label: 'kiln' });
     this.pass ??= this.encoder.beginComputePass();
+    return this.pass;
+  }
+
+  /** A pass for one dispatch, its begin and end timestamped (profiling). */
+  private timedPass(kernel: string): GPUComputePassEncoder {
+    this.pass?.end();
+    this.encoder ??= this.device.createCommandEncoder({ label: 'kiln' });
+    this.pass = this.encoder.beginComputePass({ timestampWrites: this.profiler!.next(kernel) });
     return this.pass;
   }
 

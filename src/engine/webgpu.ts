@@ -28,6 +28,7 @@ export const BufferUsage = {
   COPY_DST: 0x8,
   UNIFORM: 0x40,
   STORAGE: 0x80,
+  QUERY_RESOLVE: 0x200,
 } as const;
 
 /** GPUMapMode values. */
