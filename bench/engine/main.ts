@@ -109,12 +109,10 @@ function cases(): Case[] {
   }
   // the tensor-core attention beside the flash kernel (opt-in until these rows win), and both at Krea 2's 1K
   // shape: 48 query heads on 12 kv heads, 4096 image + 69 text tokens (PyTorch's column: no GQA case there)
-  const krea = large ? [1, 48, 12, 4165, 128] : [1, 4, 1, 130, 64];
-  const attCases = [...att.map(([B, H, L, D]) => [B!, H!, H!, L!, D!]), krea].map(([B, H, Hkv, L, D]) => ({ B: B!, H: H!, Hkv: Hkv!, L: L!, D: D! }));
-  for (const path of ['flash', 'sgmatrix'] as const) {
-    for (const c of attCases) {
-      if (path === 'flash' && c.Hkv === c.H) continue;   // the rows above
-      const { B, H, Hkv, L, D } = c;
+  const krea = large ? { B: 1, H: 48, Hkv: 12, L: 4165, D: 128 } : { B: 1, H: 4, Hkv: 1, L: 130, D: 64 };
+  const mha = att.map(([B, H, L, D]) => ({ B: B!, H: H!, Hkv: H!, L: L!, D: D! }));
+  for (const [path, shapes] of [['flash', [krea]], ['sgmatrix', [...mha, krea]]] as const) {   // flash MHA: the rows above
+    for (const { B, H, Hkv, L, D } of shapes) {
       out.push({ op: `attention f16 ${path}`, size: `B${B} H${H}${Hkv === H ? '' : `/${Hkv}`} L${L} D${D}`, flops: 4 * B * H * L * L * D,
         torch: Hkv === H ? { fn: 'attention', dtype: 'f16', B, H, L, D } : undefined,
         unavailable: path === 'sgmatrix' ? (e) => { const ch = attentionSubgroupChoice(e, D); return 'reason' in ch ? ch.reason : null; } : undefined,

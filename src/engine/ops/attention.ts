@@ -85,7 +85,7 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
   if (path === 'subgroup' || (path === 'auto' && !opts.tile && q.dtype === 'f16' && subgroupMatrixOptIn() && process.env.KILN_SUBGROUP_ATTENTION !== '0')) {
     const choice = q.dtype === 'f16' ? attentionSubgroupChoice(e, D, opts.subgroup) : { reason: `${q.dtype} (it takes f16)` };
     if ('config' in choice) {
-      attentionSubgroup(e, { q, k, v, blk: blkBinding, out, params, mask: MASK_CODE[mask], B, Hq, Lq, D }, opts.subgroup);
+      attentionSubgroup(e, { q, k, v, blk: blkBinding, out, params, mask: MASK_CODE[mask], B, Hq, Lq, D }, choice, !!opts.subgroup?.emulate);
       return out;
     }
     if (path === 'subgroup') throw new RangeError(`attention: ${desc}: path 'subgroup': ${choice.reason}`);

@@ -33,7 +33,8 @@ export interface SubgroupAttention {
   q: Tensor; k: Tensor; v: Tensor; blk: Tensor; out: Tensor; params: Params; mask: number; B: number; Hq: number; Lq: number; D: number;
 }
 
-type Choice = { config: SubgroupMatrixConfig; sg: number; tile: AttentionTile } | { reason: string };
+export type AttentionSubgroupPlan = { config: SubgroupMatrixConfig; sg: number; tile: AttentionTile };
+type Choice = AttentionSubgroupPlan | { reason: string };
 
 /** Bytes of workgroup memory the kernel declares: KQs, Vs, Ps as f16, the scratch Ss as f32. */
 export function attentionTileBytes(t: AttentionTile, cfg: { M: number; N: number }, D: number): number {
@@ -61,15 +62,13 @@ export function attentionSubgroupChoice(e: Engine, D: number, opts: AttentionSub
   return { reason: `no tile fits: ${JSON.stringify(t)} needs ${attentionTileBytes(t, config, D)} B of workgroup memory (adapter ${limit}), bkv a multiple of ${N}, ${K} and ${lpr}, pad of 8` };
 }
 
-/** Dispatches the tensor-core kernel; attention() has validated the call and chosen this path. */
-export function attentionSubgroup(e: Engine, a: SubgroupAttention, opts: AttentionSubgroupOptions = {}): void {
-  const c = attentionSubgroupChoice(e, a.D, opts);
-  if ('reason' in c) throw new RangeError(`attention: subgroup-matrix path unavailable: ${c.reason}`);
+/** Dispatches the tensor-core kernel with the plan attentionSubgroupChoice() gave attention() for this call. */
+export function attentionSubgroup(e: Engine, a: SubgroupAttention, c: AttentionSubgroupPlan, emulate: boolean): void {
   const consts: Record<string, number | boolean> = {
     SM_M: c.config.M, SM_N: c.config.N, SM_K: c.config.K, SG: c.sg, NSG: c.tile.nsg, BKV: c.tile.bkv, D: a.D, PAD: c.tile.pad,
     VQ: vec8(a.q, 3, a.D), VK: vec8(a.k, 3, a.D), VV: vec8(a.v, 3, a.D),
   };
-  const { shader, source } = tiledKernel('attention_subgroup', consts, !!opts.emulate);
+  const { shader, source } = tiledKernel('attention_subgroup', consts, emulate);
   const kernel = e.kernels.get({ shader, entry: 'attention', dtype: a.out.dtype, source, constants: { MASK: a.mask } });
   e.recorder.dispatch({
     kernel,
