@@ -7,7 +7,8 @@
 # Steps (default: all, in this order; each bounded, its log in $OUT/<step>.txt, at most 8 files come back):
 #   tests   every engine test file on the GPU (kernels vs CPU references)                          60 s
 #   gemm    bench:engine --sizes large --only matmul,attention,linear --torch cuda: the register-tiled GEMM and
-#           the subgroup-matrix one at each tile ('64', '128'), matmul and Krea-shaped linear; the flash and
+#           the subgroup-matrix one at each tile ('64', '128'), matmul and Krea-shaped linear (f16 and int8
+#           weights); the flash and
 #           the tensor-core attention, also at Krea's 1K GQA shape; PyTorch beside                        150 s
 #   krea    Krea 2 Turbo at real size, 1K step + VAE + 8-step job (KILN_SUBGROUP_MATRIX=$SG, default 1;
 #           KILN_SUBGROUP_TILE=$TILE, default the kernel's: 128; KILN_SUBGROUP_ATTENTION=$SGA, default 1:

@@ -1,6 +1,7 @@
 // Tensor-core GEMM: f16 x f16 -> f32 through chromium_experimental_subgroup_matrix (VK_KHR_cooperative_matrix
-// on NVIDIA). Same contract, Params and epilogue as matmul.wgsl (bias, ACT, GATE, RESID; no int8), selected by
-// src/engine/ops/matmul_subgroup.ts when the adapter lists an f16/f32 subgroup-matrix config.
+// on NVIDIA). Same contract, Params and epilogue as matmul.wgsl (bias, ACT, GATE, RESID, int8 weights with
+// per-output-channel scales), selected by src/engine/ops/matmul_subgroup.ts when the adapter lists an f16/f32
+// subgroup-matrix config.
 //
 // The `// tile` consts are rewritten by the wrapper for each adapter and tile (matrix types and function-scope
 // arrays need const sizes, so these cannot be overrides):
@@ -10,9 +11,12 @@
 //   memory with rows padded by PAD halves (spreads a fragment's rows over the memory banks).
 //   B_NK: B's k stride is 1 (a linear weight's transpose view): Bs is staged (n, k) and loaded column-major,
 //   so both operands are read along their contiguous dim; otherwise Bs is (k, n), row-major.
-//   VA / VB: the staged inner dim is contiguous in memory and 8-aligned (the wrapper checks strides, offsets and
-//   the extent), so a thread reads 8 halves as one vec4<u32>; otherwise one half at a time. a and b are bound as
-//   vec4<u32> arrays either way (pool buffers are multiples of 16 bytes).
+//   VA / VB: the staged inner dim is contiguous in memory and 8-aligned (16 for int8 B; the wrapper checks
+//   strides, offsets and the extent), so a thread reads 8 halves (16 int8) as one vec4<u32>; otherwise one element
+//   at a time. a and b are bound as vec4<u32> arrays either way (pool buffers are multiples of 16 bytes).
+//   BQ: B is int8 (4 per u32, little-endian bytes). Its values (-128..127) are exact in f16, so Bs holds them as
+//   they are and the per-output-channel scale is applied in the epilogue, as matmul.wgsl does:
+//   sum_k a*q*s = s * sum_k a*q (the f16 x f16 products are exact in the f32 accumulator).
 // Any M, N, K is correct: the staging zero-fills outside the matrix, the epilogue skips outside C.
 //
 // Subgroups: subgroup g (@builtin(subgroup_id)) owns the fragments at (g % SGM, g / SGM). The offsets it passes
@@ -23,13 +27,14 @@
 //
 // Epilogue, one fragment row at a time (keeps Cs at SGM*SGN*SM_M*FN*SM_N f32): each subgroup stores its FN
 // accumulators of fragment row i into its slice of Cs, then every thread applies
-// y = act(acc + bias[n]); y *= gate; y += resid; out = T(y) to its share of the slice's elements.
+// y = act(acc * scale[n] + bias[n]); y *= gate; y += resid; out = T(y) to its share of the slice's elements.
 //
 // Lavapipe has no subgroup matrix: ops/matmul_subgroup.ts can compile this file with the builtins replaced by the
 // plain stand-ins of ops/subgroup_matrix_emulation.ts, so the tiling, staging and epilogue run in CI against
 // the CPU reference (test/engine/matmul_subgroup.test.ts); on hardware the same test runs the real builtins.
 //
-// Bindings: 0 params, 1 out, 2 a, 3 b (f16 pairs in vec4<u32>), 4 bias, 5 gate, 6 resid.
+// Bindings: 0 params, 1 out, 2 a, 3 b (f16 pairs or int8 quads in vec4<u32>), 4 bias, 5 gate, 6 resid,
+// 7 scales (u32 words; int8 B only, any binding otherwise).
 diagnostic(off, chromium.subgroup_matrix_uniformity);
 enable chromium_experimental_subgroup_matrix;
 enable subgroups;
@@ -47,10 +52,12 @@ const PAD: u32 = 8u;       // tile
 const B_NK: bool = true;   // tile
 const VA: bool = true;     // tile
 const VB: bool = true;     // tile
+const BQ: bool = false;    // tile
 override ACT: u32 = 0u;
 override BIAS: bool = false;
 override GATE: bool = false;
 override RESID: bool = false;
+override STYPE: u32 = 0u;     // int8 scale type: 0 f32, 1 f16
 
 const NT: u32 = SGM * SGN * SG;   // threads per workgroup
 const WM: u32 = FM * SM_M;        // rows of C per subgroup
@@ -81,6 +88,7 @@ struct Params {
 @group(0) @binding(4) var<storage, read> bias: array<T>;
 @group(0) @binding(5) var<storage, read> gate: array<T>;
 @group(0) @binding(6) var<storage, read> resid: array<T>;
+@group(0) @binding(7) var<storage, read> scales: array<u32>;
 
 var<workgroup> As: array<f16, BM * AS_STR>;
 var<workgroup> Bs: array<f16, BS_ROWS * BS_STR>;
@@ -88,16 +96,29 @@ var<workgroup> Cs: array<f32, SGM * SGN * CS_SLICE>;
 
 //#include "common/act.wgsl"
 //#include "common/dot3.wgsl"
+//#include "common/int8_scale.wgsl"
 
 // Element e of a packed f16 array.
 fn a_half(e: u32) -> f16 { return bitcast<vec2<f16>>(a[e >> 3u][(e >> 1u) & 3u])[e & 1u]; }
 fn b_half(e: u32) -> f16 { return bitcast<vec2<f16>>(b[e >> 3u][(e >> 1u) & 3u])[e & 1u]; }
+// Element e of B as f16 (int8 or f16).
+fn b_elem(e: u32) -> f16 {
+  if (BQ) { return f16(extractBits(bitcast<i32>(b[e >> 4u][(e >> 2u) & 3u]), (e & 3u) * 8u, 8u)); }
+  return b_half(e);
+}
 
 // The 8 halves of one vec4<u32> read, in memory order.
 fn halves8(w: vec4<u32>) -> array<f16, 8> {
   let h0 = bitcast<vec2<f16>>(w.x); let h1 = bitcast<vec2<f16>>(w.y);
   let h2 = bitcast<vec2<f16>>(w.z); let h3 = bitcast<vec2<f16>>(w.w);
   return array<f16, 8>(h0.x, h0.y, h1.x, h1.y, h2.x, h2.y, h3.x, h3.y);
+}
+
+// The 16 int8 of one vec4<u32> read, in memory order, as f16.
+fn bytes16(w: vec4<u32>) -> array<f16, 16> {
+  let q0 = vec4<f16>(unpack4xI8(w.x)); let q1 = vec4<f16>(unpack4xI8(w.y));
+  let q2 = vec4<f16>(unpack4xI8(w.z)); let q3 = vec4<f16>(unpack4xI8(w.w));
+  return array<f16, 16>(q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w, q2.x, q2.y, q2.z, q2.w, q3.x, q3.y, q3.z, q3.w);
 }
 
 // A's K slice at k0 into As (BM x BK): zero outside M and K.
@@ -131,7 +152,16 @@ fn stage_b(tid: u32, bbase: u32, n0: u32, k0: u32) {
   let istr = select(p.b_kn.y, p.b_kn.x, B_NK);
   let rlim = select(p.K, p.N, B_NK);
   let ilim = select(p.N, p.K, B_NK);
-  if (VB) {
+  if (VB && BQ) {
+    for (var u = tid; u < BS_ROWS * BS_IN / 16u; u += NT) {
+      let r = u / (BS_IN / 16u);
+      let c = (u % (BS_IN / 16u)) * 16u;
+      var w = vec4<u32>(0u);
+      if (r0 + r < rlim && i0 + c < ilim) { w = b[(bbase + (r0 + r) * rstr + i0 + c) >> 4u]; }
+      let q = bytes16(w);
+      for (var i = 0u; i < 16u; i++) { Bs[r * BS_STR + c + i] = q[i]; }
+    }
+  } else if (VB) {
     for (var u = tid; u < BS_ROWS * BS_IN / 8u; u += NT) {
       let r = u / (BS_IN / 8u);
       let c = (u % (BS_IN / 8u)) * 8u;
@@ -145,7 +175,7 @@ fn stage_b(tid: u32, bbase: u32, n0: u32, k0: u32) {
       let r = s / BS_IN;
       let c = s % BS_IN;
       let ok = r0 + r < rlim && i0 + c < ilim;
-      Bs[r * BS_STR + c] = select(f16(0.0), b_half(bbase + (r0 + r) * rstr + (i0 + c) * istr), ok);
+      Bs[r * BS_STR + c] = select(f16(0.0), b_elem(bbase + (r0 + r) * rstr + (i0 + c) * istr), ok);
     }
   }
 }
@@ -198,6 +228,7 @@ fn matmul(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid:
       let n = n0 + (g / SGM) * WN + s % WN;
       if (m >= p.M || n >= p.N) { continue; }
       var y = Cs[s];
+      if (BQ) { y *= load_scale(n); }
       if (BIAS) { y += f32(bias[p.offs.z + n * p.bias_str]); }
       y = act(y);
       if (GATE) { y *= f32(gate[gbase + m * p.g_mn.x + n * p.g_mn.y]); }

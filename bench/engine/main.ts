@@ -76,27 +76,25 @@ function cases(): Case[] {
     }
   }
   // a DiT projection as the models call it: linear(x, W) with W (N, K) read through its transpose view (Krea 2 at 1K:
-  // 4096 image + 69 text tokens, width 6144)
+  // 4096 image + 69 text tokens, width 6144), with an f16 weight and an int8 one (the _int8 profiles; PyTorch's
+  // column is its f16 nn.Linear for both)
   const [lt, lk, ln] = large ? [4165, 6144, 6144] : [64, 512, 512];
-  for (const path of ['tiled', ...Object.keys(SUBGROUP_TILES).map((t) => `sgmatrix ${t}`)]) {
-    const tile = path.startsWith('sgmatrix') ? (path.split(' ')[1] as SubgroupTileName) : null;
-    out.push({ op: `linear f16 ${path}`, size: `${lt}x${lk}x${ln}`, flops: 2 * lt * lk * ln, torch: { fn: 'linear', dtype: 'f16', M: lt, K: lk, N: ln },
-      unavailable: tile ? sgUnavailable : undefined,
-      setup: (e) => {
-        const x = up(e, [lt, lk], 'f16'); const w = up(e, [ln, lk], 'f16');
-        let y: Tensor | null = null;
-        const opts = tile ? { path: 'subgroup' as const, subgroup: { tile } } : { path: 'tiled' as const };
-        return { run: () => { y?.free(); y = linear(e, x, w, null, opts); }, free: () => { x.free(); w.free(); y?.free(); } };
-      } });
+  let wq: ReturnType<typeof quantizeInt8PerChannel> | null = null;   // quantised once for the int8 rows
+  for (const wtype of ['f16', 'int8'] as const) {
+    for (const path of ['tiled', ...Object.keys(SUBGROUP_TILES).map((t) => `sgmatrix ${t}`)]) {
+      const tile = path.startsWith('sgmatrix') ? (path.split(' ')[1] as SubgroupTileName) : null;
+      out.push({ op: `linear ${wtype} ${path}`, size: `${lt}x${lk}x${ln}`, flops: 2 * lt * lk * ln, torch: { fn: 'linear', dtype: 'f16', M: lt, K: lk, N: ln },
+        unavailable: tile ? sgUnavailable : undefined,
+        setup: (e) => {
+          const x = up(e, [lt, lk], 'f16');
+          const w = wtype === 'f16' ? up(e, [ln, lk], 'f16') : uploadInt8(e, (wq ??= quantizeInt8PerChannel(rand(ln * lk), ln, lk)), 'f16');
+          let y: Tensor | null = null;
+          const opts = tile ? { path: 'subgroup' as const, subgroup: { tile } } : { path: 'tiled' as const };
+          const free = () => { x.free(); if ('q' in w) { w.q.free(); w.scales.free(); } else w.free(); y?.free(); };
+          return { run: () => { y?.free(); y = linear(e, x, w, null, opts); }, free };
+        } });
+    }
   }
-  const [tok, K, N] = large ? [4096, 4096, 4096] : [64, 512, 512];
-  // PyTorch has no int8 weight-only GEMM of its own: its column is the f16 nn.Linear at the same shape.
-  out.push({ op: 'linear int8 (f16 x)', size: `${tok}x${K}x${N}`, flops: 2 * tok * K * N, torch: { fn: 'linear', dtype: 'f16', M: tok, K, N }, setup: (e) => {
-    const x = up(e, [tok, K], 'f16');
-    const w = uploadInt8(e, quantizeInt8PerChannel(rand(N * K), N, K), 'f16');
-    let y: Tensor | null = null;
-    return { run: () => { y?.free(); y = linear(e, x, w); }, free: () => { x.free(); w.q.free(); w.scales.free(); y?.free(); } };
-  } });
   const att = large ? [[1, 24, 4096, 128], [1, 24, 16384, 128]] : [[1, 4, 256, 64]];
   for (const dtype of ['f32', 'f16'] as const) {
     for (const [B, H, L, D] of att) {

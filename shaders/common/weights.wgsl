@@ -12,9 +12,4 @@ fn load_b(i: u32) -> f32 {
   }
 }
 
-// The int8 dequantisation scale of output channel n.
-fn load_scale(n: u32) -> f32 {
-  let i = p.offs.w + n * p.offs2.z;
-  if (STYPE == 1u) { return unpack2x16float(scales[i >> 1u])[i & 1u]; }
-  return bitcast<f32>(scales[i]);
-}
+//#include "common/int8_scale.wgsl"

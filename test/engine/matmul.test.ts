@@ -69,4 +69,9 @@ test('matmul: input checks name the op and the shapes', async () => {
   assert.throws(() => matmul(e, a, e.empty([3, 5]), { out: e.empty([5, 2]) }), /matmul: out f32\[5,2\] must be a contiguous f32\[2,5\]/);
   const d: DType = 'i8';
   assert.throws(() => matmul(e, a, e.empty([3, 5], d)), /int8 weight i8\[3,5\] needs per-channel scales/);
+  assert.throws(() => matmul(e, a, e.empty([3, 5]), { scales: e.empty([5]) }), /matmul: scales f32\[5\] given for f32\[3,5\]: they dequantise an int8 weight only/);
+  // the tensor-core path (emulated here, so any adapter with subgroups reaches its checks) takes f16 activations only
+  const q = e.empty([3, 5], d);
+  assert.throws(() => matmul(e, a, q, { scales: e.empty([5]), path: 'subgroup', subgroup: { emulate: true } }),
+    /matmul: subgroup-matrix GEMM (needs f16 a and an f16 or int8 b \(got f32\[2,3\], i8\[3,5\]\)|unavailable: .*lacks subgroups)/);
 });

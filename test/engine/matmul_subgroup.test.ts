@@ -13,6 +13,8 @@ import {
   subgroupMatrixPlan, subgroupTileBytes, SUBGROUP_TILES, withTileConstants, type SubgroupTile,
 } from '../../src/engine/ops/matmul_subgroup';
 import type { Engine } from '../../src/engine/engine';
+import { quantizeInt8PerChannel, uploadInt8 } from '../../src/engine/quantize';
+import { roundToDType } from '../../src/engine/dtype';
 import { linearRef, matmulRef } from './reference/matmul';
 import { assertClose, poisoned, randomHost, seeded, testEngine, uploadAs, type Rng } from './helpers';
 import { readFileSync } from 'node:fs';
@@ -20,7 +22,8 @@ import { join } from 'node:path';
 import { projectRoot } from '../../src/paths';
 
 // f16 products are exact in the f32 accumulator; the output is rounded to f16 once (2^-11 relative), and the sums
-// of up to 130 products of values in [-1, 1] differ from float64 only in f32 rounding: 1e-2 covers both.
+// of up to 130 products of values in [-1, 1] differ from float64 only in f32 rounding: 1e-2 covers both. An int8
+// weight (|q| <= 127) is exact in f16, so its products are exact too and its outputs are of the same size.
 const TOL = { atol: 1e-2, rtol: 1e-2 };
 
 const TILES: Record<string, SubgroupTile> = { ...SUBGROUP_TILES, '2x2 small': { sgm: 2, sgn: 2, fm: 2, fn: 1, bk: 16, pad: 8 },
@@ -71,11 +74,39 @@ async function checkTile(e: Engine, rng: Rng, tile: SubgroupTile, emulate: boole
     assertClose(await e.read(out), want, TOL, `${what} linear ${T}x${K}x${N} (gelu, gate, residual)`);
     for (const y of [gx, gw, gbias, gr, gg, out]) y!.free();
   }
+  // int8 weights: K a multiple of 16 takes the 16-byte staging, K = 40 the byte-at-a-time one; f16 and f32 scales
+  const int8 = [[33, 64, 50, 'f16'], [67, 40, 72, 'f32']] as const;
+  for (const [T, K, N, sd] of big ? [int8[0]] : int8) {
+    const x = randomHost(rng, [2, T, K], 'f16');
+    const wq = quantizeInt8PerChannel(Float32Array.from(rng.normal(N * K, 0.2)), N, K);
+    const sc = roundToDType(wq.scales, sd);
+    const wDeq = { data: Float64Array.from(wq.q, (v, i) => v * sc[Math.floor(i / K)]!), shape: [N, K] };
+    const bias = randomHost(rng, [N], 'f16');
+    const gx = e.upload(x.data, x.shape, 'f16');
+    const gw = uploadInt8(e, wq, sd);
+    const gbias = e.upload(bias.data, bias.shape, 'f16');
+    const out = linear(e, gx, gw, gbias, { act: 'gelu_tanh', path: 'subgroup', subgroup });
+    assertClose(await e.read(out), linearRef(x, wDeq, { bias, act: 'gelu_tanh' }), TOL, `${what} int8 linear ${T}x${K}x${N} (scales ${sd}, bias, gelu)`);
+    for (const y of [gx, gw.q, gw.scales, gbias, out]) y.free();
+  }
+  if (!big) { // an int8 b as (k, n) rows (matmul, not a weight's transpose view): the (k, n) staging, 16 bytes a read
+    const [M, K, N] = [37, 24, 48];
+    const a = randomHost(rng, [M, K], 'f16');
+    const q = Int8Array.from(rng.normal(K * N, 40), (v) => Math.max(-127, Math.min(127, Math.round(v))));
+    const scales = roundToDType(Float32Array.from(rng.normal(N, 0.01)), 'f16');
+    const bDeq = { data: Float64Array.from(q, (v, i) => v * scales[i % N]!), shape: [K, N] };
+    const ga = e.upload(a.data, a.shape, 'f16');
+    const gq = e.upload(q, [K, N], 'i8');
+    const gs = e.upload(scales, [N], 'f16');
+    const out = matmul(e, ga, gq, { scales: gs, path: 'subgroup', subgroup });
+    assertClose(await e.read(out), matmulRef(a, bDeq), TOL, `${what} int8 matmul ${M}x${K}x${N} ((k, n) b)`);
+    for (const y of [ga, gq, gs, out]) y.free();
+  }
 }
 
 for (const emulate of [true, false]) {
   const how = emulate ? 'emulated builtins' : 'native builtins';
-  test(`matmul subgroup-matrix f16 (${how}): every tile, odd sizes, strided operands, fused epilogue`, async (t) => {
+  test(`matmul subgroup-matrix f16 (${how}): every tile, odd sizes, strided operands, fused epilogue, int8 weights`, async (t) => {
     const e = await testEngine();
     const plan = subgroupMatrixPlan(e, { emulate });
     if (!('config' in plan)) {

@@ -1,8 +1,8 @@
 // Batched matmul with a fused epilogue (bias, activation, gate, residual) and int8 weight-only B.
 //   shader:    shaders/matmul.wgsl (entry matmul; overrides WGX, WGY, BK, BTYPE, STYPE, ACT, BIAS, GATE, RESID)
 //              shaders/gemv.wgsl (ops/gemv.ts: 1 row, or up to 8 when asked, against a linear weight W (N, K): decode)
-//              shaders/matmul_subgroup.wgsl (tensor-core path, f16 only, where the adapter has subgroup matrix;
-//              opt-in with KILN_SUBGROUP_MATRIX=1 until it has run on real hardware)
+//              shaders/matmul_subgroup.wgsl (tensor-core path: f16 activations, f16 or int8 weights, where the
+//              adapter has subgroup matrix; opt-in with KILN_SUBGROUP_MATRIX=1 until it has been timed on hardware)
 //   reference: test/engine/reference/matmul.ts
 //   tests:     test/engine/matmul.test.ts, test/engine/linear.test.ts, test/engine/int8.test.ts
 // A and B may be any strided views (a transposed operand is a transpose() view, no copy); batch dims (up to
@@ -36,7 +36,7 @@ export interface GemmOptions extends Epilogue {
   /** Tuning of the tiled kernel (tests use small tiles to cross tile edges on small sizes); setting it also skips the GEMV. */
   tile?: { wgx?: number; wgy?: number; bk?: number };
   /** 'auto' is the register-tiled kernel, or the subgroup-matrix kernel when KILN_SUBGROUP_MATRIX=1 is set and the
-   * adapter has it (opt-in: that path has never run on real hardware), or the GEMV for 1 row against a linear weight;
+   * adapter has it (opt-in: that path has not been timed on real hardware), or the GEMV for 1 row against a linear weight;
    * 'tiled' / 'subgroup' / 'gemv' force one ('gemv': up to 8 rows, B a linear weight's transpose view). */
   path?: 'auto' | 'tiled' | 'subgroup' | 'gemv';
   /** The subgroup-matrix kernel's tile (default KILN_SUBGROUP_TILE, else '128'), and `emulate` for tests. */
@@ -56,6 +56,7 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
   if (b.dtype === 'i8') {
     if (!opts.scales) throw new TypeError(`${op}: int8 weight ${b} needs per-channel scales`);
   } else if (b.dtype !== a.dtype) throw new TypeError(`${op}: a ${a} vs b ${b}: dtypes differ`);
+  else if (opts.scales) throw new TypeError(`${op}: scales ${opts.scales} given for ${b}: they dequantise an int8 weight only`);
   if (a.rank < 2 || b.rank < 2) throw new RangeError(`${op}: a${fmtShape(a.shape)} and b${fmtShape(b.shape)} need rank >= 2`);
   const [M, K] = a.shape.slice(-2) as [number, number];
   const [Kb, N] = b.shape.slice(-2) as [number, number];
@@ -113,8 +114,10 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     gemv(e, { a: ae, b: be, out, M, N, K, batch, bias, gate: g, residual: r, scales, act: opts.act ?? 'none' });
     return out;
   }
-  if (path === 'subgroup' || (path === 'auto' && b.dtype === 'f16' && subgroupMatrixOptIn() && subgroupMatrixUsable(e))) {
-    gemmSubgroup(e, op, { a: ae, b: be, out, params, M, N, K, batches: nb, bias, gate: g, residual: r, act: opts.act ?? 'none' }, opts.subgroup);
+  const tensorCoreTypes = a.dtype === 'f16' && (b.dtype === 'f16' || b.dtype === 'i8');
+  if (path === 'subgroup' || (path === 'auto' && tensorCoreTypes && subgroupMatrixOptIn() && subgroupMatrixUsable(e))) {
+    const sub = { a: ae, b: be, out, params, M, N, K, batches: nb, bias, gate: g, residual: r, scales, act: opts.act ?? 'none' };
+    gemmSubgroup(e, op, sub, opts.subgroup);
     return out;
   }
   const wgx = opts.tile?.wgx ?? 16;

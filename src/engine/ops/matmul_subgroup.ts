@@ -1,8 +1,9 @@
 // The tensor-core GEMM path: shaders/matmul_subgroup.wgsl (f16 x f16 -> f32 through
 // chromium-experimental-subgroup-matrix). matmul()/linear() use it only when asked (path 'subgroup', or 'auto' with
-// KILN_SUBGROUP_MATRIX=1) for f16 weights, and only where the adapter has the feature, an f16/f32 subgroup-matrix
-// config whose M and N divide 32 and K divides 32, and one fixed subgroup size; everything else (lavapipe, f32,
-// int8, and the default) takes the register-tiled kernel.
+// KILN_SUBGROUP_MATRIX=1) for f16 activations with f16 or int8 weights (int8: staged as f16, which holds every int8
+// exactly, and scaled per output channel in the epilogue), and only where the adapter has the feature, an f16/f32
+// subgroup-matrix config whose M and N divide 32 and K divides 32, and one fixed subgroup size; everything else
+// (lavapipe, f32, and the default) takes the register-tiled kernel.
 //
 // Tiles (SUBGROUP_TILES): '64' is the one-subgroup 64x64 kernel that ran correct on an H200 (2026-11-28); '128'
 // (the default, KILN_SUBGROUP_TILE picks another) is 2x2 subgroups of 64x64 each, the shape fast GEMMs use,
@@ -43,6 +44,8 @@ export interface SubgroupGemm {
   /** a and b as expanded to the batch ((batch..., M, K) and (batch..., K, N)): their strides pick the staging. */
   a: Tensor; b: Tensor; out: Tensor; params: Params; M: number; N: number; K: number; batches: number;
   bias?: Tensor; gate?: Tensor; residual?: Tensor; act: Activation;
+  /** Per-output-channel scales [N] (f32 or f16) of an int8 b. */
+  scales?: Tensor;
 }
 
 type Plan = { config: SubgroupMatrixConfig; sg: number } | { reason: string };
@@ -89,10 +92,11 @@ export function subgroupTileBytes(t: SubgroupTile, cfg: { M: number; N: number }
   return 2 * (bm * (t.bk + t.pad) + bs) + 4 * t.sgm * t.sgn * cfg.M * t.fn * cfg.N;
 }
 
-/** Whether the staged inner dim of t can be read 8 halves at a time: stride 1 there, every other offset 8-aligned. */
-export function vec8(t: Tensor, innerDim: number, extent: number): boolean {
+/** Whether the staged inner dim of t can be read `width` elements (one vec4<u32>: 8 halves, 16 int8) at a time:
+ * stride 1 there, the extent and every other offset `width`-aligned. */
+export function vec8(t: Tensor, innerDim: number, extent: number, width = 8): boolean {
   const s = t.strides;
-  return s[innerDim] === 1 && extent % 8 === 0 && t.offset % 8 === 0 && s.every((v, i) => i === innerDim || v % 8 === 0);
+  return s[innerDim] === 1 && extent % width === 0 && t.offset % width === 0 && s.every((v, i) => i === innerDim || v % width === 0);
 }
 
 const files = new Map<string, string>();
@@ -116,7 +120,10 @@ export function tiledKernel(file: string, consts: Record<string, number | boolea
 export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: SubgroupOptions = {}): void {
   const plan = subgroupMatrixPlan(e, opts);
   if (!('config' in plan)) throw new Error(`${op}: subgroup-matrix GEMM unavailable: ${plan.reason}`);
-  if (g.a.dtype !== 'f16' || g.b.dtype !== 'f16') throw new TypeError(`${op}: subgroup-matrix GEMM needs f16 a and b (got ${g.a}, ${g.b})`);
+  if (g.a.dtype !== 'f16' || (g.b.dtype !== 'f16' && g.b.dtype !== 'i8')) {
+    throw new TypeError(`${op}: subgroup-matrix GEMM needs f16 a and an f16 or int8 b (got ${g.a}, ${g.b})`);
+  }
+  const bq = g.b.dtype === 'i8';   // gemm() has checked that scales come with an int8 b, and only with one
   const limit = e.describe().limits.maxComputeWorkgroupStorageSize;
   const tile = subgroupTile(opts.tile, plan.config, limit);
   const { M: cm, N: cn, K: ck } = plan.config;
@@ -129,7 +136,8 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
     SM_M: cm, SM_N: cn, SM_K: ck, SG: plan.sg, SGM: tile.sgm, SGN: tile.sgn, FM: tile.fm, FN: tile.fn, BK: tile.bk, PAD: tile.pad,
     B_NK: bNK,
     VA: vec8(g.a, r - 1, g.K),
-    VB: bNK ? vec8(g.b, r - 2, g.K) : vec8(g.b, r - 1, g.N),
+    VB: bNK ? vec8(g.b, r - 2, g.K, bq ? 16 : 8) : vec8(g.b, r - 1, g.N, bq ? 16 : 8),
+    BQ: bq,
   };
   const { shader, source } = tiledKernel('matmul_subgroup', consts, opts.emulate);
   const kernel = e.kernels.get({
@@ -137,11 +145,11 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
     entry: 'matmul',
     dtype: g.out.dtype,
     source,
-    constants: { ACT: ACT_CODE[g.act], BIAS: !!g.bias, GATE: !!g.gate, RESID: !!g.residual },
+    constants: { ACT: ACT_CODE[g.act], BIAS: !!g.bias, GATE: !!g.gate, RESID: !!g.residual, STYPE: g.scales?.dtype === 'f16' ? 1 : 0 },
   });
   e.recorder.dispatch({
     kernel,
-    bindings: [g.out, g.a, g.b, g.bias ?? g.a, g.gate ?? g.a, g.residual ?? g.a],
+    bindings: [g.out, g.a, g.b, g.bias ?? g.a, g.gate ?? g.a, g.residual ?? g.a, g.scales ?? g.a],
     params: g.params,
     workgroups: [Math.ceil(g.N / (tile.sgn * tile.fn * cn)), Math.ceil(g.M / (tile.sgm * tile.fm * cm)), g.batches],
   });
