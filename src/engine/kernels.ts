@@ -7,6 +7,7 @@
 // compiled kernel (a repeat becomes a blank comment), nested includes expanded in place. WGSL has no include,
 // and the shared pieces (activation, weight decoding, index helpers) would otherwise be copied per shader.
 // Compile errors name `line N` of the shader itself, or `<include> line N` for a line of an included file.
+// Refused before compiling: a `var x: T;` without an initializer inside a block (uninitialisedInBlock below).
 // Bindings convention: @group(0) @binding(0) is the params uniform; @binding(1..) are the tensors in the order
 // the wrapper passes them (outputs first). Pipelines use layout 'auto', so an entry point binds only what it uses.
 import { readFileSync } from 'node:fs';
@@ -181,10 +182,16 @@ export class KernelCache {
     return this.get(spec);
   }
 
-  /** The shader's text (spec.source or its file) with includes expanded. */
+  /** The shader's text (spec.source or its file) with includes expanded; refuses an uninitialised block var. */
   private expand(spec: KernelSpec, name: string): Expanded {
     const text = spec.source ?? this.file(`${spec.shader}.wgsl`);
-    return expandIncludes(text, name, (path) => this.file(path));
+    const src = expandIncludes(text, name, (path) => this.file(path));
+    const bad = uninitialisedInBlock(src.text);
+    if (bad.length > 0) {
+      const where = bad.map((i) => `${sourceLine(src.lines, i + 2)}: \`${src.text.split('\n')[i]!.trim()}\``).join('; ');
+      throw new KernelError(`${name}: ${where}: a variable declared inside a block needs an initializer (Dawn does not re-zero it per loop iteration)`);
+    }
+    return src;
   }
 
   /** A file under shaderDir (cached; includes are read once per cache). */
@@ -217,6 +224,21 @@ async function compileMessages(
   const errs = info.messages.filter((m) => m.type === 'error');
   if (errs.length === 0) return fallback;
   return errs.map((m) => `${sourceLine(lines, m.lineNum)}:${m.linePos}: ${m.message}`).join('; ');
+}
+
+/**
+ * 0-based indices of the lines of `text` that declare a function variable without an initializer inside a block
+ * (indented past a function's top level). Dawn (npm webgpu, on lavapipe) does not re-zero such a `var x: T;` on
+ * each iteration of an enclosing loop as WGSL's zero value would: an accumulator declared so kept the previous
+ * iteration's sum (the tensor-core attention, 2026-12-02; a 3-line kernel showed it for a scalar, a vector and an
+ * array). Indentation is this project's WGSL style (2 spaces a level); a generator must follow it.
+ */
+export function uninitialisedInBlock(text: string): number[] {
+  const out: number[] = [];
+  text.split('\n').forEach((line, i) => {
+    if (/^ {4,}var\s+\w+\s*:[^=]*;/.test(line)) out.push(i);
+  });
+  return out;
 }
 
 /** `line N` / `<include> line N` for line lineNum (1-based) of the compiled text. */
