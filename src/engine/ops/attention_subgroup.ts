@@ -11,7 +11,7 @@ import type { Engine } from '../engine';
 import type { SubgroupMatrixConfig } from '../device';
 import type { Params } from '../kernels';
 import type { Tensor } from '../tensor';
-import { subgroupMatrixPlan, tiledKernel, vec8 } from './matmul_subgroup';
+import { subgroupMatrixPlan, tiledKernel, vectorReads } from './matmul_subgroup';
 
 /** nsg subgroups per workgroup (each SM_M query rows), bkv keys per staged tile, staged rows padded by pad halves. */
 export interface AttentionTile { nsg: number; bkv: number; pad: number }
@@ -66,7 +66,7 @@ export function attentionSubgroupChoice(e: Engine, D: number, opts: AttentionSub
 export function attentionSubgroup(e: Engine, a: SubgroupAttention, c: AttentionSubgroupPlan, emulate: boolean): void {
   const consts: Record<string, number | boolean> = {
     SM_M: c.config.M, SM_N: c.config.N, SM_K: c.config.K, SG: c.sg, NSG: c.tile.nsg, BKV: c.tile.bkv, D: a.D, PAD: c.tile.pad,
-    VQ: vec8(a.q, 3, a.D), VK: vec8(a.k, 3, a.D), VV: vec8(a.v, 3, a.D),
+    VQ: vectorReads(a.q, 3, a.D), VK: vectorReads(a.k, 3, a.D), VV: vectorReads(a.v, 3, a.D),
   };
   const { shader, source } = tiledKernel('attention_subgroup', consts, emulate);
   const kernel = e.kernels.get({ shader, entry: 'attention', dtype: a.out.dtype, source, constants: { MASK: a.mask } });

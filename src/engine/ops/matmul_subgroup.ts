@@ -94,7 +94,7 @@ export function subgroupTileBytes(t: SubgroupTile, cfg: { M: number; N: number }
 
 /** Whether the staged inner dim of t can be read `width` elements (one vec4<u32>: 8 halves, 16 int8) at a time:
  * stride 1 there, the extent and every other offset `width`-aligned. */
-export function vec8(t: Tensor, innerDim: number, extent: number, width = 8): boolean {
+export function vectorReads(t: Tensor, innerDim: number, extent: number, width = 8): boolean {
   const s = t.strides;
   return s[innerDim] === 1 && extent % width === 0 && t.offset % width === 0 && s.every((v, i) => i === innerDim || v % width === 0);
 }
@@ -124,6 +124,7 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
     throw new TypeError(`${op}: subgroup-matrix GEMM needs f16 a and an f16 or int8 b (got ${g.a}, ${g.b})`);
   }
   const bq = g.b.dtype === 'i8';   // gemm() has checked that scales come with an int8 b, and only with one
+  const bWidth = bq ? 16 : 8;       // b's elements in one vec4<u32> read
   const limit = e.describe().limits.maxComputeWorkgroupStorageSize;
   const tile = subgroupTile(opts.tile, plan.config, limit);
   const { M: cm, N: cn, K: ck } = plan.config;
@@ -135,8 +136,8 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
   const consts: Record<string, number | boolean> = {
     SM_M: cm, SM_N: cn, SM_K: ck, SG: plan.sg, SGM: tile.sgm, SGN: tile.sgn, FM: tile.fm, FN: tile.fn, BK: tile.bk, PAD: tile.pad,
     B_NK: bNK,
-    VA: vec8(g.a, r - 1, g.K),
-    VB: bNK ? vec8(g.b, r - 2, g.K, bq ? 16 : 8) : vec8(g.b, r - 1, g.N, bq ? 16 : 8),
+    VA: vectorReads(g.a, r - 1, g.K),
+    VB: bNK ? vectorReads(g.b, r - 2, g.K, bWidth) : vectorReads(g.b, r - 1, g.N, bWidth),
     BQ: bq,
   };
   const { shader, source } = tiledKernel('matmul_subgroup', consts, opts.emulate);
