@@ -150,24 +150,35 @@ async function main(): Promise<void> {
   console.log(`date: ${new Date().toISOString()}  sizes: ${large ? 'large' : 'default'}`);
   console.log(['op'.padEnd(22), 'size'.padEnd(22), 'ms/call'.padStart(10), 'rate'.padStart(16), 'roofline'.padStart(9)].join(' '));
   const measured: { c: Case; ms: number }[] = [];
+  const failed: string[] = [];
   for (const c of cases()) {
     const why = c.unavailable?.(e);
     if (why) {
       console.log([c.op.padEnd(22), c.size.padEnd(22)].join(' ') + `  skipped: ${why}`);
       continue;
     }
-    const s = c.setup(e);
-    s.run(); // compile + warm up
-    await e.sync();
+    let s: ReturnType<Case['setup']> | null = null;
     let iters = itersArg || 1;
     let ms = 0;
-    for (;;) {
-      const t0 = performance.now();
-      for (let i = 0; i < iters; i++) s.run();
+    try {
+      s = c.setup(e);
+      s.run(); // compile + warm up
       await e.sync();
-      ms = (performance.now() - t0) / iters;
-      if (itersArg || ms * iters > 300 || iters >= 1000) break;
-      iters = Math.min(1000, Math.ceil((400 / Math.max(ms, 0.01))));
+      for (;;) {
+        const t0 = performance.now();
+        for (let i = 0; i < iters; i++) s.run();
+        await e.sync();
+        ms = (performance.now() - t0) / iters;
+        if (itersArg || ms * iters > 300 || iters >= 1000) break;
+        iters = Math.min(1000, Math.ceil((400 / Math.max(ms, 0.01))));
+      }
+    } catch (err) {
+      // one case's failure (a kernel the driver refuses, say) must not cost a GPU run the rows after it
+      console.log([c.op.padEnd(22), c.size.padEnd(22)].join(' ') + `  FAILED: ${(err as Error).message.split('\n')[0]}`);
+      failed.push(c.op);
+      await e.sync().catch(() => undefined);
+      s?.free();
+      continue;
     }
     const sec = ms / 1000;
     let rate = '';
@@ -188,6 +199,10 @@ async function main(): Promise<void> {
   }
   await e.shutdown();
   printTorchColumn(measured);
+  if (failed.length > 0) {
+    console.log(`\n${failed.length} case(s) FAILED: ${failed.join(', ')}`);
+    process.exitCode = 1;
+  }
 }
 
 /** The same shapes through PyTorch, in this call; ratio = PyTorch time / ours (above 1: we are faster). */

@@ -121,9 +121,10 @@ for (const emulate of [true, false]) {
     }
     const tiles = tilesFor(e, emulate);
     assert.ok(tiles.length > 0, 'no tile fits this adapter');
-    await seeded(async (rng) => {
-      for (const [name, tile] of tiles) await checkTile(e, rng, tile, emulate, `${how}, tile ${name}`);
-    })();
+    // a subtest per tile, so a GPU run's log says which tile failed (scripts/gpu-run.sh reads it)
+    for (const [name, tile] of tiles) {
+      await t.test(`${how}, tile ${name}`, seeded((rng) => checkTile(e, rng, tile, emulate, `${how}, tile ${name}`)));
+    }
   });
 }
 
