@@ -1,4 +1,4 @@
-// npm run bench:engine [-- --sizes large] [--iters N] [--only matmul,attention,conv,interp,linear-decode,...]
+// npm run bench:engine [-- --sizes large] [--iters N] [--only matmul,attention,conv,interp,linear-decode,dispatch,...]
 //                      [--torch cuda|cpu|off]  (the same shapes through PyTorch, side by side; see torch.ts)
 // Per op and size: mean time per call (N calls recorded back to back, one sync), GFLOP/s or GB/s, and the
 // fraction of the adapter's roofline (ROOFLINES; unknown adapters print n/a). Wall-clock timing around a sync:
@@ -12,6 +12,7 @@ import { attentionSubgroupChoice } from '../../src/engine/ops/attention_subgroup
 import { linear } from '../../src/engine/ops/linear';
 import { matmul } from '../../src/engine/ops/matmul';
 import { subgroupMatrixPlan, SUBGROUP_TILES, type SubgroupTileName } from '../../src/engine/ops/matmul_subgroup';
+import { add } from '../../src/engine/ops/elementwise';
 import { sum } from '../../src/engine/ops/reduce';
 import { sample } from '../../src/engine/ops/sampling';
 import { softmax } from '../../src/engine/ops/softmax';
@@ -28,6 +29,8 @@ const ROOFLINES: Roofline[] = [
 
 interface Case {
   op: string; size: string; flops?: number; bytes?: number; torch?: TorchCase;
+  /** Time the recording only (the calls, not the sync after them). */
+  recordOnly?: boolean;
   /** Why this adapter cannot run the case (printed, case skipped); null: it can. */
   unavailable?: (e: Engine) => string | null;
   setup: (e: Engine) => { run: () => void; free: () => void };
@@ -136,6 +139,15 @@ function cases(): Case[] {
     const x = up(e, [SB, V], 'f32'); let y: Tensor | null = null; let step = 0;
     return { run: () => { y?.free(); y = sample(e, x, { topK: 50, temperature: 0.8, seed: 1, step: step++ }); }, free: () => { x.free(); y?.free(); } };
   } });
+  // what one dispatch costs when its work is nothing, a decode loop paying it hundreds of times a token: the CPU's
+  // recording alone (op checks, params, bind group, pass commands), then to the GPU's end. The adds ping-pong
+  // between two tensors, as a step's dispatches reuse the same pool buffers.
+  for (const recordOnly of [true, false]) {
+    out.push({ op: `dispatch ${recordOnly ? 'recorded' : 'done'}`, size: '16-element add', recordOnly, setup: (e) => {
+      const x = up(e, [16], 'f32'); const y = up(e, [16], 'f32'); let i = 0;
+      return { run: () => { if (i++ % 2) add(e, y, 1, x); else add(e, x, 1, y); }, free: () => { x.free(); y.free(); } };
+    } });
+  }
   out.push(...convResampleCases(large, up));
   out.push(...decodeCases(rand, up));
   return out.filter((c) => !only || only.some((o) => c.op.startsWith(o)));
@@ -167,8 +179,9 @@ async function main(): Promise<void> {
       for (;;) {
         const t0 = performance.now();
         for (let i = 0; i < iters; i++) s.run();
+        const recorded = performance.now();
         await e.sync();
-        ms = (performance.now() - t0) / iters;
+        ms = ((c.recordOnly ? recorded : performance.now()) - t0) / iters;
         if (itersArg || ms * iters > 300 || iters >= 1000) break;
         iters = Math.min(1000, Math.ceil((400 / Math.max(ms, 0.01))));
       }

@@ -46,6 +46,7 @@ export class Engine {
     this.pool = new BufferPool(gpu.device, budget, gpu.maxBindingBytes);
     this.kernels = new KernelCache(gpu.device, this.debug);
     this.recorder = new Recorder(gpu, this.kernels, Math.min(64, Math.max(1, opts.submitEvery ?? 32)), this.debug);
+    this.pool.onTrim = () => this.recorder.groups.clear();
     if (opts.profile ?? process.env.KILN_PROFILE === '1') {
       if (!gpu.hasFeature('timestamp-query')) throw new Error(`engine: profiling needs timestamp-query, which adapter ${gpu.describe().name} lacks`);
       this.profiler = this.recorder.profiler = new Profiler(gpu.device);

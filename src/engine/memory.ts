@@ -41,6 +41,8 @@ export class BufferPool {
   private stat: PoolStats;
   /** While true, a request that the free lists cannot serve throws instead of creating a buffer. */
   frozen = false;
+  /** Called after trim() destroys buffers (the engine drops the bind groups that held them). */
+  onTrim: (() => void) | null = null;
 
   /**
    * @param budgetBytes what this process may hold on the GPU (WebGPU cannot query free memory: the config
@@ -118,6 +120,7 @@ export class BufferPool {
       }
     }
     this.free.clear();
+    this.onTrim?.();
   }
 
   destroy(): void {

@@ -1,6 +1,7 @@
 // Recording dispatches: many dispatches share one compute pass, and the batch is submitted every
 // `submitEvery` dispatches so the CPU keeps encoding while the GPU runs. Parameters go to a uniform ring
-// (one 256-byte slot per dispatch, written with one writeBuffer just before the batch is submitted).
+// (one 256-byte slot per dispatch, written with one writeBuffer just before the batch is submitted). A dispatch
+// takes its bindings' preferred free slot (bind-groups.ts), so a repeated dispatch reuses its bind group.
 //
 // Ordering rule: everything goes through the one queue in order, so a buffer released to the pool and reused
 // later is safe. queue.writeBuffer, however, jumps ahead of commands still being recorded: Engine.write()
@@ -10,8 +11,9 @@ import type { Kernel, KernelCache, Params } from './kernels';
 import { Tensor } from './tensor';
 import { BufferUsage } from './webgpu';
 import type { Profiler } from './profiler';
+import { BindGroupCache, slotFor, type Binding } from './bind-groups';
 
-export type Binding = Tensor | GPUBufferBinding;
+export type { Binding } from './bind-groups';
 
 export interface Dispatch {
   kernel: Kernel;
@@ -23,15 +25,20 @@ export interface Dispatch {
   workgroups: readonly [number, number?, number?];
 }
 
-const SLOT = 256; // >= every adapter's minUniformBufferOffsetAlignment
-const RING_BYTES = 64 * 1024;
+const SLOT = 256; // >= every adapter's minUniformBufferOffsetAlignment; also the params binding's size
+const SLOTS = 256;
+const RING_BYTES = SLOTS * SLOT;
 
 export class Recorder {
   private encoder: GPUCommandEncoder | null = null;
   private pass: GPUComputePassEncoder | null = null;
   private readonly ring: GPUBuffer;
   private readonly staging = new Uint8Array(RING_BYTES);
-  private ringUsed = 0;
+  private readonly slotTaken = new Uint8Array(SLOTS);   // this batch's slots
+  private slotsTaken = 0;
+  private slotsEnd = 0;                                 // one past the highest slot taken: the bytes to write
+  /** Bind groups kept across dispatches (bind-groups.ts). */
+  readonly groups = new BindGroupCache();
   private batch: string[] = []; // kernel names in the open batch, for error messages
   private readonly checks: Promise<void>[] = [];
   /** Dispatches recorded since the engine was made (tests count them; fusion lowers it). */
@@ -70,22 +77,16 @@ export class Recorder {
     const params = d.params instanceof Uint8Array ? d.params : d.params?.bytes();
     if (params && params.byteLength > SLOT) throw new RangeError(`${d.kernel.name}: params ${params.byteLength} B > ${SLOT} B`);
     // before the params are staged: a flush resets the ring, and this dispatch's slot must go out with it
-    if ((params && this.ringUsed + SLOT > RING_BYTES) || this.profiler?.full) this.flush();
+    if ((params && this.slotsTaken === SLOTS) || this.profiler?.full) this.flush();
 
-    const entries: GPUBindGroupEntry[] = [];
+    const key = BindGroupCache.key(d.kernel, d.bindings);
+    let slot = -1;
     if (params) {
-      this.staging.set(params, this.ringUsed);
-      entries.push({ binding: 0, resource: { buffer: this.ring, offset: this.ringUsed, size: params.byteLength } });
-      this.ringUsed += SLOT;
+      slot = this.takeSlot(key ? slotFor(key, SLOTS) : this.slotsEnd % SLOTS);
+      this.staging.set(params, slot * SLOT);
     }
-    d.bindings.forEach((b, i) => {
-      const resource = b instanceof Tensor ? { buffer: b.storage.buffer, offset: 0, size: b.storage.pooled.size } : b;
-      entries.push({ binding: i + 1, resource });
-    });
-
-    if (this.debug) this.device.pushErrorScope('validation');
-    const group = this.device.createBindGroup({ layout: d.kernel.layout, entries, label: d.kernel.name });
-    if (this.debug) this.check(this.device.popErrorScope(), d.kernel.name);
+    const make = () => this.createGroup(d, slot);
+    const group = key ? this.groups.get(key, slot, make) : make();
 
     const pass = this.profiler ? this.timedPass(`${d.kernel.name} [${x},${y},${z}]`) : this.openPass();
     pass.setPipeline(d.kernel.pipeline);
@@ -95,6 +96,29 @@ export class Recorder {
     this.batch.push(d.kernel.name);
     this.dispatchCount++;
     if (this.batch.length >= this.submitEvery) this.flush();
+  }
+
+  /** The first free slot from `preferred` on (wrapping); the caller has made sure one is free. */
+  private takeSlot(preferred: number): number {
+    let s = preferred;
+    while (this.slotTaken[s]) s = (s + 1) % SLOTS;
+    this.slotTaken[s] = 1;
+    this.slotsTaken++;
+    this.slotsEnd = Math.max(this.slotsEnd, s + 1);
+    return s;
+  }
+
+  private createGroup(d: Dispatch, slot: number): GPUBindGroup {
+    const entries: GPUBindGroupEntry[] = [];
+    if (slot >= 0) entries.push({ binding: 0, resource: { buffer: this.ring, offset: slot * SLOT, size: SLOT } });
+    d.bindings.forEach((b, i) => {
+      const resource = b instanceof Tensor ? { buffer: b.storage.buffer, offset: 0, size: b.storage.pooled.size } : b;
+      entries.push({ binding: i + 1, resource });
+    });
+    if (this.debug) this.device.pushErrorScope('validation');
+    const group = this.device.createBindGroup({ layout: d.kernel.layout, entries, label: d.kernel.name });
+    if (this.debug) this.check(this.device.popErrorScope(), d.kernel.name);
+    return group;
   }
 
   /** Records a buffer copy in order with the dispatches (ends the open pass; the next dispatch opens another). */
@@ -112,7 +136,7 @@ export class Recorder {
     if (!this.encoder) return;
     this.pass?.end();
     this.pass = null;
-    if (this.ringUsed) this.device.queue.writeBuffer(this.ring, 0, this.staging, 0, this.ringUsed);
+    if (this.slotsEnd) this.device.queue.writeBuffer(this.ring, 0, this.staging, 0, this.slotsEnd * SLOT);
     const names = this.batch;
     const timed = this.profiler?.resolve(this.encoder);
     if (this.debug) this.device.pushErrorScope('validation');
@@ -120,7 +144,9 @@ export class Recorder {
     if (this.debug) this.check(this.device.popErrorScope(), summarize(names));
     timed?.();
     this.encoder = null;
-    this.ringUsed = 0;
+    this.slotTaken.fill(0);
+    this.slotsTaken = 0;
+    this.slotsEnd = 0;
     this.batch = [];
     this.submitCount++;
   }
@@ -143,6 +169,7 @@ export class Recorder {
   destroy(): void {
     this.encoder = null;
     this.pass = null;
+    this.groups.clear();
     this.ring.destroy();
   }
 
