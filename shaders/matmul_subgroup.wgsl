@@ -114,11 +114,11 @@ fn halves8(w: vec4<u32>) -> array<f16, 8> {
   return array<f16, 8>(h0.x, h0.y, h1.x, h1.y, h2.x, h2.y, h3.x, h3.y);
 }
 
-// The 16 int8 of one vec4<u32> read, in memory order, as f16.
-fn bytes16(w: vec4<u32>) -> array<f16, 16> {
-  let q0 = vec4<f16>(unpack4xI8(w.x)); let q1 = vec4<f16>(unpack4xI8(w.y));
-  let q2 = vec4<f16>(unpack4xI8(w.z)); let q3 = vec4<f16>(unpack4xI8(w.w));
-  return array<f16, 16>(q0.x, q0.y, q0.z, q0.w, q1.x, q1.y, q1.z, q1.w, q2.x, q2.y, q2.z, q2.w, q3.x, q3.y, q3.z, q3.w);
+// B's elements in one vec4<u32> read (8 halves, or 16 int8), and element i of such a read, in memory order, as f16.
+const BV: u32 = select(8u, 16u, BQ);
+fn b_vec_elem(w: vec4<u32>, i: u32) -> f16 {
+  if (BQ) { return f16(unpack4xI8(w[i >> 2u])[i & 3u]); }
+  return bitcast<vec2<f16>>(w[i >> 1u])[i & 1u];
 }
 
 // A's K slice at k0 into As (BM x BK): zero outside M and K.
@@ -152,23 +152,13 @@ fn stage_b(tid: u32, bbase: u32, n0: u32, k0: u32) {
   let istr = select(p.b_kn.y, p.b_kn.x, B_NK);
   let rlim = select(p.K, p.N, B_NK);
   let ilim = select(p.N, p.K, B_NK);
-  if (VB && BQ) {
-    for (var u = tid; u < BS_ROWS * BS_IN / 16u; u += NT) {
-      let r = u / (BS_IN / 16u);
-      let c = (u % (BS_IN / 16u)) * 16u;
+  if (VB) {
+    for (var u = tid; u < BS_ROWS * BS_IN / BV; u += NT) {
+      let r = u / (BS_IN / BV);
+      let c = (u % (BS_IN / BV)) * BV;
       var w = vec4<u32>(0u);
-      if (r0 + r < rlim && i0 + c < ilim) { w = b[(bbase + (r0 + r) * rstr + i0 + c) >> 4u]; }
-      let q = bytes16(w);
-      for (var i = 0u; i < 16u; i++) { Bs[r * BS_STR + c + i] = q[i]; }
-    }
-  } else if (VB) {
-    for (var u = tid; u < BS_ROWS * BS_IN / 8u; u += NT) {
-      let r = u / (BS_IN / 8u);
-      let c = (u % (BS_IN / 8u)) * 8u;
-      var w = vec4<u32>(0u);
-      if (r0 + r < rlim && i0 + c < ilim) { w = b[(bbase + (r0 + r) * rstr + i0 + c) >> 3u]; }
-      let h = halves8(w);
-      for (var q = 0u; q < 8u; q++) { Bs[r * BS_STR + c + q] = h[q]; }
+      if (r0 + r < rlim && i0 + c < ilim) { w = b[(bbase + (r0 + r) * rstr + i0 + c) / BV]; }
+      for (var i = 0u; i < BV; i++) { Bs[r * BS_STR + c + i] = b_vec_elem(w, i); }
     }
   } else {
     for (var s = tid; s < BS_ROWS * BS_IN; s += NT) {
