@@ -70,6 +70,8 @@ export function configureApp(app: NestExpressApplication, settings: Settings, to
     .setTitle('Kiln media generation service')
     .setDescription('Video (with sound), image and voice-cloned speech jobs on one local GPU. Interface version 1.1.')
     .setVersion('1.1')
+    // relative: the service's own origin, wherever it is reached (a client resolves it against the document's URL)
+    .addServer('/', 'This service')
     .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'Authorization: Bearer <TOKEN> (recommended)' }, 'bearer')
     .addApiKey({ type: 'apiKey', in: 'header', name: 'x-token' }, 'x-token')
     .addApiKey({ type: 'apiKey', in: 'query', name: 'token' }, 'token-query')
@@ -85,7 +87,9 @@ export function configureApp(app: NestExpressApplication, settings: Settings, to
       security: [],
       parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string' } }],
       responses: {
-        '200': { description: 'The file', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+        // the type the service sends for each of its file names (express.static by extension; the S3 stream the same)
+        '200': { description: 'The file, as image/png, video/mp4 or audio/wav by its name', content: Object.fromEntries(['image/png', 'video/mp4', 'audio/wav'].map((t) => [t, { schema: { type: 'string', format: 'binary' } }])) },
+        '206': { description: 'The byte range asked for with Range (a player seeking in an mp4)', content: Object.fromEntries(['image/png', 'video/mp4', 'audio/wav'].map((t) => [t, { schema: { type: 'string', format: 'binary' } }])) },
         '404': { description: 'No such file', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorDetailDto' } } } },
       },
     },

@@ -1,5 +1,5 @@
 import { Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
-import { ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import { ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { ApiCommon, ApiQueryErrors } from '../common/api-docs';
 import { BadInputError } from '../common/errors';
@@ -34,9 +34,9 @@ export class EventsController {
 
   @Get('jobs/:job_id/events')
   @ApiOperation({ summary: 'One job\'s events as server-sent events: queued, running, stage, progress, then done or failed, which ends the stream. id: is the job\'s event number; Last-Event-ID or ?after=N resumes after it' })
-  @ApiProduces('text/event-stream')
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event (EventSource sends it when it reconnects)' })
-  @ApiOkResponse({ description: 'text/event-stream; data: is the job object, or for stage and progress {id, status, stage, progress, elapsed, eta_s}' })
+  // the stream on 200 only: its errors (404, 422) are JSON bodies
+  @ApiOkResponse({ description: 'text/event-stream; data: is the job object, or for stage and progress {id, status, stage, progress, elapsed, eta_s}', content: { 'text/event-stream': { schema: { type: 'string' } } } })
   @ApiNotFoundResponse({ type: ErrorDetailDto })
   @ApiQueryErrors()
   async jobEvents(@Param('job_id') id: string, @Query() q: EventsQueryDto, @Headers('last-event-id') lastEventId: string | undefined, @Res() res: Response): Promise<void> {
@@ -68,9 +68,8 @@ export class EventsController {
 
   @Get('events')
   @ApiOperation({ summary: 'Every job\'s events as server-sent events (for dashboards). id: is a global event number; with Last-Event-ID or ?after=N the stream first replays what came after it, else it starts with what happens next' })
-  @ApiProduces('text/event-stream')
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event' })
-  @ApiOkResponse({ description: 'text/event-stream of the job events of all jobs' })
+  @ApiOkResponse({ description: 'text/event-stream of the job events of all jobs', content: { 'text/event-stream': { schema: { type: 'string' } } } })
   @ApiQueryErrors()
   async allEvents(@Query() q: EventsQueryDto, @Headers('last-event-id') lastEventId: string | undefined, @Res() res: Response): Promise<void> {
     const from = resumePoint(lastEventId, q.after);

@@ -53,7 +53,8 @@ class ValidationEntryDto {
   @ApiProperty({ type: 'array', items: { oneOf: [{ type: 'string' }, { type: 'integer' }] }, example: ['body', 'seconds'] }) loc!: (string | number)[];
   @ApiProperty({ example: 'Input should be a valid number, unable to parse string as a number' }) msg!: string;
   @ApiProperty({ example: 'float_parsing' }) type!: string;
-  @ApiPropertyOptional({ example: 'five' }) input?: unknown;
+  // any JSON value (the spec): OpenAPI 3.0 has no "any" a generator keeps, so each JSON type (null for a missing field)
+  @ApiPropertyOptional({ anyOf: [{ type: 'string', nullable: true }, { type: 'number' }, { type: 'boolean' }, { type: 'object', additionalProperties: true }, { type: 'array', items: {} }], description: 'The value refused, as sent (null for a missing field)', example: 'five' }) input?: unknown;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) ctx?: Record<string, unknown>;
 }
 

@@ -1,5 +1,6 @@
 import { Controller, Get, HttpException, HttpStatus, Inject, Req, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiSecurity, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
+import { ErrorDetailDto } from '../jobs/job.schema';
 import type { Request, Response } from 'express';
 import { API_TOKEN } from '../auth/token.guard';
 import { presentedToken, tokenMatches } from '../auth/token';
@@ -18,9 +19,12 @@ export class MetricsController {
 
   @Get()
   @ApiOperation({ summary: 'Prometheus metrics (text format): jobs, durations, queue, model loads, worker restarts, GPU memory, callbacks, process. The token as for /api unless METRICS_PUBLIC=1' })
-  @ApiProduces('text/plain')
-  @ApiOkResponse({ description: 'The Prometheus text exposition format, version 0.0.4' })
-  @ApiUnauthorizedResponse({ description: 'Token missing or wrong (unless METRICS_PUBLIC=1)' })
+  // the token as for /api (any one of the three places); with METRICS_PUBLIC=1 none is asked
+  @ApiSecurity('bearer')
+  @ApiSecurity('x-token')
+  @ApiSecurity('token-query')
+  @ApiOkResponse({ description: 'The Prometheus text exposition format, version 0.0.4', content: { 'text/plain': { schema: { type: 'string' } } } })
+  @ApiUnauthorizedResponse({ description: 'Token missing or wrong (unless METRICS_PUBLIC=1)', type: ErrorDetailDto })
   async scrape(@Req() req: Request, @Res() res: Response): Promise<void> {
     if (!this.settings.metricsPublic) {
       const given = presentedToken(req.headers, req.query as Record<string, unknown>);

@@ -17,6 +17,7 @@ import { JobsService } from '../../src/jobs/jobs.service';
 import { OutboundClient, OutboundOptions } from '../../src/net/outbound';
 import { Scheduler } from '../../src/scheduler/scheduler';
 import type { PipelineModule } from '../../src/worker/protocol';
+import { Exchange, recordTraffic } from './openapi-traffic';
 
 export const TOKEN = 'test-token-0123456789';
 
@@ -43,6 +44,8 @@ export interface TestAppOptions {
   /** false: leave out the models the service registers itself (speech, the Qwen-Image-2.1 and MiniMax H3 profiles), to test
    * the answers of a service without them. */
   builtinPipelines?: boolean;
+  /** Records every exchange of the server here (test/api/openapi-traffic.ts checks them against /openapi.json). */
+  traffic?: Exchange[];
 }
 
 /** A GPU section that needs no device (most API tests must not depend on a WebGPU adapter). */
@@ -66,6 +69,7 @@ export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
   if (opts.probe) builder = builder.overrideProvider(InputProbe).useValue(opts.probe);
   const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false });
+  if (opts.traffic) recordTraffic(app, opts.traffic);
   configureApp(app, settings, TOKEN);
   await app.init();
   await app.listen(0, '127.0.0.1');

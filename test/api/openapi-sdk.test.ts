@@ -11,6 +11,7 @@ import { auth, startApp, TestApp, TOKEN } from './harness';
 import { makeGate } from './control';
 import { silentSpeech, testPipeline } from './test-pipelines';
 import { dataUri, wavBytes } from './inputs';
+import { Exchange, openapiProblems } from './openapi-traffic';
 
 type Doc = { openapi: string; paths: Record<string, Record<string, any>>; components: { schemas: Record<string, any>; securitySchemes: Record<string, any> } };
 
@@ -38,9 +39,10 @@ describe('OpenAPI document and a generated SDK', () => {
   let doc: Doc;
   const gate = makeGate();
   const tmp = mkdtempSync(join(tmpdir(), 'kiln-sdk-'));
+  const traffic: Exchange[] = [];
 
   before(async () => {
-    t = await startApp({ pipelines: [testPipeline('image', 'imgmain', { stepMs: 1, gate })] });
+    t = await startApp({ traffic, pipelines: [testPipeline('image', 'imgmain', { stepMs: 1, gate })] });
     const res = await fetch(`${t.url}/openapi.json`); // no token: the document is public
     assert.equal(res.status, 200);
     doc = (await res.json()) as Doc;
@@ -217,6 +219,11 @@ describe('OpenAPI document and a generated SDK', () => {
     }
     flow.configure(t.url, 'wrong-token-000', 'bearer');
     assert.deepEqual(await flow.status(), { status: 401, error: { detail: 'bad token' } });
+  });
+
+  test('all the traffic above (the probes, the SDK\'s calls) is as the document says', async () => {
+    assert.ok(traffic.length > 40, String(traffic.length));
+    assert.deepEqual(await openapiProblems(doc, traffic), []);
   });
 });
 
