@@ -1,6 +1,7 @@
 // Adapter and device: features, maximum limits, NVIDIA toggles, the software-adapter guard,
 // device-lost tracking and a shutdown that lets Node exit. No Nest here (the engine never imports it).
 import { existsSync, readdirSync } from 'node:fs';
+import { planAdapterAndDevice, type AdapterProfile } from './plan-device';
 import { loadDawn } from './webgpu';
 
 /** Features we use when the adapter has them. Subgroup matrix (tensor cores) needs subgroups + shader-f16. */
@@ -135,6 +136,17 @@ export class GpuDevice {
       return new GpuDevice(gpu, adapter, device, toggles);
     }
   }
+
+  /** A device that allocates and runs nothing, standing for adapter `p` (plan-device.ts: the shape-only engine). */
+  static planned(p: AdapterProfile): GpuDevice {
+    const { adapter, device } = planAdapterAndDevice(p);
+    const d = new GpuDevice(null as unknown as GPU, adapter, device, []);
+    d.plannedFor = p;
+    return d;
+  }
+
+  /** Set on a planned device (GpuDevice.planned): the adapter it stands for. */
+  plannedFor: AdapterProfile | null = null;
 
   get lost(): boolean {
     return this.lostReason !== null;

@@ -10,6 +10,7 @@ import { Recorder } from './recorder';
 import { Storage, Tensor, fmtShape, numelOf } from './tensor';
 import { BufferUsage, MapMode } from './webgpu';
 import { Profiler } from './profiler';
+import { adapterProfile, type AdapterProfile } from './plan-device';
 
 export interface EngineOptions extends DeviceOptions {
   /** Error scopes around pipeline creation, bind groups and submits: errors name the kernel. Default: env
@@ -59,6 +60,22 @@ export class Engine {
 
   static async create(opts: EngineOptions = {}): Promise<Engine> {
     return new Engine(await GpuDevice.create(opts), opts);
+  }
+
+  /**
+   * The shape-only engine (plan-device.ts): every op checks its shapes, picks its kernel for `adapter` and is
+   * counted (recorder.meter, the pool's stats), but nothing is allocated on a device and nothing runs; reads give
+   * zeros and loaders skip the checkpoint's bytes (`shapeOnly`). The budget defaults to unbounded, so a plan
+   * reports a peak beyond any card instead of failing at it.
+   */
+  static createShapeOnly(adapter: AdapterProfile | string, opts: Pick<EngineOptions, 'memoryBudgetBytes' | 'submitEvery'> = {}): Engine {
+    const p = typeof adapter === 'string' ? adapterProfile(adapter) : adapter;
+    return new Engine(GpuDevice.planned(p), { memoryBudgetBytes: Number.MAX_SAFE_INTEGER, ...opts, debug: false, profile: false });
+  }
+
+  /** True for the shape-only engine: tensors have shapes and pool accounting but no contents. */
+  get shapeOnly(): boolean {
+    return this.gpu.plannedFor !== null;
   }
 
   get device(): GPUDevice {
@@ -144,6 +161,7 @@ export class Engine {
     const aligned = t.isContiguous && (t.offset * t.bytesPerElement) % 4 === 0;
     const src = aligned ? t : contiguous(this, t);
     try {
+      if (this.shapeOnly) return new Float32Array(t.numel); // the same work recorded, no contents
       const bytes = t.numel * t.bytesPerElement;
       const size = Math.max(4, Math.ceil(bytes / 4) * 4);
       const staging = this.device.createBuffer({ size, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: `read ${t}` });

@@ -12,3 +12,5 @@ export { RowTable, type RowTableOptions, type RowTablePlacement } from './row-ta
 export { quantizeInt8PerChannel, uploadInt8, type QuantizedInt8 } from './quantize';
 export { gridPositions, mrope, rope1d, ropeAxes, ropeInvFreq, uploadRope, type MropeMode, type RopeTable } from './rope-tables';
 export { besselI0, kaiserBeta, kaiserSincFilter1d, kaiserWindow } from './filters';
+export { ADAPTERS, adapterProfile, adapterProfileOf, type AdapterProfile } from './plan-device';
+export { Meter, boundBytes, noWork, workSince, type Work } from './meter';

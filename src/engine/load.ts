@@ -25,6 +25,7 @@ export async function loadTensor(e: Engine, ckpt: Checkpoint, name: string, opts
     throw new CheckpointError(`${ckpt.path}: tensor "${name}" is ${entry.dtype}; cannot load it as ${dtype}`);
   }
   const t = e.empty(entry.shape, dtype, name);
+  if (e.shapeOnly) return t; // a plan: the tensor's place and size, not its bytes
   try {
     await readConverted(ckpt, entry, dtype, (bytes, dstOffset) => e.writeBytes(t, dstOffset, bytes), opts.chunkBytes);
   } catch (err) {

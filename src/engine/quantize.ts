@@ -55,3 +55,8 @@ export function uploadInt8(e: Engine, w: QuantizedInt8, scaleDtype: Exclude<DTyp
     scales: e.upload(w.scales, [w.N], scaleDtype, `${label} scales`),
   };
 }
+
+/** The tensors uploadInt8 would make for an (N, K) weight, without values (the shape-only engine's int8 load). */
+export function emptyInt8(e: Engine, N: number, K: number, scaleDtype: Exclude<DType, 'i8'> = 'f32', label = 'int8 weight'): Int8Weight {
+  return { q: e.empty([N, K], 'i8', `${label} q`), scales: e.empty([N], scaleDtype, `${label} scales`) };
+}

@@ -12,6 +12,7 @@ import { Tensor } from './tensor';
 import { BufferUsage } from './webgpu';
 import type { Profiler } from './profiler';
 import { BindGroupCache, slotFor, type Binding } from './bind-groups';
+import { Meter } from './meter';
 
 export type { Binding } from './bind-groups';
 
@@ -23,6 +24,8 @@ export interface Dispatch {
   params?: Params | Uint8Array;
   /** Workgroup counts [x, y, z]; see grid1d() for flat element loops. */
   workgroups: readonly [number, number?, number?];
+  /** Floating-point operations it does, for the meter (meter.ts); default one per element of bindings[0]. */
+  flops?: number;
 }
 
 const SLOT = 256; // >= every adapter's minUniformBufferOffsetAlignment; also the params binding's size
@@ -43,6 +46,8 @@ export class Recorder {
   private readonly checks: Promise<void>[] = [];
   /** Dispatches recorded since the engine was made (tests count them; fusion lowers it). */
   dispatchCount = 0;
+  /** Dispatches, FLOPs and bytes bound, counted as recorded (meter.ts). */
+  readonly meter = new Meter();
   submitCount = 0;
   /** Set by the engine when profiling: every dispatch then gets a timed pass of its own. */
   profiler: Profiler | null = null;
@@ -95,6 +100,7 @@ export class Recorder {
     if (this.profiler) { pass.end(); this.pass = null; }
     this.batch.push(d.kernel.name);
     this.dispatchCount++;
+    this.meter.dispatch(d.bindings, d.flops);
     if (this.batch.length >= this.submitEvery) this.flush();
   }
 

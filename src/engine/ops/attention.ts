@@ -81,11 +81,13 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
   // blk is statically used by the shader, so something is bound even when only block_causal reads it.
   const blkBinding = mask === 'block_causal' ? blk! : q;
 
+  // Q K^T and P V over every key the kernels visit (a mask skips none of them): 2 x 2 B Hq Lq kvLen D
+  const flops = 4 * B * Hq * Lq * kvLen * D;
   const path = opts.path ?? 'auto';
   if (path === 'subgroup' || (path === 'auto' && !opts.tile && q.dtype === 'f16' && subgroupMatrixOptIn() && process.env.KILN_SUBGROUP_ATTENTION !== '0')) {
     const choice = q.dtype === 'f16' ? attentionSubgroupChoice(e, D, opts.subgroup) : { reason: `${q.dtype} (it takes f16)` };
     if ('config' in choice) {
-      attentionSubgroup(e, { q, k, v, blk: blkBinding, out, params, mask: MASK_CODE[mask], B, Hq, Lq, D }, choice, !!opts.subgroup?.emulate);
+      attentionSubgroup(e, { q, k, v, blk: blkBinding, out, params, mask: MASK_CODE[mask], B, Hq, Lq, D, flops }, choice, !!opts.subgroup?.emulate);
       return out;
     }
     if (path === 'subgroup') throw new RangeError(`attention: ${desc}: path 'subgroup': ${choice.reason}`);
@@ -93,6 +95,6 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
   const bq = opts.tile?.bq ?? 32;
   const bkv = opts.tile?.bkv ?? 16;
   const kernel = e.kernels.get({ shader: 'attention', entry: 'attention', dtype: q.dtype, constants: { D, BQ: bq, BKV: bkv, MASK: MASK_CODE[mask] } });
-  e.recorder.dispatch({ kernel, bindings: [out, q, k, v, blkBinding], params, workgroups: [Math.ceil(Lq / bq), Hq, B] });
+  e.recorder.dispatch({ kernel, bindings: [out, q, k, v, blkBinding], params, workgroups: [Math.ceil(Lq / bq), Hq, B], flops });
   return out;
 }

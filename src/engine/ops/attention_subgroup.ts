@@ -31,6 +31,8 @@ export interface AttentionSubgroupOptions {
 /** Everything attention() has checked and built, for the dispatch. */
 export interface SubgroupAttention {
   q: Tensor; k: Tensor; v: Tensor; blk: Tensor; out: Tensor; params: Params; mask: number; B: number; Hq: number; Lq: number; D: number;
+  /** For the meter: attention() works it out. */
+  flops: number;
 }
 
 export type AttentionSubgroupPlan = { config: SubgroupMatrixConfig; sg: number; tile: AttentionTile };
@@ -75,5 +77,6 @@ export function attentionSubgroup(e: Engine, a: SubgroupAttention, c: AttentionS
     bindings: [a.out, a.q, a.k, a.v, a.blk],
     params: a.params,
     workgroups: [Math.ceil(a.Lq / (c.tile.nsg * c.config.M)), a.Hq, a.B],
+    flops: a.flops,
   });
 }

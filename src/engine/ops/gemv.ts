@@ -73,6 +73,7 @@ export function gemv(e: Engine, g: Gemv): void {
     bindings: [out, a, b, bias ?? a, gate ?? a, residual ?? a, scales ?? a, b],
     params,
     workgroups: [gx, Math.ceil(blocks / gx)],
+    flops: 2 * rows * N * K,
   });
 }
 

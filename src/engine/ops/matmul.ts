@@ -141,6 +141,7 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     bindings: [out, a, b, bias ?? a, g ?? a, r ?? a, scales ?? a],
     params,
     workgroups: [Math.ceil(N / (4 * wgx)), Math.ceil(M / (4 * wgy)), nb],
+    flops: 2 * nb * M * N * K,
   });
   return out;
 }

@@ -153,6 +153,7 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
     bindings: [g.out, g.a, g.b, g.bias ?? g.a, g.gate ?? g.a, g.residual ?? g.a, g.scales ?? g.a],
     params: g.params,
     workgroups: [Math.ceil(g.N / (tile.sgn * tile.fn * cn)), Math.ceil(g.M / (tile.sgm * tile.fm * cm)), g.batches],
+    flops: 2 * g.batches * g.M * g.N * g.K,
   });
 }
 

@@ -6,7 +6,7 @@
 import type { Engine } from '../../engine/engine';
 import { loadTensor } from '../../engine/load';
 import type { Int8Weight } from '../../engine/ops/linear';
-import { uploadInt8 } from '../../engine/quantize';
+import { emptyInt8, uploadInt8 } from '../../engine/quantize';
 import { quantizeInt8FromCheckpoint } from '../../engine/quantize-parallel';
 import type { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
@@ -45,7 +45,7 @@ export function keyOf(w: WeightLoader, key: string): string {
 
 export async function loadPlain(w: WeightLoader, key: string, shape: readonly number[]): Promise<Tensor> {
   const k = keyOf(w, key);
-  const host = hostWeightsOf(w.ckpt);
+  const host = w.e.shapeOnly ? undefined : hostWeightsOf(w.ckpt);
   const t = host ? await host.loadPlain(w.e, w.ckpt, k, shape, w.dtype) : await loadTensor(w.e, w.ckpt, k, { dtype: w.dtype, shape });
   w.loaded.push(t);
   return t;
@@ -54,6 +54,12 @@ export async function loadPlain(w: WeightLoader, key: string, shape: readonly nu
 export async function loadLinear(w: WeightLoader, key: string, shape: readonly [number, number]): Promise<LinearWeight> {
   if (!w.int8) return loadPlain(w, key, shape);
   const k = keyOf(w, key);
+  if (w.e.shapeOnly) {
+    w.ckpt.entry(k, shape); // a plan: shape checked, nothing read or quantised
+    const t = emptyInt8(w.e, shape[0], shape[1], w.dtype, k);
+    w.loaded.push(t.q, t.scales);
+    return t;
+  }
   const host = hostWeightsOf(w.ckpt);
   if (host) {
     const t = await host.loadInt8(w.e, w.ckpt, k, shape, w.dtype);
