@@ -66,6 +66,12 @@ export class BufferPool {
     return { ...this.stat };
   }
 
+  /** Starts the peaks again from what is held now (a plan measures each stage's own peak). */
+  resetPeaks(): void {
+    this.stat.peakInUseBytes = this.stat.inUseBytes;
+    this.stat.peakAllocatedBytes = this.stat.allocatedBytes;
+  }
+
   acquire(bytes: number, label = 'tensor'): PooledBuffer {
     if (!(bytes > 0)) throw new RangeError(`pool: cannot allocate ${bytes} bytes for ${label}`);
     if (bytes > this.maxBindingBytes) {

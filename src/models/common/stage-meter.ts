@@ -1,0 +1,73 @@
+// A RunContext that measures a pipeline run stage by stage: the pool's peak bytes in use and the work the meter
+// counted (dispatches, FLOPs, bytes) between one stage() and the next, plus the sampling steps reported. The same
+// on a device and on the shape-only engine (src/engine/plan-device.ts), which is how a plan is made and how a test
+// holds a plan to the real run.
+import { STAGE, type Stage } from '../../catalog';
+import type { Engine } from '../../engine/engine';
+import { workSince, type Work } from '../../engine/meter';
+import type { RunContext } from './pipeline';
+
+export interface StageCost {
+  stage: Stage;
+  /** Most bytes the pool held in use during the stage (weights and everything live). */
+  peakGpuBytes: number;
+  work: Work;
+  /** Sampling steps reported in the stage (progress calls past 0). */
+  steps: number;
+}
+
+export class StageMeter {
+  readonly stages: StageCost[] = [];
+  private open: { stage: Stage; work: Work; steps: number } | null = null;
+
+  constructor(private readonly e: Engine) {}
+
+  /** The context to hand the pipeline's load() and run(); `signal` to cancel, as the runner's. */
+  context(signal: AbortSignal = new AbortController().signal): RunContext {
+    return {
+      signal,
+      stage: (s) => this.enter(s),
+      progress: (done) => {
+        if (this.open && done > 0) this.open.steps++;
+      },
+      safePoint: async () => {},
+    };
+  }
+
+  /** Starts stage `s` (closing the one open); a stage entered again while open goes on. */
+  enter(s: Stage): void {
+    if (this.open?.stage === s) return;
+    this.close();
+    this.e.pool.resetPeaks();
+    this.open = { stage: s, work: this.e.recorder.meter.snapshot(), steps: 0 };
+  }
+
+  /** Closes the open stage and returns every stage measured, in order (stages entered twice appear twice). */
+  finish(): StageCost[] {
+    this.close();
+    return this.stages;
+  }
+
+  /** The largest peak of any stage. */
+  get peakGpuBytes(): number {
+    return Math.max(0, ...this.stages.map((s) => s.peakGpuBytes));
+  }
+
+  private close(): void {
+    const o = this.open;
+    if (!o) return;
+    this.open = null;
+    this.stages.push({ stage: o.stage, peakGpuBytes: this.e.pool.stats().peakInUseBytes, work: workSince(this.e.recorder.meter.snapshot(), o.work), steps: o.steps });
+  }
+}
+
+/** Runs load (as the runner does, in stage 加载模型) and then the task, measured. */
+export async function measureRun<T>(e: Engine, pipe: { load(ctx: RunContext): Promise<void>; run(task: T, ctx: RunContext): Promise<void> }, task: T): Promise<StageCost[]> {
+  const m = new StageMeter(e);
+  const ctx = m.context();
+  m.enter(STAGE.loadModel);
+  await pipe.load(ctx);
+  await pipe.run(task, ctx);
+  await e.sync();
+  return m.finish();
+}

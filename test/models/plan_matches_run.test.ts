@@ -1,0 +1,82 @@
+// A plan tells the truth: each image pipeline on its demo checkpoint, run on lavapipe and run on the shape-only
+// engine standing for it (src/engine/plan-device.ts), gives the same peak GPU bytes per stage and the same
+// dispatches, FLOPs and bytes per stage, at several sizes, 16-bit and int8. The bound is exact equality: the plan
+// is the same code on the same pool, without the device. A loader or pipeline that allocates differently when it
+// plans (a read it skips, a size it guesses) fails here.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Engine } from '../../src/engine/engine';
+import { adapterProfileOf } from '../../src/engine/plan-device';
+import type { Pipeline } from '../../src/models/common/pipeline';
+import { measureRun, type StageCost } from '../../src/models/common/stage-meter';
+import { Krea2Pipeline, krea2DemoLayout, planDemoKrea2, type Krea2ImageTask } from '../../src/models/krea2';
+import { planDemoQwenImage21 } from '../../src/models/qwen_image21/demo';
+import { QwenImage21Pipeline, type ImageTask } from '../../src/models/qwen_image21/pipeline';
+import { testEngine } from '../engine/helpers';
+
+/** Stages as comparable rows (the stage, its peak, its work, its steps). */
+const rows = (s: StageCost[]) => s.map((c) => ({ ...c }));
+
+describe('a plan equals the real run on the demo checkpoints', () => {
+  let real: Engine;
+  let plan: Engine;
+  let dir: string;
+  before(async () => {
+    real = await testEngine();
+    plan = Engine.createShapeOnly(adapterProfileOf(real.describe(), 24 * 2 ** 30));
+    dir = mkdtempSync(join(tmpdir(), 'kiln-plan-'));
+    await (await planDemoKrea2(real)).write(join(dir, 'krea2'));
+    await (await planDemoQwenImage21(real)).write(join(dir, 'qi21'));
+  });
+  after(() => {
+    plan.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Measures one pipeline (built for engine e) on one task, loaded fresh; the pipeline unloaded after. */
+  async function measure<T>(e: Engine, make: (e: Engine) => Pipeline<T>, task: T): Promise<StageCost[]> {
+    const pipe = make(e);
+    try {
+      return await measureRun(e, pipe, task);
+    } finally {
+      await pipe.unload();
+    }
+  }
+
+  let n = 0;
+  const out = () => join(dir, `out-${++n}.png`);
+
+  for (const int8 of [false, true]) {
+    for (const [width, height, steps] of [[64, 48, 2], [128, 96, 3]] as const) {
+      test(`Krea 2 Turbo${int8 ? ' int8' : ''} at ${width}x${height}, ${steps} steps`, async () => {
+        const make = (e: Engine) => new Krea2Pipeline({ engine: async () => e, layout: async () => krea2DemoLayout(join(dir, 'krea2')), int8 });
+        const task = (): Krea2ImageTask => ({
+          prompt: 'a lighthouse at dusk', negative: '', cfg: 1, seed: 7, steps, width, height, references: [],
+          outputPath: out(), png: { prompt: 'p', profile: 'imgart_turbo', seed: 7, steps },
+        });
+        const measured = await measure(real, make, task());
+        const planned = await measure(plan, make, task());
+        assert.deepEqual(rows(planned), rows(measured));
+        assert.ok(measured.some((s) => s.steps === steps && s.work.flops > 0), 'the sampling stage counted its steps and work');
+      });
+    }
+  }
+
+  for (const int8 of [true, false]) {
+    for (const [width, height, cfg] of [[256, 192, 1], [192, 256, 2]] as const) {
+      test(`Qwen-Image-2.1${int8 ? ' int8' : ''} at ${width}x${height}, cfg ${cfg}`, async () => {
+        const make = (e: Engine) => new QwenImage21Pipeline({ engine: async () => e, checkpoint: async () => join(dir, 'qi21'), int8 });
+        const task = (): ImageTask => ({
+          prompt: 'a red kiln at dusk', negative: 'blurry', cfg, seed: 3, steps: 2, width, height, references: [], referenceArea: 512 * 512,
+          outputPath: out(), png: { prompt: 'a red kiln at dusk', profile: 'imgmain', seed: 3, steps: 2 },
+        });
+        const measured = await measure(real, make, task());
+        const planned = await measure(plan, make, task());
+        assert.deepEqual(rows(planned), rows(measured));
+      });
+    }
+  }
+});
