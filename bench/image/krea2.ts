@@ -20,27 +20,12 @@ import { WeightSynth } from '../../src/models/common/random-weights';
 import { SyntheticCheckpoint } from '../../src/models/common/synthetic-checkpoint';
 import {
   DEMO_KREA2_DIT, DEMO_KREA2_VAE, demoKrea2TextEncoderConfig, DEMO_KREA2_TOKENS, KREA2_LARGE_WIDE, KREA2_SELECT_LAYERS, KREA2_STYLE_AREA, KREA2_TURBO_STEPS,
-  Krea2Conditioner, krea2Noise, Krea2Transformer, Krea2Vae, parseKrea2Config, parseQwenImageVaeConfig, QWEN_IMAGE_VAE_DEFAULTS, qwenImageVaeDecoderShapes, sampleKrea2,
+  Krea2Conditioner, krea2Noise, Krea2Transformer, Krea2Vae, parseKrea2Config, parseQwenImageVaeConfig, QWEN3_VL_4B, QWEN_IMAGE_VAE_DEFAULTS, qwenImageVaeDecoderShapes, sampleKrea2,
 } from '../../src/models/krea2';
 import { parseQwen3Config } from '../../src/models/qwen3/config';
 import { imagePatches, parseQwen3VlVisionConfig, QWEN3_VL_IMAGE_PROCESSOR } from '../../src/models/qwen3_vl_vision';
 import { demoTokenizerInfo } from '../../src/models/tokenizer';
 import { referenceSize } from '../../src/catalog';
-
-/** Qwen/Qwen3-VL-4B-Instruct config.json (shared/upstream/krea-2; test/fixtures/golden/qwen3/configs). */
-const QWEN3_VL_4B = {
-  model_type: 'qwen3_vl',
-  image_token_id: 151655,
-  text_config: {
-    model_type: 'qwen3_vl_text', hidden_size: 2560, intermediate_size: 9728, num_hidden_layers: 36, num_attention_heads: 32, num_key_value_heads: 8,
-    head_dim: 128, rms_norm_eps: 1e-6, rope_theta: 5000000, vocab_size: 151936, tie_word_embeddings: true,
-    rope_scaling: { mrope_interleaved: true, mrope_section: [24, 20, 20], rope_type: 'default' },
-  },
-  vision_config: {
-    deepstack_visual_indexes: [5, 11, 17], depth: 24, hidden_act: 'gelu_pytorch_tanh', hidden_size: 1024, in_channels: 3, intermediate_size: 4096,
-    model_type: 'qwen3_vl', num_heads: 16, num_position_embeddings: 2304, out_hidden_size: 2560, patch_size: 16, spatial_merge_size: 2, temporal_patch_size: 2,
-  },
-};
 
 export interface Krea2BenchOptions {
   profile: string;

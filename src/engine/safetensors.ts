@@ -292,8 +292,9 @@ function decodeAligned(bytes: Uint8Array, dtype: SafeDType, n: number): Float32A
 export interface WriteTensor {
   dtype: SafeDType;
   shape: number[];
-  /** Values (encoded to dtype; F8_E4M3 needs raw bytes), or the raw little-endian bytes. */
-  data: ArrayLike<number> | Uint8Array;
+  /** Values (encoded to dtype; F8_E4M3 needs raw bytes), or the raw little-endian bytes; null: no bytes written,
+   * a hole in a sparse file that reads as zeros (a plan's checkpoint: the real header, no disk used for data). */
+  data: ArrayLike<number> | Uint8Array | null;
 }
 
 /** Encodes values to checkpoint bytes. */
@@ -312,26 +313,35 @@ export function encodeSafe(values: ArrayLike<number>, dtype: SafeDType): Uint8Ar
   }
 }
 
-/** Writes one .safetensors file (header padded with spaces to 8 bytes, data in the order given). */
+/** Writes one .safetensors file (header padded with spaces to 8 bytes, data in the order given; null data as holes). */
 export async function writeSafetensors(path: string, tensors: Record<string, WriteTensor>, metadata?: Record<string, string>): Promise<void> {
   const header: Record<string, unknown> = {};
   if (metadata) header.__metadata__ = metadata;
-  const blobs: Uint8Array[] = [];
+  const blobs: { off: number; bytes: Uint8Array | null }[] = [];
   let off = 0;
   for (const [name, t] of Object.entries(tensors)) {
-    const bytes = t.data instanceof Uint8Array ? t.data : encodeSafe(t.data, t.dtype);
     const want = numelOf(t.shape) * SAFE_DTYPE_BYTES[t.dtype];
-    if (bytes.byteLength !== want) throw new CheckpointError(`writeSafetensors: "${name}" ${t.dtype}${fmtShape(t.shape)} needs ${want} bytes, got ${bytes.byteLength}`);
-    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + bytes.byteLength] };
-    blobs.push(bytes);
-    off += bytes.byteLength;
+    const bytes = t.data === null ? null : t.data instanceof Uint8Array ? t.data : encodeSafe(t.data, t.dtype);
+    if (bytes && bytes.byteLength !== want) throw new CheckpointError(`writeSafetensors: "${name}" ${t.dtype}${fmtShape(t.shape)} needs ${want} bytes, got ${bytes.byteLength}`);
+    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + want] };
+    blobs.push({ off, bytes });
+    off += want;
   }
   let json = JSON.stringify(header);
   json += ' '.repeat((8 - (Buffer.byteLength(json) % 8)) % 8);
   const len = Buffer.alloc(8);
   len.writeBigUInt64LE(BigInt(Buffer.byteLength(json)));
   await mkdir(dirname(path), { recursive: true });
-  await writeFile(path, Buffer.concat([len, Buffer.from(json), ...blobs]));
+  const head = Buffer.concat([len, Buffer.from(json)]);
+  if (blobs.every((b) => b.bytes)) return writeFile(path, Buffer.concat([head, ...blobs.map((b) => b.bytes!)]));
+  const f = await openFile(path, 'w');
+  try {
+    await f.write(head, 0, head.byteLength, 0);
+    for (const b of blobs) if (b.bytes) await f.write(b.bytes, 0, b.bytes.byteLength, head.byteLength + b.off);
+    await f.truncate(head.byteLength + off); // the holes: a file of the full size that holds only what was written
+  } finally {
+    await f.close();
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 // safetensors: writer/reader round trips, sharded index, corrupt and truncated files, GPU upload in chunks.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, readFileSync, writeFileSync, truncateSync } from 'node:fs';
+import { mkdtempSync, rmSync, readFileSync, statSync, writeFileSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { f16BitsToF32, f32ToF16Bits as f16Round } from '../../src/engine/dtype';
@@ -43,6 +43,24 @@ test('write then read every dtype, with metadata', seeded(async (rng) => {
     await ck.close();
   }
 }));
+
+test('null data leaves a hole: the real header and length, zeros when read, next to written tensors (a plan\'s checkpoint)', async () => {
+  const path = join(dir, 'holes.safetensors');
+  const big = 1 << 22; // 16 MiB of F32 that are never written
+  await writeSafetensors(path, { hole: { dtype: 'F32', shape: [big], data: null }, small: { dtype: 'F32', shape: [3], data: [1, 2, 3] } });
+  const st = statSync(path);
+  assert.ok(st.size > 16 * 2 ** 20, 'the file has its full length');
+  assert.ok(st.blocks * 512 < 2 ** 20, `sparse: ${st.blocks * 512} bytes on disk`);
+  const ck = await Checkpoint.open(path);
+  try {
+    assert.deepEqual(ck.entry('hole').shape, [big]);
+    assert.deepEqual(Array.from(await ck.readFloat32('small')), [1, 2, 3], 'a tensor after the hole is where its offsets say');
+    const hole = await ck.readFloat32('hole');
+    assert.ok(hole.length === big && hole.every((v) => v === 0));
+  } finally {
+    await ck.close();
+  }
+});
 
 test('missing keys and wrong shapes are named', async () => {
   const path = join(dir, 'names.safetensors');

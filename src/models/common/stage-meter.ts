@@ -11,6 +11,8 @@ export interface StageCost {
   stage: Stage;
   /** Most bytes the pool held in use during the stage (weights and everything live). */
   peakGpuBytes: number;
+  /** Bytes in use when the stage ended (after a load stage: what it left resident). */
+  heldGpuBytes: number;
   work: Work;
   /** Sampling steps reported in the stage (progress calls past 0). */
   steps: number;
@@ -57,7 +59,8 @@ export class StageMeter {
     const o = this.open;
     if (!o) return;
     this.open = null;
-    this.stages.push({ stage: o.stage, peakGpuBytes: this.e.pool.stats().peakInUseBytes, work: workSince(this.e.recorder.meter.snapshot(), o.work), steps: o.steps });
+    const st = this.e.pool.stats();
+    this.stages.push({ stage: o.stage, peakGpuBytes: st.peakInUseBytes, heldGpuBytes: st.inUseBytes, work: workSince(this.e.recorder.meter.snapshot(), o.work), steps: o.steps });
   }
 }
 

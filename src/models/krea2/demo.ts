@@ -88,36 +88,64 @@ export interface Krea2DemoPlan {
   write(dir: string): Promise<void>;
 }
 
-/** Works out the demo checkpoint (configs, the loaders' key lists) without writing it. */
-export async function planDemoKrea2(e: Engine): Promise<Krea2DemoPlan> {
-  const textJson = demoKrea2TextEncoderConfig(demoTokenizerInfo({ specialTokens: DEMO_KREA2_TOKENS }));
+/** The sizes a Krea 2 checkpoint folder is made at: the demo's, or the released ones for a plan (released.ts). */
+export interface Krea2CheckpointSizes {
+  /** SingleMMDiTConfig. */
+  dit: Record<string, number>;
+  /** text_encoder/config.json (qwen3_vl); its special-token ids must be the demo tokenizer's. */
+  textJson: Record<string, unknown>;
+  /** vae/config.json. */
+  vae: Record<string, unknown>;
+}
+
+/** The demo's sizes, with the text config's token ids taken from the demo tokenizer. */
+export function demoKrea2Sizes(): Krea2CheckpointSizes {
+  return { dit: DEMO_KREA2_DIT, textJson: demoKrea2TextEncoderConfig(demoTokenizerInfo({ specialTokens: DEMO_KREA2_TOKENS })), vae: DEMO_KREA2_VAE };
+}
+
+/** The key lists (and shapes) the loaders read from a checkpoint of `sizes`, recorded on engine e (use the
+ * shape-only engine at released sizes: nothing is allocated then). */
+export async function recordKrea2Keys(e: Engine, sizes: Krea2CheckpointSizes): Promise<{ dit: Map<string, number[]>; text: Map<string, number[]>; vae: Map<string, number[]> }> {
   const dit = new SyntheticCheckpoint({ label: 'transformer', dtype: 'F32', fill: zeroFill });
   const text = new SyntheticCheckpoint({ label: 'text_encoder', dtype: 'F32', fill: zeroFill });
-  const m = await Krea2Transformer.load(e, dit.checkpoint, parseKrea2Config(DEMO_KREA2_DIT, 'demo DiT'), { dtype: 'f32' });
+  const m = await Krea2Transformer.load(e, dit.checkpoint, parseKrea2Config(sizes.dit, 'DiT'), { dtype: 'f32' });
   m.free();
-  const tcfg = parseQwen3Config(textJson, 'text', 'demo text_encoder/config.json');
-  const vcfg = parseQwen3VlVisionConfig(textJson, 'demo text_encoder/config.json');
-  const c = await Krea2Conditioner.load(e, text.checkpoint, tcfg, { dtype: 'f32', vision: { config: vcfg, processor: parseQwen3VlImageProcessorConfig(PREPROCESSOR, 'demo preprocessor') } });
+  const tcfg = parseQwen3Config(sizes.textJson, 'text', 'text_encoder/config.json');
+  const vcfg = parseQwen3VlVisionConfig(sizes.textJson, 'text_encoder/config.json');
+  const c = await Krea2Conditioner.load(e, text.checkpoint, tcfg, { dtype: 'f32', vision: { config: vcfg, processor: parseQwen3VlImageProcessorConfig(PREPROCESSOR, 'preprocessor') } });
   c.free();
   // what the conditioner reads: layers up to the last tap (35 of 36) and the tower; layer 36 and the final norm,
   // which the real file has but nothing reads, are left out
-  const textKeys = text.shapes();
-  const vaeKeys = qwenImageVaeDecoderShapes(parseQwenImageVaeConfig(DEMO_KREA2_VAE, 'demo vae/config.json'));
+  return { dit: dit.shapes(), text: text.shapes(), vae: qwenImageVaeDecoderShapes(parseQwenImageVaeConfig(sizes.vae, 'vae/config.json')) };
+}
+
+/**
+ * Writes a Krea 2 checkpoint folder of `sizes` in the layout krea2DemoLayout reads (transformer/, text_encoder/ with
+ * the demo tokenizer, vae/): random BF16 values from `synth`, or none (holes: sparse files of the real sizes whose
+ * headers are the real ones, for the shape-only engine, which reads no weight bytes; what host code reads is zeros).
+ */
+export async function writeKrea2Checkpoint(dir: string, sizes: Krea2CheckpointSizes, keys: Awaited<ReturnType<typeof recordKrea2Keys>>, synth: WeightSynth | null, meta: Record<string, string>): Promise<void> {
+  const tensors = (shapes: Map<string, number[]>) =>
+    synth ? synth.tensors(shapes, 'BF16') : Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype: 'BF16' as const, shape, data: null }]));
+  await writeSafetensors(join(dir, 'transformer', DEMO_KREA2_TRANSFORMER_FILE), tensors(keys.dit), meta);
+  const te = tensors(keys.text);
+  await writeShardedSafetensors(join(dir, 'text_encoder'), te, shardBytesFor(te, 2), meta, 'model');
+  await writeJsonFile(join(dir, 'text_encoder', 'config.json'), sizes.textJson);
+  await writeJsonFile(join(dir, 'text_encoder', 'preprocessor_config.json'), PREPROCESSOR);
+  await writeDemoTokenizer(join(dir, 'text_encoder'), { specialTokens: DEMO_KREA2_TOKENS });
+  await writeJsonFile(join(dir, 'vae', 'config.json'), sizes.vae);
+  await writeSafetensors(join(dir, 'vae', QWEN_IMAGE_VAE_WEIGHTS), tensors(keys.vae), meta);
+}
+
+/** Works out the demo checkpoint (configs, the loaders' key lists) without writing it. */
+export async function planDemoKrea2(e: Engine): Promise<Krea2DemoPlan> {
+  const sizes = demoKrea2Sizes();
+  const keys = await recordKrea2Keys(e, sizes);
   const digest = createHash('sha256')
-    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_KREA2_DIT, textJson, DEMO_KREA2_VAE, [...dit.shapes()], [...textKeys], [...vaeKeys]]))
+    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_KREA2_DIT, sizes.textJson, DEMO_KREA2_VAE, [...keys.dit], [...keys.text], [...keys.vae]]))
     .digest('hex')
     .slice(0, 16);
-  const write = async (dir: string) => {
-    const synth = new WeightSynth(DEMO_SEED);
-    const meta = { format: 'pt', kiln_demo: `random Krea 2 weights (${DEMO_KREA2_NAME} ${digest}); the pictures are noise` };
-    await writeSafetensors(join(dir, 'transformer', DEMO_KREA2_TRANSFORMER_FILE), synth.tensors(dit.shapes(), 'BF16'), meta);
-    const te = synth.tensors(textKeys, 'BF16');
-    await writeShardedSafetensors(join(dir, 'text_encoder'), te, shardBytesFor(te, 2), meta, 'model');
-    await writeJsonFile(join(dir, 'text_encoder', 'config.json'), textJson);
-    await writeJsonFile(join(dir, 'text_encoder', 'preprocessor_config.json'), PREPROCESSOR);
-    await writeDemoTokenizer(join(dir, 'text_encoder'), { specialTokens: DEMO_KREA2_TOKENS });
-    await writeJsonFile(join(dir, 'vae', 'config.json'), DEMO_KREA2_VAE);
-    await writeSafetensors(join(dir, 'vae', QWEN_IMAGE_VAE_WEIGHTS), synth.tensors(vaeKeys, 'BF16'), meta);
-  };
+  const write = (dir: string) =>
+    writeKrea2Checkpoint(dir, sizes, keys, new WeightSynth(DEMO_SEED), { format: 'pt', kiln_demo: `random Krea 2 weights (${DEMO_KREA2_NAME} ${digest}); the pictures are noise` });
   return { version: `${DEMO_FORMAT}-${digest}`, write };
 }

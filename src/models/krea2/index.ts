@@ -9,3 +9,4 @@ export * from './conditioner';
 export * from './vae';
 export * from './demo';
 export * from './pipeline';
+export * from './released';

@@ -1,0 +1,67 @@
+// npm run plan -- '<request JSON>' [--json] [--adapter h200|lavapipe] [--budget 16GiB]
+// Prints a job's plan (plan.ts): peak GPU memory per stage, resident weights, work per stage and per step, and a
+// predicted sampling time where the adapter has a measured rate. Needs no GPU and no weights.
+//   --budget   bytes or with a unit (16GiB, 12GB, 24000MiB); default GPU_MEMORY_BUDGET, else the adapter's memory less 5 %
+import { BadInputError } from '../common/errors';
+import { fmtBytes } from '../engine/memory';
+import { planJob, type JobPlan, type PlanRequest } from './plan';
+import { parseBytes } from './bytes';
+
+function usage(msg: string): never {
+  console.error(`plan: ${msg}\nusage: npm run plan -- '{"prompt": "a kite", "profile": "imgart_turbo", "size": "1024x1024"}' [--json] [--adapter h200|lavapipe] [--budget 16GiB]`);
+  process.exit(2);
+}
+
+const tf = (n: number) => (n >= 1e12 ? `${(n / 1e12).toFixed(2)} TFLOP` : `${(n / 1e9).toFixed(2)} GFLOP`);
+
+export function formatPlan(p: JobPlan): string[] {
+  const out = [
+    `${p.kind} job on ${p.profile} (${p.model}) at ${p.job.width}x${p.job.height}, ${p.job.steps} steps, cfg ${p.job.cfg}${p.job.images ? `, ${p.job.images} images` : ''}; adapter ${p.adapter.name}`,
+    `peak GPU memory: ${fmtBytes(p.peak_gpu_bytes)} (${p.fits ? 'fits' : 'does NOT fit'} the ${fmtBytes(p.budget_bytes)} budget)`,
+    `resident after loading: ${p.resident.map((r) => `${r.stage} ${fmtBytes(r.bytes)}`).join(', ')}`,
+    '',
+    'stage               peak GPU     held at end   work          bytes bound   dispatches  steps',
+  ];
+  for (const s of p.stages) {
+    out.push(`${s.stage.padEnd(20 - (s.stage.length))}${fmtBytes(s.peak_gpu_bytes).padEnd(13)}${fmtBytes(s.held_gpu_bytes).padEnd(14)}${tf(s.flops).padEnd(14)}${fmtBytes(s.bytes).padEnd(14)}${String(s.dispatches).padEnd(12)}${s.steps}`);
+  }
+  out.push('', `total: ${tf(p.flops)}, ${fmtBytes(p.bytes)} bound, ${p.dispatches} dispatches`);
+  if (p.per_step) out.push(`per sampling step: ${tf(p.per_step.flops)}, ${fmtBytes(p.per_step.bytes)} bound, ${p.per_step.dispatches} dispatches`);
+  out.push('predicted' in p && 'sampling_s' in p.predicted ? `predicted sampling time: ${p.predicted.sampling_s.toFixed(1)} s (${p.predicted.basis})` : `predicted time: none (${(p.predicted as { none: string }).none})`);
+  out.push(`offload: ${p.offload.note}`);
+  for (const n of p.notes) out.push(`note: ${n}`);
+  return out;
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  let json = false;
+  let adapter: string | undefined;
+  let budget: number | undefined = process.env.GPU_MEMORY_BUDGET ? parseBytes(process.env.GPU_MEMORY_BUDGET, 'GPU_MEMORY_BUDGET') : undefined;
+  let request: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--json') json = true;
+    else if (a === '--adapter') adapter = args[++i] ?? usage('--adapter needs a name');
+    else if (a === '--budget') budget = parseBytes(args[++i] ?? usage('--budget needs a size'), '--budget');
+    else if (a.startsWith('--')) usage(`unknown option ${a}`);
+    else if (request === undefined) request = a;
+    else usage('give one request');
+  }
+  if (request === undefined) usage('give a request as JSON');
+  let r: PlanRequest;
+  try {
+    r = JSON.parse(request) as PlanRequest;
+  } catch (e) {
+    usage(`the request is not JSON: ${(e as Error).message}`);
+  }
+  if (typeof r !== 'object' || r === null || Array.isArray(r)) usage('the request must be a JSON object');
+  const p = await planJob(r, { adapter, budgetBytes: budget });
+  console.log(json ? JSON.stringify(p, null, 2) : formatPlan(p).join('\n'));
+}
+
+main().catch((e: unknown) => {
+  if (e instanceof BadInputError || (e instanceof Error && /^unknown adapter|^--budget|GPU_MEMORY_BUDGET/.test(e.message))) usage(e.message);
+  console.error(e);
+  process.exit(1);
+});

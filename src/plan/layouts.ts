@@ -1,0 +1,48 @@
+// Planned checkpoints: each model's folder at its released sizes, every header real and no weight bytes (sparse files
+// of the real length, see writeSafetensors' null data), made once into a cache folder and reused. The pipelines open
+// them with their ordinary loaders; on the shape-only engine they read no weight bytes (what host code reads is zeros).
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Engine } from '../engine/engine';
+import { recordKrea2Keys, releasedKrea2Sizes, writeKrea2Checkpoint } from '../models/krea2';
+
+/** Where planned checkpoints are kept: KILN_PLAN_CACHE, else a folder in the system's temp dir. */
+export function planCacheDir(): string {
+  return process.env.KILN_PLAN_CACHE || join(tmpdir(), 'kiln-plan-checkpoints');
+}
+
+/** Makes `name` once (into a temp folder, renamed when whole), keyed by a digest of what it is made from. */
+async function cached(name: string, what: unknown, make: (dir: string) => Promise<void>): Promise<string> {
+  const digest = createHash('sha256').update(JSON.stringify(what)).digest('hex').slice(0, 12);
+  const dir = join(planCacheDir(), `${name}-${digest}`);
+  if (existsSync(join(dir, '.complete'))) return dir;
+  const tmp = `${dir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  try {
+    await make(tmp);
+    writeFileSync(join(tmp, '.complete'), '');
+    rmSync(dir, { recursive: true, force: true });
+    renameSync(tmp, dir);
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+  return dir;
+}
+
+/** The released Krea 2 Turbo checkpoint root (transformer/, text_encoder/, vae/), planned. */
+export async function plannedKrea2Root(): Promise<string> {
+  const sizes = releasedKrea2Sizes();
+  return cached('krea-2-turbo', [1, sizes], async (dir) => {
+    const e = Engine.createShapeOnly('h200'); // records the key lists at released sizes without holding them
+    try {
+      const keys = await recordKrea2Keys(e, sizes);
+      await writeKrea2Checkpoint(dir, sizes, keys, null, { format: 'pt', kiln_plan: 'released Krea 2 Turbo sizes, no weights (a plan)' });
+    } finally {
+      e.destroy();
+    }
+  });
+}

@@ -1,0 +1,162 @@
+// A job's plan: the request drafted by the API's own rules (jobs/job-requests.ts), mapped to the model's task by the
+// worker's own function (worker/profiles), run by the model's own pipeline on the shape-only engine
+// (src/engine/plan-device.ts) over a planned checkpoint at the released sizes (layouts.ts). What it reports is what
+// the pool and the meter counted: peak GPU bytes per stage (the spec's stage names), what each load stage left
+// resident, FLOPs, bytes bound and dispatches per stage and per sampling step, and a predicted sampling time where
+// the adapter has a measured rate (calibration.ts). Nothing is allocated on a device and no weight is read.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BadInputError } from '../common/errors';
+import { IMAGE_PROFILES, STAGE, VIDEO_PROFILES } from '../catalog';
+import { Engine } from '../engine/engine';
+import { adapterProfile, type AdapterProfile } from '../engine/plan-device';
+import { draftImage, type ImageRequest } from '../jobs/job-requests';
+import { writePng } from '../media';
+import { Krea2Pipeline, krea2DemoLayout } from '../models/krea2';
+import type { Pipeline } from '../models/common/pipeline';
+import { measureRun, type StageCost } from '../models/common/stage-meter';
+import { KREA2_PROFILES, krea2TaskOf } from '../worker/profiles/krea2';
+import type { ImageTask } from '../worker/protocol';
+import { calibrationFor } from './calibration';
+import { plannedKrea2Root } from './layouts';
+
+/** A request as the JSON API takes it, plus `kind` where the fields do not say it; media inputs by size. */
+export type PlanRequest = ImageRequest & {
+  kind?: 'image' | 'video' | 'tts';
+  /** Input pictures: "WxH" strings or { width, height } (their sizes count; their contents do not). */
+  images?: (string | { width: number; height: number })[];
+  [field: string]: unknown;
+};
+
+export interface StagePlan {
+  stage: string;
+  peak_gpu_bytes: number;
+  /** GPU bytes held when the stage ended (after a load stage: what it left resident). */
+  held_gpu_bytes: number;
+  flops: number;
+  bytes: number;
+  dispatches: number;
+  steps: number;
+}
+
+export interface JobPlan {
+  kind: 'image';
+  profile: string;
+  model: string;
+  adapter: { id: string; name: string };
+  job: { width: number; height: number; steps: number; cfg: number; images: number };
+  peak_gpu_bytes: number;
+  /** The budget the plan was checked against (bytes), and whether the peak fits it. */
+  budget_bytes: number;
+  fits: boolean;
+  stages: StagePlan[];
+  /** Bytes each load stage left resident (weights and what the model keeps loaded). */
+  resident: { stage: string; bytes: number }[];
+  flops: number;
+  bytes: number;
+  dispatches: number;
+  /** One sampling step's share (the sampling stage's work over its steps). */
+  per_step: { flops: number; bytes: number; dispatches: number } | null;
+  predicted: { sampling_s: number; basis: string } | { none: string };
+  /** What is streamed from host memory, and the host-to-GPU bytes per step: nothing yet (block offload is not built). */
+  offload: { streamed: string[]; host_to_gpu_bytes_per_step: number; note: string };
+  notes: string[];
+}
+
+export interface PlanOptions {
+  adapter?: string | AdapterProfile;
+  /** Bytes the job may hold (GPU_MEMORY_BUDGET); default the adapter's memory less 5 %. */
+  budgetBytes?: number;
+}
+
+/** The kind a request is for: `kind`, else its profile's, else the fields it carries. */
+export function kindOf(r: PlanRequest): 'image' | 'video' | 'tts' {
+  if (r.kind !== undefined) {
+    if (!['image', 'video', 'tts'].includes(r.kind)) throw new BadInputError(`kind must be image, video or tts (got ${JSON.stringify(r.kind)})`);
+    return r.kind;
+  }
+  if (typeof r.profile === 'string') {
+    if (IMAGE_PROFILES.some((p) => p.profile === r.profile)) return 'image';
+    if (VIDEO_PROFILES.some((p) => p.profile === r.profile)) return 'video';
+  }
+  if ('text' in r) return 'tts';
+  if (['size', 'negative_prompt', 'cfg', 'size_from_ref'].some((f) => f in r)) return 'image';
+  if (['seconds', 'image_mode', 'audio_mode', 'tts_text'].some((f) => f in r)) return 'video';
+  throw new BadInputError('say what the request is for: add "kind": "image", "video" or "tts" (or a profile)');
+}
+
+function imageSizes(r: PlanRequest): { width: number; height: number }[] {
+  return (r.images ?? []).map((im, i) => {
+    const m = typeof im === 'string' ? /^(\d+)x(\d+)$/.exec(im) : null;
+    const s = typeof im === 'string' ? (m ? { width: Number(m[1]), height: Number(m[2]) } : null) : im;
+    if (!s || !(Number.isInteger(s.width) && Number.isInteger(s.height) && s.width > 0 && s.height > 0)) {
+      throw new BadInputError(`images[${i}]: give a picture's size as "WxH" or { "width", "height" } (got ${JSON.stringify(im)})`);
+    }
+    return s;
+  });
+}
+
+export async function planJob(r: PlanRequest, o: PlanOptions = {}): Promise<JobPlan> {
+  const kind = kindOf(r);
+  if (kind !== 'image') throw new BadInputError(`plans for ${kind} jobs are not built yet; image jobs on imgart_turbo and imgart_turbo_int8 are`);
+  const adapter = typeof o.adapter === 'object' ? o.adapter : adapterProfile(o.adapter ?? 'h200');
+  const budget = o.budgetBytes ?? Math.floor(adapter.memoryBytes * 0.95);
+  const sizes = imageSizes(r);
+  const draft = draftImage(r, sizes.length);
+  const profile = draft.profile.profile;
+  if (!(profile in KREA2_PROFILES)) throw new BadInputError(`plans for profile ${profile} (${draft.profile.model}) are not built yet; imgart_turbo and imgart_turbo_int8 are`);
+  const int8 = KREA2_PROFILES[profile as keyof typeof KREA2_PROFILES].int8;
+  const root = await plannedKrea2Root();
+  const scratch = mkdtempSync(join(tmpdir(), 'kiln-plan-'));
+  const e = Engine.createShapeOnly(adapter);
+  try {
+    // the pictures' contents do not matter to a plan, their sizes do: flat grey files of those sizes
+    const images: string[] = [];
+    for (const [i, s] of sizes.entries()) {
+      const p = join(scratch, `image${i}.png`);
+      await writePng(p, { data: new Uint8Array(s.width * s.height * 3).fill(128), width: s.width, height: s.height }, { prompt: '', profile, seed: 0, steps: 0 });
+      images.push(p);
+    }
+    const task: ImageTask = {
+      id: 'plan', profile, kind: 'image', images, audios: [], output: join(scratch, 'out.png'),
+      params: { prompt: draft.prompt, negative: draft.negative, seed: draft.seed, steps: draft.steps, cfg: draft.cfg, width: draft.width, height: draft.height, res: draft.res, mode: draft.mode },
+    };
+    const pipe: Pipeline<ReturnType<typeof krea2TaskOf>> = new Krea2Pipeline({ engine: async () => e, layout: async () => krea2DemoLayout(root), int8 });
+    const stages = await measureRun(e, pipe, krea2TaskOf(task));
+    await pipe.unload();
+    return report(stages, { adapter, budget, profile, model: draft.profile.model ?? profile, job: { width: draft.width, height: draft.height, steps: draft.steps, cfg: draft.cfg, images: sizes.length } });
+  } finally {
+    e.destroy();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: number; profile: string; model: string; job: JobPlan['job'] }): JobPlan {
+  const rows: StagePlan[] = stages.map((s) => ({
+    stage: s.stage, peak_gpu_bytes: s.peakGpuBytes, held_gpu_bytes: s.heldGpuBytes, flops: s.work.flops, bytes: s.work.bytes, dispatches: s.work.dispatches, steps: s.steps,
+  }));
+  const sum = (f: (s: StagePlan) => number) => rows.reduce((a, s) => a + f(s), 0);
+  const peak = Math.max(0, ...rows.map((s) => s.peak_gpu_bytes));
+  const resident: JobPlan['resident'] = [];
+  let held = 0;
+  for (const s of rows) {
+    if (s.stage === STAGE.loadModel || s.stage === STAGE.loadTextEncoder) resident.push({ stage: s.stage, bytes: s.held_gpu_bytes - held });
+    held = s.held_gpu_bytes;
+  }
+  const sampling = rows.find((s) => s.stage === STAGE.sample && s.steps > 0);
+  const perStep = sampling ? { flops: sampling.flops / sampling.steps, bytes: sampling.bytes / sampling.steps, dispatches: sampling.dispatches / sampling.steps } : null;
+  const cal = calibrationFor(c.adapter.id, c.profile);
+  const predicted: JobPlan['predicted'] = cal && sampling
+    ? { sampling_s: sampling.flops / cal.flopsPerSecond, basis: cal.basis }
+    : { none: `no measured rate for ${c.profile} on ${c.adapter.name}; docs/performance.md lists the measured ones` };
+  return {
+    kind: 'image', profile: c.profile, model: c.model, adapter: { id: c.adapter.id, name: c.adapter.name }, job: c.job,
+    peak_gpu_bytes: peak, budget_bytes: c.budget, fits: peak <= c.budget,
+    stages: rows, resident, flops: sum((s) => s.flops), bytes: sum((s) => s.bytes), dispatches: sum((s) => s.dispatches),
+    per_step: perStep, predicted,
+    offload: { streamed: [], host_to_gpu_bytes_per_step: 0, note: 'block offload is not built yet: a job over the budget does not fit' },
+    notes: ['the prompt is tokenized by a byte-level stand-in for the real tokenizer (not shipped): the text side is an upper bound'],
+  };
+}
+

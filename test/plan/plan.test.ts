@@ -1,0 +1,84 @@
+// Plans at the released sizes (src/plan): the real Krea 2 pipeline on the shape-only engine over a planned checkpoint.
+// The resident bytes are checked against the one real-size figure measured on a GPU (docs/performance.md: the
+// H200 bench loaded the same three parts, 16-bit, into 32.99 GiB); the CLI's JSON has the fields the issue names;
+// budgets, style references and bad requests behave as a user would expect. The plan equals the real run on the
+// demo checkpoints: test/models/plan_matches_run.test.ts.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import { STAGE } from '../../src/catalog';
+import { BadInputError } from '../../src/common/errors';
+import { parseBytes } from '../../src/plan/bytes';
+import { kindOf, planJob, type JobPlan } from '../../src/plan/plan';
+
+const GiB = 2 ** 30;
+const run = promisify(execFile);
+
+describe('plans at the released sizes', () => {
+  let cache: string;
+  let turbo: JobPlan;
+  before(async () => {
+    cache = mkdtempSync(join(tmpdir(), 'kiln-plan-cache-'));
+    process.env.KILN_PLAN_CACHE = cache;
+    turbo = await planJob({ prompt: 'a red kite over the sea', profile: 'imgart_turbo', size: '1024x1024', seed: 1 });
+  });
+  after(() => rmSync(cache, { recursive: true, force: true }));
+
+  test('imgart_turbo at 1K: resident weights as the H200 measured them, stages in the spec\'s order, 8 steps of work', () => {
+    const resident = turbo.resident.reduce((a, r) => a + r.bytes, 0);
+    assert.ok(Math.abs(resident / GiB - 32.99) < 0.005, `resident ${(resident / GiB).toFixed(3)} GiB; the H200 bench measured 32.99 GiB`);
+    assert.deepEqual(turbo.stages.map((s) => s.stage), [STAGE.loadModel, STAGE.loadTextEncoder, STAGE.encode, STAGE.sample, STAGE.save]);
+    assert.equal(turbo.peak_gpu_bytes, Math.max(...turbo.stages.map((s) => s.peak_gpu_bytes)));
+    assert.ok(turbo.peak_gpu_bytes > resident, 'activations come on top of the weights');
+    const sample = turbo.stages.find((s) => s.stage === STAGE.sample)!;
+    assert.equal(sample.steps, 8);
+    // one DiT step: at least its GEMMs and attention (bench/image/krea2.ts's formula at 4096 image + >= 69 text tokens: 113.2 TFLOP)
+    assert.ok(turbo.per_step!.flops > 113e12 && turbo.per_step!.flops < 125e12, `per step ${turbo.per_step!.flops / 1e12} TFLOP`);
+    assert.equal(turbo.flops, turbo.stages.reduce((a, s) => a + s.flops, 0));
+    assert.ok('sampling_s' in turbo.predicted && turbo.predicted.sampling_s > 60, 'predicted from the H200 rate measured for this profile');
+    assert.equal(turbo.fits, true);
+  });
+
+  test('int8 holds less; a budget below the peak says the job does not fit; no measured rate means no prediction', async () => {
+    const int8 = await planJob({ prompt: 'a red kite over the sea', profile: 'imgart_turbo_int8', size: '1024x1024', seed: 1 }, { budgetBytes: 16 * GiB });
+    const dit = (p: JobPlan) => p.resident.find((r) => r.stage === STAGE.loadModel)!.bytes;
+    assert.ok(dit(int8) < 0.6 * dit(turbo), `int8 DiT+VAE ${dit(int8) / GiB} GiB vs ${dit(turbo) / GiB} GiB`);
+    assert.equal(int8.budget_bytes, 16 * GiB);
+    assert.equal(int8.fits, false);
+    assert.deepEqual(int8.predicted, { none: 'no measured rate for imgart_turbo_int8 on NVIDIA H200; docs/performance.md lists the measured ones' });
+  });
+
+  test('style references add the vision tower\'s work to the encode stage; sizes count', async () => {
+    const withRef = await planJob({ prompt: 'a red kite over the sea', profile: 'imgart_turbo', size: '1024x1024', seed: 1, images: ['800x600'] });
+    const enc = (p: JobPlan) => p.stages.find((s) => s.stage === STAGE.encode)!.flops;
+    assert.ok(enc(withRef) > 1.5 * enc(turbo), `encode ${enc(withRef) / 1e12} vs ${enc(turbo) / 1e12} TFLOP`);
+    assert.equal(withRef.job.images, 1);
+  });
+
+  test('bad requests are refused with what to change', async () => {
+    await assert.rejects(planJob({ prompt: 'x', kind: 'video' }), (e: Error) => e instanceof BadInputError && /plans for video jobs are not built yet/.test(e.message));
+    await assert.rejects(planJob({ prompt: 'x', profile: 'imgmain' }), /plans for profile imgmain \(Qwen-Image-2.1\) are not built yet/);
+    await assert.rejects(planJob({ prompt: 'x', size: '1000x1000', profile: 'imgart_turbo' }), /multiple of/);
+    await assert.rejects(planJob({ prompt: 'x', profile: 'imgart_turbo', images: ['big'] }), /images\[0\]/);
+    assert.throws(() => kindOf({ prompt: 'x' }), /add "kind"/);
+    assert.equal(kindOf({ prompt: 'x', size: '512x512' }), 'image');
+    assert.equal(kindOf({ prompt: 'x', seconds: 5 }), 'video');
+    assert.deepEqual(['16GiB', '12 GB', '1024', '0.5KiB'].map((s) => parseBytes(s)), [16 * GiB, 12e9, 1024, 512]);
+    assert.throws(() => parseBytes('lots'), /not a size/);
+  });
+
+  test('npm run plan -- --json prints one object with the fields machines read; a bad request exits 2 saying why', async () => {
+    const { stdout } = await run('npm', ['run', '--silent', 'plan', '--', '{"prompt": "a lighthouse", "profile": "imgart_turbo", "size": "1024x1024"}', '--json', '--budget', '12GiB'], { env: { ...process.env, KILN_PLAN_CACHE: cache } });
+    const p = JSON.parse(stdout) as JobPlan;
+    assert.equal(p.budget_bytes, 12 * GiB);
+    assert.equal(p.fits, false);
+    assert.ok(p.peak_gpu_bytes > 30 * GiB && p.flops > 900e12 && p.dispatches > 1000);
+    assert.ok(p.stages.every((s) => typeof s.stage === 'string' && s.peak_gpu_bytes > 0));
+    assert.deepEqual(Object.keys(p.offload).sort(), ['host_to_gpu_bytes_per_step', 'note', 'streamed']);
+    await assert.rejects(run('npm', ['run', '--silent', 'plan', '--', '{"prompt": "x", "kind": "tts"}']), (e: { code: number; stderr: string }) => e.code === 2 && /plans for tts jobs are not built yet/.test(e.stderr));
+  });
+});
