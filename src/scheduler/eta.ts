@@ -1,6 +1,9 @@
 // Expected seconds until a job finishes (the job object's eta_s; README "ETA"): what jobs of the same class took on
-// this machine (kind, profile, size, seconds, steps: a running mean kept in the store), a documented first guess for
-// a class never measured, and the model's load time added wherever the GPU must switch models on the way.
+// this machine (kind, profile, size, seconds, steps: a running mean kept in the store); for a class never run, what
+// this machine measured for the profile at another size, scaled by size (pixels x frames) and steps; a documented
+// first guess for a profile never measured; the model's load time added wherever the GPU must switch models on the
+// way. A running job's own progress rate (seconds per step as it goes) replaces the expectation once it has one, and
+// a job still running never shows 0.
 import type { WorkerTask } from '../worker/protocol';
 
 /** Running means of measured seconds, by key (kept in the job database: src/jobs/runtime.store.ts). */
@@ -32,12 +35,53 @@ export function firstGuessS(task: WorkerTask): number {
   return 5 + 2.5 * steps * ((width * height * task.params.frames) / (864 * 480 * 124));
 }
 
+/** What a step's and the decode's work scale with: megapixel-frames (an image is one frame; speech: 1). */
+export function workUnits(task: WorkerTask): number {
+  if (task.kind === 'tts') return 1;
+  const { width, height } = task.params;
+  return (width * height * (task.kind === 'video' ? task.params.frames : 1)) / 1e6;
+}
+
+/** How a finished run divided its time: seconds per sampling step, and seconds from the last step to the end. */
+export interface RunSplit {
+  stepS: number;
+  postS: number;
+}
+
 export class EtaModel {
   constructor(private readonly stats: RuntimeStats) {}
 
-  /** Expected run seconds of the task, its model already loaded. */
+  /** Expected run seconds of the task, its model already loaded: its class's mean; else the profile's measured
+   * seconds per step and per unit of work, and the rest of a run per unit of work, scaled to its size and steps;
+   * else the first guess. */
   runS(task: WorkerTask): number {
-    return this.stats.get(`run/${runtimeClass(task)}`) ?? firstGuessS(task);
+    const measured = this.stats.get(`run/${runtimeClass(task)}`);
+    if (measured !== undefined) return measured;
+    const k = profileKey(task);
+    const step = this.stats.get(`step/${k}`);
+    const rest = this.stats.get(`rest/${k}`);
+    if (task.kind !== 'tts' && step !== undefined && rest !== undefined) return (step * task.params.steps + rest) * workUnits(task);
+    return firstGuessS(task);
+  }
+
+  /** Expected seconds from the last sampling step to the end (decoding, saving), if this machine measured any. */
+  postS(task: WorkerTask): number | undefined {
+    const measured = this.stats.get(`post/${runtimeClass(task)}`);
+    if (measured !== undefined) return measured;
+    const perUnit = this.stats.get(`postu/${profileKey(task)}`);
+    return perUnit === undefined ? undefined : perUnit * workUnits(task);
+  }
+
+  /** A finished run's split (its sampling steps timed as they came): kept per class, and per profile per unit of work
+   * for the classes not run yet. */
+  recordSplit(task: WorkerTask, runS: number, split: RunSplit): void {
+    if (task.kind === 'tts') return;
+    const k = profileKey(task);
+    const units = workUnits(task);
+    this.stats.add(`post/${runtimeClass(task)}`, Math.max(0, split.postS));
+    this.stats.add(`postu/${k}`, Math.max(0, split.postS) / units);
+    this.stats.add(`step/${k}`, Math.max(0, split.stepS) / units);
+    this.stats.add(`rest/${k}`, Math.max(0, runS - split.stepS * task.params.steps) / units);
   }
 
   /** Expected seconds to load the model of `profileKey` (kind/profile). */
@@ -56,10 +100,64 @@ export class EtaModel {
 
 export const profileKey = (task: WorkerTask) => `${task.kind}/${task.profile}`;
 
-/** The job on the GPU: when it started (seconds), and the seconds it was expected to take in all. */
+/** The job on the GPU: when it started (seconds), the seconds it was expected to take in all, and (when known) the
+ * seconds it has left by its own progress (runningLeftS). */
 export interface RunningEta {
   started: number;
   expectedS: number;
+  leftS?: number;
+}
+
+/** A series of progress reports: where it was when it began, its first move, and the latest. */
+export interface ProgressSeries {
+  max: number;
+  from: { at: number; value: number };
+  /** The first report past `from` (its first step often holds one-off work: shaders compiled for a new size). */
+  first?: { at: number; value: number };
+  last: { at: number; value: number };
+}
+
+/** Seconds per unit of a progress series so far, once it has moved: counted from its first move once it has moved
+ * again (leaving out the one-off work of the first step), else from its start. */
+export function seriesRate(p: ProgressSeries | undefined): number | undefined {
+  if (!p || p.last.value <= p.from.value) return undefined;
+  const base = p.first && p.last.value > p.first.value ? p.first : p.from;
+  return (p.last.at - base.at) / (p.last.value - base.value);
+}
+
+/** The series with a new report `at` (a new series when max changes or the value goes back). */
+export function nextSeries(cur: ProgressSeries | undefined, max: number, at: { at: number; value: number }): ProgressSeries {
+  if (!cur || cur.max !== max || at.value < cur.last.value) return { max, from: at, last: at };
+  return { ...cur, first: cur.first ?? (at.value > cur.from.value ? at : undefined), last: at };
+}
+
+/** What a running job shows for an estimate of `left` seconds: that, but never below 0.1 s; once it is past its
+ * estimate (left negative), a tenth of how late it is: a job still working never shows 0, and a late one shows more
+ * the later it is. */
+export const shownLeftS = (left: number) => (left >= 0.1 ? left : Math.max(0.1, -0.1 * left));
+
+/**
+ * Seconds a running job has left. Sampling: its own seconds per step times the steps left (the step under way counted
+ * from the last report), plus the time after sampling (measured for its class or profile, else a quarter of its
+ * sampling). After sampling: that time less what has passed, or a later progress series' own rate (frames decoded),
+ * whichever is longer. Before its first step: the expectation less what has passed. Never 0: shownLeftS.
+ */
+export function runningLeftS(now: number, r: { started: number; expectedS: number; steps?: ProgressSeries; after?: ProgressSeries; postS?: number }): number {
+  const stepS = seriesRate(r.steps);
+  let left: number;
+  if (!r.steps || stepS === undefined) left = r.expectedS - (now - r.started);
+  else {
+    const post = r.postS ?? 0.25 * stepS * r.steps.max;
+    const stepsLeft = r.steps.max - r.steps.last.value;
+    const since = now - r.steps.last.at;
+    if (stepsLeft > 0) left = Math.max(stepS * stepsLeft - since, stepS * (stepsLeft - 1)) + post;
+    else {
+      left = post - since;
+      const rate = seriesRate(r.after);
+      if (r.after && rate !== undefined) left = Math.max(left, rate * (r.after.max - r.after.last.value) - (now - r.after.last.at));
+    }
+  }
+  return shownLeftS(left);
 }
 
 /** One GPU worker as the ETA sees it: the job it runs (if any), the model it holds for jobs, what it serves. */
@@ -71,7 +169,8 @@ export interface EtaWorker {
 }
 
 /**
- * Seconds until each job finishes: a running one's expected total less what has elapsed (never below 0); then the
+ * Seconds until each job finishes: a running one's time left (its own progress, else its expected total less what
+ * has elapsed; never 0: shownLeftS); then the
  * queue in its order, each job going to the worker that serves it and frees up first (a tie goes to the one holding
  * its model), adding its expected run and, where that worker must switch models, the model's load. A job no worker
  * serves gets none. With one worker this is the sum of everything ahead.
@@ -79,7 +178,7 @@ export interface EtaWorker {
 export function fleetEtas(now: number, workers: readonly EtaWorker[], queue: readonly WorkerTask[], model: EtaModel): Map<string, number> {
   const out = new Map<string, number>();
   const state = workers.map((w) => {
-    const free = w.running ? Math.max(0, w.running.expectedS - (now - w.running.started)) : 0;
+    const free = w.running ? (w.running.leftS ?? shownLeftS(w.running.expectedS - (now - w.running.started))) : 0;
     if (w.running) out.set(w.running.id, free);
     return { w, free, key: w.running?.key ?? w.key };
   });

@@ -2,6 +2,7 @@
 // timers that stop it. Also how it ends: its Outcome, and the error of one whose worker died under it.
 import { STAGE_WORDS, type Stage } from '../catalog';
 import type { FailCode, WorkerTask } from '../worker/protocol';
+import type { ProgressSeries } from './eta';
 import type { WorkerLink } from './worker-link';
 
 export interface Running {
@@ -23,6 +24,9 @@ export interface Running {
   expectedS: number;
   /** Seconds its model took to load, if it had to be loaded. */
   loadS?: number;
+  /** Its sampling steps as reported (the ETA's own-progress rate), and a later progress series (frames decoded). */
+  steps?: ProgressSeries;
+  after?: ProgressSeries;
 }
 
 export type Outcome =

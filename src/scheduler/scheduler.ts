@@ -10,7 +10,7 @@
 import { EventEmitter } from 'node:events';
 import { DEFAULT_PRIORITY, STAGE, type TaskKind } from '../catalog';
 import type { ServedProfile, WorkerTask } from '../worker/protocol';
-import { EtaModel, fleetEtas, profileKey } from './eta';
+import { EtaModel, fleetEtas, profileKey, nextSeries, runningLeftS, seriesRate } from './eta';
 import { Lanes, type Waiting } from './lanes';
 import { armTimeout, lostOutcome, type Outcome, type Running } from './running';
 import type { TaskEvent, WorkerLink, WorkerPool, WorkerStatus } from './worker-link';
@@ -128,7 +128,7 @@ export class Scheduler extends EventEmitter {
       const workers = links.map((l) => {
         const r = this.jobOn(l);
         return {
-          running: r && { id: r.task.id, key: profileKey(r.task), started: r.started, expectedS: r.expectedS },
+          running: r && { id: r.task.id, key: profileKey(r.task), started: r.started, expectedS: r.expectedS, leftS: runningLeftS(now, { ...r, postS: this.eta.postS(r.task) }) },
           key: this.lastKey.get(l),
           serves: (t: WorkerTask) => this.pool!.fixed || l.profiles.some((p) => p.kind === t.kind && p.profile === t.profile),
         };
@@ -322,17 +322,27 @@ export class Scheduler extends EventEmitter {
       case 'stage':
         r.stage = e.stage;
         return void this.emit('progress', r.task);
-      case 'progress':
+      case 'progress': {
         r.progress = { value: e.value, max: e.max };
+        // the first series, and any while sampling, are the steps; a later one (frames decoded) comes after them
+        const at = { at: this.now(), value: e.value };
+        const which = !r.steps || r.stage === STAGE.sample ? 'steps' : 'after';
+        r[which] = nextSeries(r[which], e.max, at);
         return void this.emit('progress', r.task);
+      }
       case 'loaded':
         r.loadS = e.load_s;
         this.eta.recordLoad(profileKey(r.task), e.load_s);
         this.etaCache = undefined;
         return void this.emit('loaded', r.task, e.load_s);
-      case 'done':
-        this.eta.recordRun(r.task, e.exec_s - (r.loadS ?? 0));
+      case 'done': {
+        const runS = e.exec_s - (r.loadS ?? 0);
+        this.eta.recordRun(r.task, runS);
+        const stepS = seriesRate(r.steps);
+        // steps timed from their first report to their last: the split of this run, for sizes not run yet
+        if (r.steps && stepS !== undefined && r.steps.last.value === r.steps.max) this.eta.recordSplit(r.task, runS, { stepS, postS: this.now() - r.steps.last.at });
         return this.end(r, { status: 'done', started: r.started, finished: this.now(), exec_s: e.exec_s });
+      }
       case 'failed': {
         const interrupted = r.stopping === 'interrupted' && (e.code === 'interrupted' || e.code === 'cancelled');
         return this.end(r, { status: 'failed', code: interrupted ? 'interrupted' : e.code, error: interrupted ? 'interrupted' : e.message, started: r.started, finished: this.now() });
