@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { writeSafetensors } from '../../src/engine/safetensors';
-import { expectF16, F16_RULE, FLOAT16_UNIT, goldenCaseFiles, GoldenCase, selectRows } from './golden';
+import { expectClose, expectF16, expectF32, F16_RULE, FLOAT16_UNIT, goldenCaseFiles, GoldenCase, selectRows } from './golden';
 
 const META = { config: '{"model_type":"qwen3"}', upstream: 'x 1.0', seed: '7', tolerance: '{"f32":{"atol":1e-4,"rtol":1e-4}}' };
 
@@ -104,4 +104,37 @@ test('the float16 rule: a multiple of upstream\'s own f16 error, elementwise and
   await withFile({ 'output.y': { dtype: 'F32', shape: [1], data: [1] } }, { ...META, f16_error: '{"y":{"max":-1}}' }, async (p) => {
     await assert.rejects(GoldenCase.open(p), /f16_error\.y needs max, rms and peak >= 0/);
   });
+});
+
+test('every comparison refuses a length or shape mismatch, naming the tensor, in every dtype', async () => {
+  const err = { max: 0.01, rms: 0.01, peak: 4 };
+  await withFile(
+    { 'output.y': { dtype: 'F32', shape: [3, 2], data: [4, -2, 1, 0.5, 3, 2] } },
+    { ...META, tolerance: '{"f32":{"atol":1e-4,"rtol":1e-4},"int8":{"atol":0.1,"rtol":0.1}}', f16_error: JSON.stringify({ y: err }) },
+    async (p) => {
+      const c = await GoldenCase.open(p);
+      try {
+        const want = await c.output('y');
+        const rows2 = [4, -2, 1, 0.5];
+        for (const dt of ['f32', 'f16', 'int8'] as const) {
+          c.expect(dt, want.data, want, 'y');
+          c.expect(dt, { data: want.data, shape: [3, 2] }, want, 'y');
+          // the reference one row longer than the result: its first rows match exactly, so only the length can fail it
+          assert.throws(() => c.expect(dt, rows2, want, 'y'), new RegExp(`^Error: y \\(${dt}\\): 4 elements, reference has 6 \\(shape \\[3, 2\\]\\)$`));
+          assert.throws(() => c.expect(dt, { data: rows2, shape: [2, 2] }, want, 'y'), new RegExp(`^Error: y \\(${dt}\\): shape \\[2, 2\\], reference has \\[3, 2\\]$`));
+          // the result longer than the reference
+          assert.throws(() => c.expect(dt, [...want.data, 0], want, 'y'), /y \(\w+\): 7 elements, reference has 6/);
+          // as many elements in another shape (a transposed or unsqueezed result)
+          assert.throws(() => c.expect(dt, { data: want.data, shape: [2, 3] }, want, 'y'), /y \(\w+\): shape \[2, 3\], reference has \[3, 2\]/);
+          assert.throws(() => c.expect(dt, { data: want.data, shape: [1, 3, 2] }, want, 'y'), /shape \[1, 3, 2\], reference has \[3, 2\]/);
+        }
+        // a reference whose data does not fill its shape (a caller's reshape gone wrong)
+        assert.throws(() => expectF32(rows2, { data: Float64Array.from(rows2), shape: [3, 2] }, c.tol('f32'), undefined, 'bad'), /bad: the reference has 4 elements for its shape \[3, 2\] \(6\)/);
+        assert.throws(() => expectClose(rows2, { data: want.data, shape: [2, 2] }, c.tol('f32'), 'bad2'), /bad2: the reference has 6 elements/);
+        assert.throws(() => expectF16(rows2, want, err, 'half'), /half: 4 elements, reference has 6/);
+      } finally {
+        await c.close();
+      }
+    },
+  );
 });

@@ -9,13 +9,18 @@
 // stated {atol, rtol} or, where float32 rounding alone moves upstream's own output further (deep conv stacks), a
 // multiple of that (F32_RULE); f16 by the float16 rule (F16_RULE), a multiple of the error upstream's own model
 // makes in float16 on that case.
+// Every comparison first refuses, naming the tensor, a result whose length (or, when the result carries one, shape)
+// is not the reference's, and a reference whose data does not fill its shape (expectShape): a check over a prefix
+// would pass on the rows it skips.
 // GOLDEN_MARGINS=<file> appends one JSON line per comparison (case, tensor, used fraction of the allowance).
 // A component folder without cases fails; a case the implementation cannot build fails (nothing is skipped).
 // Fixtures are written by tools/golden/*.py in the reference lab.
 import { appendFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { describe, test, type TestContext } from 'node:test';
+import type { Engine } from '../../src/engine/engine';
 import { Checkpoint } from '../../src/engine/safetensors';
+import type { Tensor } from '../../src/engine/tensor';
 import { assertClose, type HostTensor, type Tolerance } from '../engine/helpers';
 
 export const WEIGHT_PREFIX = 'weight.';
@@ -206,7 +211,7 @@ export class GoldenCase {
    * got (a result of compute dtype `variant`) against `want` (output.<name>, possibly reshaped or row-selected by
    * the caller): int8 at the fixture's stated tolerance, f32 by the float32 rule, f16 by the float16 rule.
    */
-  expect(variant: 'f32' | 'f16' | 'int8', got: ArrayLike<number>, want: HostTensor, name: string, label = `${name} (${variant})`): void {
+  expect(variant: 'f32' | 'f16' | 'int8', got: Got, want: HostTensor, name: string, label = `${name} (${variant})`): void {
     if (variant === 'f16') expectF16(got, want, this.f16Error(name), label);
     else if (variant === 'f32') expectF32(got, want, this.tol('f32'), this.f32Error(name), label);
     else expectClose(got, want, this.tol(variant), label);
@@ -221,8 +226,40 @@ export function f16Allowance(e: F16Error): { atol: number; rms: number } {
   return { atol: F16_RULE.max * Math.max(e.max, FLOAT16_UNIT * e.peak), rms: F16_RULE.rms * Math.max(e.rms, FLOAT16_UNIT) };
 }
 
+/** A result to compare: its values (flat, row-major), or its values with the shape Kiln computed them in. */
+export type Got = ArrayLike<number> | { readonly data: ArrayLike<number>; readonly shape: readonly number[] };
+
+const fmt = (shape: readonly number[]): string => `[${shape.join(', ')}]`;
+
+/**
+ * The result's values, once they are known to match the reference element for element: the reference's data fills
+ * its shape, the result has as many elements, and a result given with a shape has the reference's shape (leading
+ * and inner dims of 1 are not dropped: a (1, L, D) result against an (L, D) reference is a mismatch, as it is
+ * upstream's shape that is compared). Throws an error that names the tensor (`label`) otherwise.
+ */
+export function expectShape(got: Got, want: HostTensor, label: string): ArrayLike<number> {
+  const wantCount = want.shape.reduce((a, n) => a * n, 1);
+  if (want.data.length !== wantCount) {
+    throw new Error(`${label}: the reference has ${want.data.length} elements for its shape ${fmt(want.shape)} (${wantCount})`);
+  }
+  const shaped = !isFlat(got);
+  const data = shaped ? got.data : got;
+  if (shaped && (got.shape.length !== want.shape.length || got.shape.some((n, i) => n !== want.shape[i]))) {
+    throw new Error(`${label}: shape ${fmt(got.shape)}, reference has ${fmt(want.shape)}`);
+  }
+  if (data.length !== want.data.length) {
+    throw new Error(`${label}: ${data.length} elements, reference has ${want.data.length} (shape ${fmt(want.shape)})`);
+  }
+  return data;
+}
+
+function isFlat(got: Got): got is ArrayLike<number> {
+  return !('shape' in got && Array.isArray((got as { shape: unknown }).shape) && 'data' in got);
+}
+
 /** The float16 rule (F16_RULE) for one tensor, given upstream's own f16 error on it. */
-export function expectF16(got: ArrayLike<number>, want: HostTensor, e: F16Error, label: string): void {
+export function expectF16(result: Got, want: HostTensor, e: F16Error, label: string): void {
+  const got = expectShape(result, want, label);
   const a = f16Allowance(e);
   const rms = relRms(got, want);
   let worst = 0;
@@ -237,7 +274,8 @@ export function expectF16(got: ArrayLike<number>, want: HostTensor, e: F16Error,
 }
 
 /** The float32 rule (F32_RULE) for one tensor: the stated tolerance, or a multiple of upstream's own f32 error. */
-export function expectF32(got: ArrayLike<number>, want: HostTensor, tol: Tolerance, e: F16Error | undefined, label: string): void {
+export function expectF32(result: Got, want: HostTensor, tol: Tolerance, e: F16Error | undefined, label: string): void {
+  const got = expectShape(result, want, label);
   const floor = e ? F32_RULE.max * e.max : 0;
   let used = 0;
   let worst = 0;
@@ -303,7 +341,8 @@ export function goldenTests(model: string, component: string, body: (c: GoldenCa
 }
 
 /** |got - want| <= atol + rtol * |want| everywhere (see test/engine/helpers.ts assertClose). */
-export function expectClose(got: ArrayLike<number>, want: HostTensor, tol: Tolerance, label: string): void {
+export function expectClose(result: Got, want: HostTensor, tol: Tolerance, label: string): void {
+  const got = expectShape(result, want, label);
   if (process.env.GOLDEN_MARGINS) {
     let used = 0;
     for (let i = 0; i < got.length; i++) {
@@ -327,7 +366,7 @@ export function relRms(got: ArrayLike<number>, want: HostTensor): number {
 }
 
 /** expectClose with atol scaled by the stage's peak |want| (at least 1): for deep conv stacks whose error grows with the values. */
-export function expectCloseToPeak(got: ArrayLike<number>, want: HostTensor, tol: Tolerance, label: string): void {
+export function expectCloseToPeak(got: Got, want: HostTensor, tol: Tolerance, label: string): void {
   const peak = want.data.reduce((m, v) => Math.max(m, Math.abs(v)), 1);
   expectClose(got, want, { atol: tol.atol * peak, rtol: tol.rtol }, `${label}, atol x peak ${peak.toFixed(1)}`);
 }
@@ -343,4 +382,9 @@ export function selectRows(data: ArrayLike<number>, shape: readonly number[], ke
   const out: number[] = [];
   for (let r = 0; r < rows; r++) if (keep[r]) for (let j = 0; j < width; j++) out.push(data[r * width + j]!);
   return { data: Float64Array.from(out), shape: [out.length / width, width] };
+}
+
+/** A tensor's values with its shape, for the shape check of every comparison (expectShape). */
+export async function readShaped(e: Engine, t: Tensor): Promise<{ data: Float32Array; shape: readonly number[] }> {
+  return { data: await e.read(t), shape: [...t.shape] };
 }
