@@ -4,46 +4,23 @@
 // layer) in f32, f16 and int8 weight-only, the sigma schedule, and sampling trajectories. Fixtures with text pads
 // are run on the real tokens only (what the pipeline does), and compared on those rows.
 import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Engine } from '../../src/engine/engine';
+import { Checkpoint, writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import type { Tensor } from '../../src/engine/tensor';
 import type { WeightLoader } from '../../src/models/common/weights';
 import {
-  KREA2_LARGE_WIDE, krea2Patchify, krea2Positions, krea2RopeTable, krea2Sigmas, krea2StepSize, krea2Unpatchify,
-  Krea2SingleStreamBlock, Krea2TextFusion, Krea2Transformer, parseKrea2Config, swigluWidth, type Krea2Config, type TextFusionTrace,
+  KREA2_LARGE_WIDE, krea2Patchify, krea2Positions, krea2RopeTable, krea2Sigmas, krea2Unpatchify, Krea2SingleStreamBlock,
+  parseKrea2Config, swigluWidth,
 } from '../../src/models/krea2';
-import { eulerStep } from '../../src/models/qwen_image21';
-import { testEngine, type HostTensor } from '../engine/helpers';
-import { expectClose, goldenTests, selectRows, WEIGHT_PREFIX, type GoldenCase } from './golden';
-import { variantKey, VARIANTS, type Variant } from './qwen3-golden';
+import { testEngine } from '../engine/helpers';
+import { expectClose, goldenCaseFiles, GoldenCase, goldenTests, readShaped, WEIGHT_PREFIX } from './golden';
+import { caseConfig, textFusionCase, trajectoryCase, transformerCase, upload } from './krea2-golden';
+import { variantKey, VARIANTS } from './qwen3-golden';
 
 const MODEL = 'krea2';
-
-const caseConfig = (c: GoldenCase): Krea2Config => parseKrea2Config(c.config, `${c.path} config`);
-
-/** The text mask (B, L) of a case: the rows of the real tokens, shared by the batch (the pipeline's case). */
-async function textRows(c: GoldenCase): Promise<{ keep: number[]; rows: number[]; B: number; L: number }> {
-  const m = await c.ints('mask');
-  const [B, L] = m.shape as [number, number];
-  const row = m.data.slice(0, L);
-  for (let b = 1; b < B; b++) assert.deepEqual(m.data.slice(b * L, (b + 1) * L), row, 'samples share the text mask');
-  return { keep: m.data, rows: row.flatMap((v, i) => (v ? [i] : [])), B, L };
-}
-
-/** Rows `rows` along dim 1 of a (B, L, ...) host tensor. */
-function pick(t: HostTensor, rows: number[]): HostTensor {
-  const [B, L] = t.shape as [number, number];
-  const w = t.data.length / (B * L);
-  const out = new Float64Array(B * rows.length * w);
-  for (let b = 0; b < B; b++) rows.forEach((r, i) => out.set(t.data.subarray((b * L + r) * w, (b * L + r + 1) * w), (b * rows.length + i) * w));
-  return { data: out, shape: [B, rows.length, ...t.shape.slice(2)] };
-}
-
-function upload(e: Engine, temps: Tensor[], h: HostTensor, dtype: Variant['dtype']): Tensor {
-  const t = e.upload(h.data, h.shape, dtype);
-  temps.push(t);
-  return t;
-}
 
 goldenTests(MODEL, 'rope', async (c) => {
   const pos = await c.input('pos');
@@ -115,14 +92,15 @@ for (const v of VARIANTS) {
       temps.push(mod);
       const y = block.forward(e, x, mod, rope);
       temps.push(y);
-      c.expect(variantKey(v), await e.read(y), await c.output('x'), 'x', `block (${v.name})`);
+      c.expect(variantKey(v), await readShaped(e, y), await c.output('x'), 'x', `block (${v.name})`);
     } finally {
       for (const t of temps) t.free();
       block.free();
     }
   }, v.name);
 
-  // The SwiGLU in row chunks (what a 4096 x 4096 picture needs at the real width) gives the one-piece result.
+  // The SwiGLU in row chunks (what a 4096 x 4096 picture needs at the real width) gives the one-piece result. Row
+  // chunks are for batch 1 and the MLP is per row, so a case's samples are one row run of B x L.
   goldenTests(MODEL, 'block', async (c) => {
     const e = await testEngine();
     const cfg = caseConfig(c);
@@ -131,14 +109,15 @@ for (const v of VARIANTS) {
     const temps: Tensor[] = [];
     try {
       const x = await c.input('x');
-      if (x.shape[0] !== 1) return; // row chunks are for batch 1
-      const h = upload(e, temps, x, v.dtype);
+      const [B, L, F] = x.shape as [number, number, number];
+      const h = upload(e, temps, { data: x.data, shape: [1, B * L, F] }, v.dtype);
       const whole = block.mlp.forward(e, h, h);
-      const chunked = block.mlp.forward(e, h, h, undefined, 5);
+      const chunk = Math.max(1, Math.min(5, Math.ceil((B * L) / 2)));
+      const chunked = block.mlp.forward(e, h, h, undefined, chunk);
       temps.push(whole, chunked);
       const a = await e.read(whole);
       const b = await e.read(chunked);
-      assert.ok(x.shape[1]! > 5, 'the case has more rows than a chunk');
+      assert.ok(B * L === 1 || B * L > chunk, 'the case has more rows than a chunk');
       a.forEach((val, i) => assert.ok(Math.abs(val - b[i]!) <= 1e-6 * Math.max(1, Math.abs(val)), `row-chunked SwiGLU at ${i}: ${b[i]} vs ${val}`));
     } finally {
       for (const t of temps) t.free();
@@ -146,102 +125,65 @@ for (const v of VARIANTS) {
     }
   }, `${v.name}, SwiGLU in row chunks`);
 
-  goldenTests(MODEL, 'text_fusion', async (c) => {
-    const e = await testEngine();
-    const cfg = caseConfig(c);
-    const w: WeightLoader = { e, ckpt: c.ckpt, dtype: v.dtype, int8: v.int8, loaded: [] };
-    const fusion = await Krea2TextFusion.load(w, cfg, `${WEIGHT_PREFIX}txtfusion.`);
-    const { rows } = await textRows(c);
-    const temps: Tensor[] = [];
-    const trace: TextFusionTrace = { layerwise: [], projected: null as unknown as Tensor, refiner: [] };
-    try {
-      const taps = upload(e, temps, pick(await c.input('taps'), rows), v.dtype);
-      const out = fusion.forward(e, taps, trace);
-      temps.push(...trace.layerwise, trace.projected, ...trace.refiner, out);
-      const check = async (got: Tensor, name: string) => c.expect(variantKey(v), await e.read(got), pick(await c.output(name), rows), name, `${name} (${v.name})`);
-      for (const [i, t] of trace.layerwise.entries()) await check(t, `layerwise.${i}`);
-      await check(trace.projected, 'projected');
-      for (const [i, t] of trace.refiner.entries()) await check(t, `refiner.${i}`);
-      await check(out, 'out');
-    } finally {
-      for (const t of temps) t.free();
-      fusion.free();
-    }
-  }, v.name);
+  goldenTests(MODEL, 'text_fusion', async (c) => textFusionCase(c, v), v.name);
 
-  goldenTests(MODEL, 'transformer', async (c) => {
-    const e = await testEngine();
-    const cfg = caseConfig(c);
-    const m = await Krea2Transformer.load(e, c.ckpt, cfg, { dtype: v.dtype, int8: v.int8, prefix: WEIGHT_PREFIX });
-    const { rows, keep, B, L } = await textRows(c);
-    const temps: Tensor[] = [];
-    const latents = await c.input('latents');
-    const [, C, H, W] = latents.shape as [number, number, number, number];
-    const gridH = H / cfg.patch;
-    const gridW = W / cfg.patch;
-    const N = gridH * gridW;
-    const geometry = m.geometry(rows.length, gridH, gridW);
-    try {
-      const tokens = krea2Patchify(latents.data, { batch: B, channels: C, height: H, width: W }, cfg.patch);
-      expectClose(tokens, await c.output('img'), { atol: 0, rtol: 0 }, 'patch tokens');
-      const ts = (await c.input('t')).data;
-      assert.ok(ts.every((t) => t === ts[0]), 'samples share sigma');
-      const time = m.timeVectors(ts[0]!);
-      temps.push(time.t, time.tvec);
-      c.expect(variantKey(v), await e.read(time.t), await c.output('t'), 't', `t = tmlp(temb) (${v.name})`);
-      c.expect(variantKey(v), await e.read(time.tvec), await c.output('tvec'), 'tvec', `tvec = tproj(t) (${v.name})`);
-      const context = m.context(upload(e, temps, pick(await c.input('context'), rows), v.dtype));
-      temps.push(context);
-      c.expect(variantKey(v), await e.read(context), pick(await c.output('context'), rows), 'context', `context (${v.name})`);
-      const img = upload(e, temps, { data: Float64Array.from(tokens), shape: [B, N, cfg.tokenDim] }, v.dtype);
-      const out = m.forward({ img, context, sigma: ts[0]!, geometry, blockOutputs: true });
-      temps.push(out.sample, ...out.blocks!);
-      // block outputs over [real text rows | image rows]
-      const seqKeep = Array.from({ length: B }, (_, b) => [...keep.slice(b * L, (b + 1) * L), ...new Array<number>(N).fill(1)]).flat();
-      for (const [i, blk] of out.blocks!.entries()) {
-        const want = await c.output(`block.${i}`);
-        c.expect(variantKey(v), await e.read(blk), selectRows(want.data, want.shape, seqKeep), `block.${i}`, `block.${i} (${v.name})`);
-      }
-      c.expect(variantKey(v), await e.read(out.sample), await c.output('sample'), 'sample', `sample (${v.name})`);
-    } finally {
-      geometry.free();
-      for (const t of temps) t.free();
-      m.free();
-    }
-  }, v.name);
+  goldenTests(MODEL, 'transformer', async (c) => transformerCase(c, v), v.name);
 
-  goldenTests(MODEL, 'trajectory', async (c) => {
-    const e = await testEngine();
-    const cfg = caseConfig(c);
-    const m = await Krea2Transformer.load(e, c.ckpt, cfg, { dtype: v.dtype, int8: v.int8, prefix: WEIGHT_PREFIX });
-    const { rows } = await textRows(c);
-    const temps: Tensor[] = [];
-    const noise = await c.input('noise');
-    const [B, C, H, W] = noise.shape as [number, number, number, number];
-    const shape = { batch: B, channels: C, height: H, width: W };
-    const geometry = m.geometry(rows.length, H / cfg.patch, W / cfg.patch);
-    try {
-      const steps = (await c.ints('steps')).data[0]!;
-      const sigmas = krea2Sigmas(steps, { mu: (await c.input('mu')).data[0]! });
-      expectClose(sigmas, await c.output('sigmas'), { atol: 0, rtol: 0 }, 'sigmas');
-      const context = m.context(upload(e, temps, pick(await c.input('context'), rows), v.dtype));
-      temps.push(context);
-      const tokens = krea2Patchify(noise.data, shape, cfg.patch);
-      let x = upload(e, temps, { data: Float64Array.from(tokens), shape: [B, tokens.length / B / cfg.tokenDim, cfg.tokenDim] }, v.dtype);
-      for (let i = 0; i < steps; i++) {
-        const out = m.forward({ img: x, context, sigma: sigmas[i]!, geometry });
-        temps.push(out.sample);
-        c.expect(variantKey(v), await e.read(out.sample), await c.output(`v.${i}`), `v.${i}`, `v.${i} (${v.name})`);
-        x = eulerStep(e, x, out.sample, krea2StepSize(sigmas, i));
-        temps.push(x);
-        c.expect(variantKey(v), await e.read(x), await c.output(`img.${i}`), `img.${i}`, `img.${i} (${v.name})`);
-      }
-      const latents = krea2Unpatchify(await e.read(x), shape, cfg.patch);
-      c.expect(variantKey(v), latents, await c.output('latents'), 'latents', `latents (${v.name})`);
-    } finally {
-      geometry.free();
-      for (const t of temps) t.free();
-      m.free();
-    }
-  }, v.name);
+  goldenTests(MODEL, 'trajectory', async (c) => trajectoryCase(c, v), v.name);
 }
+
+/**
+ * A copy of a committed case with one output grown by one row of zeros along `dim` (so its first rows still match
+ * Kiln's result exactly: a comparison over a prefix would pass it).
+ */
+async function withLongerOutput(src: string, name: string, dim: number, fn: (c: GoldenCase) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'kiln-krea2-longer-'));
+  const ckpt = await Checkpoint.open(src);
+  try {
+    const tensors: Record<string, WriteTensor> = {};
+    for (const k of ckpt.keys()) {
+      const shape = [...ckpt.entry(k).shape];
+      let data: ArrayLike<number> = await ckpt.readFloat32(k);
+      if (k === `output.${name}`) {
+        const outer = shape.slice(0, dim).reduce((a, n) => a * n, 1);
+        const block = data.length / outer; // elements per outer index, along dim and after it
+        const row = block / shape[dim]!;
+        const grown = new Float32Array(outer * (block + row));
+        for (let o = 0; o < outer; o++) grown.set((data as Float32Array).subarray(o * block, (o + 1) * block), o * (block + row));
+        shape[dim]! += 1;
+        data = grown;
+      }
+      tensors[k] = { dtype: 'F32', shape, data };
+    }
+    const path = join(dir, 'longer.safetensors');
+    await writeSafetensors(path, tensors, ckpt.metadata as Record<string, string>);
+    const c = await GoldenCase.open(path);
+    try {
+      await fn(c);
+    } finally {
+      await c.close();
+    }
+  } finally {
+    await ckpt.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+test('a transformer case whose output has one row more than Kiln computes fails in every dtype, naming the tensor', async () => {
+  const src = goldenCaseFiles(MODEL, 'transformer').find((f) => f.endsWith('b2_pads.safetensors'));
+  assert.ok(src, 'the batch-2 case');
+  // one more image row per sample in the velocity: every dtype
+  await withLongerOutput(src, 'sample', 1, async (c) => {
+    for (const v of VARIANTS) await assert.rejects(transformerCase(c, v), /^Error: sample \(.*shape \[2, 6, 16\], reference has \[2, 7, 16\]/, v.name);
+  });
+  // one more sample row of t, one more sequence row after a block, one more text row: named before any comparison
+  await withLongerOutput(src, 't', 0, async (c) => {
+    await assert.rejects(transformerCase(c, VARIANTS[0]!), /output\.t: shape \[3, 1, 32\] is not per sample for batch 2/);
+  });
+  await withLongerOutput(src, 'block.1', 1, async (c) => {
+    await assert.rejects(transformerCase(c, VARIANTS[0]!), /output\.block\.1: shape \[2, 17, 32\], the case has 16 rows along dim 1/);
+  });
+  await withLongerOutput(src, 'context', 1, async (c) => {
+    await assert.rejects(transformerCase(c, VARIANTS[0]!), /output\.context: shape \[2, 11, 32\], the case has 10 rows along dim 1/);
+  });
+});

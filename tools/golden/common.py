@@ -21,6 +21,7 @@ GOLDEN_WRITE_F64=<dir> the float64 pass also writes its outputs as fixtures unde
 float64; never committed).
 """
 import copy
+import fnmatch
 import json
 import math
 import os
@@ -185,6 +186,11 @@ def write_case(out_dir: str, model: str, component: str, case: str, *, weights: 
     """Writes <out_dir>/<model>/<component>/<case>.safetensors; every tensor as float32 (CPU, contiguous). In the f16
     and f64 passes of record_f16 nothing is written: the outputs are kept for the float32 pass's errors."""
     path = os.path.join(out_dir, model, component, f"{case}.safetensors")
+    # GOLDEN_ONLY="<model>/<component>/<case> ..." (fnmatch patterns): write only those cases, leaving the others'
+    # files as they are (a generator adds a case without rewriting every fixture it makes)
+    only = os.environ.get("GOLDEN_ONLY")
+    if only and not any(fnmatch.fnmatch(f"{model}/{component}/{case}", pat) for pat in only.split()):
+        return path
     if collect_pass(path, outputs, lambda d: write_case(d, model, component, case, weights=weights, inputs=inputs,
                                                         outputs=outputs, config=config, upstream=upstream + " [float64 run]",
                                                         seed=seed, tolerance=tolerance, metadata=metadata)):

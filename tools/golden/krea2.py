@@ -28,7 +28,7 @@ strict from the released file):
                 the prompt and the suffix as the conditioner lays them out); output.layerwise.<i> (B, L, n, txtdim),
                 output.projected, output.refiner.<i>, output.out (B, L, txtdim) (pad rows are undefined upstream)
   transformer/  SingleStreamDiT.forward: input.latents (B, C, H, W), input.context (B, Lt, n, txtdim), input.mask
-                (B, Lt), input.t (B,); output.img (prepare's patch tokens), output.t (tmlp), output.tvec (tproj),
+                (B, Lt), input.t (B,); output.img (prepare's patch tokens), output.t (tmlp, (B, 1, F)), output.tvec (tproj),
                 output.context (txtmlp), output.block.<i> (text + image rows after block i), output.sample
   sigmas/       sampling.timesteps: input.steps, input.seq_len, input.x1, input.x2, input.mu (NaN: interpolated);
                 output.sigmas (steps + 1)
@@ -297,6 +297,8 @@ def main(out):
     transformer_case(out, "b1_pads", 31, 1, 4, 3, 3, 4, 0.76)
     transformer_case(out, "b1_no_pads", 32, 1, 6, 0, 2, 2, 0.31)
     transformer_case(out, "other_config", 33, 1, 3, 2, 2, 3, 0.9, **OTHER_SMALL_TEXT)
+    # batch 2: upstream's t and tvec have one row per sample (issue 51)
+    transformer_case(out, "b2_pads", 34, 2, 3, 2, 2, 3, 0.55)
 
     for steps, seq, mu in [(8, 4096, 1.15), (8, 64, 1.15), (4, 16384, 1.15), (2, 256, 1.15), (28, 4096, None),
                            (28, 256, None), (20, 16384, None), (13, 1000, 0.7)]:
