@@ -160,6 +160,8 @@ def main(out):
     case(out, "leading_newline_unicode", 4, "\n  Ein Bergsee im Morgennebel — 朝の湖", max_length=40,
          select_layers=(0, 2, 3, 4))
     case(out, "other_config", 5, "a tiny robot", max_length=24, select_layers=(1, 2), text=TEXT_OTHER)
+    # the last hidden state (transformers' last_hidden_state, after the final norm), a negative index, out of order
+    case(out, "last_hidden_state_taps", 6, "a lighthouse at dusk", max_length=24, select_layers=(5, 1, -2))
 
 
 if __name__ == "__main__":

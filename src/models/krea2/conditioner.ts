@@ -7,7 +7,10 @@
 //              after the 34 of the prefix, the rest is silently dropped, as upstream does), then the suffix
 //              "<|im_end|>\n<|im_start|>assistant\n" tokenized on its own (5 tokens). No BOS.
 //   taps       hidden_states[i] for i in select_layers (2, 5, ..., 35): the residual stream after decoder layer i, before
-//              the final norm (layer 36 and the norm are never needed, so they are not loaded)
+//              the final norm (layer 36 and the norm are never needed, so they are not loaded). Any index transformers'
+//              tuple takes is accepted: hidden_states[numLayers] (or -1) is the last layer's output after the final
+//              norm (transformers replaces the last entry with last_hidden_state), and a negative i counts from the end
+//              (i + numLayers + 1); then every layer and the norm are loaded.
 //   output     (1, L - 34, n, hidden): the first 34 rows (the prefix) dropped, the rest in order.
 // Upstream pads [prefix + prompt] on the right to 541 tokens before appending the suffix and runs the model with the
 // attention mask and the positions transformers 4.57 derives from it (pads take no position); the real rows equal
@@ -109,7 +112,7 @@ export interface Krea2ConditionerOptions extends Omit<Qwen3LoadOptions, 'layers'
 export class Krea2Conditioner {
   constructor(
     private readonly e: Engine,
-    /** The decoder up to the last selected layer, without the final norm. */
+    /** The decoder up to the last selected layer; the final norm only when hidden_states[numLayers] is tapped. */
     readonly model: Qwen3Model,
     readonly tokenizer: TextTokenizer | null,
     readonly selectLayers: readonly number[] = KREA2_SELECT_LAYERS,
@@ -118,12 +121,15 @@ export class Krea2Conditioner {
   ) {}
 
   static async load(e: Engine, ckpt: Checkpoint, config: Qwen3Config, o: Krea2ConditionerOptions = {}): Promise<Krea2Conditioner> {
-    const { tokenizer, selectLayers = KREA2_SELECT_LAYERS, maxLength = KREA2_MAX_LENGTH, vision, ...load } = o;
-    if (selectLayers.length === 0 || selectLayers.some((i) => !Number.isInteger(i) || i < 0 || i >= config.numLayers)) {
-      throw new RangeError(`Krea2Conditioner: select_layers [${selectLayers}] must be hidden states 0..${config.numLayers - 1} (before the final norm)`);
+    const { tokenizer, selectLayers: given = KREA2_SELECT_LAYERS, maxLength = KREA2_MAX_LENGTH, vision, ...load } = o;
+    const n = config.numLayers;
+    if (given.length === 0 || given.some((i) => !Number.isInteger(i) || i < -(n + 1) || i > n)) {
+      throw new RangeError(`Krea2Conditioner: select_layers [${given}] must index hidden_states: ${-(n + 1)}..${n} (${n}: after the final norm)`);
     }
+    // transformers' numbering: i < 0 counts from the end of the n + 1 states
+    const selectLayers = given.map((i) => (i < 0 ? i + n + 1 : i));
     const layers = Math.max(...selectLayers);
-    const model = await Qwen3Model.load(e, ckpt, config, { ...load, layers, norm: false });
+    const model = await Qwen3Model.load(e, ckpt, config, { ...load, layers, norm: layers === n });
     if (!vision) return new Krea2Conditioner(e, model, tokenizer ?? null, selectLayers, maxLength);
     try {
       if (vision.config.outHiddenSize !== config.hiddenSize) throw new RangeError(`Krea2Conditioner: vision out_hidden_size ${vision.config.outHiddenSize} vs text hidden ${config.hiddenSize}`);
@@ -247,16 +253,20 @@ export class Krea2Conditioner {
     if (!Number.isInteger(drop) || drop < 0 || drop >= L) throw new RangeError(`Krea2Conditioner: drop ${drop} of ${L} tokens`);
     const H = this.hiddenSize;
     const n = this.selectLayers.length;
-    const out = this.model.forward({ ...input, hiddenStates: [...this.selectLayers], final: false });
+    // hidden_states[numLayers] is transformers' last_hidden_state: the final norm's output
+    const last = this.model.config.numLayers;
+    const final = this.selectLayers.includes(last);
+    const out = this.model.forward({ ...input, hiddenStates: this.selectLayers.filter((i) => i !== last), final });
     try {
       const taps = this.e.empty([1, L - drop, n, H], this.model.dtype, 'krea2 text taps');
       this.selectLayers.forEach((layer, i) => {
-        const h = out.hidden.get(layer)!; // (1, L, H)
+        const h = layer === last ? out.final! : out.hidden.get(layer)!; // (1, L, H)
         copyInto(this.e, h.slice(1, drop, L).reshape([1, L - drop, 1, H]), taps.slice(2, i, i + 1));
       });
       return taps;
     } finally {
       for (const t of out.hidden.values()) t.free();
+      out.final?.free();
     }
   }
 
