@@ -333,6 +333,7 @@ export function goldenTests(model: string, component: string, body: (c: GoldenCa
           if (e instanceof Error) e.message = `${c.name} (${c.upstream}, seed ${c.seed}): ${e.message}`;
           throw e;
         } finally {
+          currentCase = ''; // comparisons outside a case (harness tests, hand-made fixtures) are not this case's
           await c.close();
         }
       });
@@ -387,4 +388,13 @@ export function selectRows(data: ArrayLike<number>, shape: readonly number[], ke
 /** A tensor's values with its shape, for the shape check of every comparison (expectShape). */
 export async function readShaped(e: Engine, t: Tensor): Promise<{ data: Float32Array; shape: readonly number[] }> {
   return { data: await e.read(t), shape: [...t.shape] };
+}
+
+/**
+ * A (1, ...) fixture tensor as its one sample (...), for the models that run one sample at a time (MiniMax H3's packed
+ * rows, its video VAE); a case of another batch is refused by name rather than read as its first sample.
+ */
+export function oneSample(t: HostTensor, name: string): HostTensor {
+  if (t.shape[0] !== 1) throw new Error(`${name}: shape [${t.shape.join(', ')}]: this test runs one sample (batch 1)`);
+  return { data: t.data, shape: t.shape.slice(1) };
 }

@@ -55,6 +55,7 @@ goldenTests('krea2', 'pipeline', async (c) => {
     const { data, info } = await sharp(readFileSync(out)).raw().toBuffer({ resolveWithObject: true });
     assert.deepEqual([info.width, info.height, info.channels], [width, height, 3]);
     const want = (await c.output('image')).data;
+    assert.equal(data.length, want.length, `the png has ${data.length} bytes, upstream's output.image ${want.length}`);
     let differ = 0;
     for (let i = 0; i < data.length; i++) {
       const d = Math.abs(data[i]! - want[i]!);

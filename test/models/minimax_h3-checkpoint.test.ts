@@ -14,7 +14,7 @@ import { parseH3Config, type H3Config } from '../../src/models/minimax_h3/config
 import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler';
 import { DIFFUSERS_INDEX, MiniMaxH3Transformer, openH3Checkpoint, type H3ForwardOutput } from '../../src/models/minimax_h3/transformer';
 import { testEngine } from '../engine/helpers';
-import { expectClose, goldenCaseFiles, goldenDir, GoldenCase } from './golden';
+import { expectClose, goldenCaseFiles, goldenDir, GoldenCase, oneSample } from './golden';
 import { caseSequence } from './minimax_h3-golden';
 
 const configs = goldenDir('minimax_h3', 'configs');
@@ -93,7 +93,8 @@ async function run(e: Engine, c: GoldenCase, model: MiniMaxH3Transformer): Promi
   const { packed } = await caseSequence(c);
   const up = async (name: string, drop: boolean) => {
     const h = await c.input(name);
-    return e.upload(h.data, drop ? h.shape.slice(1) : h.shape, 'f32');
+    const x = drop ? oneSample(h, `input.${name}`) : h;
+    return e.upload(x.data, x.shape, 'f32');
   };
   const video = await up('hidden_states', true);
   const audio = await up('audio_hidden_states', true);

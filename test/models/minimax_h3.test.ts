@@ -15,7 +15,7 @@ import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
 import type { WeightLoader } from '../../src/models/common/weights';
 import { testEngine, type HostTensor } from '../engine/helpers';
-import { expectClose, goldenTests, WEIGHT_PREFIX, type GoldenCase } from './golden';
+import { expectClose, goldenTests, oneSample, WEIGHT_PREFIX, type GoldenCase } from './golden';
 import { caseSequence, VARIANTS, type Variant } from './minimax_h3-golden';
 
 const cfgOf = (c: GoldenCase): H3Config => parseH3Config(c.config, `${c.path} config`);
@@ -121,8 +121,8 @@ for (const v of VARIANTS) {
     assert.deepEqual(Array.from(plan.indices), Array.from((await c.input('timestep_indices')).data));
 
     const rows = async (name: string) => {
-      const h = await c.input(name);
-      return e.upload(h.data, h.shape.slice(1), 'f32'); // [1, N, C] -> [N, C]
+      const h = oneSample(await c.input(name), `input.${name}`); // [1, N, C] -> [N, C]
+      return e.upload(h.data, h.shape, 'f32');
     };
     const video = await rows('hidden_states');
     const audio = await rows('audio_hidden_states');

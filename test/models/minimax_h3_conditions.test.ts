@@ -4,15 +4,15 @@
 import assert from 'node:assert/strict';
 import { TorchGenerator } from '../../src/models/common/torch-rng';
 import { conditionNoises, conditionRows, type HostLatents } from '../../src/models/minimax_h3/conditions';
-import { goldenTests } from './golden';
+import { goldenTests, oneSample } from './golden';
 
 goldenTests('minimax_h3', 'conditions', async (c) => {
   const n = c.names('input').filter((k) => k.startsWith('condition_')).length;
   const conditions: HostLatents[] = [];
   const noises: Float32Array[] = [];
   for (let i = 0; i < n; i++) {
-    const x = await c.input(`condition_${i}`);
-    conditions.push({ data: Float32Array.from(x.data), shape: x.shape.slice(1) as unknown as [number, number, number, number] });
+    const x = oneSample(await c.input(`condition_${i}`), `input.condition_${i}`);
+    conditions.push({ data: Float32Array.from(x.data), shape: x.shape as unknown as [number, number, number, number] });
     noises.push(Float32Array.from((await c.input(`noise_${i}`)).data));
   }
   const want = await c.output('condition_rows');

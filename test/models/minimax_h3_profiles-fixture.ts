@@ -7,7 +7,7 @@ import type { Engine } from '../../src/engine/engine';
 import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler';
 import type { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
-import { WEIGHT_PREFIX, type GoldenCase } from './golden';
+import { oneSample, WEIGHT_PREFIX, type GoldenCase } from './golden';
 import { caseSequence } from './minimax_h3-golden';
 import { writeFile } from 'node:fs/promises';
 
@@ -41,8 +41,8 @@ export async function runCase(e: Engine, model: MiniMaxH3Transformer, c: GoldenC
   const { packed } = await caseSequence(c);
   const plan = rowTimestepPlan(packed, (await c.input('video_t')).data[0]!, (await c.input('audio_t')).data[0]!);
   const rows = async (name: string) => {
-    const h = await c.input(name);
-    return e.upload(h.data, h.shape.slice(1), 'f32');
+    const h = oneSample(await c.input(name), `input.${name}`);
+    return e.upload(h.data, h.shape, 'f32');
   };
   const video = await rows('hidden_states');
   const audio = await rows('audio_hidden_states');

@@ -15,7 +15,7 @@ import type { Tensor } from '../../src/engine/tensor';
 import { decodePlan, parseVideoVaeConfig, splitTiles, temporalGeometry, VideoVaeConfigError } from '../../src/models/minimax_h3/video-vae/config';
 import { openVideoVaeCheckpoint, VIDEO_VAE_INDEX, VideoVaeDecoder, type VideoVaeDecodeOptions } from '../../src/models/minimax_h3/video-vae/decoder';
 import { testEngine, type HostTensor } from '../engine/helpers';
-import { goldenCaseFiles, goldenDir, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
+import { goldenCaseFiles, goldenDir, goldenTests, GoldenCase, oneSample, WEIGHT_PREFIX } from './golden';
 
 /** [1, C, T, h, w] (upstream) -> [T*h*w, C] tokens, the decoder's own layout. */
 function toTokens(x: HostTensor): HostTensor {
@@ -49,8 +49,8 @@ for (const dtype of ['f32', 'f16'] as const) {
       const vae = await VideoVaeDecoder.load(e, c.ckpt, c.config, { dtype, prefix: WEIGHT_PREFIX });
       const seen = new Map<string, Tensor>();
       try {
-        const z = await c.input('latents');
-        const latents = { data: Float32Array.from(z.data), shape: z.shape.slice(1) as [number, number, number, number] };
+        const z = oneSample(await c.input('latents'), 'input.latents');
+        const latents = { data: Float32Array.from(z.data), shape: z.shape as [number, number, number, number] };
         const tiling = await tilingOf(c);
         const raw = await vae.decode(latents, { tiling, output: 'raw', capture: (name, t) => seen.set(name, copy(e, t)) });
         const want = await c.output('decoded');
@@ -126,8 +126,8 @@ test('video VAE: loads the released format (fp16 shards behind diffusion_pytorch
     const ckpt = await openVideoVaeCheckpoint(dir);
     const vae = await VideoVaeDecoder.load(e, ckpt, c.config, { dtype: 'f16' });
     try {
-      const z = await c.input('latents');
-      const got = await vae.decode({ data: Float32Array.from(z.data), shape: z.shape.slice(1) as [number, number, number, number] }, { tiling: false, output: 'raw' });
+      const z = oneSample(await c.input('latents'), 'input.latents');
+      const got = await vae.decode({ data: Float32Array.from(z.data), shape: z.shape as [number, number, number, number] }, { tiling: false, output: 'raw' });
       c.expect('f16', got.data, channelsLast(await c.output('decoded')), 'decoded', 'decoded from fp16 shards');
       // latents still on the GPU ([1, C, T, h, w], as the sampler leaves them) decode the same
       const zt = e.upload(Float32Array.from(z.data), z.shape, 'f32');

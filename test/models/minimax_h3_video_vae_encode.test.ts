@@ -15,7 +15,7 @@ import { parseVideoVaeEncoderConfig } from '../../src/models/minimax_h3/video-va
 import { VideoVaeEncoder, type HostVideo } from '../../src/models/minimax_h3/video-vae/encoder';
 import { testEngine, type HostTensor } from '../engine/helpers';
 import { SyntheticCheckpoint, zeroFill } from '../../src/models/common/synthetic-checkpoint';
-import { F32_RULE, f16Allowance, goldenDir, goldenTests, type GoldenCase, WEIGHT_PREFIX } from './golden';
+import { F32_RULE, f16Allowance, goldenDir, goldenTests, type GoldenCase, oneSample, WEIGHT_PREFIX } from './golden';
 
 /** upstream [1, C, T, H, W] -> [1, T, H, W, C] (the engine's layout). */
 function channelsLast(x: HostTensor): HostTensor {
@@ -26,8 +26,11 @@ function channelsLast(x: HostTensor): HostTensor {
   return { data: out, shape: [1, T, H, W, C] };
 }
 
-/** A [1, C, T, h, w] fixture tensor as a host video [C, T, h, w]. */
-const host = (x: HostTensor): HostVideo => ({ data: Float32Array.from(x.data), shape: x.shape.slice(1) as unknown as [number, number, number, number] });
+/** A [1, C, T, h, w] fixture tensor as a host video [C, T, h, w] (another batch is refused). */
+const host = (x: HostTensor, name = 'input'): HostVideo => {
+  const v = oneSample(x, name);
+  return { data: Float32Array.from(v.data), shape: v.shape as unknown as [number, number, number, number] };
+};
 
 /** One float16 step at |x| (the spacing of float16 values there). */
 function f16Step(x: number): number {

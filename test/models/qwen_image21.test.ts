@@ -106,16 +106,28 @@ for (const v of VARIANTS) {
         blockOutputs: true,
       });
       temps.push(out.sample, ...out.blocks!.flatMap((b) => [b.prefix!, b.target]));
-      // the timestep path: rows [t, 0] of ours are rows 0 and B of upstream's (B + 1) rows
+      // the timestep path: our row 0 (t) against each of upstream's B sample rows, and under causal conditioning our
+      // row 1 (t = 0) against its row B
       const time = m.timeEmbedding(ts[0]!);
-      const upRows = cfg.causalCondition ? [0, B] : [0];
-      c.expect(variantKey(v), await e.read(time.temb), pickRows(await c.output('temb'), upRows), 'temb', `temb (${v.name})`);
-      const mod = pickRows(await c.output('modulation'), upRows);
+      const R = B + (cfg.causalCondition ? 1 : 0);
+      const ours = async (t: Tensor) => ({ data: Float64Array.from(await e.read(t)), shape: [...t.shape] });
+      const upTemb = await c.output('temb');
+      const upMod = await c.output('modulation');
       const D = cfg.dim;
-      mod.data.forEach((val, i) => {
-        if (Math.floor((i % (4 * D)) / D) % 2 === 1) mod.data[i] = Math.tanh(val);
+      upMod.data.forEach((val, i) => {
+        if (Math.floor((i % (4 * D)) / D) % 2 === 1) upMod.data[i] = Math.tanh(val);
       });
-      c.expect(variantKey(v), await e.read(time.modulation), mod, 'modulation', `modulation, tanh(gates) (${v.name})`);
+      for (const [name, want] of [['temb', upTemb], ['modulation', upMod]] as const) {
+        if (want.shape[0] !== R) throw new Error(`output.${name}: shape [${want.shape}], ${R} rows for batch ${B}${cfg.causalCondition ? ' and the t = 0 row' : ''}`);
+      }
+      const temb = await ours(time.temb);
+      const mod = await ours(time.modulation);
+      for (let b = 0; b < R; b++) {
+        const row = b < B ? 0 : 1;
+        const who = b < B ? `sample ${b}` : 't = 0';
+        c.expect(variantKey(v), pickRows(temb, [row]), pickRows(upTemb, [b]), 'temb', `temb ${who} (${v.name})`);
+        c.expect(variantKey(v), pickRows(mod, [row]), pickRows(upMod, [b]), 'modulation', `modulation, tanh(gates), ${who} (${v.name})`);
+      }
       time.free();
       for (const [i, b] of out.blocks!.entries()) {
         c.expect(variantKey(v), concatRows(await e.read(b.prefix!), await e.read(b.target), B), await c.output(`block.${i}`), `block.${i}`, `block.${i} (${v.name})`);
@@ -136,6 +148,8 @@ for (const v of VARIANTS) {
     const steps = (await c.ints('steps')).data[0]!;
     const s = flowMatchSchedule(sched, steps, sequence.targetLength);
     expectClose(s.sigmas, await c.output('sigmas'), { atol: 1e-6, rtol: 1e-6 }, 'sigmas');
+    expectClose(s.timesteps, await c.output('timesteps'), { atol: 1e-4, rtol: 1e-6 }, 'timesteps');
+    assert.ok(!c.has('output', `noise_pred.${steps}`), `output.noise_pred.${steps}: the case has more steps than input.steps ${steps}`);
     const temps: Tensor[] = [];
     const up = uploader(e, v.dtype, temps);
     const cache = m.createCache(sequence);

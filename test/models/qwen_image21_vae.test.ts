@@ -99,7 +99,9 @@ for (const dtype of ['f32', 'f16'] as const) {
       const x = upload(e, await c.input('pixels'), dtype);
       try {
         const out = vae.encode(x, { capture: (name, t) => seen.set(name, copy(e, t)) });
-        for (const name of ['down_block.0', 'down_block.1', 'down_block.2', 'down_block.3', 'down_block.4', 'mid_block', 'encoder']) {
+        // every stage the case holds (as many down blocks as its config has); quant_conv and mode are folded into the
+        // normalised latents here (quant_conv carries (z - mean) / std), so the latents check them
+        for (const name of c.names('output').filter((n) => !['quant_conv', 'mode', 'latents'].includes(n))) {
           const t = seen.get(name);
           assert.ok(t, `nothing captured as ${name}`);
           check(c, name, await e.read(t), channelsLast(await c.output(name)), dtype, `${name} (${dtype})`);
