@@ -32,7 +32,8 @@ strict from the released file):
                 output.context (txtmlp), output.block.<i> (text + image rows after block i), output.sample
   sigmas/       sampling.timesteps: input.steps, input.seq_len, input.x1, input.x2, input.mu (NaN: interpolated);
                 output.sigmas (steps + 1)
-  trajectory/   the Euler loop of sampling.sample (CFG off, batch 1) for a few steps from given noise: output.v.<i>,
+  trajectory/   the Euler loop of sampling.sample (CFG off; batch 1, or prompts of different lengths) for a few steps
+                from given noise: output.v.<i>,
                 output.img.<i> (tokens after step i), output.latents (the last, unpatchified), output.sigmas
 """
 import argparse
@@ -219,10 +220,15 @@ def transformer_inputs(gen, cfg, batch, prompt, pads, h, w):
     return latents, taps, mask
 
 
-def transformer_case(out, case, seed, batch, prompt, pads, h, w, t, **over):
+def transformer_case(out, case, seed, batch, prompt, pads, h, w, t, more=(), **over):
+    """`t`: one sigma for the batch, or one per sample; `more`: the (prompt, pads) of samples 1.. when their text
+    masks differ from sample 0's (same padded length)."""
     cfg, model, gen = build(seed, **over)
     latents, taps, mask = transformer_inputs(gen, cfg, batch, prompt, pads, h, w)
-    tt = torch.full((batch,), t)
+    for b, (p_b, pads_b) in enumerate(more, start=1):
+        mask[b] = text_mask(1, p_b, pads_b)[0]
+        assert p_b + pads_b == prompt + pads, "one padded text length for the batch"
+    tt = torch.tensor(t, dtype=torch.float32) if isinstance(t, (list, tuple)) else torch.full((batch,), t)
     img, pos, full_mask = sampling.prepare(latents, taps.shape[1], cfg["patch"], mask)
     run = lowp(model)
     got, hooks = capture(run)
@@ -254,10 +260,16 @@ def sigmas_case(out, case, steps, seq_len, mu, minres=256, maxres=1280, patch=2,
                tolerance={"f32": {"atol": 1e-7, "rtol": 1e-6}})
 
 
-def trajectory_case(out, case, seed, prompt, pads, h, w, steps=2, mu=1.15, **over):
-    """sampling.sample's loop with guidance 0 (Turbo) on given noise; the schedule pins mu as the Turbo command does."""
+def trajectory_case(out, case, seed, prompt, pads, h, w, steps=2, mu=1.15, more=(), **over):
+    """sampling.sample's loop with guidance 0 (Turbo) on given noise; the schedule pins mu as the Turbo command does.
+    `more`: further samples' (prompt, pads), as sample() batches several prompts, each with its own text mask over
+    the same padded length."""
     cfg, model, gen = build(seed, **over)
-    noise, taps, mask = transformer_inputs(gen, cfg, 1, prompt, pads, h, w)
+    batch = 1 + len(more)
+    noise, taps, mask = transformer_inputs(gen, cfg, batch, prompt, pads, h, w)
+    for b, (p_b, pads_b) in enumerate(more, start=1):
+        mask[b] = text_mask(1, p_b, pads_b)[0]
+        assert p_b + pads_b == prompt + pads, "one padded text length for the batch"
     img, pos, full_mask = sampling.prepare(noise, taps.shape[1], cfg["patch"], mask)
     ts = sampling.timesteps(img.shape[1], steps, 1, 2, mu=mu)
     outputs = {"sigmas": torch.tensor(ts, dtype=torch.float64)}
@@ -267,13 +279,13 @@ def trajectory_case(out, case, seed, prompt, pads, h, w, steps=2, mu=1.15, **ove
         for i, (tcurr, tprev) in enumerate(zip(ts[:-1], ts[1:])):
             # sample() builds t in the latents' dtype; the f16 pass keeps it float32, as Kiln does (the model's
             # timestep embedding is computed from the schedule's value in f32 in every variant)
-            t = torch.full((1,), tcurr, dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
+            t = torch.full((batch,), tcurr, dtype=torch.float64 if x.dtype == torch.float64 else torch.float32)
             v = run(img=x, context=lowp(taps), t=t, pos=lowp(pos, f32=True), mask=full_mask)
             x = x + (tprev - tcurr) * v
             outputs[f"v.{i}"] = v
             outputs[f"img.{i}"] = x
     p = cfg["patch"]
-    outputs["latents"] = x.reshape(1, h, w, cfg["channels"], p, p).permute(0, 3, 1, 4, 2, 5).reshape(noise.shape)
+    outputs["latents"] = x.reshape(batch, h, w, cfg["channels"], p, p).permute(0, 3, 1, 4, 2, 5).reshape(noise.shape)
     write_case(out, MODEL, "trajectory", case, weights=dict(model.state_dict()),
                inputs={"noise": noise, "context": taps, "mask": mask.float(), "steps": torch.tensor([steps]),
                        "mu": torch.tensor([mu])},
@@ -299,6 +311,8 @@ def main(out):
     transformer_case(out, "other_config", 33, 1, 3, 2, 2, 3, 0.9, **OTHER_SMALL_TEXT)
     # batch 2: upstream's t and tvec have one row per sample (issue 51)
     transformer_case(out, "b2_pads", 34, 2, 3, 2, 2, 3, 0.55)
+    # what upstream's forward also takes: a sigma and a text mask per sample
+    transformer_case(out, "b2_two_prompts_two_sigmas", 35, 2, 4, 1, 2, 2, [0.8, 0.35], more=[(2, 3)])
 
     for steps, seq, mu in [(8, 4096, 1.15), (8, 64, 1.15), (4, 16384, 1.15), (2, 256, 1.15), (28, 4096, None),
                            (28, 256, None), (20, 16384, None), (13, 1000, 0.7)]:
@@ -306,6 +320,8 @@ def main(out):
 
     trajectory_case(out, "turbo_2_steps", 41, 4, 2, 3, 3)
     trajectory_case(out, "other_config_3_steps", 42, 3, 0, 2, 2, steps=3, **OTHER_SMALL_TEXT)
+    # two prompts of different lengths in one batch, as sample() runs a list of prompts (issue 51)
+    trajectory_case(out, "b2_two_prompts", 43, 4, 1, 2, 3, more=[(2, 3)])
 
 
 if __name__ == "__main__":
