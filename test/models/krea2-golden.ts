@@ -56,7 +56,7 @@ export async function sampleGroups(c: GoldenCase, also: (b: number) => string = 
   const groups = [...byKey.values()].map((sel) => ({
     sel,
     rows: mask.data.slice(sel[0]! * L, (sel[0]! + 1) * L).flatMap((k, i) => (k ? [i] : [])),
-    who: sel.length === B ? '' : ` samples ${sel.join(',')}`,
+    who: sel.length === B ? '' : sel.length === 1 ? ` sample ${sel[0]}` : ` samples ${sel.join(',')}`,
   }));
   return { B, L, groups };
 }
