@@ -3,8 +3,11 @@
 # - Mesa 25 lavapipe from bookworm-backports: the CPU Vulkan driver Dawn (npm `webgpu`) runs on where there is
 #   no GPU (Debian 12's own Mesa 22 is rejected by Dawn; see docs/engine.md);
 # - Chromium, for the web page's end-to-end test (playwright-core drives /usr/bin/chromium);
-# - redis-server, the real Redis the many-hosts tests (test/cluster) start on a free port.
-# Idempotent; needs root (or sudo). ffmpeg comes from npm (@ffmpeg-installer/ffmpeg), sqlite from better-sqlite3.
+# - redis-server, the real Redis the many-hosts tests (test/cluster) start on a free port;
+# - ffmpeg (Debian's, security-maintained): it encodes every video and decodes every uploaded clip (src/media/ffmpeg.ts
+#   runs the first `ffmpeg` on PATH, or FFMPEG). npm's ffmpeg-static is not used: its install script downloads the
+#   binary from GitHub, which CI and air-gapped hosts cannot reach.
+# Idempotent; needs root (or sudo). sqlite comes from better-sqlite3.
 set -euo pipefail
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
@@ -23,4 +26,8 @@ if ! command -v redis-server >/dev/null; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq redis-server
 fi
-echo "system packages ready: $(dpkg -s mesa-vulkan-drivers | awk '/^Version/{print "mesa-vulkan-drivers " $2}'), $(redis-server --version | cut -d" " -f1-3)"
+if ! command -v ffmpeg >/dev/null; then
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends ffmpeg
+fi
+echo "system packages ready: $(dpkg -s mesa-vulkan-drivers | awk '/^Version/{print "mesa-vulkan-drivers " $2}'), $(redis-server --version | cut -d" " -f1-3), $(ffmpeg -version | head -1 | cut -d" " -f1-3)"

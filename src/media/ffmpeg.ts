@@ -1,15 +1,43 @@
-// Child-process handling for the bundled ffmpeg (@ffmpeg-installer/ffmpeg, a static 4.1-era build with
-// libx264, libmp3lame, libopus, libvorbis and the native aac/flac codecs).
+// Child-process handling for ffmpeg: the system's (Debian's `ffmpeg` package, installed by scripts/setup-system.sh
+// and the Docker image: a maintained build with libx264, libmp3lame, libopus, libvorbis and the native aac/flac
+// codecs), or the one FFMPEG names. resolveFfmpeg() below is the one place the API, the worker and the tests find it.
 //
 // Every ffmpeg this module starts has a deadline and dies with SIGKILL when it passes or when the
 // caller's AbortSignal fires, so a crafted input or a stuck pipe can never hang a job.
 // Callers decide what a failed exit means (bad user input, or an internal encode failure).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import ffmpegInstaller from '@ffmpeg-installer/ffmpeg';
 import { CancelledError } from '../common/errors';
 
-export const FFMPEG_PATH: string = ffmpegInstaller.path;
+/**
+ * The ffmpeg every part of Kiln runs: FFMPEG (an absolute path) when set, else the first executable `ffmpeg` on PATH.
+ * Not found: the bare name, so a job that needs it fails with the spawn error and the hint from describeExit.
+ */
+export function resolveFfmpeg(env: NodeJS.ProcessEnv = process.env): string {
+  const named = env.FFMPEG?.trim();
+  if (named) {
+    if (!isAbsolute(named)) throw new Error(`FFMPEG must be an absolute path to an ffmpeg executable, not "${named}"`);
+    return named;
+  }
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (!dir) continue;
+    const candidate = join(dir, 'ffmpeg');
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return 'ffmpeg';
+}
+
+export const FFMPEG_PATH: string = resolveFfmpeg();
+
+/** What to do when ffmpeg cannot be started at all. */
+const NO_FFMPEG_HINT = 'install ffmpeg (scripts/setup-system.sh, or apt-get install ffmpeg) or set FFMPEG to its path';
 
 /** Arguments every invocation starts with: no banner, no interactive stdin, no progress lines. */
 export const BASE_ARGS = ['-hide_banner', '-nostdin', '-nostats'];
@@ -170,6 +198,6 @@ export function lastErrorLine(stderr: string): string {
 /** Describes a non-zero or killed exit in one line, for internal (500-class) errors. */
 export function describeExit(what: string, exit: FfmpegExit, timeoutMs?: number): string {
   if (exit.end === 'timeout') return `${what}: ffmpeg exceeded its ${Math.round((timeoutMs ?? 0) / 1000)} s deadline and was killed`;
-  if (exit.end === 'spawn-error') return `${what}: could not start ffmpeg (${lastErrorLine(exit.stderr)})`;
+  if (exit.end === 'spawn-error') return `${what}: could not start ffmpeg at ${FFMPEG_PATH} (${lastErrorLine(exit.stderr)}); ${NO_FFMPEG_HINT}`;
   return `${what}: ffmpeg exited with ${exit.code ?? exit.signal}: ${lastErrorLine(exit.stderr)}`;
 }

@@ -1,5 +1,5 @@
 // Test helpers for src/media: fixtures made with ffmpeg's lavfi sources, and ffprobe-style checks
-// parsed from what the bundled ffmpeg prints (there is no ffprobe in @ffmpeg-installer).
+// parsed from what ffmpeg prints (the same ffmpeg the service runs: resolveFfmpeg in src/media/ffmpeg.ts).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
