@@ -221,7 +221,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
   private onExit(child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
     if (child !== this.child) return;
     const wasReady = this.state === 'ready';
-    const reason = exitText(code, signal, this.exitReason);
+    const reason = exitText(code, signal, this.exitReason, this.heartbeat, this.lastWord);
     this.lastExit = { at: now(), reason };
     this.heartbeat = undefined;
     if (this.state === 'stopped') {
@@ -283,9 +283,41 @@ export function spawnWorker(o: Omit<LocalWorkerOptions, 'stallS' | 'busyS' | 'lo
   return spawn(cmd, args, { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
 }
 
-/** "crashed (SIGSEGV)", "exited (code 70: uncaught error: boom)", "was killed (SIGKILL: ...)". */
-function exitText(code: number | null, signal: NodeJS.Signals | null, why: string | undefined): string {
-  if (signal === 'SIGKILL') return why ? `was killed: ${why}` : 'was killed (SIGKILL; the system kills a process this way when memory runs out)';
+/** "crashed (SIGSEGV)", "exited (code 70: uncaught error: boom)", "was killed: <why Kiln killed it>", or, for a
+ * SIGKILL Kiln did not send, what is known: the signal, and the memory last seen when it points to memory. */
+function exitText(code: number | null, signal: NodeJS.Signals | null, why: string | undefined, beat?: MemorySeen, seenAt?: number): string {
+  if (signal === 'SIGKILL') return why ? `was killed: ${why}` : `was killed (${killedFromOutside(beat, seenAt === undefined ? undefined : now() - seenAt)})`;
   if (signal) return `crashed (${signal}${why ? `: ${why}` : ''})`;
   return `exited (code ${code}${why ? `: ${why}` : ''})`;
 }
+
+/** The memory figures of the worker's last heartbeat. */
+export type MemorySeen = Pick<Extract<FromWorker, { type: 'heartbeat' }>, 'memory' | 'host_memory'>;
+
+/** Near a limit: the worker's resident set at 85 % or more of the host's (or cgroup's) memory, 10 % or less of it
+ * left available, or the GPU memory in use at 95 % or more of the budget. */
+const NEAR_LIMIT = { rss: 0.85, available: 0.1, gpu: 0.95 } as const;
+
+/**
+ * A SIGKILL that Kiln did not send: an operator, a supervisor or the system's out-of-memory killer sent it, and the
+ * exit status cannot tell which. So it says the signal, and names memory only when the last heartbeat (`ageS` seconds
+ * before the exit) showed the worker near a memory limit, with those figures.
+ */
+export function killedFromOutside(beat: MemorySeen | undefined, ageS?: number): string {
+  const said = 'SIGKILL, not sent by Kiln';
+  const host = beat?.host_memory;
+  const gpu = beat?.memory;
+  const seen: string[] = [];
+  if (host && host.limit > 0 && (host.rss >= NEAR_LIMIT.rss * host.limit || host.available <= NEAR_LIMIT.available * host.limit)) {
+    seen.push(`the worker held ${gib(host.rss)} of ${gib(host.limit)} with ${gib(host.available)} available`);
+  }
+  if (gpu && gpu.budgetBytes > 0 && gpu.inUseBytes >= NEAR_LIMIT.gpu * gpu.budgetBytes) {
+    seen.push(`GPU memory ${gib(gpu.inUseBytes)} in use of its ${gib(gpu.budgetBytes)} budget`);
+  }
+  if (!host && !gpu) return said;
+  if (!seen.length) return `${said}; its memory was not near a limit when last seen`;
+  const when = ageS === undefined ? 'when last seen' : `${Math.max(0, Math.round(ageS))} s before`;
+  return `${said}; likely the system's out-of-memory killer: ${when}, ${seen.join(', ')}`;
+}
+
+const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(1)} GiB`;

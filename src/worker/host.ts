@@ -1,6 +1,6 @@
 // How a GPU worker process talks to the API: over the IPC channel of the API that started it (ipc-host.ts), or
 // through Redis as one of many workers on any host (redis-host.ts). Both carry the same protocol (protocol.ts).
-import type { FromWorker, ServedProfile } from './protocol';
+import type { FromWorker, HostMemory, ServedProfile } from './protocol';
 import type { Runner } from './runner';
 
 /** What a host tells the API about this worker when it starts, and keeps telling it. */
@@ -9,8 +9,8 @@ export interface WorkerFacts {
   pid: number;
   profiles(): ServedProfile[];
   gpu: Record<string, unknown>;
-  /** Models loaded and tasks running now, and the GPU memory. */
-  now(): { loaded: string[]; running: string[]; memory?: Record<string, number> };
+  /** Models loaded and tasks running now, the GPU memory and the host memory. */
+  now(): { loaded: string[]; running: string[]; memory?: Record<string, number>; host_memory?: HostMemory };
 }
 
 export interface WorkerHost {

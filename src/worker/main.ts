@@ -6,6 +6,7 @@
 // A fault here costs the task in hand, not the service: the API sees the exit, fails the task with the reason and
 // starts a new worker. So the worker exits on purpose where its state can no longer be trusted: an uncaught error
 // (after saying what it was), a lost GPU device, or the API going away.
+import { freemem, totalmem } from 'node:os';
 import type { Logger } from 'pino';
 import { createLogger } from '../common/logger';
 import { loadWorkerSettings, SettingsError, type WorkerSettings } from '../config/settings';
@@ -17,7 +18,7 @@ import { videoProfileEntries } from './profiles/video';
 import { S3Store } from '../storage/s3-store';
 import type { WorkerHost } from './host';
 import { IpcHost } from './ipc-host';
-import { WORKER_ENV, type PipelineModule } from './protocol';
+import { WORKER_ENV, type HostMemory, type PipelineModule } from './protocol';
 import { RedisHost } from './redis-host';
 import { ProfileRegistry, type ProfileEntry } from './registry';
 import { Runner } from './runner';
@@ -93,10 +94,19 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
     profiles: () => registry.served(),
     now: () => {
       const memory = holder.peek()?.pool.stats();
-      return { loaded: runner.loadedKeys(), running: runner.runningIds(), memory: memory ? { ...memory } : undefined };
+      return { loaded: runner.loadedKeys(), running: runner.runningIds(), memory: memory ? { ...memory } : undefined, host_memory: hostMemory() };
     },
   });
   log.info({ pid: process.pid, profiles: registry.all().length }, 'GPU worker ready');
+}
+
+/** This process's resident set and the memory left to it (the API judges a SIGKILL with them: local-worker.ts). */
+function hostMemory(): HostMemory {
+  const total = totalmem();
+  const cgroup = process.constrainedMemory?.() ?? 0; // 0: no cgroup limit (or none known)
+  const limit = cgroup > 0 && cgroup < total ? cgroup : total;
+  // os.freemem() is the host's MemAvailable on Linux
+  return { rss: process.memoryUsage.rss(), available: freemem(), limit };
 }
 
 /** The built-in models (unless KILN_WORKER_BUILTINS=0), then the entries of KILN_WORKER_PIPELINES over them. */

@@ -105,6 +105,14 @@ export interface ServedProfile {
   suggested?: ProfileSuggestion;
 }
 
+/** The worker process's host memory, in bytes: its resident set, what the host (or its cgroup) still has
+ * available, and the limit that applies (the cgroup's when one is set, else the host's total). */
+export interface HostMemory {
+  rss: number;
+  available: number;
+  limit: number;
+}
+
 /** The API -> worker messages. */
 export type ToWorker =
   | { type: 'run'; task: WorkerTask }
@@ -127,7 +135,7 @@ export type FromWorker =
   | { type: 'done'; id: string; output: string; exec_s: number; meta?: Record<string, unknown> }
   | { type: 'failed'; id: string; code: FailCode; message: string }
   /** Every second from the worker's event loop: proof it is not stuck in a native call. */
-  | { type: 'heartbeat'; running: string[]; loaded: string[]; memory?: Record<string, number> }
+  | { type: 'heartbeat'; running: string[]; loaded: string[]; memory?: Record<string, number>; host_memory?: HostMemory }
   /** The worker is about to exit on its own (an uncaught error, a lost device): why. */
   | { type: 'fatal'; message: string };
 
