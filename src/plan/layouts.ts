@@ -7,6 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../engine/engine';
 import { recordKrea2Keys, releasedKrea2Sizes, writeKrea2Checkpoint } from '../models/krea2';
+import { readQwenImage21Configs } from '../models/qwen_image21/checkpoint';
+import { recordQwenImage21Keys, writeQwenImage21Checkpoint, writeQwenImage21ConfigFiles } from '../models/qwen_image21/demo';
+import { releasedQwenImage21Files } from '../models/qwen_image21/released';
 
 /** Where planned checkpoints are kept: KILN_PLAN_CACHE, else a folder in the system's temp dir. */
 export function planCacheDir(): string {
@@ -41,6 +44,23 @@ export async function plannedKrea2Root(): Promise<string> {
     try {
       const keys = await recordKrea2Keys(e, sizes);
       await writeKrea2Checkpoint(dir, sizes, keys, null, { format: 'pt', kiln_plan: 'released Krea 2 Turbo sizes, no weights (a plan)' });
+    } finally {
+      e.destroy();
+    }
+  });
+}
+
+/** The Qwen-Image-2.1 checkpoint folder at the reported sizes (models/qwen_image21/released.ts), planned. */
+export async function plannedQwenImage21Root(): Promise<string> {
+  const files = releasedQwenImage21Files();
+  return cached('qwen-image-2.1', [1, files], async (dir) => {
+    // the configs first (the key lists are what the loaders ask for at these sizes), then the weights' headers
+    await writeQwenImage21ConfigFiles(dir, files);
+    const e = Engine.createShapeOnly('h200');
+    try {
+      // f16, as the plans run: the 8B's embedding table then fits one binding (in f32 it would be read from the file)
+      const keys = await recordQwenImage21Keys(e, await readQwenImage21Configs(dir), 'f16');
+      await writeQwenImage21Checkpoint(dir, files, keys, null, { format: 'pt', kiln_plan: 'reported Qwen-Image-2.1 sizes, no weights (a plan)' });
     } finally {
       e.destroy();
     }

@@ -59,9 +59,22 @@ describe('plans at the released sizes', () => {
     assert.equal(withRef.job.images, 1);
   });
 
+  test('Qwen-Image-2.1 at its defaults (1K, 25 steps): the int8 transformer holds about half of the 16-bit one', async () => {
+    const int8 = await planJob({ prompt: 'a red kite over the sea', profile: 'imgmain', seed: 1 });
+    const bf16 = await planJob({ prompt: 'a red kite over the sea', profile: 'imgmain_bf16', seed: 1 });
+    assert.deepEqual([int8.job.width, int8.job.height, int8.job.steps], [1024, 1024, 25], 'the spec\'s defaults, drafted by the API\'s rules');
+    assert.deepEqual(int8.stages.map((s) => s.stage), turbo.stages.map((s) => s.stage));
+    assert.equal(int8.stages.find((s) => s.stage === STAGE.sample)!.steps, 25);
+    const model = (p: JobPlan) => p.resident.find((r) => r.stage === STAGE.loadModel)!.bytes;
+    const text = (p: JobPlan) => p.resident.find((r) => r.stage === STAGE.loadTextEncoder)!.bytes;
+    assert.equal(text(int8), text(bf16), 'the text encoder is 16-bit in both');
+    assert.ok(model(int8) < 0.6 * model(bf16) && model(int8) > 0.4 * model(bf16), `${model(int8) / GiB} vs ${model(bf16) / GiB} GiB`);
+    assert.equal(int8.flops, bf16.flops, 'the same work');
+  });
+
   test('bad requests are refused with what to change', async () => {
     await assert.rejects(planJob({ prompt: 'x', kind: 'video' }), (e: Error) => e instanceof BadInputError && /plans for video jobs are not built yet/.test(e.message));
-    await assert.rejects(planJob({ prompt: 'x', profile: 'imgmain' }), /plans for profile imgmain \(Qwen-Image-2.1\) are not built yet/);
+    await assert.rejects(planJob({ prompt: 'x', profile: 'imgmain', images: ['512x512'] }), /plans for editing on imgmain are not built yet/);
     await assert.rejects(planJob({ prompt: 'x', size: '1000x1000', profile: 'imgart_turbo' }), /multiple of/);
     await assert.rejects(planJob({ prompt: 'x', profile: 'imgart_turbo', images: ['big'] }), /images\[0\]/);
     assert.throws(() => kindOf({ prompt: 'x' }), /add "kind"/);

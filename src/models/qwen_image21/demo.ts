@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
-import { shardBytesFor, writeShardedSafetensors, type WriteTensor } from '../../engine/safetensors';
+import { shardBytesFor, writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../engine/safetensors';
 import { WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3/config';
@@ -22,7 +22,7 @@ import { DEMO_SPECIAL_TOKENS, demoTokenizerInfo, writeDemoTokenizer, type DemoTo
 import { parseQwenImage21Config } from './config';
 import { loadQwenImage21Parts, QWEN_IMAGE21_COMPONENTS, type QwenImage21Configs } from './checkpoint';
 import { parseFlowMatchConfig, QWEN_IMAGE21_SCHEDULER } from './sigmas';
-import { DEMO_VAE_CONFIG, parseQwenImage21VaeConfig, vaeCheckpointShapes, writeDemoVae } from './vae';
+import { DEMO_VAE_CONFIG, parseQwenImage21VaeConfig, VAE_WEIGHTS, vaeCheckpointShapes, writeDemoVae } from './vae';
 
 /** The folder under DEMO_WEIGHTS_DIR (the manifest's profile "demo" field). */
 export const DEMO_QWEN_IMAGE21_NAME = 'qwen-image-2.1';
@@ -103,10 +103,10 @@ const PREPROCESSOR = {
 };
 
 /** Every key and shape loadQwenImage21Parts reads, per component, found by running it against synthetic checkpoints. */
-export async function recordQwenImage21Keys(e: Engine, cfg: QwenImage21Configs): Promise<{ transformer: Map<string, number[]>; textEncoder: Map<string, number[]> }> {
+export async function recordQwenImage21Keys(e: Engine, cfg: QwenImage21Configs, dtype: 'f32' | 'f16' = 'f32'): Promise<{ transformer: Map<string, number[]>; textEncoder: Map<string, number[]> }> {
   const transformer = new SyntheticCheckpoint({ label: 'transformer', dtype: 'F32', fill: zeroFill });
   const textEncoder = new SyntheticCheckpoint({ label: 'text_encoder', dtype: 'F32', fill: zeroFill });
-  const parts = await loadQwenImage21Parts(e, { transformer: transformer.checkpoint, textEncoder: textEncoder.checkpoint }, cfg, { dtype: 'f32', int8: false }, null);
+  const parts = await loadQwenImage21Parts(e, { transformer: transformer.checkpoint, textEncoder: textEncoder.checkpoint }, cfg, { dtype, int8: false }, null);
   parts.free();
   return { transformer: transformer.shapes(), textEncoder: textEncoder.shapes() };
 }
@@ -118,6 +118,45 @@ export interface QwenImage21DemoPlan {
   keys: { transformer: Map<string, number[]>; textEncoder: Map<string, number[]> };
   /** Writes the whole checkpoint folder into `dir`. */
   write(dir: string): Promise<void>;
+}
+
+/** The raw config.json files of a checkpoint folder: transformer, text encoder, and the VAE's (null: the demo VAE). */
+export interface QwenImage21ConfigFiles {
+  transformer: Record<string, unknown>;
+  textEncoder: Record<string, unknown>;
+  vae: Record<string, unknown> | null;
+}
+
+/**
+ * Writes a Qwen-Image-2.1 folder in the published layout with the demo tokenizer: random BF16 values from `synth`
+ * (the demo, its VAE from the VAE module's own demo writer), or, with synth null, none: sparse files of the real
+ * sizes with the real headers (a plan's checkpoint, read only by the shape-only engine; host reads give zeros).
+ */
+export async function writeQwenImage21Checkpoint(dir: string, files: QwenImage21ConfigFiles, keys: { transformer: Map<string, number[]>; textEncoder: Map<string, number[]> }, synth: WeightSynth | null, meta: Record<string, string>): Promise<void> {
+  const json = (name: string, v: unknown) => writeJsonFile(join(dir, name), v);
+  await writeQwenImage21ConfigFiles(dir, files);
+  const tensors = (shapes: Map<string, number[]>): Record<string, WriteTensor> =>
+    synth ? synth.tensors(shapes, 'BF16') : Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype: 'BF16' as const, shape, data: null }]));
+  // about two shards per part, in the published file names (diffusers' for the transformer, transformers' for the encoder)
+  const sharded = (sub: string, t: Record<string, WriteTensor>, stem: string) => writeShardedSafetensors(join(dir, sub), t, shardBytesFor(t, 2), meta, stem);
+  await sharded('transformer', tensors(keys.transformer), 'diffusion_pytorch_model');
+  await sharded('text_encoder', tensors(keys.textEncoder), 'model');
+  if (synth || !files.vae) await writeDemoVae(join(dir, 'vae'), { dtype: 'BF16', ...(files.vae ? { config: files.vae } : {}) });
+  else {
+    await json('vae/config.json', files.vae);
+    await writeSafetensors(join(dir, 'vae', VAE_WEIGHTS), tensors(vaeCheckpointShapes(files.vae)), meta);
+  }
+}
+
+/** The folder's JSON files and tokenizer (what readQwenImage21Configs reads), without the weights or the VAE. */
+export async function writeQwenImage21ConfigFiles(dir: string, files: QwenImage21ConfigFiles): Promise<void> {
+  const json = (name: string, v: unknown) => writeJsonFile(join(dir, name), v);
+  await json('model_index.json', MODEL_INDEX);
+  await json('transformer/config.json', files.transformer);
+  await json('text_encoder/config.json', files.textEncoder);
+  await json('scheduler/scheduler_config.json', QWEN_IMAGE21_SCHEDULER);
+  await writeDemoTokenizer(join(dir, 'processor'), { specialTokens: DEMO_QWEN_IMAGE21_TOKENS });
+  await json('processor/preprocessor_config.json', PREPROCESSOR);
 }
 
 /** Works out the demo checkpoint (tokenizer ids, configs, the loaders' key lists) without writing it. */
@@ -135,21 +174,7 @@ export async function planDemoQwenImage21(e: Engine): Promise<QwenImage21DemoPla
     .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_TRANSFORMER_CONFIG, textJson, DEMO_VAE_CONFIG, [...vaeCheckpointShapes(DEMO_VAE_CONFIG)], [...keys.transformer], [...keys.textEncoder]]))
     .digest('hex')
     .slice(0, 16);
-  const write = async (dir: string) => {
-    const json = (name: string, v: unknown) => writeJsonFile(join(dir, name), v);
-    await json('model_index.json', MODEL_INDEX);
-    await json('transformer/config.json', DEMO_TRANSFORMER_CONFIG);
-    await json('text_encoder/config.json', textJson);
-    await json('scheduler/scheduler_config.json', QWEN_IMAGE21_SCHEDULER);
-    await writeDemoTokenizer(join(dir, 'processor'), { specialTokens: DEMO_QWEN_IMAGE21_TOKENS });
-    await json('processor/preprocessor_config.json', PREPROCESSOR);
-    const synth = new WeightSynth(DEMO_SEED);
-    // about two shards per part, in the published file names (diffusers' for the transformer, transformers' for the encoder)
-    const sharded = (sub: string, t: Record<string, WriteTensor>, stem: string) => writeShardedSafetensors(join(dir, sub), t, shardBytesFor(t, 2), meta, stem);
-    const meta = { format: 'pt', kiln_demo: `random Qwen-Image-2.1 weights (${DEMO_QWEN_IMAGE21_NAME} ${digest}); the pictures are noise` };
-    await sharded('transformer', synth.tensors(keys.transformer, 'BF16'), 'diffusion_pytorch_model');
-    await sharded('text_encoder', synth.tensors(keys.textEncoder, 'BF16'), 'model');
-    await writeDemoVae(join(dir, 'vae'), { dtype: 'BF16' });
-  };
+  const meta = { format: 'pt', kiln_demo: `random Qwen-Image-2.1 weights (${DEMO_QWEN_IMAGE21_NAME} ${digest}); the pictures are noise` };
+  const write = (dir: string) => writeQwenImage21Checkpoint(dir, { transformer: DEMO_TRANSFORMER_CONFIG, textEncoder: textJson, vae: null }, keys, new WeightSynth(DEMO_SEED), meta);
   return { version: `${DEMO_FORMAT}-${digest}`, configs, keys, write };
 }
