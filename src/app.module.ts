@@ -90,7 +90,8 @@ export class AppModule {
             return fleet;
           }
           if (settings.workers === 'none') return null;
-          const link = new LocalWorker({ ...own, stallS: settings.workerStallS, busyS: settings.workerBusyS });
+          const budget = settings.gpuMemoryBudgetBytes !== undefined ? { env: { GPU_MEMORY_BUDGET: String(settings.gpuMemoryBudgetBytes) } } : {};
+          const link = new LocalWorker({ ...own, ...budget, stallS: settings.workerStallS, busyS: settings.workerBusyS });
           await link.start();
           return link;
         },

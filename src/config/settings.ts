@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TaskKind } from '../catalog';
+import { parseBytes } from '../common/bytes';
 import { ClusterSettingsError, loadClusterSettings, loadWorkerProfiles, type ClusterSettings } from './cluster-settings';
 
 /** Every setting the service reads, parsed and validated once at boot. Nothing else reads process.env
@@ -58,6 +59,8 @@ export interface Settings {
   /** CPU priority of the worker process (nice 0..19), so the API answers promptly while the worker's CPU-side work
    * (weight conversion, a software GPU) keeps every core busy. Default 10. */
   workerNice: number;
+  /** GPU_MEMORY_BUDGET, checked here too so a bad value stops the API at boot, and handed to its local worker. */
+  gpuMemoryBudgetBytes?: number;
 }
 
 /** What a GPU worker process reads (src/worker/main.ts): where weights and demo checkpoints are, its name, its logs. */
@@ -75,6 +78,10 @@ export interface WorkerSettings {
   workerProfiles?: string[];
   /** Seconds between heartbeats a worker may miss before the API counts it lost (WORKER_STALL_S). */
   stallS: number;
+  /** GPU_MEMORY_BUDGET: GPU bytes this worker's engine may hold (bytes or with a unit: 16GiB, 24GB). WebGPU cannot ask
+   * the driver: undefined keeps the engine's default (half the RAM on a software adapter, else 64 GiB). Shown in
+   * /api/health (gpu.memory.budgetBytes); npm run plan reads it too. */
+  gpuMemoryBudgetBytes?: number;
 }
 
 /** The video profiles' demo checkpoint: `trained`, the one committed under assets/demo/minimax-h3 (it draws the demo
@@ -204,6 +211,7 @@ export function loadSettings(env: Env = process.env): Settings {
     workerStallS: stallS,
     workerBusyS: int(env, 'WORKER_BUSY_S', 10 * stallS, 2, 86_400),
     workerNice: int(env, 'WORKER_NICE', 10, 0, 19),
+    ...(gpuMemoryBudgetOf(env) !== undefined ? { gpuMemoryBudgetBytes: gpuMemoryBudgetOf(env) } : {}),
     sseHeartbeatS: int(env, 'SSE_HEARTBEAT_S', 15, 1, 300),
     outputTtlS: int(env, 'OUTPUT_TTL_S', 0, 0, 10 * 365 * 86_400),
     metricsPublic: bool(env, 'METRICS_PUBLIC', false),
@@ -222,7 +230,24 @@ export function loadWorkerSettings(env: Env = process.env): WorkerSettings {
   } catch (err) {
     throw new SettingsError((err as Error).message);
   }
-  return { ...dirsOf(env), demoVideo: demoVideoOf(env), logLevel: logLevelOf(env), workerName: name, cluster: cluster(env), workerProfiles: profiles, stallS: int(env, 'WORKER_STALL_S', 60, 2, 3600) };
+  const budget = gpuMemoryBudgetOf(env);
+  return {
+    ...dirsOf(env), demoVideo: demoVideoOf(env), logLevel: logLevelOf(env), workerName: name, cluster: cluster(env), workerProfiles: profiles,
+    stallS: int(env, 'WORKER_STALL_S', 60, 2, 3600), ...(budget !== undefined ? { gpuMemoryBudgetBytes: budget } : {}),
+  };
+}
+
+/** GPU_MEMORY_BUDGET in bytes, or undefined when unset (the engine's default). */
+function gpuMemoryBudgetOf(env: Env): number | undefined {
+  if (!env.GPU_MEMORY_BUDGET?.trim()) return undefined;
+  let budget: number;
+  try {
+    budget = parseBytes(env.GPU_MEMORY_BUDGET, 'GPU_MEMORY_BUDGET');
+  } catch (err) {
+    throw new SettingsError((err as Error).message);
+  }
+  if (budget < 2 ** 28) throw new SettingsError(`GPU_MEMORY_BUDGET=${env.GPU_MEMORY_BUDGET}: at least 256MiB`);
+  return budget;
 }
 
 /** Nest injection token for the Settings object. */

@@ -5,7 +5,7 @@
 import { BadInputError } from '../common/errors';
 import { fmtBytes } from '../engine/memory';
 import { planJob, type JobPlan, type PlanRequest } from './plan';
-import { parseBytes } from './bytes';
+import { parseBytes } from '../common/bytes';
 
 function usage(msg: string): never {
   console.error(`plan: ${msg}\nusage: npm run plan -- '{"prompt": "a kite", "profile": "imgart_turbo", "size": "1024x1024"}' [--json] [--adapter h200|lavapipe] [--budget 16GiB]`);

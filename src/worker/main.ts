@@ -43,7 +43,7 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
   }
   const log = createLogger(settings.logLevel).child({ process: 'worker', worker: settings.workerName });
   const store = settings.cluster.s3 ? new S3Store(settings.cluster.s3) : undefined;
-  const holder = new EngineHolder();
+  const holder = new EngineHolder(settings.gpuMemoryBudgetBytes !== undefined ? { memoryBudgetBytes: settings.gpuMemoryBudgetBytes } : {});
   const registry = buildRegistry(settings, holder, log, env);
   const shutdown = async (runner: Runner) => {
     await runner.stop();

@@ -3,13 +3,14 @@ import { test } from 'node:test';
 import { auth, startApp } from './harness';
 
 test('/api/health describes the real WebGPU adapter through the engine (lavapipe here, the GPU on a GPU host)', async () => {
-  const t = await startApp({ gpu: 'real' });
+  const t = await startApp({ gpu: 'real', env: { GPU_MEMORY_BUDGET: '3GiB' } });
   try {
     const h = (await t.http.get('/api/health').set(auth)).body;
     assert.equal(h.gpu.available, true, `adapter: ${JSON.stringify(h.gpu)}`);
     for (const k of ['name', 'vendor', 'architecture', 'backend', 'features', 'limits', 'memory']) assert.ok(k in h.gpu, k);
     assert.ok(Array.isArray(h.gpu.features));
     assert.ok(h.gpu.limits.maxStorageBufferBindingSize > 0);
+    assert.equal(h.gpu.memory.budgetBytes, 3 * 2 ** 30, 'the budget in force: GPU_MEMORY_BUDGET, handed to the worker');
   } finally {
     await t.close(true); // must also destroy the engine, or this test file would never exit
   }

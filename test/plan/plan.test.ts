@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { STAGE } from '../../src/catalog';
 import { BadInputError } from '../../src/common/errors';
-import { parseBytes } from '../../src/plan/bytes';
+import { parseBytes } from '../../src/common/bytes';
 import { kindOf, planJob, type JobPlan } from '../../src/plan/plan';
 
 const GiB = 2 ** 30;

@@ -43,6 +43,13 @@ test('the worker reads the directories and log level as the API does, and its na
   assert.equal(w.workerName, 'gpu-box-1');
   assert.match(loadWorkerSettings({}).workerName, new RegExp(`-${process.pid}$`));
   assert.throws(() => loadWorkerSettings({ WORKER_NAME: 'a b' }), /^Error: WORKER_NAME=|WORKER_NAME=/);
+  assert.equal(loadWorkerSettings({}).gpuMemoryBudgetBytes, undefined, 'GPU_MEMORY_BUDGET unset: the engine\'s default');
+  assert.equal(loadWorkerSettings({ GPU_MEMORY_BUDGET: '16GiB' }).gpuMemoryBudgetBytes, 16 * 2 ** 30);
+  assert.equal(loadWorkerSettings({ GPU_MEMORY_BUDGET: '24 GB' }).gpuMemoryBudgetBytes, 24e9);
+  assert.throws(() => loadWorkerSettings({ GPU_MEMORY_BUDGET: 'lots' }), /GPU_MEMORY_BUDGET: "lots" is not a size/);
+  assert.throws(() => loadWorkerSettings({ GPU_MEMORY_BUDGET: '1024' }), /GPU_MEMORY_BUDGET=1024: at least 256MiB/);
+  assert.equal(loadSettings({ GPU_MEMORY_BUDGET: '12GiB' }).gpuMemoryBudgetBytes, 12 * 2 ** 30, 'the API checks it at boot too');
+  assert.throws(() => loadSettings({ GPU_MEMORY_BUDGET: '12 parsecs' }), /GPU_MEMORY_BUDGET/);
   assert.throws(() => loadWorkerSettings({ LOG_LEVEL: 'loud' }), /LOG_LEVEL/);
 });
 
