@@ -44,5 +44,7 @@ export function placeErrors(status: number, detail: unknown, fields: readonly st
     });
   }
   const message = typeof detail === 'string' ? detail : detail == null ? `HTTP ${status}` : JSON.stringify(detail);
-  return [{ field: status === 400 ? fieldOfReason(message, fields) : null, message }];
+  if (status !== 400) return [{ field: null, message }];
+  // a 400 naming several problems gives a line each (a blank prompt and a bad size): each goes to its own field
+  return message.split('\n').filter((m) => m.trim() !== '').map((m) => ({ field: fieldOfReason(m, fields), message: m }));
 }

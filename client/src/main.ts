@@ -55,7 +55,11 @@ async function connect(): Promise<void> {
 
 function build(cfg: Config): void {
   list = new JobList(api, { useAgain, open: (job) => viewer.open(job) }, problem, () => status.refresh());
-  const added = (job: Job) => list!.add(job);
+  const added = (job: Job) => {
+    list!.add(job);
+    // one column (a phone): the list is below the whole form; bring the job just queued into view
+    if (window.matchMedia('(max-width: 860px)').matches) window.requestAnimationFrame(() => document.getElementById(`job-${job.id}`)?.scrollIntoView({ behavior: 'smooth', block: 'nearest' }));
+  };
   forms = { video: new VideoForm(api, cfg, added), image: new ImageForm(api, cfg, added), speech: new SpeechForm(api, cfg) };
   const tabs = h('div', { class: 'tabs', role: 'tablist' });
   for (const [name, form] of Object.entries(forms) as [keyof typeof forms, { view: { form: HTMLFormElement } }][]) {

@@ -29,6 +29,28 @@ export function checkPrompt(prompt: string | undefined, field = 'prompt'): strin
   return prompt;
 }
 
+/** Checks the prompt, then the rest: a blank prompt does not hide a problem elsewhere. Both reasons come in one 400,
+ * a line each (the page flags each field at once). */
+function promptAnd<T>(check: () => string, rest: (prompt: string) => T): T {
+  let prompt = '';
+  let problem: BadInputError | undefined;
+  try {
+    prompt = check();
+  } catch (err) {
+    if (!(err instanceof BadInputError)) throw err;
+    problem = err;
+  }
+  let out: T;
+  try {
+    out = rest(prompt);
+  } catch (err) {
+    if (problem && err instanceof BadInputError) throw new BadInputError(`${problem.message}\n${err.message}`);
+    throw err;
+  }
+  if (problem) throw problem;
+  return out;
+}
+
 export function resolveSeed(seed: number | undefined): number {
   if (seed === undefined || seed === -1) return randomInt(0, 2 ** 31);
   if (!Number.isInteger(seed) || seed < 0 || seed > MAX_SEED) throw new BadInputError(`seed must be -1 (random) or a whole number from 0 to ${MAX_SEED} (got ${seed})`);
@@ -65,7 +87,10 @@ export interface VideoDraft {
 
 /** Video create rules, given how many images and audio clips came with the request. */
 export function draftVideo(r: VideoRequest, imageCount: number, audioCount: number): VideoDraft {
-  const prompt = checkPrompt(r.prompt);
+  return promptAnd(() => checkPrompt(r.prompt), (prompt) => videoDraft(r, imageCount, audioCount, prompt));
+}
+
+function videoDraft(r: VideoRequest, imageCount: number, audioCount: number, prompt: string): VideoDraft {
   const profileName = r.profile ?? 'fastvid';
   const profile = VIDEO_PROFILES.find((p) => p.profile === profileName);
   if (!profile) oneOf('profile', profileName, VIDEO_PROFILES.map((p) => p.profile), 'video profile');
@@ -103,7 +128,10 @@ export interface ImageDraft {
 
 /** Image create rules. With size_from_ref the size is set later, from the first image (see sizeForTier). */
 export function draftImage(r: ImageRequest, imageCount: number): ImageDraft {
-  const prompt = checkPrompt(r.prompt);
+  return promptAnd(() => checkPrompt(r.prompt), (prompt) => imageDraft(r, imageCount, prompt));
+}
+
+function imageDraft(r: ImageRequest, imageCount: number, prompt: string): ImageDraft {
   const profileName = r.profile ?? 'imgmain';
   const profile = IMAGE_PROFILES.find((p) => p.profile === profileName);
   if (!profile) oneOf('profile', profileName, IMAGE_PROFILES.map((p) => p.profile), 'image profile');

@@ -71,6 +71,8 @@ describe('validation: 422 for wrong types, 400 for values a user can fix', () =>
       [{ prompt: 'x', callback_url: 'ftp://a.example/cb' }, /callback_url: must be an https or http URL/],
       [{ prompt: 'x', callback_url: 'not a url' }, /callback_url: not a valid URL/],
       [{ prompt: 'x'.repeat(10_001) }, /prompt is 10001 characters long; the limit is 10000/],
+      // a blank prompt does not hide another problem: both reasons, a line each
+      [{ prompt: '   ', seconds: 16 }, /^prompt is empty; say what to make\nseconds must be from 1 to 15 \(got 16\)$/],
     ];
     for (const [body, reason] of cases) {
       const res = await post('/api/v1/generate', body);
@@ -88,6 +90,7 @@ describe('validation: 422 for wrong types, 400 for values a user can fix', () =>
       [{ prompt: 'x', size: '1000x1000' }, /size: width 1000 must be a multiple of 32 from 256 to 4096/],
       [{ prompt: 'x', size: '1024x4128' }, /height 4128 must be a multiple of 32/],
       [{ prompt: 'x', size: '1024*1024' }, /size must be <width>x<height>/],
+      [{ prompt: '   ', size: '300x300' }, /^prompt is empty; say what to make\nsize: width 300 must be a multiple of 32 from 256 to 4096$/],
       [{ prompt: 'x', size: '1024x1024', size_from_ref: true, images: [img] }, /either size or size_from_ref/],
       [{ prompt: 'x', size_from_ref: true }, /size_from_ref needs at least one image/],
       [{ prompt: 'x', profile: 'imgart_turbo', images: [img, img, img, img] }, /too many images: 4 given, imgart_turbo takes at most 3 style references/],

@@ -48,6 +48,13 @@ describe('field-errors: 422 entries', () => {
     ]);
   });
 
+  it('a 400 naming several problems (a line each) places each at its field', () => {
+    assert.deepEqual(placeErrors(400, 'prompt is empty; say what to make\nsize: width 300 must be a multiple of 32 from 256 to 4096', IMAGE), [
+      { field: 'prompt', message: 'prompt is empty; say what to make' },
+      { field: 'size', message: 'size: width 300 must be a multiple of 32 from 256 to 4096' },
+    ]);
+  });
+
   it('other statuses go to the form whatever they name', () => {
     assert.deepEqual(placeErrors(503, 'speech synthesis is not available yet', ['text']), [{ field: null, message: 'speech synthesis is not available yet' }]);
     assert.deepEqual(placeErrors(429, 'the queue is full; prompt later', IMAGE), [{ field: null, message: 'the queue is full; prompt later' }]);

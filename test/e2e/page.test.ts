@@ -6,6 +6,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Browser, chromium } from 'playwright-core';
+import sharp from 'sharp';
 import { startApp, TestApp, TOKEN, auth } from '../api/harness';
 import { wavBytes } from '../api/inputs';
 import { makeGate } from '../api/control';
@@ -213,6 +214,53 @@ describe('web page (Chromium)', { skip }, () => {
     }
   });
 
+  it('phone (390 px): the job just queued comes into view; a small result opens large over a dimmed page', { timeout: 60_000 }, async () => {
+    const t = await startApp({ builtinPipelines: false, pipelines: [testPipeline('image', 'imgmain', { stepMs: 1 })] });
+    const o = await open(browser, t.url, PHONE);
+    const { page } = o;
+    try {
+      await enterToken(page, TOKEN);
+      await page.locator('#create').waitFor();
+      await page.locator('#tab-image').click();
+      const form = page.locator('#image-form');
+      await form.locator('[name=prompt]').fill('a small square');
+      await form.locator('[name=size]').fill('256x256');
+      await form.locator('button[type=submit]').scrollIntoViewIfNeeded();
+      await form.locator('button[type=submit]').click();
+      const card = page.locator('article.job').first();
+      await card.waitFor();
+      // the card, its head at least, inside the screen without the user scrolling
+      const inView = await until('the queued job in view', async () => {
+        const b = await card.boundingBox();
+        return b && b.y >= 0 && b.y + Math.min(b.height, 120) <= PHONE.height ? b : undefined;
+      });
+      assert.ok(inView.y >= 0);
+      await page.screenshot({ path: join(SHOTS, 'phone-queued.png') });
+      await card.locator('.badge.done').waitFor();
+      // the light of the page at the screen's bottom left corner, before and with the result open over it
+      const corner = async () => {
+        const { data } = await sharp(await page.screenshot({ clip: { x: 2, y: PHONE.height - 12, width: 10, height: 10 } })).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+        return data.reduce((a, b) => a + b, 0) / data.length;
+      };
+      const lit = await corner();
+      await card.locator('.job-result .thumb').click();
+      const big = page.locator('#viewer[open] img');
+      const natural = await until('the image loaded', () => big.evaluate((el: any) => (el.complete && el.naturalWidth > 0 ? el.naturalWidth as number : undefined)));
+      assert.ok(natural <= 256, `a small result: ${natural} px`);
+      const shown = (await big.boundingBox())!;
+      assert.ok(shown.width >= PHONE.width * 0.9, `a ${natural} px result fills the phone's width: shown ${shown.width} px`);
+      const dimmed = await corner();
+      assert.ok(dimmed <= 0.15 * lit, `the page behind is dimmed to at most 15% of its light: ${dimmed.toFixed(1)} of ${lit.toFixed(1)}`);
+      await page.screenshot({ path: join(SHOTS, 'phone-viewer.png') });
+      await page.keyboard.press('Escape');
+      assert.deepEqual(o.offsite, []);
+      assert.deepEqual(o.errors, []);
+    } finally {
+      await o.close();
+      await t.close(true);
+    }
+  });
+
   describe('without models', () => {
     let t: TestApp;
     let o: Opened;
@@ -239,6 +287,16 @@ describe('web page (Chromium)', { skip }, () => {
       await expectText(reason, /^profile imgmain: the Qwen-Image-2\.1 model is not built into this service yet/);
       assert.equal(Number((await t.http.get('/api/jobs').set(auth)).headers['x-total-count']), 0, 'refused at creation: no failed job');
       await expectText(page.locator('#status .weights summary'), /11 missing/);
+      // The profile's missing-weights note: one line under Profile, the files it lacks on demand (issue 47).
+      const note = form.locator('[data-field=profile] .weights-note.missing');
+      await expectText(note.locator('summary'), /^Not built yet · details$/);
+      const line = await note.locator('summary').evaluate((el: any) => [el.getBoundingClientRect().height, parseFloat((globalThis as any).getComputedStyle(el).lineHeight)]) as number[];
+      assert.ok(line[0] <= line[1] * 1.5, `the note's summary is one line: ${line[0]} px high, lines of ${line[1]} px`);
+      assert.ok(await note.locator('.weights-detail').isHidden(), 'the details are closed');
+      await note.locator('summary').click();
+      await expectText(note.locator('.weights-detail'), /The Qwen-Image-2\.1 model behind imgmain is not built into this service yet/);
+      await noHorizontalScroll(page);
+      await note.locator('summary').click();
       // The per-profile weights list opens inside the phone's screen.
       await page.locator('#status .weights summary').click();
       const list = page.locator('#status .weights ul');
@@ -286,7 +344,15 @@ describe('web page (Chromium)', { skip }, () => {
       await form.locator('button[type=submit]').click();
       await reason('prompt').waitFor();
       await expectText(reason('prompt'), /prompt is empty/);
+      // Several at once (issue 47): a blank prompt and a size off the grid; the server names both, the page flags both.
+      await form.locator('[name=size]').fill('300x300');
+      await form.locator('button[type=submit]').click();
+      await reason('size').waitFor();
+      await expectText(reason('prompt'), /^prompt is empty; say what to make$/);
+      await expectText(reason('size'), /^size: width 300 must be a multiple of 32/);
+      for (const f of ['prompt', 'size']) assert.ok(await form.locator(`[data-field=${f}]`).evaluate((el: any) => el.classList.contains('invalid')), f);
       await shot(page, 'desktop-errors.png');
+      await form.locator('[name=size]').fill('');
 
       // Video: a clip too short for the limits is caught before anything is sent.
       await page.locator('#tab-video').click();

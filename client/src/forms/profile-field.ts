@@ -16,11 +16,11 @@ export function profileSelect(profiles: Profile[]): HTMLSelectElement {
 /** Fills `hint` with the profile's description, default steps and weights note. */
 export function describeProfile(hint: HTMLElement, p: Profile | undefined): void {
   if (!p) return replace(hint, '');
-  replace(
-    hint,
-    h('span', null, `${sentence(p.description)} Model: ${p.model}. `),
-    h('span', { class: `weights-note ${p.weights}` }, weightsNote(p)),
-  );
+  // a missing model's note lists the files it lacks (many lines on a phone): one line, the list on demand
+  const note = p.weights === 'missing' && p.note
+    ? h('details', { class: 'weights-note missing' }, h('summary', null, 'Not built yet · details'), h('div', { class: 'weights-detail' }, weightsNote(p)))
+    : h('span', { class: `weights-note ${p.weights}` }, weightsNote(p));
+  replace(hint, h('span', null, `${sentence(p.description)} Model: ${p.model}. `), note);
 }
 
 /** "Demo weights: <note>." or, for a missing model, the note alone (it already says the model is not built). */
