@@ -1,20 +1,24 @@
-// A plan tells the truth: each image pipeline on its demo checkpoint, run on lavapipe and run on the shape-only
+// A plan tells the truth: each image pipeline and three video profiles on their demo checkpoints, run on lavapipe and run on the shape-only
 // engine standing for it (src/engine/plan-device.ts), gives the same peak GPU bytes per stage and the same
 // dispatches, FLOPs and bytes per stage, at several sizes, 16-bit and int8. The bound is exact equality: the plan
 // is the same code on the same pool, without the device. A loader or pipeline that allocates differently when it
 // plans (a read it skips, a size it guesses) fails here.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Engine } from '../../src/engine/engine';
+import { STAGE } from '../../src/catalog';
+import { Engine, type EngineHolder } from '../../src/engine/engine';
 import { adapterProfileOf } from '../../src/engine/plan-device';
 import type { Pipeline } from '../../src/models/common/pipeline';
 import { measureRun, type StageCost } from '../../src/models/common/stage-meter';
 import { Krea2Pipeline, krea2DemoLayout, planDemoKrea2, type Krea2ImageTask } from '../../src/models/krea2';
 import { planDemoQwenImage21 } from '../../src/models/qwen_image21/demo';
 import { QwenImage21Pipeline, type ImageTask } from '../../src/models/qwen_image21/pipeline';
+import { h3Profile } from '../../src/models/minimax_h3/profiles';
+import { videoProfileEntry } from '../../src/worker/profiles/video';
+import type { VideoTask as WorkerVideoTask } from '../../src/worker/protocol';
 import { testEngine } from '../engine/helpers';
 
 /** Stages as comparable rows (the stage, its peak, its work, its steps). */
@@ -63,6 +67,32 @@ describe('a plan equals the real run on the demo checkpoints', () => {
         assert.ok(measured.some((s) => s.steps === steps && s.work.flops > 0), 'the sampling stage counted its steps and work');
       });
     }
+  }
+
+  // the worker's own profile entries (adapter merge, int8, adaln weights on the host, step cache) on the random demo
+  for (const [profile, width, height, frames] of [['fastvid', 64, 64, 22], ['turbo_int8', 96, 64, 39], ['basevid50', 64, 96, 22]] as const) {
+    test(`MiniMax H3 ${profile} at ${width}x${height}, ${frames} frames`, async () => {
+      const weightsDir = join(dir, 'no-weights');
+      mkdirSync(weightsDir, { recursive: true });
+      const make = (e: Engine) => videoProfileEntry(profile, { weightsDir, demoWeightsDir: join(dir, 'h3-demo'), demoVideo: 'random' }, { get: async () => e } as unknown as EngineHolder).create();
+      const task = (): WorkerVideoTask => ({
+        id: 'plan', kind: 'video', profile, images: [], audios: [], output: out().replace(/png$/, 'mp4'),
+        params: { prompt: 'a cat sings', seed: 7, steps: 3, width, height, seconds: 1, frames, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
+      });
+      const measured = await measure(real, make, task());
+      const planned = await measure(plan, make, task());
+      if (h3Profile(profile).adapter) {
+        // The turbo adapter is merged as the weights are read (adapter.ts: a low-rank product on the GPU per adapted
+        // linear); a plan reads no weights, so its load stage does less work than the run (a lower bound), with the
+        // same memory. Every other figure is equal.
+        const [p0, m0] = [planned[0]!, measured[0]!];
+        assert.equal(p0.stage, STAGE.loadModel);
+        assert.ok(p0.work.dispatches < m0.work.dispatches && p0.work.flops < m0.work.flops, 'the merge is the load stage\'s extra work');
+        planned[0] = { ...p0, work: m0.work };
+      }
+      assert.deepEqual(rows(planned), rows(measured));
+      assert.ok(measured.some((s) => s.stage === STAGE.videoDecode && s.work.flops > 0), 'the video decode was measured');
+    });
   }
 
   for (const int8 of [true, false]) {
