@@ -1,5 +1,5 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiSecurity, ApiUnauthorizedResponse, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiPayloadTooLargeResponse, ApiSecurity, ApiTooManyRequestsResponse, ApiUnauthorizedResponse, ApiUnprocessableEntityResponse, ApiUnsupportedMediaTypeResponse } from '@nestjs/swagger';
 import { ErrorDetailDto, ValidationErrorDto } from '../jobs/job.schema';
 
 /** The auth schemes and error bodies every /api route shares. */
@@ -12,10 +12,14 @@ export const ApiCommon = () =>
     ApiUnauthorizedResponse({ description: 'Token missing or wrong: {"detail":"bad token"}', type: ErrorDetailDto }),
   );
 
-export const ApiCreateErrors = () =>
+/** A create's refusals; `job` (not speech, which is answered at once): the queue's 429 too. */
+export const ApiCreateErrors = (job = true) =>
   applyDecorators(
     ApiBadRequestResponse({ description: 'A value a user can fix (the reason is in detail)', type: ErrorDetailDto }),
     ApiUnprocessableEntityResponse({ description: 'A field of the wrong type', type: ValidationErrorDto }),
+    ApiPayloadTooLargeResponse({ description: 'The body, or a file in it, is larger than the limit', type: ErrorDetailDto }),
+    ApiUnsupportedMediaTypeResponse({ description: 'A compressed body (Content-Encoding), or a multipart type other than multipart/form-data', type: ErrorDetailDto }),
+    ...(job ? [ApiTooManyRequestsResponse({ description: 'The queue is full (MAX_QUEUE jobs waiting)', type: ErrorDetailDto })] : []),
   );
 
 /** The create endpoints' Idempotency-Key header and its 409. */

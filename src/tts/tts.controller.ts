@@ -21,7 +21,7 @@ export class TtsController {
   @ApiOperation({ summary: 'Voice-clone speech (JSON), answered when the wav is written' })
   @ApiOkResponse({ type: SpeechResultDto })
   @ApiServiceUnavailableResponse({ description: 'The speech model is not available', type: ErrorDetailDto })
-  @ApiCreateErrors()
+  @ApiCreateErrors(false)
   speak(@Body() dto: TtsDto, @Res({ passthrough: true }) res: Response) {
     return this.tts.speak(dto, () => this.jobs.fetchOne(dto.ref_audio, 'ref_audio', 'audio'), clientGone(res));
   }
@@ -34,7 +34,7 @@ export class TtsController {
   @ApiBody({ schema: { allOf: [{ $ref: getSchemaPath(TtsFormDto) }, { type: 'object', required: ['ref_audio'], properties: { ref_audio: { type: 'string', format: 'binary' } } }] } })
   @ApiOkResponse({ type: SpeechResultDto })
   @ApiServiceUnavailableResponse({ description: 'The speech model is not available', type: ErrorDetailDto })
-  @ApiCreateErrors()
+  @ApiCreateErrors(false)
   speakForm(@Body() dto: TtsFormDto, @UploadedFiles() files: Files, @Res({ passthrough: true }) res: Response) {
     return this.tts.speak(dto, async () => filesOf(files, 'ref_audio').map((f) => ({ ...f, label: 'ref_audio' }))[0], clientGone(res));
   }

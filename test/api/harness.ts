@@ -17,7 +17,7 @@ import { JobsService } from '../../src/jobs/jobs.service';
 import { OutboundClient, OutboundOptions } from '../../src/net/outbound';
 import { Scheduler } from '../../src/scheduler/scheduler';
 import type { PipelineModule } from '../../src/worker/protocol';
-import { Exchange, recordTraffic } from './openapi-traffic';
+import { Exchange, openapiProblems, recordTraffic } from './openapi-traffic';
 
 export const TOKEN = 'test-token-0123456789';
 
@@ -69,7 +69,10 @@ export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
   if (opts.probe) builder = builder.overrideProvider(InputProbe).useValue(opts.probe);
   const moduleRef = await builder.compile();
   const app = moduleRef.createNestApplication<NestExpressApplication>({ bodyParser: false, logger: false });
-  if (opts.traffic) recordTraffic(app, opts.traffic);
+  // KILN_OPENAPI_TRAFFIC=1: any suite's traffic is checked against /openapi.json when its app closes
+  const audit = !opts.traffic && process.env.KILN_OPENAPI_TRAFFIC === '1' ? [] as Exchange[] : undefined;
+  const traffic = opts.traffic ?? audit;
+  if (traffic) recordTraffic(app, traffic);
   configureApp(app, settings, TOKEN);
   await app.init();
   await app.listen(0, '127.0.0.1');
@@ -83,8 +86,11 @@ export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
     scheduler: app.get(Scheduler),
     jobs: app.get(JobsService),
     async close(removeData = false) {
+      const doc = audit && (await (await fetch(`${url.replace('[::1]', '127.0.0.1')}/openapi.json`)).json());
       await app.close();
       if (removeData) rmSync(dataDir, { recursive: true, force: true });
+      const problems = audit ? await openapiProblems(doc as object, audit) : [];
+      if (problems.length) throw new Error(`KILN_OPENAPI_TRAFFIC: responses unlike /openapi.json:\n${problems.join('\n')}`);
     },
   };
 }

@@ -22,7 +22,8 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
   const tmp = mkdtempSync(join(tmpdir(), 'kiln-oas-'));
 
   before(async () => {
-    t = await startApp({ builtinPipelines: false, traffic, pipelines: [testPipeline('video', 'fastvid', { stepMs: 1 }), testPipeline('image', 'imgmain', { stepMs: 1 }), silentSpeech()] });
+    // a 1 MB body limit: the 413 shape without sending hundreds of MB
+    t = await startApp({ builtinPipelines: false, traffic, env: { MAX_BODY_MB: '1' }, pipelines: [testPipeline('video', 'fastvid', { stepMs: 1 }), testPipeline('image', 'imgmain', { stepMs: 1 }), silentSpeech()] });
     doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as Doc;
   });
   after(async () => {
@@ -62,7 +63,7 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     ac.abort();
     assert.equal((await t.http.delete(`/api/jobs/${image.id}`).set(auth)).status, 200);
 
-    // the refusals: 401 everywhere the token is needed, and the 400/404/409/422 shapes
+    // the refusals: 401 everywhere the token is needed, and the 400/404/409/413/415/422 shapes
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [m, o] of Object.entries(ops)) {
         if (!o.responses['401']) continue;
@@ -102,6 +103,9 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
       [() => get('/api/events?after=x'), 422],
       [() => t.http.delete('/api/jobs/nope').set(auth), 404],
       [() => t.http.get('/out/nope.png'), 404],
+      [() => t.http.post('/api/v1/image').set(auth).send({ prompt: 'x'.repeat(1_100_000) }), 413],
+      [() => t.http.post('/api/v1/tts').set(auth).set('Content-Encoding', 'gzip').set('Content-Type', 'application/json').send('{}'), 415],
+      [() => t.http.post('/api/jobs').set(auth).set('Content-Type', 'multipart/mixed; boundary=x').send('--x--'), 415],
       [() => t.http.post('/api/v1/image').set(auth).set('Idempotency-Key', 'k1').send({ prompt: 'one', size: '256x256' }), 200],
       [() => t.http.post('/api/v1/image').set(auth).set('Idempotency-Key', 'k1').send({ prompt: 'two', size: '256x256' }), 409],
     ];
@@ -116,7 +120,7 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     const templ = (p: string) => new RegExp(`^${p.replace(/\{[^}]+\}/g, '[^/]+')}$`);
     const missed = Object.entries(doc.paths).flatMap(([p, ops]) => Object.keys(ops).filter((m) => ![...seen].some((s) => s.startsWith(`${m} `) && templ(p).test(s.slice(m.length + 1)))).map((m) => `${m} ${p}`));
     assert.deepEqual(missed, [], 'operations the traffic never answered with 2xx');
-    for (const code of [400, 401, 404, 409, 422]) assert.ok(traffic.some((x) => x.status === code), `a ${code} was sent`);
+    for (const code of [400, 401, 404, 409, 413, 415, 422]) assert.ok(traffic.some((x) => x.status === code), `a ${code} was sent`);
     assert.deepEqual(await openapiProblems(doc, traffic), []);
   });
 
