@@ -216,6 +216,7 @@ export class Engine {
 export class EngineHolder {
   private current: Engine | null = null;
   private creating: Promise<Engine> | null = null;
+  private readonly signals: AbortSignal[] = [];
   /** Bumped each time a new engine is built. */
   generation = 0;
 
@@ -226,6 +227,7 @@ export class EngineHolder {
     this.creating ??= Engine.create(this.opts).then(
       (e) => {
         this.current = e;
+        e.recorder.interrupt = this.signals.at(-1) ?? null;
         this.generation++;
         this.creating = null;
         return e;
@@ -236,6 +238,26 @@ export class EngineHolder {
       },
     );
     return this.creating;
+  }
+
+  /**
+   * GPU waits (sync, read) give up with CancelledError when `signal` fires, until the returned function is called:
+   * the worker binds each running task's signal, so a DELETE ends any stage within a moment, not only at the
+   * pipeline's own checks (a VAE decode is one long GPU wait). The latest bound signal applies (an interactive
+   * request run at a job's safe point binds its own on top of the job's).
+   */
+  interruptOn(signal: AbortSignal): () => void {
+    this.signals.push(signal);
+    this.applySignal();
+    return () => {
+      const i = this.signals.lastIndexOf(signal);
+      if (i >= 0) this.signals.splice(i, 1);
+      this.applySignal();
+    };
+  }
+
+  private applySignal(): void {
+    if (this.current) this.current.recorder.interrupt = this.signals.at(-1) ?? null;
   }
 
   /** Whether the engine built last has lost its device (the next get() builds another). */

@@ -13,6 +13,7 @@ import { BufferUsage } from './webgpu';
 import type { Profiler } from './profiler';
 import { BindGroupCache, slotFor, type Binding } from './bind-groups';
 import { Meter } from './meter';
+import { CancelledError } from '../common/errors';
 
 export type { Binding } from './bind-groups';
 
@@ -53,6 +54,10 @@ export class Recorder {
   profiler: Profiler | null = null;
   /** Set by the engine's uncaptured-error handler; thrown by sync(). */
   uncaptured: Error | null = null;
+  /** While set (EngineHolder.interruptOn: the task running now), sync() stops waiting when it fires and throws
+   * CancelledError. The GPU still finishes the work already submitted (WebGPU cannot recall it); the queue is in
+   * order, so later work, a next task's included, runs after it and sees it complete. */
+  interrupt: AbortSignal | null = null;
 
   constructor(
     private readonly gpu: GpuDevice,
@@ -161,7 +166,7 @@ export class Recorder {
    * dawn.node spins a core while this waits: call it at stage ends, not per step. */
   async sync(): Promise<void> {
     this.flush();
-    await this.device.queue.onSubmittedWorkDone();
+    await unlessInterrupted(this.device.queue.onSubmittedWorkDone(), this.interrupt);
     const checks = [...this.kernels.pendingChecks.splice(0), ...this.checks.splice(0)];
     for (const r of await Promise.allSettled(checks)) if (r.status === 'rejected') throw r.reason;
     if (this.uncaptured) {
@@ -213,4 +218,26 @@ export function grid1d(n: number, wg: number, maxPerDim = 65535): [number, numbe
   const groups = Math.max(1, Math.ceil(n / wg));
   const x = Math.min(groups, maxPerDim);
   return [x, Math.ceil(groups / x)];
+}
+
+/** `work`, or CancelledError as soon as `signal` fires (`work` then goes on unobserved; its failure is dropped here,
+ * the next sync reports a lost device). */
+function unlessInterrupted<T>(work: Promise<T>, signal: AbortSignal | null): Promise<T> {
+  if (!signal) return work;
+  const cancelled = () => new CancelledError(typeof signal.reason === 'string' ? signal.reason : 'cancelled');
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(cancelled());
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => undefined);
+      reject(cancelled());
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (v) => (signal.removeEventListener('abort', onAbort), resolve(v)),
+      (err: unknown) => (signal.removeEventListener('abort', onAbort), reject(err)),
+    );
+  });
 }

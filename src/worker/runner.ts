@@ -21,6 +21,9 @@ export interface RunnerOptions {
    * for the running job to end instead of loading a second model beside it. */
   fitsBeside?: (bytes: number) => boolean;
   log?: (msg: string, extra?: object) => void;
+  /** Called as a task starts with its signal; returns what undoes it when the task ends (the worker makes GPU waits
+   * give up when the signal fires: EngineHolder.interruptOn). */
+  bindSignal?: (signal: AbortSignal) => () => void;
 }
 
 /**
@@ -44,6 +47,7 @@ export class Runner {
   private idle: Promise<void> = Promise.resolve();
   private readonly fitsBeside: (bytes: number) => boolean;
   private readonly log: (msg: string, extra?: object) => void;
+  private readonly bindSignal: (signal: AbortSignal) => () => void;
 
   constructor(
     private readonly registry: ProfileRegistry,
@@ -52,6 +56,7 @@ export class Runner {
   ) {
     this.fitsBeside = o.fitsBeside ?? (() => false);
     this.log = o.log ?? (() => {});
+    this.bindSignal = o.bindSignal ?? (() => () => {});
   }
 
   enqueue(task: WorkerTask): void {
@@ -139,6 +144,7 @@ export class Runner {
       // Interactive requests have no safe points of their own: nothing runs inside them.
       safePoint: beside || this.isInteractive(r.task) ? async () => {} : () => this.serveInteractive(),
     };
+    const unbind = this.bindSignal(r.abort.signal);
     try {
       const pipeline = await this.pipelineFor(r.task, ctx, beside);
       r.abort.signal.throwIfAborted();
@@ -152,6 +158,8 @@ export class Runner {
       const { code, message } = failure(err, r.abort.signal);
       if (code === 'error') this.log('task failed', { id, error: message, stack: err instanceof Error ? err.stack : undefined });
       return { type: 'failed', id, code, message };
+    } finally {
+      unbind();
     }
   }
 
