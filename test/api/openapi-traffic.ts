@@ -59,7 +59,8 @@ export async function openapiProblems(doc: object, traffic: readonly Exchange[])
     const where = `${x.method} ${x.path} ${x.status}`;
     const op = api.router.matchOperation({ method, path: decodeURI(x.path), headers: {} } as any);
     if (!op) {
-      problems.add(`${where}: no such operation in the document`);
+      // a route the API does not have, answered "not found" (a fuzzer's guess): as the document says, by leaving it out
+      if (x.status !== 404) problems.add(`${where}: no such operation in the document`);
       continue;
     }
     const name = `${x.method} ${op.path} ${x.status}`;
