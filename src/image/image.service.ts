@@ -33,7 +33,7 @@ export class ImageService {
         if (problem) throw new BadInputError(problem);
       });
     }
-    const job = await this.jobs.submit(
+    const { job, created } = await this.jobs.submit(
       {
         kind: 'image', prompt: d.prompt, profile: d.profile.profile, mode: d.mode, aspect, res: d.res,
         size: `${width}x${height}`, seed: d.seed, steps: d.steps, image_count: images.length, negative: d.negative,
@@ -43,7 +43,7 @@ export class ImageService {
       images,
       [],
     );
-    // read back: the job may have gone to the worker already (then it is running, not queued without a position)
-    return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : this.jobs.get(job.id);
+    // the spec: creating returns the job as created (queued, with its position), whatever the scheduler does next
+    return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : created;
   }
 }

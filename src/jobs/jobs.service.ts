@@ -182,22 +182,33 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     return Promise.all(audios.map((f) => this.probe.audioSeconds(f.data, f.label, limits)));
   }
 
-  /** Stores a validated job (inputs first, then the record) and queues it. */
-  async submit(fields: Omit<JobRecord, 'id' | 'status' | 'created' | 'params'> & { params: Omit<JobRecord['params'], 'images' | 'audios'> }, images: InputFile[], audios: InputFile[]): Promise<JobRecord> {
-    let id = newJobId();
-    while (this.store.has(id)) id = newJobId();
-    const job: JobRecord = {
-      ...fields,
-      id,
-      status: 'queued',
-      created: round3(Date.now() / 1000),
-      params: { ...fields.params, images: await this.files.saveInputs(id, images, 'image'), audios: await this.files.saveInputs(id, audios, 'audio') },
-    } as JobRecord;
-    this.store.insert(job);
-    this.scheduler.enqueue(this.taskFor(job), job.priority);
-    this.events.publish(id, 'queued', this.view(job));
-    this.log.info({ id, kind: job.kind, profile: job.profile }, 'job queued');
-    return job;
+  /** Stores a validated job (inputs first, then the record) and queues it. Returns the record and the job object
+   * as created (queued, with its position): the scheduler may hand it to a worker at the next tick. */
+  async submit(fields: Omit<JobRecord, 'id' | 'status' | 'created' | 'params'> & { params: Omit<JobRecord['params'], 'images' | 'audios'> }, images: InputFile[], audios: InputFile[]): Promise<{ job: JobRecord; created: Record<string, unknown> }> {
+    for (let attempt = 1; ; attempt++) {
+      // ids are unique within this process (job-id.ts); another process on the same store may still have taken one
+      let id = newJobId();
+      while (this.store.has(id)) id = newJobId();
+      const job: JobRecord = {
+        ...fields,
+        id,
+        status: 'queued',
+        created: round3(Date.now() / 1000),
+        params: { ...fields.params, images: await this.files.saveInputs(id, images, 'image'), audios: await this.files.saveInputs(id, audios, 'audio') },
+      } as JobRecord;
+      try {
+        this.store.insert(job);
+      } catch (err) {
+        if (!isUniqueViolation(err) || attempt >= 20) throw err;
+        this.log.warn({ id }, 'job id taken by another process meanwhile; taking the next one');
+        continue;
+      }
+      this.scheduler.enqueue(this.taskFor(job), job.priority);
+      const created = this.view(job);
+      this.events.publish(id, 'queued', created);
+      this.log.info({ id, kind: job.kind, profile: job.profile }, 'job queued');
+      return { job, created };
+    }
   }
 
   /** The job as the GPU worker's task: its model parameters and its files. */
@@ -389,6 +400,11 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   summary(): { current: string | null; queued: number } {
     return { current: this.scheduler.current()?.task.id ?? null, queued: this.scheduler.queuedCount() };
   }
+}
+
+/** better-sqlite3's error for a second row with the same id. */
+function isUniqueViolation(err: unknown): boolean {
+  return (err as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/.test(String((err as Error)?.message));
 }
 
 /** "job X expired at 2026-11-24T10:00:00.000Z and was deleted (OUTPUT_TTL_S=3600)" */

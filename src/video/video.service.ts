@@ -46,7 +46,7 @@ export class VideoService {
     if (d.audio_mode === 'voice' && d.tts_text.trim() === '' && total > VOICES_TOTAL_S.maxS + VOICES_TOTAL_S.toleranceS) {
       throw new BadInputError(`audios: the voices are ${seconds.map((s) => s.toFixed(2)).join(' + ')} = ${total.toFixed(2)} s long; together they may be at most ${VOICES_TOTAL_S.maxS} s: shorten or drop one`);
     }
-    const job = await this.jobs.submit(
+    const { job, created } = await this.jobs.submit(
       {
         kind: 'video', prompt: d.prompt, profile: d.profile.profile, mode: d.mode, aspect: d.aspect, res: d.res,
         size: `${d.width}x${d.height}`, seconds: d.seconds, frames: d.frames, seed: d.seed, steps: d.steps,
@@ -59,7 +59,7 @@ export class VideoService {
       images,
       audios,
     );
-    // read back: the job may have gone to the worker already (then it is running, not queued without a position)
-    return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : this.jobs.get(job.id);
+    // the spec: creating returns the job as created (queued, with its position), whatever the scheduler does next
+    return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : created;
   }
 }
