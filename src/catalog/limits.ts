@@ -1,6 +1,9 @@
 // The spec's limits (service-api.md "Limits") and the ones this service chose where it is silent (README "API").
 
 export const MAX_PROMPT_CHARS = 10_000;
+/** ref_text (speech) and tts_ref_text (video): the transcript of a reference clip of at most 30 s (the spec is silent;
+ * fast speech is about 1,000 characters in 30 s). */
+export const MAX_REF_TEXT_CHARS = 2_000;
 export const MAX_STEPS = 200;
 export const MAX_SEED = 4294967295;
 /** Job priorities (an extension of the spec): 0 to 9, higher first, first come first served within one. */

@@ -6,7 +6,7 @@ import { IdempotencyInterceptor } from '../jobs/idempotency.interceptor';
 import { clientGone } from '../common/request-signal';
 import { JobObjectDto } from '../jobs/job.schema';
 import { JobsService } from '../jobs/jobs.service';
-import { filesOf, uploadFields, UploadedFiles as Files } from '../jobs/upload';
+import { filesOf, refuseFormWait, uploadFields, UploadedFiles as Files } from '../jobs/upload';
 import { CreateImageFormDto, GenerateImageDto } from './image.dto';
 import { ImageService } from './image.service';
 
@@ -39,6 +39,7 @@ export class ImageController {
   @ApiOkResponse({ type: JobObjectDto })
   @ApiCreateErrors()
   createForm(@Body() dto: CreateImageFormDto, @UploadedFiles() files: Files) {
+    refuseFormWait(dto);
     const images = filesOf(files, 'images');
     return this.image.create(dto, { images: images.length, load: async () => images });
   }

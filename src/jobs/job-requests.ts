@@ -3,7 +3,7 @@
 import { randomInt } from 'node:crypto';
 import { BadInputError } from '../common/errors';
 import {
-  DEFAULT_PRIORITY, EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_PRIORITY, MAX_PROMPT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S,
+  DEFAULT_PRIORITY, EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_PRIORITY, MAX_PROMPT_CHARS, MAX_REF_TEXT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S,
   ProfileInfo, TRACK_MAX_AUDIOS, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, VIDEO_SIZES, aspectOf, snapFrames,
 } from '../catalog';
 
@@ -49,6 +49,13 @@ function promptAnd<T>(check: () => string, rest: (prompt: string) => T): T {
   }
   if (problem) throw problem;
   return out;
+}
+
+/** A reference clip's transcript (ref_text, tts_ref_text): optional, and bounded like the prompt. */
+export function checkRefText(text: string | undefined, field: string): string {
+  const t = text ?? '';
+  if (t.length > MAX_REF_TEXT_CHARS) throw new BadInputError(`${field} is ${t.length} characters long; the limit is ${MAX_REF_TEXT_CHARS} (the transcript of a reference clip of at most 30 s)`);
+  return t;
 }
 
 export function resolveSeed(seed: number | undefined): number {
@@ -116,7 +123,7 @@ function videoDraft(r: VideoRequest, imageCount: number, audioCount: number, pro
   return {
     prompt, profile: profile!, aspect, res, width, height, seconds, frames: snapFrames(seconds),
     seed: resolveSeed(r.seed), steps: resolveSteps(r.steps, profile!), image_mode, audio_mode, tts_text,
-    tts_ref_text: r.tts_ref_text ?? '', tts_language: checkLanguage(r.tts_language, 'tts_language'),
+    tts_ref_text: checkRefText(r.tts_ref_text, 'tts_ref_text'), tts_language: checkLanguage(r.tts_language, 'tts_language'),
     mode: imageCount > 0 ? 'i2v' : 't2v', priority: resolvePriority(r.priority),
   };
 }

@@ -58,7 +58,7 @@ export async function probeImage(buf: Buffer, label = 'image', opts: ProbeImageO
   const meta = await guard(sharp(buf, { ...sharpInput, limitInputPixels: false }).metadata(), label, undefined, opts.signal);
   const format = meta.format as string;
   if (!(IMAGE_FORMATS as readonly string[]).includes(format)) {
-    throw new BadInputError(`${label}: ${format} images are not accepted; use png, jpeg or webp`);
+    throw new BadInputError(`${label}: ${format} images are not accepted; use png, jpeg, webp or gif (the first frame of an animated one)`);
   }
   const width = meta.autoOrient?.width ?? meta.width;
   const height = meta.autoOrient?.height ?? meta.height;
@@ -215,7 +215,7 @@ async function guard<T>(p: Promise<T>, label: string, format: string | undefined
 
 function describeSharpError(err: Error, label: string, format: string | undefined): string {
   const msg = err.message ?? '';
-  if (/unsupported image format/i.test(msg)) return `${label}: not a png, jpeg or webp image`;
+  if (/unsupported image format/i.test(msg)) return `${label}: not a png, jpeg, webp or gif image`;
   if (/empty/i.test(msg)) return `${label}: the file is empty`;
   if (/pixel limit/i.test(msg)) return `${label}: image dimensions exceed ${(MAX_IMAGE_PIXELS / 1e6).toFixed(0)} megapixels`;
   if (/timeout/i.test(msg)) return `${label}: decoding took longer than ${DECODE_TIMEOUT_S} s`;

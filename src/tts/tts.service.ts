@@ -3,7 +3,7 @@ import { BadInputError, UnavailableError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { CLIP_SECONDS, TTS_PROFILE } from '../catalog';
 import { newJobId } from '../jobs/job-id';
-import { checkLanguage, checkPrompt } from '../jobs/job-requests';
+import { checkLanguage, checkPrompt, checkRefText } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
 import { JobFiles } from '../jobs/job.files';
 import { JobsService } from '../jobs/jobs.service';
@@ -23,6 +23,7 @@ export class TtsService {
   async speak(req: { text?: string; language?: string; ref_text?: string }, loadRef: () => Promise<InputFile | undefined>, signal?: AbortSignal): Promise<{ audio: string }> {
     const text = checkPrompt(req.text, 'text');
     const language = checkLanguage(req.language, 'language');
+    const refText = checkRefText(req.ref_text, 'ref_text');
     if (!this.scheduler.hasWorker()) throw new UnavailableError('speech synthesis needs a GPU worker, and this API runs without one (WORKERS=none)');
     if (this.scheduler.serves('tts', TTS_PROFILE) === false) throw notServed();
     const ref = await loadRef();
@@ -32,7 +33,7 @@ export class TtsService {
     const saved = await this.files.saveSpeech(id, ref);
     // no seed: the speech endpoints have none, so every request draws a fresh one
     const task: SpeechTask = {
-      id, kind: 'tts', profile: TTS_PROFILE, params: { text, language, ref_text: req.ref_text ?? '' }, images: [], audios: [saved.clip], output: saved.output,
+      id, kind: 'tts', profile: TTS_PROFILE, params: { text, language, ref_text: refText }, images: [], audios: [saved.clip], output: saved.output,
     };
     const onGone = () => this.scheduler.cancel(id);
     signal?.addEventListener('abort', onGone, { once: true });

@@ -6,7 +6,7 @@ import { IdempotencyInterceptor } from '../jobs/idempotency.interceptor';
 import { clientGone } from '../common/request-signal';
 import { JobObjectDto } from '../jobs/job.schema';
 import { JobsService } from '../jobs/jobs.service';
-import { filesOf, uploadFields, UploadedFiles as Files } from '../jobs/upload';
+import { filesOf, refuseFormWait, uploadFields, UploadedFiles as Files } from '../jobs/upload';
 import { CreateVideoFormDto, GenerateVideoDto } from './video.dto';
 import { VideoService } from './video.service';
 
@@ -44,6 +44,7 @@ export class VideoController {
   @ApiOkResponse({ type: JobObjectDto })
   @ApiCreateErrors()
   createForm(@Body() dto: CreateVideoFormDto, @UploadedFiles() files: Files) {
+    refuseFormWait(dto);
     const images = filesOf(files, 'images');
     const audios = filesOf(files, 'audios');
     return this.video.create(dto, { images: images.length, audios: audios.length, load: async () => [images, audios] });

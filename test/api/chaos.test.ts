@@ -171,6 +171,20 @@ describe('chaos: SIGKILL of the service at chosen points and at random', () => {
           const res = await call(s.url, 'POST', '/api/v1/image', { prompt: `r${round} ${i}`, steps: 1 + Math.floor(random() * 6), profile: random() < 0.2 ? 'imgart_turbo' : 'imgmain' }).catch(() => undefined);
           if (res?.status === 200) accepted.push(res.body.id);
           await new Promise((r) => setTimeout(r, random() * 80));
+          if (i === 2) {
+            // a burst of parallel creates (ids once collided, a 500), cut by the kill or not: no 5xx, ids unique
+            const burst = await Promise.all(Array.from({ length: 12 }, (_, k) => call(s.url, 'POST', '/api/v1/image', { prompt: `r${round} burst ${k}`, steps: 1 }).catch(() => undefined)));
+            assert.deepEqual(burst.filter((b) => b && b.status >= 500).map((b) => b!.body), [], `round ${round}: a burst create answered 5xx`);
+            const ids = burst.filter((b) => b?.status === 200).map((b) => b!.body.id as string);
+            assert.equal(new Set([...accepted, ...ids]).size, accepted.length + ids.length, 'burst ids are new');
+            accepted.push(...ids);
+            // a form with wait: answered at once with a 400 (unless the kill cut it), never left hanging
+            const form = new FormData();
+            form.set('prompt', 'x');
+            form.set('wait', '0');
+            const waited = await fetch(`${s.url}/api/images`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` }, body: form, signal: AbortSignal.timeout(1000) }).catch((err) => err as Error);
+            if (!(waited instanceof Error) || waited.name === 'TimeoutError') assert.equal(waited instanceof Error ? waited.name : waited.status, 400, `round ${round}: multipart wait`);
+          }
         }
       })();
       await new Promise((r) => setTimeout(r, 100 + random() * 700));

@@ -48,7 +48,7 @@ function deep(levels: number, leaf: unknown, asArray: boolean): unknown {
 
 function value(r: Rng, field: string, png: string, wav: string): unknown {
   switch (r.int(14)) {
-    case 0: return r.pick(['', ' ', 'x', 'a red fox in the snow', '你好', '\u0000', 'x'.repeat(10_001)]);
+    case 0: return r.pick(['', ' ', 'x', 'a red fox in the snow', '你好', '\u0000', 'x'.repeat(10_001), 'x'.repeat(2_001)]);
     case 1: return r.pick([0, -1, 1, 2, 5, 200, 201, 1e21, -1e21, 0.5, 99999999999999999999, 2 ** 63 - 1, Number.MAX_SAFE_INTEGER + 2]);
     case 2: return r.pick([true, false, null]);
     case 3: return r.pick(['16:9', '1:1', '9:16', '4:3', '480p', '768p', '1K', '2K', '256x256', '4096x4096', '100000x1', 'fastvid', 'imgmain', 'tts', 'nope']);
@@ -87,9 +87,11 @@ function multipart(r: Rng, pngBuf: Buffer, wavBuf: Buffer): { type: string; body
   if (r.chance(0.08)) field(`prompt${'[a]'.repeat(r.pick([10, 3000]))}`, 'x');
   if (r.chance(0.08)) field('prompt[]', 'x');
   for (let i = r.int(5); i > 0; i--) field(r.pick(FIELDS), String(value(r, 'x', '', '')).slice(0, 2000));
+  if (r.chance(0.08)) field('wait', r.pick(['0', 'true', 'false', '']));
+  if (r.chance(0.08)) field(r.pick(['ref_text', 'tts_ref_text']), 'x'.repeat(r.pick([2_000, 2_001, 100_000])));
   for (let i = r.int(3); i > 0; i--) {
     const name = r.pick(['images', 'audios', 'ref_audio', 'bogus']);
-    file(name, r.pick(['a.png', 'b.wav', '../../etc/passwd', 'x'.repeat(300), 'ü.jpg']), r.pick([pngBuf, wavBuf, Buffer.from('garbage'), Buffer.alloc(0)]));
+    file(name, r.pick(['a.png', 'b.wav', '../../etc/passwd', 'x'.repeat(300), 'ü.jpg', '']), r.pick([pngBuf, wavBuf, Buffer.from('garbage'), Buffer.alloc(0)]), r.pick(['application/octet-stream', 'image/png']));
   }
   const body = Buffer.concat([...parts, Buffer.from(r.chance(0.9) ? `--${boundary}--\r\n` : `--${boundary}`)]);
   const type = r.chance(0.9) ? `multipart/form-data; boundary=${boundary}` : r.pick([`multipart/mixed; boundary=${boundary}`, 'multipart/mixed; boundary=x', 'multipart/form-data', 'multipart/form-data; boundary=', 'text/plain']);
@@ -132,8 +134,9 @@ function request(r: Rng, pngBuf: Buffer, wavBuf: Buffer, png: string, wav: strin
   return { method, path: path + (q.includes('wait=') && !q.includes('timeout=') ? `${q}&timeout=0` : q), headers: auth };
 }
 
-function send(base: string, req: Req): Promise<{ status: number; body: string }> {
+function send(base: string, req: Req, limitMs = 0): Promise<{ status: number; body: string }> {
   return new Promise((resolve) => {
+    if (limitMs) setTimeout(() => resolve({ status: 599, body: `no answer within ${limitMs} ms` }), limitMs).unref();
     const u = new URL(base + req.path);
     const headers = { ...req.headers, ...(req.body ? { 'content-length': String(req.body.length) } : {}) };
     const r = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: req.method, headers, agent: false }, (res) => {
@@ -170,7 +173,8 @@ test(`fuzz: ${REQUESTS} requests over every endpoint (seed ${SEED}), no 5xx, the
   for (let i = 0; i < REQUESTS; i += 4) {
     // four at a time: concurrency without flooding the 2-core box
     const batch = Array.from({ length: Math.min(4, REQUESTS - i) }, () => request(r, pngBuf, wavBuf, png, wav, ids));
-    const answers = await Promise.all(batch.map((q) => send(t.url, q)));
+    // a form is answered at once (it never waits: a wait field is refused); 599 marks one that was not
+    const answers = await Promise.all(batch.map((q) => send(t.url, q, q.headers['content-type']?.startsWith('multipart/') ? 10_000 : 0)));
     answers.forEach((a, k) => {
       statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
       if (a.status >= 500) fives.push(`${batch[k].method} ${batch[k].path.slice(0, 80)} [${batch[k].headers['content-type'] ?? ''} ${batch[k].headers['content-encoding'] ?? ''}] -> ${a.status} ${a.body.slice(0, 200)}`);
@@ -183,6 +187,11 @@ test(`fuzz: ${REQUESTS} requests over every endpoint (seed ${SEED}), no 5xx, the
   assert.ok((statuses.get(200) ?? 0) > REQUESTS / 20, `few requests succeeded: ${seen}`);
   const status = await send(t.url, { method: 'GET', path: '/api/status', headers: { authorization: `Bearer ${TOKEN}` } });
   assert.equal(status.status, 200);
+  // a burst of parallel creates (ids once collided): none may be a 5xx, the queue cap (429) may answer
+  const burst = await Promise.all(Array.from({ length: 48 }, () => send(t.url, { method: 'POST', path: '/api/v1/image', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ prompt: 'burst', steps: 1, size: '256x256' })) })));
+  assert.deepEqual(burst.filter((a) => a.status >= 500).map((a) => a.body.slice(0, 200)), []);
+  const burstIds = burst.filter((a) => a.status === 200).map((a) => JSON.parse(a.body).id as string);
+  assert.equal(new Set(burstIds).size, burstIds.length, 'burst ids are unique');
   const job = await send(t.url, { method: 'POST', path: '/api/v1/image', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ prompt: 'after the fuzz', steps: 1 })) });
   assert.ok([200, 429].includes(job.status), `a plain create after the fuzz: ${job.status} ${job.body}`);
 });

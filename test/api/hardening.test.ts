@@ -8,16 +8,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
-import { auth, startApp, TestApp, TOKEN } from './harness';
+import { auth, startApp, TestApp, TOKEN, until } from './harness';
 import { dataUri, pngBytes, wavBytes } from './inputs';
 import { silentSpeech, testPipeline } from './test-pipelines';
 
 /** A raw request (supertest would not send some of these shapes), answered or cut off. */
-function raw(t: TestApp, method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<{ status: number; json: any; ms: number }> {
+function raw(t: TestApp, method: string, path: string, headers: Record<string, string>, body?: Buffer, agent: http.Agent | false = false): Promise<{ status: number; json: any; ms: number }> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     const u = new URL(t.url + path);
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent: false, headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) } }, (res) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, agent, headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) } }, (res) => {
       let text = '';
       res.on('data', (c) => (text += c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, json: text ? JSON.parse(text) : undefined, ms: performance.now() - t0 }));
@@ -36,8 +36,116 @@ function deepJson(levels: number): Buffer {
 
 describe('request shapes that answered 500', () => {
   let t: TestApp;
-  before(async () => (t = await startApp({ builtinPipelines: false, pipelines: [testPipeline('image', 'imgmain'), testPipeline('video', 'fastvid'), silentSpeech()] })));
+  before(async () => (t = await startApp({ builtinPipelines: false, env: { MAX_QUEUE: '5000' }, pipelines: [testPipeline('image', 'imgmain'), testPipeline('video', 'fastvid'), silentSpeech()] })));
   after(() => t.close(true));
+
+  // issue 47 item 8: the spec says a create "returns a job object at once, with status queued"
+  test('a job created on an idle service is answered as created: queued, with its position', async () => {
+    const first = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'warm up', steps: 1, size: '256x256' });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    await until(t, first.body.id, (j) => j.status === 'done', 20_000);
+    for (const path of ['/api/v1/image', '/api/v1/generate']) {
+      const res = await t.http.post(path).set(auth).send({ prompt: 'a red kite over the sea', steps: 1, ...(path.endsWith('image') ? { size: '256x256' } : { seconds: 1, res: '352p' }) });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual([res.body.status, res.body.position], ['queued', 1], `${path}: ${JSON.stringify(res.body)}`);
+      await until(t, res.body.id, (j) => j.status === 'done', 20_000);
+    }
+  });
+
+  // issue 47 item 1: ids were the second plus a random suffix; concurrent creates collided (500 from the store).
+  // Multipart with an image: saving the input holds each new id a while before the store takes it.
+  test('a burst of parallel creates: no 5xx, ids unique and in the spec\'s form', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+    const b = 'burstboundary';
+    const png = await pngBytes(8, 8);
+    const body = Buffer.concat([
+      Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nidc\r\n--${b}\r\nContent-Disposition: form-data; name="size"\r\n\r\n256x256\r\n`),
+      Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="images"; filename="a.png"\r\nContent-Type: image/png\r\n\r\n`), png, Buffer.from(`\r\n--${b}--\r\n`),
+    ]);
+    const headers = { ...bearer, 'content-type': `multipart/form-data; boundary=${b}` };
+    const ids: string[] = [];
+    const statuses = new Map<number, number>();
+    const t0 = Date.now();
+    await Promise.all(Array.from({ length: 64 }, async () => {
+      for (let i = 0; i < 8; i++) {
+        const res = await raw(t, 'POST', '/api/images', headers, body, agent);
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        if (res.status === 200) ids.push(res.json.id);
+      }
+    }));
+    agent.destroy();
+    assert.deepEqual([...statuses], [[200, 512]], `statuses: ${JSON.stringify([...statuses])}`);
+    assert.equal(new Set(ids).size, ids.length, 'ids are unique');
+    for (const id of ids) assert.match(id, /^\d{8}_\d{6}_\d{4}$/);
+    assert.ok(Date.now() - t0 < 60_000, `took ${Date.now() - t0} ms`);
+    for (const id of ids) await t.http.delete(`/api/jobs/${id}`).set(auth); // leave the queue empty for the next tests
+  });
+
+  // issue 47 item 2: the form endpoints do not wait (spec); wait=0 was truthy and the request hung
+  test('multipart with a wait field: a 400 at once naming GET ?wait=true, nothing created', async () => {
+    const before = Number((await t.http.get('/api/jobs?limit=1').set(auth)).headers['x-total-count']);
+    for (const [path, fields] of [['/api/images', { prompt: 'x', steps: '1' }], ['/api/jobs', { prompt: 'x', res: '352p', seconds: '1', steps: '1' }]] as const) {
+      for (const wait of ['0', 'true', 'false']) {
+        const t0 = Date.now();
+        let req = t.http.post(path).set(auth).timeout(1000);
+        for (const [k, v] of Object.entries(fields)) req = req.field(k, v);
+        const res = await req.field('wait', wait);
+        assert.ok(Date.now() - t0 < 1000, `${path} wait=${wait}: answered in ${Date.now() - t0} ms`);
+        assert.equal(res.status, 400, `${path} wait=${wait}: ${JSON.stringify(res.body)}`);
+        assert.match(res.body.detail, /^wait is not supported on multipart forms .*GET \/api\/jobs\/\{job_id\}\?wait=true/);
+      }
+    }
+    assert.equal(Number((await t.http.get('/api/jobs?limit=1').set(auth)).headers['x-total-count']), before, 'no job was created');
+  });
+
+  // issue 47 item 4: a file part with filename="" was dropped and the job ran without it
+  test('a file part with an empty filename is refused with a 400 naming the field, never dropped', async () => {
+    const png = await pngBytes();
+    for (const [path, field, extra] of [['/api/images', 'images', ''], ['/api/jobs', 'images', ''], ['/api/jobs', 'audios', '']] as const) {
+      for (const type of ['image/png', 'application/octet-stream', '']) {
+        const b = 'kilnboundary';
+        const parts = [
+          `--${b}\r\nContent-Disposition: form-data; name="prompt"\r\n\r\nx${extra}\r\n`,
+          `--${b}\r\nContent-Disposition: form-data; name="steps"\r\n\r\n1\r\n`,
+          `--${b}\r\nContent-Disposition: form-data; name="${field}"; filename=""\r\n${type ? `Content-Type: ${type}\r\n` : ''}\r\n`,
+        ];
+        const body = Buffer.concat([Buffer.from(parts.join('')), png, Buffer.from(`\r\n--${b}--\r\n`)]);
+        const res = await raw(t, 'POST', path, { ...bearer, 'content-type': `multipart/form-data; boundary=${b}` }, body);
+        assert.equal(res.status, 400, `${path} ${field} ${type || '(no type)'}: ${res.status} ${JSON.stringify(res.json)}`);
+        assert.match(res.json.detail, new RegExp(`^${field}: a part arrived without a filename`));
+      }
+    }
+  });
+
+  // issue 47 item 5: ref_text and tts_ref_text had no limit (100,000 characters ran 55 s of worker time)
+  test('ref_text (speech) and tts_ref_text (video) past 2,000 characters: 400 naming the limit', async () => {
+    const long = 'a'.repeat(2001);
+    const wav = dataUri('audio/wav', wavBytes(4));
+    let res = await t.http.post('/api/v1/tts').set(auth).send({ text: 'hello', ref_audio: wav, ref_text: long });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.equal(res.body.detail, 'ref_text is 2001 characters long; the limit is 2000 (the transcript of a reference clip of at most 30 s)');
+    res = await t.http.post('/api/tts').set(auth).field('text', 'hello').field('ref_text', long).attach('ref_audio', wavBytes(4), 'ref.wav');
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(res.body.detail, /^ref_text is 2001 characters long/);
+    res = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'x', tts_text: 'hi', tts_ref_text: long, audios: [wav] });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(res.body.detail, /^tts_ref_text is 2001 characters long; the limit is 2000/);
+    res = await t.http.post('/api/v1/tts').set(auth).send({ text: 'hello', ref_audio: wav, ref_text: 'a'.repeat(2000) });
+    assert.equal(res.status, 200, `2,000 is within the limit: ${JSON.stringify(res.body)}`);
+  });
+
+  // issue 47 item 6: gif is taken (its first frame), and the refusal of other formats says so
+  test('a gif input is accepted; a tiff is refused naming png, jpeg, webp and gif', async () => {
+    const sharp = (await import('sharp')).default;
+    const gif = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#468' } }).gif().toBuffer();
+    const ok = await t.http.post('/api/images').set(auth).field('prompt', 'x').field('steps', '1').attach('images', gif, 'a.gif');
+    assert.equal(ok.status, 200, JSON.stringify(ok.body));
+    assert.equal(ok.body.image_count, 1);
+    const tiff = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#468' } }).tiff().toBuffer();
+    const bad = await t.http.post('/api/images').set(auth).field('prompt', 'x').field('steps', '1').attach('images', tiff, 'a.tiff');
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.detail, /tiff images are not accepted; use png, jpeg, webp or gif/);
+  });
 
   test('JSON nested 1,500+ levels, on every JSON endpoint: 400 naming the nesting', async () => {
     for (const path of ['/api/v1/generate', '/api/v1/image', '/api/v1/tts']) {

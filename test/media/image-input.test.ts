@@ -151,7 +151,7 @@ describe('probeImage / loadImage', () => {
     const webp = await raw(bands(64, 64, [RED, BLUE]), 64, 64).webp().toBuffer();
     const fit = { mode: 'cover', width: 32, height: 32 } as const;
     await assert.rejects(loadImage(Buffer.alloc(0), { label: 'images[0]', fit }), isBad(/^images\[0\]: the file is empty$/));
-    await assert.rejects(loadImage(Buffer.from('definitely not an image'), { label: 'images[1]', fit }), isBad(/^images\[1\]: not a png, jpeg or webp image$/));
+    await assert.rejects(loadImage(Buffer.from('definitely not an image'), { label: 'images[1]', fit }), isBad(/^images\[1\]: not a png, jpeg, webp or gif image$/));
     for (const [name, buf] of Object.entries({ png, jpeg, webp })) {
       const cut = buf.subarray(0, Math.floor(buf.length * 0.6));
       await assert.rejects(loadImage(cut, { label: 'images[2]', fit }), isBad(/^images\[2\]: .*(damaged or truncated|not a png)/), name);
@@ -166,7 +166,7 @@ describe('probeImage / loadImage', () => {
     await assert.rejects(loadImage(corrupt, { label: 'images[4]', fit }), isBad(/^images\[4\]: /));
     // formats sharp reads but the service does not accept
     const tiff = await raw(bands(8, 8, [RED]), 8, 8).tiff().toBuffer();
-    await assert.rejects(probeImage(tiff, 'images[5]'), isBad(/^images\[5\]: tiff images are not accepted; use png, jpeg or webp$/));
+    await assert.rejects(probeImage(tiff, 'images[5]'), isBad(/^images\[5\]: tiff images are not accepted; use png, jpeg, webp or gif \(the first frame of an animated one\)$/));
     const svg = Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>');
     await assert.rejects(probeImage(svg, 'images[6]'), isBad(/svg images are not accepted/));
     // over the byte cap: refused before parsing

@@ -39,7 +39,7 @@ export class FilePicker {
     this.input = h('input', {
       type: 'file',
       name: `${name}-picker`,
-      accept: media === 'image' ? 'image/png,image/jpeg,image/webp' : 'audio/*,video/mp4,.m4a,.mp3,.wav,.flac,.ogg,.opus',
+      accept: media === 'image' ? 'image/png,image/jpeg,image/webp,image/gif' : 'audio/*,video/mp4,.m4a,.mp3,.wav,.flac,.ogg,.opus',
       multiple: true,
       onchange: () => this.add([...(this.input.files ?? [])]),
     });

@@ -38,7 +38,7 @@ export class ImageForm {
     const cfgRow = f.row('cfg', 'cfg', h('input', { name: 'cfg', type: 'number', value: 0, min: 0, max: 20, step: 0.1, inputmode: 'decimal' }));
     f.group('seed', 'steps', 'cfg');
 
-    this.images = new FilePicker('images', 'image', (l) => `At most ${bytes(l.maxBytes ?? 0)} each (png, jpeg, webp).`, () => this.checkFiles());
+    this.images = new FilePicker('images', 'image', (l) => `At most ${bytes(l.maxBytes ?? 0)} each (png, jpeg, webp, gif).`, () => this.checkFiles());
     const imagesRow = f.row('images', 'Images', this.images.el, '', { wide: true });
     const imagesRule = h('span');
     imagesRow.hint.append(imagesRule, ' ', this.images.limitsEl);

@@ -34,7 +34,7 @@ export class VideoForm {
     f.group('seed', 'steps');
 
     f.heading('Pictures');
-    this.images = new FilePicker('images', 'image', (l) => `Up to ${l.maxCount} images (png, jpeg, webp), at most ${bytes(l.maxBytes ?? 0)} each.`, () => this.checkFiles());
+    this.images = new FilePicker('images', 'image', (l) => `Up to ${l.maxCount} images (png, jpeg, webp, gif), at most ${bytes(l.maxBytes ?? 0)} each.`, () => this.checkFiles());
     const imagesRow = f.row('images', 'Images', this.images.el, '', { wide: true });
     imagesRow.hint.appendChild(this.images.limitsEl);
     this.images.setLimits({ maxCount: v.max_images, maxBytes: cfg.limits.image_bytes });
