@@ -17,15 +17,8 @@ export interface AdapterProfile {
   vendor: string;
   software: boolean;
   features: readonly string[];
-  limits: {
-    maxStorageBufferBindingSize: number;
-    maxBufferSize: number;
-    maxComputeWorkgroupStorageSize: number;
-    maxComputeInvocationsPerWorkgroup: number;
-    maxComputeWorkgroupsPerDimension: number;
-    maxStorageBuffersPerShaderStage: number;
-    minUniformBufferOffsetAlignment: number;
-  };
+  /** The limits describe() reports, and the uniform offset alignment the recorder's params ring relies on. */
+  limits: DeviceDescription['limits'] & { minUniformBufferOffsetAlignment: number };
   /** GPU memory, bytes (the default budget of a plan is this less a margin). */
   memoryBytes: number;
 }
