@@ -241,7 +241,7 @@ export class EngineHolder {
   }
 
   /**
-   * GPU waits (sync, read) give up with CancelledError when `signal` fires, until the returned function is called:
+   * GPU waits (sync, read) give up with WaitInterruptedError (recorder.ts) when `signal` fires, until the returned function is called:
    * the worker binds each running task's signal, so a DELETE ends any stage within a moment, not only at the
    * pipeline's own checks (a VAE decode is one long GPU wait). The latest bound signal applies (an interactive
    * request run at a job's safe point binds its own on top of the job's).

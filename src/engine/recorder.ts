@@ -13,7 +13,6 @@ import { BufferUsage } from './webgpu';
 import type { Profiler } from './profiler';
 import { BindGroupCache, slotFor, type Binding } from './bind-groups';
 import { Meter } from './meter';
-import { CancelledError } from '../common/errors';
 
 export type { Binding } from './bind-groups';
 
@@ -55,7 +54,7 @@ export class Recorder {
   /** Set by the engine's uncaptured-error handler; thrown by sync(). */
   uncaptured: Error | null = null;
   /** While set (EngineHolder.interruptOn: the task running now), sync() stops waiting when it fires and throws
-   * CancelledError. The GPU still finishes the work already submitted (WebGPU cannot recall it); the queue is in
+   * WaitInterruptedError. The GPU still finishes the work already submitted (WebGPU cannot recall it); the queue is in
    * order, so later work, a next task's included, runs after it and sees it complete. */
   interrupt: AbortSignal | null = null;
 
@@ -220,11 +219,17 @@ export function grid1d(n: number, wg: number, maxPerDim = 65535): [number, numbe
   return [x, Math.ceil(groups / x)];
 }
 
-/** `work`, or CancelledError as soon as `signal` fires (`work` then goes on unobserved; its failure is dropped here,
+/** A wait given up because the task's signal fired (EngineHolder.interruptOn). The engine's own type, as the engine
+ * imports nothing of the service; the worker's runner reads the signal itself, so it needs no particular class. */
+export class WaitInterruptedError extends Error {
+  override readonly name = 'WaitInterruptedError';
+}
+
+/** `work`, or WaitInterruptedError as soon as `signal` fires (`work` then goes on unobserved; its failure is dropped here,
  * the next sync reports a lost device). */
 function unlessInterrupted<T>(work: Promise<T>, signal: AbortSignal | null): Promise<T> {
   if (!signal) return work;
-  const cancelled = () => new CancelledError(typeof signal.reason === 'string' ? signal.reason : 'cancelled');
+  const cancelled = () => new WaitInterruptedError(typeof signal.reason === 'string' ? signal.reason : 'cancelled');
   if (signal.aborted) {
     work.catch(() => undefined);
     return Promise.reject(cancelled());

