@@ -120,3 +120,9 @@ export class WeightSynth {
     }
   };
 }
+
+/** BF16 tensors of `shapes` to write: random values from `synth` (a demo), or none (null: holes, the sparse files of
+ * a plan's checkpoint, see writeSafetensors). */
+export function checkpointTensors(shapes: ReadonlyMap<string, number[]>, synth: WeightSynth | null): Record<string, WriteTensor> {
+  return synth ? synth.tensors(shapes, 'BF16') : Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype: 'BF16' as const, shape, data: null }]));
+}

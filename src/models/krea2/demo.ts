@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
 import { shardBytesFor, writeSafetensors, writeShardedSafetensors } from '../../engine/safetensors';
-import { WeightSynth } from '../common/random-weights';
+import { checkpointTensors, WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3/config';
 import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../qwen3_vl_vision';
@@ -125,8 +125,7 @@ export async function recordKrea2Keys(e: Engine, sizes: Krea2CheckpointSizes): P
  * headers are the real ones, for the shape-only engine, which reads no weight bytes; what host code reads is zeros).
  */
 export async function writeKrea2Checkpoint(dir: string, sizes: Krea2CheckpointSizes, keys: Awaited<ReturnType<typeof recordKrea2Keys>>, synth: WeightSynth | null, meta: Record<string, string>): Promise<void> {
-  const tensors = (shapes: Map<string, number[]>) =>
-    synth ? synth.tensors(shapes, 'BF16') : Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype: 'BF16' as const, shape, data: null }]));
+  const tensors = (shapes: Map<string, number[]>) => checkpointTensors(shapes, synth);
   await writeSafetensors(join(dir, 'transformer', DEMO_KREA2_TRANSFORMER_FILE), tensors(keys.dit), meta);
   const te = tensors(keys.text);
   await writeShardedSafetensors(join(dir, 'text_encoder'), te, shardBytesFor(te, 2), meta, 'model');

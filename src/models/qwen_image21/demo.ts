@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
 import { shardBytesFor, writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../engine/safetensors';
-import { WeightSynth } from '../common/random-weights';
+import { checkpointTensors, WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3/config';
 import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../qwen3_vl_vision';
@@ -135,8 +135,7 @@ export interface QwenImage21ConfigFiles {
 export async function writeQwenImage21Checkpoint(dir: string, files: QwenImage21ConfigFiles, keys: { transformer: Map<string, number[]>; textEncoder: Map<string, number[]> }, synth: WeightSynth | null, meta: Record<string, string>): Promise<void> {
   const json = (name: string, v: unknown) => writeJsonFile(join(dir, name), v);
   await writeQwenImage21ConfigFiles(dir, files);
-  const tensors = (shapes: Map<string, number[]>): Record<string, WriteTensor> =>
-    synth ? synth.tensors(shapes, 'BF16') : Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype: 'BF16' as const, shape, data: null }]));
+  const tensors = (shapes: Map<string, number[]>) => checkpointTensors(shapes, synth);
   // about two shards per part, in the published file names (diffusers' for the transformer, transformers' for the encoder)
   const sharded = (sub: string, t: Record<string, WriteTensor>, stem: string) => writeShardedSafetensors(join(dir, sub), t, shardBytesFor(t, 2), meta, stem);
   await sharded('transformer', tensors(keys.transformer), 'diffusion_pytorch_model');
