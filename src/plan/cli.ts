@@ -12,6 +12,9 @@ function usage(msg: string): never {
   process.exit(2);
 }
 
+/** `text` padded to `width` terminal columns (the stage names are CJK: two columns a character). */
+const padColumns = (text: string, width: number) => text + ' '.repeat(Math.max(1, width - [...text].reduce((w, ch) => w + (ch.charCodeAt(0) >= 0x2e80 ? 2 : 1), 0)));
+
 const tf = (n: number) => (n >= 1e12 ? `${(n / 1e12).toFixed(2)} TFLOP` : `${(n / 1e9).toFixed(2)} GFLOP`);
 
 export function formatPlan(p: JobPlan): string[] {
@@ -23,11 +26,12 @@ export function formatPlan(p: JobPlan): string[] {
     'stage               peak GPU     held at end   work          bytes bound   dispatches  steps',
   ];
   for (const s of p.stages) {
-    out.push(`${s.stage.padEnd(20 - (s.stage.length))}${fmtBytes(s.peak_gpu_bytes).padEnd(13)}${fmtBytes(s.held_gpu_bytes).padEnd(14)}${tf(s.flops).padEnd(14)}${fmtBytes(s.bytes).padEnd(14)}${String(s.dispatches).padEnd(12)}${s.steps}`);
+    out.push(`${padColumns(s.stage, 20)}${fmtBytes(s.peak_gpu_bytes).padEnd(13)}${fmtBytes(s.held_gpu_bytes).padEnd(14)}${tf(s.flops).padEnd(14)}${fmtBytes(s.bytes).padEnd(14)}${String(s.dispatches).padEnd(12)}${s.steps}`);
   }
   out.push('', `total: ${tf(p.flops)}, ${fmtBytes(p.bytes)} bound, ${p.dispatches} dispatches`);
   if (p.per_step) out.push(`per sampling step: ${tf(p.per_step.flops)}, ${fmtBytes(p.per_step.bytes)} bound, ${p.per_step.dispatches} dispatches`);
-  out.push('predicted' in p && 'sampling_s' in p.predicted ? `predicted sampling time: ${p.predicted.sampling_s.toFixed(1)} s (${p.predicted.basis})` : `predicted time: none (${(p.predicted as { none: string }).none})`);
+  const pr = p.predicted;
+  out.push('sampling_s' in pr ? `predicted sampling time: ${pr.sampling_s.toFixed(1)} s (${pr.basis})` : `predicted time: none (${pr.none})`);
   out.push(`offload: ${p.offload.note}`);
   for (const n of p.notes) out.push(`note: ${n}`);
   return out;
