@@ -13,16 +13,16 @@
 import type { Engine } from '../../src/engine/engine';
 import type { WeightSynth } from '../../src/models/common/random-weights';
 import { SyntheticCheckpoint } from '../../src/models/common/synthetic-checkpoint';
-import { AudioVaeEncoder, encoderHop, parseAudioVaeEncoderConfig } from '../../src/models/minimax_h3/audio-vae';
-import { normalizePixels, VideoVaeEncoder } from '../../src/models/minimax_h3/video-vae';
-import { referenceMatchSize } from '../../src/models/minimax_h3/image-prep';
-import { ref2vaPresentation, imageTokenCount, type PresentationTokenizer, type PresentedReference } from '../../src/models/minimax_h3/presentation';
-import { buildReferenceSequence, type ReferenceBlock } from '../../src/models/minimax_h3/references';
-import { resolveGeometry, TEXT_TAG, VIDEO_TAG, type Geometry, type PackedSequence } from '../../src/models/minimax_h3/sequence';
-import { MAX_KEYFRAMES } from '../../src/models/minimax_h3/keyframes';
+import { AudioVaeEncoder, encoderHop, parseAudioVaeEncoderConfig } from '../../src/models/minimax_h3/vae/audio';
+import { normalizePixels, VideoVaeEncoder } from '../../src/models/minimax_h3/vae/video';
+import { referenceMatchSize } from '../../src/models/minimax_h3/conditioning/image-prep';
+import { ref2vaPresentation, imageTokenCount, type PresentationTokenizer, type PresentedReference } from '../../src/models/minimax_h3/text-encoder/presentation';
+import { buildReferenceSequence, type ReferenceBlock } from '../../src/models/minimax_h3/sequence/references';
+import { resolveGeometry, TEXT_TAG, VIDEO_TAG, type Geometry, type PackedSequence } from '../../src/models/minimax_h3/sequence/packed-sequence';
+import { MAX_KEYFRAMES } from '../../src/models/minimax_h3/sequence/keyframes';
 import { MAX_VOICES } from '../../src/models/minimax_h3/task';
-import { prepareVoice } from '../../src/models/minimax_h3/voice-inputs';
-import { TRACK_SAMPLE_RATE } from '../../src/models/minimax_h3/track-inputs';
+import { prepareVoice } from '../../src/models/minimax_h3/conditioning/voice-inputs';
+import { TRACK_SAMPLE_RATE } from '../../src/models/minimax_h3/conditioning/track-inputs';
 
 /** The contract's longest voice clip (seconds); the pipeline keeps at most the video's length of it. */
 const LONGEST_VOICE_S = 15;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { H3ConfigError, parseH3Config, videoPatchDim } from '../../src/models/minimax_h3/config';
+import { H3ConfigError, parseH3Config, videoPatchDim } from '../../src/models/minimax_h3/transformer/config';
 import { goldenDir } from './golden';
 
 const read = (name: string) => JSON.parse(readFileSync(join(goldenDir('minimax_h3', 'configs'), name), 'utf8')) as Record<string, unknown>;

@@ -1,5 +1,5 @@
 // Shared by the MiniMax H3 golden tests: a case's geometry inputs -> our packed sequence, and fixture decoding helpers.
-import { buildPackedSequence, resolveGeometry, type Geometry, type KeyframeAnchor, type PackedSequence } from '../../src/models/minimax_h3/sequence';
+import { buildPackedSequence, resolveGeometry, type Geometry, type KeyframeAnchor, type PackedSequence } from '../../src/models/minimax_h3/sequence/packed-sequence';
 import type { GoldenCase } from './golden';
 
 const ANCHORS: readonly KeyframeAnchor[] = ['first', 'last'];

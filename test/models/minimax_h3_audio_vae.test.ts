@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { Checkpoint, writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import {
   AudioVaeDecoder, foldWeightNorm, interleave, parseAudioVaeConfig, receptiveFieldFrames, type AudioVaeTrace,
-} from '../../src/models/minimax_h3/audio-vae';
+} from '../../src/models/minimax_h3/vae/audio';
 import { assertClose, makeRng, testEngine, testSeed, type HostTensor } from '../engine/helpers';
 import { expectClose, goldenCaseFiles, goldenTests, GoldenCase, WEIGHT_PREFIX } from './golden';
 

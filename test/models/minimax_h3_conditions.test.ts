@@ -3,7 +3,7 @@
 // with the request generator replayed by TorchGenerator (one torch.randn per condition, in order), within the f32 rule.
 import assert from 'node:assert/strict';
 import { TorchGenerator } from '../../src/models/common/torch-rng';
-import { conditionNoises, conditionRows, type HostLatents } from '../../src/models/minimax_h3/conditions';
+import { conditionNoises, conditionRows, type HostLatents } from '../../src/models/minimax_h3/conditioning/condition-rows';
 import { goldenTests, oneSample } from './golden';
 
 goldenTests('minimax_h3', 'conditions', async (c) => {

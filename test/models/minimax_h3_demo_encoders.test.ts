@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Checkpoint } from '../../src/engine/safetensors';
-import { AudioVaeEncoder } from '../../src/models/minimax_h3/audio-vae';
+import { AudioVaeEncoder } from '../../src/models/minimax_h3/vae/audio';
 import { planDemoH3 } from '../../src/models/minimax_h3/demo';
-import { normalizePixels, openVideoVaeCheckpoint, VideoVaeEncoder } from '../../src/models/minimax_h3/video-vae';
+import { normalizePixels, openVideoVaeCheckpoint, VideoVaeEncoder } from '../../src/models/minimax_h3/vae/video';
 import { testEngine } from '../engine/helpers';
 
 test('demo checkpoint: both VAE encoders in the published layout, loadable and encoding', async () => {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { uploadInt8, quantizeInt8PerChannel } from '../../src/engine/quantize';
-import { H3FeedForward } from '../../src/models/minimax_h3/blocks';
+import { H3FeedForward } from '../../src/models/minimax_h3/transformer/blocks';
 import { randomHost, seeded, testEngine } from '../engine/helpers';
 
 const L = 37;

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pilResizeLanczos, type Rgb8Image } from '../../src/models/common/pil-resize';
 import { keyframeProblem } from '../../src/catalog';
-import { coverCrop, prepareFrameKeyframes, prepareKeyframes, prepareReferenceImage, referenceImageSize, resolveCanvasSize } from '../../src/models/minimax_h3/image-prep';
+import { coverCrop, prepareFrameKeyframes, prepareKeyframes, prepareReferenceImage, referenceImageSize, resolveCanvasSize } from '../../src/models/minimax_h3/conditioning/image-prep';
 import { goldenTests, type GoldenCase } from './golden';
 
 async function image(c: GoldenCase, kind: 'input' | 'output', i: number): Promise<Rgb8Image> {

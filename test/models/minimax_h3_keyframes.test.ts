@@ -6,9 +6,9 @@
 // (buildTrackSequence: a track alone, and keyframes + a track).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildGuideSequence, buildKeyframeSequence, buildTrackSequence, keyframeFrameIndices, pixelFrames } from '../../src/models/minimax_h3/keyframes';
-import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler';
-import { buildPackedSequence, checkPackedSequence, resolveGeometry, type KeyframeAnchor, type PackedSequence } from '../../src/models/minimax_h3/sequence';
+import { buildGuideSequence, buildKeyframeSequence, buildTrackSequence, keyframeFrameIndices, pixelFrames } from '../../src/models/minimax_h3/sequence/keyframes';
+import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler/sampler';
+import { buildPackedSequence, checkPackedSequence, resolveGeometry, type KeyframeAnchor, type PackedSequence } from '../../src/models/minimax_h3/sequence/packed-sequence';
 import { goldenTests, type GoldenCase } from './golden';
 import { float64FromWords } from './minimax_h3-golden';
 

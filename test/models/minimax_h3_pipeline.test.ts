@@ -14,7 +14,7 @@ import type { Engine } from '../../src/engine/engine';
 import { numelOf } from '../../src/engine/tensor';
 import { STAGE } from '../../src/catalog';
 import { planDemoH3, type H3DemoPlan } from '../../src/models/minimax_h3/demo';
-import { DIFFUSERS_INDEX } from '../../src/models/minimax_h3/transformer';
+import { DIFFUSERS_INDEX } from '../../src/models/minimax_h3/transformer/transformer';
 import { audioRows, channelsFromRows, gaussianNoise, h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type VideoTask } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import type { RunContext } from '../../src/models/common/pipeline';

@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { fl2vaPresentation, formatFixed1, imageTokenCount, ref2vaPresentation, type PresentedReference } from '../../src/models/minimax_h3/presentation';
+import { fl2vaPresentation, formatFixed1, imageTokenCount, ref2vaPresentation, type PresentedReference } from '../../src/models/minimax_h3/text-encoder/presentation';
 import { parseQwen3VlImageProcessorConfig, QWEN3_VL_IMAGE_PROCESSOR } from '../../src/models/qwen3_vl_vision/config';
 import { TextTokenizer } from '../../src/models/tokenizer';
 import { goldenDir, goldenTests } from './golden';

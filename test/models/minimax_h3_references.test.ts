@@ -4,9 +4,9 @@
 // bit for bit, tags, row indices, the reference row counts and every row's timestep through the sampler's plan.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildReferenceSequence, pythonFloatSum, type ReferenceBlock } from '../../src/models/minimax_h3/references';
-import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler';
-import { checkPackedSequence, resolveGeometry } from '../../src/models/minimax_h3/sequence';
+import { buildReferenceSequence, pythonFloatSum, type ReferenceBlock } from '../../src/models/minimax_h3/sequence/references';
+import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler/sampler';
+import { checkPackedSequence, resolveGeometry } from '../../src/models/minimax_h3/sequence/packed-sequence';
 import { goldenTests } from './golden';
 import { float64FromWords } from './minimax_h3-golden';
 

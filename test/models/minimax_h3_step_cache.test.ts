@@ -6,12 +6,12 @@
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
 import { copyInto } from '../../src/engine/ops/layout';
-import { parseH3Config } from '../../src/models/minimax_h3/config';
-import { patchify } from '../../src/models/minimax_h3/patchify';
+import { parseH3Config } from '../../src/models/minimax_h3/transformer/config';
+import { patchify } from '../../src/models/minimax_h3/transformer/patchify';
 import { H3_PROFILES } from '../../src/models/minimax_h3/profiles';
-import { sampleH3, type H3SampleResult } from '../../src/models/minimax_h3/sampler';
-import { relativeL1, StepCache, type StepCachePolicy } from '../../src/models/minimax_h3/step-cache';
-import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
+import { sampleH3, type H3SampleResult } from '../../src/models/minimax_h3/sampler/sampler';
+import { relativeL1, StepCache, type StepCachePolicy } from '../../src/models/minimax_h3/sampler/step-cache';
+import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer/transformer';
 import { testEngine } from '../engine/helpers';
 import { goldenCaseFiles, GoldenCase, WEIGHT_PREFIX } from './golden';
 import { caseSequence } from './minimax_h3-golden';

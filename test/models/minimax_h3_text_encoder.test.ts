@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import type { Checkpoint } from '../../src/engine/safetensors';
-import { H3_TEXT_ENCODER_LAYER, H3TextEncoder } from '../../src/models/minimax_h3/text-encoder';
+import { H3_TEXT_ENCODER_LAYER, H3TextEncoder } from '../../src/models/minimax_h3/text-encoder/encoder';
 import { parseQwen3Config } from '../../src/models/qwen3';
 import { TextTokenizer, type TokenizerConfigJson } from '../../src/models/tokenizer';
 import { testEngine } from '../engine/helpers';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Engine } from '../../src/engine/engine';
 import { Checkpoint, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
-import { H3TextEncoder, H3TextEncoderHost, type H3TextEncoderOptions } from '../../src/models/minimax_h3/text-encoder';
+import { H3TextEncoder, H3TextEncoderHost, type H3TextEncoderOptions } from '../../src/models/minimax_h3/text-encoder/encoder';
 import { parseQwen3Config, type Qwen3Config } from '../../src/models/qwen3';
 import { makeRng, testEngine, testSeed } from '../engine/helpers';
 

@@ -4,7 +4,7 @@
 // hidden_states[layer], in f32 and f16 by the golden rules.
 import assert from 'node:assert/strict';
 import type { VisionInput } from '../../src/models/qwen3_vl_vision';
-import { H3VisionTextEncoder } from '../../src/models/minimax_h3/text-encoder-vision';
+import { H3VisionTextEncoder } from '../../src/models/minimax_h3/text-encoder/vision';
 import { testEngine } from '../engine/helpers';
 import { goldenTests, WEIGHT_PREFIX } from './golden';
 

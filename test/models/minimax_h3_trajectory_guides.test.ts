@@ -4,11 +4,11 @@
 // velocities and latents against the upstream loop in f32, f16 and int8, and the keyframe rows never written.
 import assert from 'node:assert/strict';
 import { copyInto } from '../../src/engine/ops/layout';
-import { parseH3Config } from '../../src/models/minimax_h3/config';
-import { patchify } from '../../src/models/minimax_h3/patchify';
-import { buildKeyframeSequence, keyframeFrameIndices } from '../../src/models/minimax_h3/keyframes';
-import { resolveGeometry } from '../../src/models/minimax_h3/sequence';
-import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer';
+import { parseH3Config } from '../../src/models/minimax_h3/transformer/config';
+import { patchify } from '../../src/models/minimax_h3/transformer/patchify';
+import { buildKeyframeSequence, keyframeFrameIndices } from '../../src/models/minimax_h3/sequence/keyframes';
+import { resolveGeometry } from '../../src/models/minimax_h3/sequence/packed-sequence';
+import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer/transformer';
 import { testEngine } from '../engine/helpers';
 import { goldenTests, WEIGHT_PREFIX } from './golden';
 import { VARIANTS } from './minimax_h3-golden';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Rgb8Image } from '../../src/models/common/pil-resize';
-import { prepareVideoReference, resampleFrameIndices, sampleVideoFrames, videoReferenceEncodeFrames } from '../../src/models/minimax_h3/video-refs';
+import { prepareVideoReference, resampleFrameIndices, sampleVideoFrames, videoReferenceEncodeFrames } from '../../src/models/minimax_h3/conditioning/video-refs';
 import { goldenTests, type GoldenCase } from './golden';
 
 async function frames(c: GoldenCase, kind: 'input' | 'output'): Promise<Rgb8Image[]> {

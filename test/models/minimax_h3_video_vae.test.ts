@@ -12,8 +12,8 @@ import type { Engine } from '../../src/engine/engine';
 import { copy } from '../../src/engine/ops/layout';
 import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import type { Tensor } from '../../src/engine/tensor';
-import { decodePlan, parseVideoVaeConfig, splitTiles, temporalGeometry, VideoVaeConfigError } from '../../src/models/minimax_h3/video-vae/config';
-import { openVideoVaeCheckpoint, VIDEO_VAE_INDEX, VideoVaeDecoder, type VideoVaeDecodeOptions } from '../../src/models/minimax_h3/video-vae/decoder';
+import { decodePlan, parseVideoVaeConfig, splitTiles, temporalGeometry, VideoVaeConfigError } from '../../src/models/minimax_h3/vae/video/config';
+import { openVideoVaeCheckpoint, VIDEO_VAE_INDEX, VideoVaeDecoder, type VideoVaeDecodeOptions } from '../../src/models/minimax_h3/vae/video/decoder';
 import { testEngine, type HostTensor } from '../engine/helpers';
 import { goldenCaseFiles, goldenDir, goldenTests, GoldenCase, oneSample, WEIGHT_PREFIX } from './golden';
 

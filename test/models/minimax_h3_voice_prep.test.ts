@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { resampleKernel, resampledLength, torchaudioResample } from '../../src/models/common/torchaudio-resample';
-import { prepareVoice, voiceSamples } from '../../src/models/minimax_h3/voice-inputs';
+import { prepareVoice, voiceSamples } from '../../src/models/minimax_h3/conditioning/voice-inputs';
 import { goldenTests } from './golden';
 
 function rows(data: Float64Array, channels: number): Float32Array[] {

@@ -30,13 +30,13 @@ import { WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3';
 import { demoTokenizerInfo, writeDemoTokenizer } from '../tokenizer';
-import { AudioVaeDecoder, AudioVaeEncoder, parseAudioVaeConfig } from './audio-vae';
-import { writeDemoAdapter } from './adapter';
-import { parseH3Config } from './config';
+import { AudioVaeDecoder, AudioVaeEncoder, parseAudioVaeConfig } from './vae/audio';
+import { writeDemoAdapter } from './transformer/adapter';
+import { parseH3Config } from './transformer/config';
 import type { H3AdapterComponent } from './profiles';
-import { H3TextEncoder, H3_TEXT_ENCODER_LAYER } from './text-encoder';
-import { MiniMaxH3Transformer } from './transformer';
-import { VideoVaeDecoder, VideoVaeEncoder } from './video-vae';
+import { H3TextEncoder, H3_TEXT_ENCODER_LAYER } from './text-encoder/encoder';
+import { MiniMaxH3Transformer } from './transformer/transformer';
+import { VideoVaeDecoder, VideoVaeEncoder } from './vae/video';
 
 /** Bump when the generator's values change (configs and key lists are hashed into the version by themselves). */
 const DEMO_FORMAT = 2;

@@ -46,35 +46,35 @@ import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
 import type { Pipeline, RunContext } from '../common/pipeline';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
-import type { AudioVaeDecoder } from './audio-vae';
+import type { AudioVaeDecoder } from './vae/audio';
 import type { Rgb8Image } from '../common/pil-resize';
-import { conditionRows, type HostLatents } from './conditions';
-import { encodeKeyframes, readKeyframes } from './keyframe-inputs';
-import { encodeJobText } from './job-text';
-import { channelsFromRows, uploadJobRows } from './job-rows';
-import type { Track } from './track-inputs';
-import { audioReferenceCount, encodeJobAudio, readJobAudio, soundtrackIsReference, withSpeech, type EncodedJobAudio } from './job-audio';
-import { buildKeyframeSequence, buildTrackSequence } from './keyframes';
-import type { Geometry } from './sequence';
-import { unpatchify } from './patchify';
-import { sampleH3, type H3SampleOptions } from './sampler';
-import { h3Noise, keyframeNoises } from './noise';
-import { h3StepPlan } from './sigmas';
-import { H3TextEncoderHost } from './text-encoder';
-import type { MiniMaxH3Transformer } from './transformer';
+import { conditionRows, type HostLatents } from './conditioning/condition-rows';
+import { encodeKeyframes, readKeyframes } from './conditioning/keyframe-inputs';
+import { encodeJobText } from './text-encoder/encode-prompt';
+import { channelsFromRows, uploadJobRows } from './sampler/initial-rows';
+import type { Track } from './conditioning/track-inputs';
+import { audioReferenceCount, encodeJobAudio, readJobAudio, soundtrackIsReference, withSpeech, type EncodedJobAudio } from './conditioning/audio';
+import { buildKeyframeSequence, buildTrackSequence } from './sequence/keyframes';
+import type { Geometry } from './sequence/packed-sequence';
+import { unpatchify } from './transformer/patchify';
+import { sampleH3, type H3SampleOptions } from './sampler/sampler';
+import { h3Noise, keyframeNoises } from './sampler/noise';
+import { h3StepPlan } from './sampler/sigmas';
+import { H3TextEncoderHost } from './text-encoder/encoder';
+import type { MiniMaxH3Transformer } from './transformer/transformer';
 import { checkInputs, jobGeometry, type VideoTask } from './task';
-import { voiceBlocks, type EncodedVoice, type Voice } from './voice-inputs';
-import { loadAudioVae, loadVideoVae } from './vae-loaders';
+import { voiceBlocks, type EncodedVoice, type Voice } from './conditioning/voice-inputs';
+import { loadAudioVae, loadVideoVae } from './vae/loaders';
 import type { H3Partition } from './profiles';
-import { readReferences, referenceBlocks, type ReferenceCanvas } from './reference-inputs';
-import { buildReferenceSequence } from './references';
+import { readReferences, referenceBlocks, type ReferenceCanvas } from './conditioning/reference-inputs';
+import { buildReferenceSequence } from './sequence/references';
 import { referencePrompt } from '../../catalog';
-import type { VideoLatents, VideoVaeDecodeOptions, VideoVaeDecoder } from './video-vae';
+import type { VideoLatents, VideoVaeDecodeOptions, VideoVaeDecoder } from './vae/video';
 
 /** The seeded noise of a job (noise.ts), here for the callers that import it with the pipeline. */
-export { gaussianNoise, h3Noise, keyframeNoises } from './noise';
+export { gaussianNoise, h3Noise, keyframeNoises } from './sampler/noise';
 /** The audio row layout (job-rows.ts), here for the callers that import it with the pipeline. */
-export { audioRows, channelsFromRows } from './job-rows';
+export { audioRows, channelsFromRows } from './sampler/initial-rows';
 /** The job's contract (task.ts), here for the callers that import it with the pipeline. */
 export { checkInputs, jobGeometry, type VideoTask } from './task';
 

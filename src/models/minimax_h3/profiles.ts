@@ -9,12 +9,12 @@
 import type { Engine } from '../../engine/engine';
 import { VIDEO_PROFILES } from '../../catalog';
 import type { ComputeDType } from '../common/weights';
-import type { H3Config } from './config';
-import { MiniMaxH3Transformer, type H3LoadOptions } from './transformer';
-import { mergeAdapter, openH3Adapter } from './adapter';
-import { openH3Weights, RELEASED_H3_CONFIG, type QkvRows } from './native-checkpoint';
-import { h3StepPlan, type H3StepCount, type H3StepPlan } from './sigmas';
-import { SOL_STEP_CACHE, type StepCachePolicy } from './step-cache';
+import type { H3Config } from './transformer/config';
+import { MiniMaxH3Transformer, type H3LoadOptions } from './transformer/transformer';
+import { mergeAdapter, openH3Adapter } from './transformer/adapter';
+import { openH3Weights, RELEASED_H3_CONFIG, type QkvRows } from './transformer/native-checkpoint';
+import { h3StepPlan, type H3StepCount, type H3StepPlan } from './sampler/sigmas';
+import { SOL_STEP_CACHE, type StepCachePolicy } from './sampler/step-cache';
 
 export const H3_PROFILE_NAMES = ['basevid50', 'basevid50_sol', 'fastvid', 'turbo_int8', 'fastvid_4step_int8', 'fastvid_fast'] as const;
 export type H3ProfileName = (typeof H3_PROFILE_NAMES)[number];

@@ -2,8 +2,8 @@
 // inputs the pipeline runs (checkInputs) and the job's latent geometry (jobGeometry).
 import { BadInputError } from '../../common/errors';
 import type { RunContext } from '../common/pipeline';
-import { MAX_KEYFRAMES } from './keyframes';
-import { resolveGeometry, type Geometry } from './sequence';
+import { MAX_KEYFRAMES } from './sequence/keyframes';
+import { resolveGeometry, type Geometry } from './sequence/packed-sequence';
 
 /** At most this many voices (upstream's max_audios, the contract's 3 clips). */
 export const MAX_VOICES = 3;

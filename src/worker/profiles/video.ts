@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { MAX_STEPS, TRACK_MAX_AUDIOS } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
-import { MAX_KEYFRAMES } from '../../models/minimax_h3/keyframes';
+import { MAX_KEYFRAMES } from '../../models/minimax_h3/sequence/keyframes';
 import { MAX_VOICES } from '../../models/minimax_h3/task';
 import type { TrainedDemoPlan } from '../../models/common/trained-demo';
 import { planTrainedDemoH3, TRAINED_H3_DEMO_GRAMMAR, TRAINED_H3_DEMO_PATH, TRAINED_H3_DEMO_SUGGESTION } from '../../models/minimax_h3/trained-demo';
