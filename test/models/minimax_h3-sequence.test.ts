@@ -1,4 +1,4 @@
-// MiniMax H3 packed sequence (sequence.ts) and RoPE against the diffusers pipeline (golden minimax_h3/rope): frame
+// MiniMax H3 packed sequence (sequence/packed-sequence.ts) and RoPE against the diffusers pipeline (golden minimax_h3/rope): frame
 // arithmetic, the float64 position grid bit for bit, tags and row indices, the cos/sin tables, and the partial
 // rotation (6F of the head dims) through the engine's rope op in f32 and f16.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// MiniMax H3 visual conditioning rows (conditions.ts) against diffusers' MiniMaxH3PrepareConditionLatentsStep (golden
+// MiniMax H3 visual conditioning rows (conditioning/condition-rows.ts) against diffusers' MiniMaxH3PrepareConditionLatentsStep (golden
 // minimax_h3/conditions, tools/golden/minimax_h3_conditions.py): with upstream's draws given, the rows bit for bit;
 // with the request generator replayed by TorchGenerator (one torch.randn per condition, in order), within the f32 rule.
 import assert from 'node:assert/strict';

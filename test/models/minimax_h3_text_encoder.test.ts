@@ -1,4 +1,4 @@
-// MiniMax H3's text encoder (src/models/minimax_h3/text-encoder.ts) against diffusers' get_qwen3vl_prompt_embeds
+// MiniMax H3's text encoder (src/models/minimax_h3/text-encoder/encoder.ts) against diffusers' get_qwen3vl_prompt_embeds
 // on a tiny Qwen3-VL (hidden_states[3] of 4 layers standing for [50] of 64; tools/golden/minimax_h3_text.py), in
 // f32 and f16; the loader's reads (only embed_tokens and layers < N, from the fixture and from the released
 // index's key list); and the T2VA presentation (the prompt verbatim, no template, no special tokens).

@@ -1,4 +1,4 @@
-// The MiniMax H3 text encoder's host copy (H3TextEncoderHost, src/models/minimax_h3/text-encoder.ts over
+// The MiniMax H3 text encoder's host copy (H3TextEncoderHost, src/models/minimax_h3/text-encoder/encoder.ts over
 // src/models/common/host-weights.ts) on a tiny random bf16 Qwen3-VL checkpoint in the published sharded format: the
 // second load reads no checkpoint file (the folder is renamed away and Checkpoint reads are counted) and its
 // embeddings are bit-identical to the first load's and to a plain H3TextEncoder.fromDir's, in f32, f16 and int8;

@@ -1,4 +1,4 @@
-// MiniMax H3's text encoder with pictures (text-encoder-vision.ts) against upstream's get_qwen3vl_prompt_embeds with
+// MiniMax H3's text encoder with pictures (text-encoder/vision.ts) against upstream's get_qwen3vl_prompt_embeds with
 // vision inputs (golden minimax_h3/text_encoder_vision, tools/golden/minimax_h3_text_vision.py): FL2VA keyframes and
 // Ref2VA image references in a presentation, the tower's merged tokens over the pad rows, deepstack, 3-D MRoPE,
 // hidden_states[layer], in f32 and f16 by the golden rules.

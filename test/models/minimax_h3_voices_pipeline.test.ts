@@ -5,7 +5,7 @@
 // "<Audio j>: " labels (the demo has no vision tower, so the pictures are not shown to it) before the prompt with its
 // <Picture n> / <Audio n> definitions; voices without pictures, 4 voices and a file that is not audio are BadInputErrors
 // before sampling. A soundtrack beside the pictures (audio_mode track's clip, or tts_text's speech) goes the same way
-// as <Audio 1>, defined as fully_copy, and the mp4 carries the clip itself (job-audio.ts).
+// as <Audio 1>, defined as fully_copy, and the mp4 carries the clip itself (conditioning/audio.ts).
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

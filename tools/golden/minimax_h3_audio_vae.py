@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/audio-vae (diffusers AutoencoderKLMiniMaxH3Audio, decode path only).
+"""Golden vectors for src/models/minimax_h3/vae/audio (diffusers AutoencoderKLMiniMaxH3Audio, decode path only).
 
 Run in the reference lab from the checkout, with diffusers' src/ outside the repository:
   bash ../shared/tools/reflab/run.sh -u diffusers=/opt/upstream/diffusers/src -- \

@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/audio-vae/encoder.ts (diffusers AutoencoderKLMiniMaxH3Audio.encode: the DAC
+"""Golden vectors for src/models/minimax_h3/vae/audio/encoder.ts (diffusers AutoencoderKLMiniMaxH3Audio.encode: the DAC
 encoder, the attention projection `pre_block`, `mean_proj` / `logs_proj`; and the normalisation the modular pipeline's
 MiniMaxH3Ref2VAReferenceEncoderStep applies to a reference soundtrack).
 

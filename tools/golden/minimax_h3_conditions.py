@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/conditions.ts: the visual conditioning rows (diffusers
+"""Golden vectors for src/models/minimax_h3/conditioning/condition-rows.ts: the visual conditioning rows (diffusers
 MiniMaxH3PrepareConditionLatentsStep.__call__ at 58eb52c0, run with its block plumbing stubbed and the real
 MiniMaxH3Scheduler): each condition noised to t = 0.999 with a draw from the request generator, patchified, in packed
 order.

@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/image-prep.ts and src/models/common/pil-resize.ts: MiniMax H3 putting input
+"""Golden vectors for src/models/minimax_h3/conditioning/image-prep.ts and src/models/common/pil-resize.ts: MiniMax H3 putting input
 pictures onto its canvas, as diffusers' modular pipeline does it (58eb52c0): MiniMaxH3ResizeStep.__call__ (keyframes:
 canvas from the first keyframe's aspect, the first stretched, a last cover-cropped) and MiniMaxH3Ref2VASetupStep.__call__
 (image references scaled to a short edge, sides rounded to 32; the 16:9 canvas), with the image processor the steps

@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/keyframes.ts: the packed layout, RoPE positions and per-row timesteps of
+"""Golden vectors for src/models/minimax_h3/sequence/keyframes.ts: the packed layout, RoPE positions and per-row timesteps of
 keyframes pinned at any frame (ComfyUI's MiniMaxH3AddGuide path, the only upstream that anchors more than a first and
 a last frame), and for 1 and 2 keyframes also the official FL2VA layout (diffusers' build_packed_sequence).
 

@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/presentation.ts: the token ids and modality tags MiniMax H3's text encoder
+"""Golden vectors for src/models/minimax_h3/text-encoder/presentation.ts: the token ids and modality tags MiniMax H3's text encoder
 reads for a keyframe (FL2VA) or reference (Ref2VA) request: diffusers' MiniMaxH3FL2VATextEncoderStep.__call__ and
 MiniMaxH3Ref2VATextEncoderStep.__call__ / _build_presentation (58eb52c0), run with the real Qwen2TokenizerFast on
 Kiln's demo byte-level BPE plus the vision special tokens (test/models/minimax_h3-presentation-tokenizer.ts; the

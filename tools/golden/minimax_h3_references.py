@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/references.ts: the Ref2VA packed layout (diffusers'
+"""Golden vectors for src/models/minimax_h3/sequence/references.ts: the Ref2VA packed layout (diffusers'
 MiniMaxH3Ref2VAPrepareLayoutStep.build_ref2va_packed_sequence) and the per-row timesteps of one forward
 (MiniMaxH3SetTimestepsStep.build_row_timesteps, conditioning at max(t_v, 0.999) and 1.0).
 

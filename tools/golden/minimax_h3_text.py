@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/text-encoder.ts (MiniMax H3's Qwen3-VL conditioner, text-only T2VA).
+"""Golden vectors for src/models/minimax_h3/text-encoder/encoder.ts (MiniMax H3's Qwen3-VL conditioner, text-only T2VA).
 
 Run in the reference lab with diffusers' MiniMax H3 sources on the path:
   bash ../shared/tools/reflab/run.sh -u diffusers=/opt/upstream/diffusers/src -- \

@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/text-encoder-vision.ts: MiniMax H3's Qwen3-VL conditioner on a presentation
+"""Golden vectors for src/models/minimax_h3/text-encoder/vision.ts: MiniMax H3's Qwen3-VL conditioner on a presentation
 with pictures (FL2VA keyframes / Ref2VA image references): upstream's get_qwen3vl_prompt_embeds (diffusers
 modular_pipelines/minimax_h3/encoders.py at 58eb52c0) with vision inputs, on the tiny Qwen3VLForConditionalGeneration
 of minimax_h3_text.py (4 decoder layers, hidden_states[3]; a 1-block tower with deepstack at block 0).

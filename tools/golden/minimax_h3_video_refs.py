@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/video-refs.ts: a video reference before encoding, as diffusers prepares it
+"""Golden vectors for src/models/minimax_h3/conditioning/video-refs.ts: a video reference before encoding, as diffusers prepares it
 (58eb52c0): MiniMaxH3Ref2VASetupStep._normalize_video_condition (24 fps by holding / dropping frames, truncation, LANCZOS
 onto its own canvas; the canvas rule's numbers small here so fixtures stay small) and
 MiniMaxH3Ref2VATextEncoderStep._sample_video_condition_frames (2 fps sampling, pairs, block timestamps).

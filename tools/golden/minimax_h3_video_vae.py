@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/video-vae (diffusers AutoencoderKLMiniMaxH3, the ViT3D decoder path).
+"""Golden vectors for src/models/minimax_h3/vae/video (diffusers AutoencoderKLMiniMaxH3, the ViT3D decoder path).
 
 Run in the reference lab from the checkout, with diffusers' src/ outside the repository:
   bash ../shared/tools/reflab/run.sh -u diffusers=/opt/upstream/diffusers/src -- \

@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/video-vae/encoder.ts (diffusers AutoencoderKLMiniMaxH3, the causal 3D CNN
+"""Golden vectors for src/models/minimax_h3/vae/video/encoder.ts (diffusers AutoencoderKLMiniMaxH3, the causal 3D CNN
 encoder path, and the modular pipeline's encode_vae_condition).
 
 Run in the reference lab from the checkout, with diffusers' src/ outside the repository:

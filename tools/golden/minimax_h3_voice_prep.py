@@ -1,4 +1,4 @@
-"""Golden vectors for src/models/minimax_h3/voice-inputs.ts and src/models/common/torchaudio-resample.ts: a voice
+"""Golden vectors for src/models/minimax_h3/conditioning/voice-inputs.ts and src/models/common/torchaudio-resample.ts: a voice
 (an audio reference of the Ref2VA path) put onto the audio VAE's rate as diffusers' modular pipeline does it (58eb52c0):
 MiniMaxH3Ref2VASetupStep.__call__ with an image reference and an audio reference MiniMaxH3AudioReference(audio,
 sample_rate), whose _normalize_audio_condition truncates the clip at its own rate to int(num_frames / fps * rate)

@@ -19,7 +19,7 @@
 //                              a spoken track (tts_text): task.speech() makes the clip first (the worker's speech model,
 //                              loaded and freed inside it), then it goes the track's way;
 //                              a soundtrack (track or speech) with references: muxed unchanged, and to the model an
-//                              <Audio 1> reference prepared as a voice, defined as fully_copy in the prompt (job-audio.ts)
+//                              <Audio 1> reference prepared as a voice, defined as fully_copy in the prompt (conditioning/audio.ts)
 //   采样                       seeded noise: video latents [24, F, h, w] (patchified), audio latents [2, 32, Na]
 //                              (rows channel-major); packed sequence [text | keyframes | audio | video] (keyframes.ts:
 //                              FL2VA for 1-2 images, guides from 3; a track: guides, the clip's rows at frame 0, clean,
@@ -32,7 +32,7 @@
 //   封装                       the writer finishes x264 and muxes AAC into a hidden temp sibling of the output
 //   保存                       fsync + rename onto the job's output path
 // Frames follow the model grid 17k + 5 (latent frames 5k + 2), audio latents round(frames / 24 * 40) per channel
-// (sequence.ts resolveGeometry). Steps count what the loaded weights were made for (transformer.stepCount, set from the
+// (sequence/packed-sequence.ts resolveGeometry). Steps count what the loaded weights were made for (transformer.stepCount, set from the
 // profile: sigmas.ts h3StepPlan): the base release's grid points (S steps, S - 1 forwards; 1 step: the grid [1, 0]) or
 // the distilled weights' evaluations (N steps, N forwards); either way progress ends at the steps asked for.
 import { join } from 'node:path';
@@ -73,7 +73,7 @@ import type { VideoLatents, VideoVaeDecodeOptions, VideoVaeDecoder } from './vae
 
 /** The seeded noise of a job (noise.ts), here for the callers that import it with the pipeline. */
 export { gaussianNoise, h3Noise, keyframeNoises } from './sampler/noise';
-/** The audio row layout (job-rows.ts), here for the callers that import it with the pipeline. */
+/** The audio row layout (sampler/initial-rows.ts), here for the callers that import it with the pipeline. */
 export { audioRows, channelsFromRows } from './sampler/initial-rows';
 /** The job's contract (task.ts), here for the callers that import it with the pipeline. */
 export { checkInputs, jobGeometry, type VideoTask } from './task';
@@ -260,7 +260,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     // keyframes onto the frame first: the text encoder may see them (keyframe-text.ts)
     // references on their own canvases instead (reference-inputs.ts); the video does not start on them
     const pictures = !count ? [] : reference ? await readReferences(task.images, { width, height }, ctx.signal, this.o.referenceCanvas) : await readKeyframes(task.images, width, height, ctx.signal);
-    // the soundtrack and voices read before any model loads too: a file that is not audio fails here (job-audio.ts)
+    // the soundtrack and voices read before any model loads too: a file that is not audio fails here (conditioning/audio.ts)
     let audio = await readJobAudio(task, ctx.signal);
     const { text, textTags } = await encodeJobText(e, {
       textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe', voices: audioRefs,

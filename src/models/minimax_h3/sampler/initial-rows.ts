@@ -16,7 +16,7 @@ export interface JobRowsInput {
   audioChannels: number;
   /** The target's noise: video [C, F, h, w], audio [2, A, Na]. */
   noise: { video: Float32Array; audio: Float32Array };
-  /** The keyframes' conditioning rows [nc, C * 4] (conditions.ts) and the clean audio rows [nca, A]: a track's
+  /** The keyframes' conditioning rows [nc, C * 4] (conditioning/condition-rows.ts) and the clean audio rows [nca, A]: a track's
    * (track-inputs.ts) or the voices' (voice-inputs.ts). */
   keyframeRows: Float32Array;
   trackRows: Float32Array;

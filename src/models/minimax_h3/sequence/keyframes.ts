@@ -3,7 +3,7 @@
 // "Keyframes in the service"), and track jobs (audio_mode track) theirs with the soundtrack as an audio guide at frame 0.
 //
 // 1 image: the first frame; 2: first and last. Both are the official FL2VA recipe, diffusers' build_packed_sequence
-// (sequence.ts buildPackedSequence with 'first' / 'last' anchors), reproduced bit for bit.
+// (packed-sequence.ts buildPackedSequence with 'first' / 'last' anchors), reproduced bit for bit.
 // 3 to 6 images (the service's contract: first, last, and the rest evenly along the timeline in order) exist upstream
 // only as ComfyUI's MiniMaxH3AddGuide, which pins a guide at any pixel frame: buildGuideSequence is ComfyUI's
 // PackedLayout (comfy/ldm/minimax/model.py at 01a56b76) for such guides, bit for bit:

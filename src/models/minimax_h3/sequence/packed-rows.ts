@@ -1,6 +1,6 @@
 // The row builder of the packed sequences laid out block by block (keyframes.ts buildGuideSequence, references.ts
 // buildReferenceSequence): rows appended in packed order, each with its (t, h, w) position and modality tag, the
-// stream that owns it noted as conditioning or target. sequence.ts buildPackedSequence keeps its fixed offsets.
+// stream that owns it noted as conditioning or target. packed-sequence.ts buildPackedSequence keeps its fixed offsets.
 import { AUDIO_CHANNELS, AUDIO_TAG, TEXT_TAG, VIDEO_TAG, type PackedSequence } from './packed-sequence';
 
 /** Conditioning rows (keyframes, guides, references) lead their stream; target rows are the ones denoised. */

@@ -1,7 +1,7 @@
 // The text a keyframe job's transformer is conditioned on. Upstream's FL2VA (diffusers MiniMaxH3FL2VATextEncoderStep)
 // shows the text encoder each keyframe before the prompt: "<Picture i>: " + <|vision_start|> n x <|image_pad|>
 // <|vision_end|> per picture (presentation.ts fl2vaPresentation), the Qwen3-VL tower's merged tokens written over the
-// pad rows (text-encoder-vision.ts); those rows are tagged video (0) in the packed sequence. That needs a checkpoint
+// pad rows (vision.ts); those rows are tagged video (0) in the packed sequence. That needs a checkpoint
 // whose text_encoder/ holds the vision tower (config.json's vision_config and the model.visual.* tensors) and whose
 // tokenizer knows the vision tokens; the released 32B does. Where it does not (the demo checkpoint: neither), and for
 // 3 to 6 keyframes (ComfyUI's guides are not shown to the text encoder: h3-conditioning.md 2), the prompt alone is

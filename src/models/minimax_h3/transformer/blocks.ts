@@ -69,7 +69,7 @@ export async function loadHostLinearModule(w: WeightLoader, p: string, n: number
   return { host, bias: bias ? await loadPlain(w, `${p}bias`, [n]) : null };
 }
 
-/** RoPE tables of the packed sequence: f32 [L, 3F] (src/models/minimax_h3/rope.ts). */
+/** RoPE tables of the packed sequence: f32 [L, 3F] (src/models/minimax_h3/transformer/rope.ts). */
 export interface RotaryTables {
   cos: Tensor;
   sin: Tensor;
