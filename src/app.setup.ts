@@ -3,11 +3,11 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import express from 'express';
 import { join } from 'node:path';
 import type { Settings } from './config/settings';
-import { inlineRequestBodies } from './common/openapi-inline';
+import { inlineRequestBodies } from './http/openapi-inline';
 import { JobFiles } from './jobs/job.files';
 import { JobStore } from './jobs/job.store';
 import { expiredText } from './jobs/jobs.service';
-import { requestGate } from './common/request-gate';
+import { requestGate } from './http/request-gate';
 import { clientDist } from './root.controller';
 
 function bodyErrors(err: { type?: string; message?: string; limit?: number }, _req: express.Request, res: express.Response, next: express.NextFunction): void {

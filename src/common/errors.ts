@@ -1,5 +1,5 @@
 // Typed errors that cross layer boundaries without importing Nest. One exception filter
-// (src/common/http-exception.filter.ts) maps them to the spec's HTTP bodies.
+// (src/http/http-exception.filter.ts) maps them to the spec's HTTP bodies.
 
 /** The user's input is wrong: HTTP 400 `{"detail": message}`. The message must say what to change,
  * naming the input (e.g. "images[1]: not a decodable image (png, jpeg or webp expected)"). */

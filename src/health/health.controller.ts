@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { ApiCommon } from '../common/api-docs';
+import { ApiCommon } from '../http/api-docs';
 import { HealthService } from './health.service';
 
 @ApiTags('service')

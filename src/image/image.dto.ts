@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
-import { Nullable, Optional } from '../common/validation';
+import { Nullable, Optional } from '../http/validation';
 import { DEFAULT_PRIORITY, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES } from '../catalog';
 
 export class ImageFieldsDto {

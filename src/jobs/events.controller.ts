@@ -1,12 +1,12 @@
 import { Controller, Get, Headers, Inject, Param, Query, Res } from '@nestjs/common';
 import { ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiCommon, ApiQueryErrors } from '../common/api-docs';
+import { ApiCommon, ApiQueryErrors } from '../http/api-docs';
 import { BadInputError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import type { StoredEvent } from './event.store';
 import { JobEvents } from './job.events';
-import { ErrorDetailDto } from './job.schema';
+import { ErrorDetailDto } from '../http/error-bodies';
 import { EventsQueryDto } from './jobs.dto';
 import { JobsService } from './jobs.service';
 import { openSse, type SseStream } from './sse';

@@ -1,11 +1,12 @@
 import { Controller, Delete, Get, Param, Query, Res, StreamableFile } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiCommon, ApiDownload, ApiQueryErrors } from '../common/api-docs';
+import { ApiCommon, ApiDownload, ApiQueryErrors } from '../http/api-docs';
 import { BadInputError } from '../common/errors';
-import { clientGone } from '../common/request-signal';
+import { clientGone } from '../http/request-signal';
 import { checkTimeout } from './job-requests';
-import { DeleteResultDto, ErrorDetailDto, JobObjectDto } from './job.schema';
+import { ErrorDetailDto } from '../http/error-bodies';
+import { DeleteResultDto, JobObjectDto } from './job.schema';
 import { GetJobQueryDto, ListJobsQueryDto } from './jobs.dto';
 import { JobsService } from './jobs.service';
 

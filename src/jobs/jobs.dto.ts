@@ -1,6 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsInt, IsString, Max, Min } from 'class-validator';
-import { Optional } from '../common/validation';
+import { Optional } from '../http/validation';
 
 /** GET /api/jobs/{job_id} query. */
 export class GetJobQueryDto {

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { IMAGE_PROFILES, MAX_INPUT_BYTES, notBuilt, VIDEO_PROFILES, type JobKind } from '../catalog';
 import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
-import { LOGGER } from '../common/tokens';
+import { LOGGER } from '../http/tokens';
 import { OutboundClient } from '../net/outbound';
 import { Outcome, Scheduler } from '../scheduler/scheduler';
 import type { ImageTask, ServedProfile, VideoTask, WorkerTask } from '../worker/protocol';

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Logger } from 'pino';
-import { LOGGER } from '../common/tokens';
+import { LOGGER } from '../http/tokens';
 import { SETTINGS, Settings } from '../config/settings';
 import { JobStore } from './job.store';
 import { JobsService } from './jobs.service';

@@ -1,6 +1,6 @@
 import { Controller, Get, HttpException, HttpStatus, Inject, Req, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiSecurity, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
-import { ErrorDetailDto } from '../jobs/job.schema';
+import { ErrorDetailDto } from '../http/error-bodies';
 import type { Request, Response } from 'express';
 import { API_TOKEN } from '../auth/token.guard';
 import { presentedToken, tokenMatches } from '../auth/token';

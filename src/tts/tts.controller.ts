@@ -1,9 +1,9 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiCommon, ApiCreateErrors } from '../common/api-docs';
-import { clientGone } from '../common/request-signal';
-import { ErrorDetailDto } from '../jobs/job.schema';
+import { ApiCommon, ApiCreateErrors } from '../http/api-docs';
+import { clientGone } from '../http/request-signal';
+import { ErrorDetailDto } from '../http/error-bodies';
 import { JobsService } from '../jobs/jobs.service';
 import { filesOf, uploadFields, UploadedFiles as Files } from '../jobs/upload';
 import { SpeechResultDto, TtsDto, TtsFormDto } from './tts.dto';

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDefined, IsString } from 'class-validator';
-import { Optional } from '../common/validation';
+import { Optional } from '../http/validation';
 import { TTS_LANGUAGES } from '../catalog';
 
 export class TtsFieldsDto {

@@ -1,9 +1,9 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiCommon, ApiCreateErrors, ApiIdempotency } from '../common/api-docs';
+import { ApiCommon, ApiCreateErrors, ApiIdempotency } from '../http/api-docs';
 import { IdempotencyInterceptor } from '../jobs/idempotency.interceptor';
-import { clientGone } from '../common/request-signal';
+import { clientGone } from '../http/request-signal';
 import { JobObjectDto } from '../jobs/job.schema';
 import { JobsService } from '../jobs/jobs.service';
 import { filesOf, refuseFormWait, uploadFields, UploadedFiles as Files } from '../jobs/upload';

@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
-import { Nullable, Optional } from '../common/validation';
+import { Nullable, Optional } from '../http/validation';
 import { CLIP_SECONDS, DEFAULT_PRIORITY, FPS, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, snapFrames } from '../catalog';
 
 /** Fields shared by the JSON and multipart video forms. */

@@ -1,6 +1,7 @@
 // The process split and the layering rules (docs/architecture.md), checked on the code itself:
 // - at run time, the API process (main.js) loads nothing of the engine, the models or the worker but the protocol;
-// - the engine imports nothing of ours outside it; the catalog nothing at all;
+// - the engine imports nothing of ours outside it; the catalog nothing but the python-round leaf;
+// - common/ imports nothing of ours and no web framework; http/ (the Nest and Express glue) only common/ and auth/token;
 // - models import nothing of the service: no jobs/, scheduler/, worker/, HTTP or weights state.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
@@ -70,7 +71,13 @@ test('the engine imports nothing of ours outside it (paths.ts, a leaf, finds its
   assert.deepEqual(outside, []);
   const leaf = (to: string) => /^catalog(\/|$)/.test(to) || to === 'common/python-round';
   assert.deepEqual(sourceImports('catalog').filter(({ file, spec }) => spec.startsWith('.') && !leaf(landsIn(file, spec)!)), []);
-  assert.deepEqual(sourceImports('common').filter(({ file, spec }) => file === 'common/python-round.ts' && spec.startsWith('.')), [], 'python-round stays a leaf');
+});
+
+test('common/ imports nothing of ours and no web framework; the Nest and Express glue in http/ imports only common/ and the token check', () => {
+  const framework = /^(@nestjs\/|express$|class-validator$|class-transformer$)/;
+  assert.deepEqual(sourceImports('common').filter(({ spec }) => spec.startsWith('.') || framework.test(spec)), [], 'imports of our folders or of Nest/Express from src/common');
+  const allowed = (to: string) => /^(http|common)(\/|$)/.test(to) || to === 'auth/token';
+  assert.deepEqual(sourceImports('http').filter(({ file, spec }) => spec.startsWith('.') && !allowed(landsIn(file, spec)!)), [], 'imports of feature folders from src/http');
 });
 
 test('models import the engine, shared model code, the catalog, media and common helpers: nothing of the service', () => {

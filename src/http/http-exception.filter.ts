@@ -1,8 +1,8 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { BadInputError, NotFoundError, QueueFullError, UnavailableError } from './errors';
-import { redactUrl } from './logger';
+import { BadInputError, NotFoundError, QueueFullError, UnavailableError } from '../common/errors';
+import { redactUrl } from '../common/logger';
 import { ValidationFailed } from './validation';
 
 /** Maps every error to the spec's bodies: `{"detail": ...}`. Bad input is never a 500. */

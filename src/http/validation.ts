@@ -1,6 +1,6 @@
 import { ArgumentMetadata, HttpException, HttpStatus, ValidationError, ValidationPipe } from '@nestjs/common';
 import { ValidateIf } from 'class-validator';
-import { BadInputError } from './errors';
+import { BadInputError } from '../common/errors';
 
 /** Deepest nesting of objects and arrays a request may carry (the deepest field of this API is 2: images[i]). */
 const MAX_DEPTH = 16;

@@ -1,6 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiConflictResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiPayloadTooLargeResponse, ApiSecurity, ApiTooManyRequestsResponse, ApiUnauthorizedResponse, ApiUnprocessableEntityResponse, ApiUnsupportedMediaTypeResponse } from '@nestjs/swagger';
-import { ErrorDetailDto, ValidationErrorDto } from '../jobs/job.schema';
+import { ErrorDetailDto, ValidationErrorDto } from './error-bodies';
 
 /** The auth schemes and error bodies every /api route shares. */
 export const ApiCommon = () =>
