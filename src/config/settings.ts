@@ -5,7 +5,7 @@ import { parseBytes } from '../common/bytes';
 import { ClusterSettingsError, loadClusterSettings, loadWorkerProfiles, type ClusterSettings } from './cluster-settings';
 
 /** Every setting the service reads, parsed and validated once at boot. Nothing else reads process.env
- * (the engine's own KILN_* switches aside, which it reads for itself since it never imports Nest). */
+ * (the engine's own KILN_* switches aside, which src/engine/settings.ts reads, since the engine never imports Nest). */
 export interface Settings {
   /** TCP port. Default 8000. */
   port: number;

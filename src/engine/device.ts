@@ -2,6 +2,7 @@
 // device-lost tracking and a shutdown that lets Node exit. No Nest here (the engine never imports it).
 import { existsSync, readdirSync } from 'node:fs';
 import { planAdapterAndDevice, type AdapterProfile } from './plan-device';
+import { engineSettings, type EngineSettings } from './settings';
 import { loadDawn } from './webgpu';
 
 /** Features we use when the adapter has them. Subgroup matrix (tensor cores) needs subgroups + shader-f16. */
@@ -58,11 +59,10 @@ export class DeviceLostError extends Error {
   override readonly name = 'DeviceLostError';
 }
 
-/** Reads the env once; callers with a validated config pass explicit options instead. */
-function softwareAllowedByDefault(): boolean {
-  const env = process.env.KILN_ALLOW_SOFTWARE_GPU;
-  if (env !== undefined && env !== '') return /^(1|true|yes)$/i.test(env);
-  return !gpuDeviceNodesPresent();
+/** KILN_ALLOW_SOFTWARE_GPU when set, else software only where no GPU device node exists; callers with a validated
+ * config pass explicit options instead. */
+function softwareAllowedByDefault(settings: EngineSettings): boolean {
+  return settings.allowSoftwareGpu ?? !gpuDeviceNodesPresent();
 }
 
 export function gpuDeviceNodesPresent(): boolean {
@@ -102,9 +102,9 @@ export class GpuDevice {
     });
   }
 
-  static async create(opts: DeviceOptions = {}): Promise<GpuDevice> {
+  static async create(opts: DeviceOptions = {}, settings: EngineSettings = engineSettings()): Promise<GpuDevice> {
     const dawn = await loadDawn();
-    const allowSoftware = opts.allowSoftware ?? softwareAllowedByDefault();
+    const allowSoftware = opts.allowSoftware ?? softwareAllowedByDefault(settings);
     // Toggles are instance options, so the vendor has to be guessed first: NVIDIA device nodes present ->
     // NVIDIA toggles; if the adapter turns out to be NVIDIA anyway, start once more with them.
     let toggles = [...(existsSync('/dev/nvidiactl') ? NVIDIA_TOGGLES : []), ...(opts.toggles ?? [])];

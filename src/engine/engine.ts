@@ -11,10 +11,11 @@ import { Storage, Tensor, fmtShape, numelOf } from './tensor';
 import { BufferUsage, MapMode } from './webgpu';
 import { Profiler } from './profiler';
 import { adapterProfile, type AdapterProfile } from './plan-device';
+import { engineSettings, type EngineSettings } from './settings';
 
 export interface EngineOptions extends DeviceOptions {
-  /** Error scopes around pipeline creation, bind groups and submits: errors name the kernel. Default: env
-   * KILN_ENGINE_DEBUG=1, and the test helpers turn it on. Costs a little per dispatch. */
+  /** Error scopes around pipeline creation, bind groups and submits: errors name the kernel. Default:
+   * KILN_ENGINE_DEBUG=1 (settings.ts), and the test helpers turn it on. Costs a little per dispatch. */
   debug?: boolean;
   /** GPU bytes this process may hold (WebGPU cannot ask the driver). Default: half the RAM on a software
    * adapter, 64 GiB otherwise; the config should set it (about 130 GiB on an H200). */
@@ -22,7 +23,7 @@ export interface EngineOptions extends DeviceOptions {
   /** Dispatches per submit (16..64). Default 32. */
   submitEvery?: number;
   /** GPU time per kernel (profiler.ts; engine.profiler.report()): each dispatch in a pass of its own, timed by
-   * timestamp queries. Default: env KILN_PROFILE=1. Needs the adapter's timestamp-query. */
+   * timestamp queries. Default: KILN_PROFILE=1 (settings.ts). Needs the adapter's timestamp-query. */
   profile?: boolean;
 }
 
@@ -34,6 +35,8 @@ export class Engine {
   readonly kernels: KernelCache;
   readonly recorder: Recorder;
   readonly debug: boolean;
+  /** The KILN_* switches (settings.ts), read once when this engine was created. */
+  readonly settings: EngineSettings;
   /** Set when profiling was asked for (EngineOptions.profile). */
   readonly profiler: Profiler | null = null;
   private destroyed = false;
@@ -41,14 +44,16 @@ export class Engine {
   private constructor(
     readonly gpu: GpuDevice,
     opts: EngineOptions,
+    settings: EngineSettings,
   ) {
-    this.debug = opts.debug ?? process.env.KILN_ENGINE_DEBUG === '1';
+    this.settings = settings;
+    this.debug = opts.debug ?? settings.debug;
     const budget = opts.memoryBudgetBytes ?? (gpu.isSoftware ? totalmem() / 2 : 64 * 2 ** 30);
     this.pool = new BufferPool(gpu.device, budget, gpu.maxBindingBytes);
     this.kernels = new KernelCache(gpu.device, this.debug);
     this.recorder = new Recorder(gpu, this.kernels, Math.min(64, Math.max(1, opts.submitEvery ?? 32)), this.debug);
     this.pool.onTrim = () => this.recorder.groups.clear();
-    if (opts.profile ?? process.env.KILN_PROFILE === '1') {
+    if (opts.profile ?? settings.profile) {
       if (!gpu.hasFeature('timestamp-query')) throw new Error(`engine: profiling needs timestamp-query, which adapter ${gpu.describe().name} lacks`);
       this.profiler = this.recorder.profiler = new Profiler(gpu.device);
     }
@@ -59,7 +64,8 @@ export class Engine {
   }
 
   static async create(opts: EngineOptions = {}): Promise<Engine> {
-    return new Engine(await GpuDevice.create(opts), opts);
+    const settings = engineSettings();
+    return new Engine(await GpuDevice.create(opts, settings), opts, settings);
   }
 
   /**
@@ -70,7 +76,7 @@ export class Engine {
    */
   static createShapeOnly(adapter: AdapterProfile | string, opts: Pick<EngineOptions, 'memoryBudgetBytes' | 'submitEvery'> = {}): Engine {
     const p = typeof adapter === 'string' ? adapterProfile(adapter) : adapter;
-    return new Engine(GpuDevice.planned(p), { memoryBudgetBytes: Number.MAX_SAFE_INTEGER, ...opts, debug: false, profile: false });
+    return new Engine(GpuDevice.planned(p), { memoryBudgetBytes: Number.MAX_SAFE_INTEGER, ...opts, debug: false, profile: false }, engineSettings());
   }
 
   /** True for the shape-only engine: tensors have shapes and pool accounting but no contents. */

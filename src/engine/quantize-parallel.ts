@@ -6,22 +6,20 @@
 //
 // Threads: KILN_LOAD_THREADS, default the machine's available parallelism, at most 16; 1 (or a tensor under
 // PARALLEL_MIN_ELEMENTS, or a dtype other than F32/F16/BF16) takes the one-thread path in this thread.
-import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { quantizeInt8PerChannel, type QuantizedInt8 } from './quantize';
 import type { QuantizeReply, QuantizeTask } from './quantize-worker';
 import { readWholeFloat32, SAFE_DTYPE_BYTES, type ChunkSource } from './safetensors';
+import { engineSettings } from './settings';
 import { numelOf } from './tensor';
 
 /** Below this many weights a tensor is quantised in this thread: a worker round trip would cost more. */
 export const PARALLEL_MIN_ELEMENTS = 1 << 22;
 
+/** KILN_LOAD_THREADS (settings.ts), read at each call: the pool is sized when a big tensor is first quantised. */
 export function loadThreads(): number {
-  const env = process.env.KILN_LOAD_THREADS;
-  const n = env !== undefined && env !== '' ? Number(env) : availableParallelism();
-  if (!Number.isInteger(n) || n < 1) throw new Error(`KILN_LOAD_THREADS=${env}: must be a whole number >= 1`);
-  return Math.min(n, 16);
+  return engineSettings().loadThreads;
 }
 
 interface Slot {

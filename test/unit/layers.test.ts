@@ -1,6 +1,7 @@
 // The process split and the layering rules (docs/architecture.md), checked on the code itself:
 // - at run time, the API process (main.js) loads nothing of the engine, the models or the worker but the protocol;
-// - the engine imports nothing of ours outside it; the catalog nothing but the python-round leaf;
+// - the engine imports nothing of ours outside it, and reads process.env only in engine/settings.ts; the catalog
+//   nothing but the python-round leaf;
 // - common/ imports nothing of ours and no web framework; http/ (the Nest and Express glue) only common/ and auth/token;
 // - models import nothing of the service: no jobs/, scheduler/, worker/, HTTP or weights state.
 import assert from 'node:assert/strict';
@@ -71,6 +72,24 @@ test('the engine imports nothing of ours outside it (paths.ts, a leaf, finds its
   assert.deepEqual(outside, []);
   const leaf = (to: string) => /^catalog(\/|$)/.test(to) || to === 'common/python-round';
   assert.deepEqual(sourceImports('catalog').filter(({ file, spec }) => spec.startsWith('.') && !leaf(landsIn(file, spec)!)), []);
+});
+
+test('the engine reads its environment in one place: process.env only in engine/settings.ts', () => {
+  const reads: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (name.endsWith('.ts') && rel(sourceSrc, p) !== 'engine/settings.ts') {
+        readFileSync(p, 'utf8').split('\n').forEach((line, i) => {
+          if (/^\s*(\/\/|\*|\/\*)/.test(line)) return; // comments may name it
+          if (/\bprocess\s*(\.|\[\s*['"`])\s*env\b|\benv\b[^=]*=\s*process\b/.test(line)) reads.push(`${rel(sourceSrc, p)}:${i + 1}: ${line.trim()}`);
+        });
+      }
+    }
+  };
+  walk(join(sourceSrc, 'engine'));
+  assert.deepEqual(reads, [], 'environment reads in the engine outside engine/settings.ts (engineSettings())');
 });
 
 test('common/ imports nothing of ours and no web framework; the Nest and Express glue in http/ imports only common/ and the token check', () => {

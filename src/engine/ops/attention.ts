@@ -9,7 +9,6 @@ import { Params } from '../kernels';
 import { fmtShape, type Tensor } from '../tensor';
 import { attentionSubgroup, attentionSubgroupChoice, type AttentionSubgroupOptions } from './attention_subgroup';
 import { outputTensor } from './checks';
-import { subgroupMatrixOptIn } from './matmul';
 
 export type AttentionMask = 'none' | 'causal' | 'block_causal';
 const MASK_CODE: Record<AttentionMask, number> = { none: 0, causal: 1, block_causal: 2 };
@@ -84,7 +83,7 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
   // Q K^T and P V over every key the kernels visit (a mask skips none of them): 2 x 2 B Hq Lq kvLen D
   const flops = 4 * B * Hq * Lq * kvLen * D;
   const path = opts.path ?? 'auto';
-  if (path === 'subgroup' || (path === 'auto' && !opts.tile && q.dtype === 'f16' && subgroupMatrixOptIn() && process.env.KILN_SUBGROUP_ATTENTION !== '0')) {
+  if (path === 'subgroup' || (path === 'auto' && !opts.tile && q.dtype === 'f16' && e.settings.subgroupMatrix && e.settings.subgroupAttention)) {
     const choice = q.dtype === 'f16' ? attentionSubgroupChoice(e, D, opts.subgroup) : { reason: `${q.dtype} (it takes f16)` };
     if ('config' in choice) {
       attentionSubgroup(e, { q, k, v, blk: blkBinding, out, params, mask: MASK_CODE[mask], B, Hq, Lq, D, flops }, choice, !!opts.subgroup?.emulate);

@@ -115,7 +115,7 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     return out;
   }
   const tensorCoreTypes = a.dtype === 'f16' && (b.dtype === 'f16' || b.dtype === 'i8');
-  if (path === 'subgroup' || (path === 'auto' && tensorCoreTypes && subgroupMatrixOptIn() && subgroupMatrixUsable(e))) {
+  if (path === 'subgroup' || (path === 'auto' && tensorCoreTypes && e.settings.subgroupMatrix && subgroupMatrixUsable(e))) {
     const sub = { a: ae, b: be, out, params, M, N, K, batches: nb, bias, gate: g, residual: r, scales, act: opts.act ?? 'none' };
     gemmSubgroup(e, op, sub, opts.subgroup);
     return out;
@@ -144,11 +144,6 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     flops: 2 * nb * M * N * K,
   });
   return out;
-}
-
-/** KILN_SUBGROUP_MATRIX=1: let 'auto' use the subgroup-matrix GEMM (read per call, so tests and benches can flip it). */
-export function subgroupMatrixOptIn(): boolean {
-  return process.env.KILN_SUBGROUP_MATRIX === '1';
 }
 
 /** The last 3 values, padded at the front with `fill` (batch dims are matched from the right). */

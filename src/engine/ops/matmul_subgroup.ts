@@ -71,16 +71,15 @@ export function subgroupMatrixUsable(e: Engine): boolean {
   return 'config' in subgroupMatrixPlan(e);
 }
 
-/** The tile asked for (a name or a tile), else KILN_SUBGROUP_TILE's, else the largest preset that fits `limit`. */
-export function subgroupTile(t: SubgroupOptions['tile'], cfg: { M: number; N: number }, limit: number): SubgroupTile {
+/** The tile asked for (a name or a tile: the op's option, else KILN_SUBGROUP_TILE's), else the largest preset that fits `limit`. */
+export function subgroupTile(t: SubgroupTile | string | undefined, cfg: { M: number; N: number }, limit: number): SubgroupTile {
   if (typeof t === 'object') return t;
-  const name = t ?? process.env.KILN_SUBGROUP_TILE;
-  if (name === undefined) {
+  if (t === undefined) {
     const fits = (Object.values(SUBGROUP_TILES) as SubgroupTile[]).filter((x) => subgroupTileBytes(x, cfg) <= limit);
     return fits.sort((x, y) => subgroupTileBytes(y, cfg) - subgroupTileBytes(x, cfg))[0] ?? SUBGROUP_TILES['128'];
   }
-  const tile = (SUBGROUP_TILES as Record<string, SubgroupTile>)[name];
-  if (!tile) throw new RangeError(`subgroup-matrix tile '${name}' unknown (KILN_SUBGROUP_TILE?): one of ${Object.keys(SUBGROUP_TILES).join(', ')}`);
+  const tile = (SUBGROUP_TILES as Record<string, SubgroupTile>)[t];
+  if (!tile) throw new RangeError(`subgroup-matrix tile '${t}' unknown (KILN_SUBGROUP_TILE?): one of ${Object.keys(SUBGROUP_TILES).join(', ')}`);
   return tile;
 }
 
@@ -126,7 +125,7 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
   const bq = g.b.dtype === 'i8';   // gemm() has checked that scales come with an int8 b, and only with one
   const bWidth = bq ? 16 : 8;       // b's elements in one vec4<u32> read
   const limit = e.describe().limits.maxComputeWorkgroupStorageSize;
-  const tile = subgroupTile(opts.tile, plan.config, limit);
+  const tile = subgroupTile(opts.tile ?? e.settings.subgroupTile, plan.config, limit);
   const { M: cm, N: cn, K: ck } = plan.config;
   if (tile.bk % ck !== 0 || tile.bk % 8 !== 0) throw new RangeError(`${op}: tile bk ${tile.bk} must be a multiple of 8 and of the config's K ${ck}`);
   const bytes = subgroupTileBytes(tile, plan.config);
