@@ -16,9 +16,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
 import { Checkpoint } from '../../engine/safetensors';
-import { copyInto } from '../../engine/ops/layout';
-import { clamp } from '../../engine/ops/unary';
 import type { Tensor } from '../../engine/tensor';
+import { decodeRowStrips, planRowStrips, stripHaloRows, stripRowElements } from '../common/row-strips';
 import { keyOf, newWeightLoader, type ComputeDType, type WeightLoader } from '../common/weights';
 import { normSilu, runResnets, upsample2x, VaeConv2d, VaeMidBlock, VaeResidualBlock, VaeRmsNorm } from '../qwen_image21/vae/modules';
 
@@ -193,6 +192,9 @@ export class Krea2Vae {
     if (z.rank !== 4 || z.shape[3] !== c.zDim || z.dtype !== this.dtype) throw new RangeError(`Qwen-Image VAE decode: latents ${z} must be ${this.dtype}[N, h, w, ${c.zDim}]`);
     const [N, h, w] = z.shape as [number, number, number, number];
     const r = c.spatialRatio;
+    const halo = krea2VaeHaloRows(c);
+    const budget = Math.min(o.stripBytes ?? e.pool.maxBindingBytes, e.pool.maxBindingBytes);
+    const strips = planRowStrips(h, w, halo, qwenImageDecoderRowElements(c, w) * N * z.bytesPerElement, budget, o.stripRows, 'Qwen-Image VAE decode');
     const d = this.decoder;
     const p = this.postQuant.forward(e, z);
     capture?.('post_quant_conv', p);
@@ -202,37 +204,10 @@ export class Krea2Vae {
     const mid = d.mid_block.forward(e, a);
     a.free();
     capture?.('mid_block', mid);
-    const halo = krea2VaeHaloRows(c);
-    const budget = Math.min(o.stripBytes ?? e.pool.maxBindingBytes, e.pool.maxBindingBytes);
-    let rows = o.stripRows;
-    if (rows === undefined) {
-      const perRow = qwenImageDecoderRowElements(c, w) * N * z.bytesPerElement;
-      const fit = Math.floor(budget / perRow);
-      if (fit >= h) rows = h;
-      else if (fit - 2 * halo < 1) throw new RangeError(`Qwen-Image VAE decode: a ${h}x${w} latent needs ${perRow} bytes per latent row; ${budget} bytes do not hold one row and a ${halo}-row halo each side`);
-      else rows = Math.ceil(h / Math.ceil(h / (fit - 2 * halo)));
-    }
-    if (!Number.isInteger(rows) || rows < 1) throw new RangeError(`Qwen-Image VAE decode: stripRows ${rows} must be a positive integer`);
-    const out = e.empty([N, h * r, w * r, c.inputChannels], z.dtype, 'krea2 vae decode');
-    try {
-      for (let s0 = 0; s0 < h; s0 += rows) {
-        const s1 = Math.min(h, s0 + rows);
-        const lo = Math.max(0, s0 - halo);
-        const hi = Math.min(h, s1 + halo);
-        const one = s0 === 0 && s1 === h;
-        const y = this.tail(one ? mid : mid.slice(1, lo, hi), one ? capture : undefined);
-        const clamped = clamp(e, y.slice(1, (s0 - lo) * r, (s1 - lo) * r), -1, 1);
-        y.free();
-        copyInto(e, clamped, out.slice(1, s0 * r, s1 * r));
-        clamped.free();
-      }
-    } catch (err) {
-      out.free();
-      throw err;
-    } finally {
-      mid.free();
-    }
-    return out;
+    return decodeRowStrips(e, mid, {
+      strips, halo, spatialRatio: r, outChannels: c.inputChannels, dtype: z.dtype, label: 'krea2 vae decode',
+      tail: (x, whole) => this.tail(x, whole ? capture : undefined),
+    });
   }
 
   /** The up levels and the head on rows of the mid block's output -> [N, 8 rows, 8w, 3], unclamped. */
@@ -264,23 +239,9 @@ export class Krea2Vae {
 /** post_quant_conv (1x1x1, zDim -> zDim) applied to z * std + mean: W' = W diag(std), b' = b + W mean. */
 async function foldedPostQuant(w: WeightLoader, c: Krea2VaeConfig): Promise<VaeConv2d> {
   const z = c.zDim;
-  const key = (k: string) => keyOf(w, `post_quant_conv.${k}`);
-  const shape = w.ckpt.entry(key('weight')).shape;
+  const shape = w.ckpt.entry(keyOf(w, 'post_quant_conv.weight')).shape;
   if (shape.length !== 5 || shape[0] !== z || shape[1] !== z || shape.slice(2).some((n) => n !== 1)) throw new RangeError(`Qwen-Image VAE: post_quant_conv.weight ${JSON.stringify(shape)} must be [${z}, ${z}, 1, 1, 1]`);
-  w.ckpt.entry(key('bias'), [z]);
-  const W = await w.ckpt.readFloat32(key('weight'));
-  const b = await w.ckpt.readFloat32(key('bias'));
-  const wf = new Float64Array(z * z);
-  const bf = new Float64Array(z);
-  for (let o = 0; o < z; o++) {
-    let acc = b[o]!;
-    for (let i = 0; i < z; i++) {
-      wf[o * z + i] = W[o * z + i]! * c.latentsStd[i]!;
-      acc += W[o * z + i]! * c.latentsMean[i]!;
-    }
-    bf[o] = acc;
-  }
-  return VaeConv2d.fromHost(w, wf, bf, z, z, 1, 'post_quant_conv (folded)');
+  return VaeConv2d.foldedPostQuant(w, 'post_quant_conv.', z, c.latentsMean, c.latentsStd, 'post_quant_conv (folded)');
 }
 
 /**
@@ -331,29 +292,10 @@ export function qwenImageVaeDecoderShapes(c: Krea2VaeConfig): Map<string, number
  * 13 for the released VAE.
  */
 export function krea2VaeHaloRows(c: Krea2VaeConfig): number {
-  let reach = 0; // in output rows
-  let scale = 1;
-  for (const l of qwenImageDecoderLevels(c)) {
-    reach += (2 * (c.numResBlocks + 1) * c.spatialRatio) / scale;
-    if (l.up) {
-      scale *= 2;
-      reach += c.spatialRatio / scale;
-    }
-  }
-  reach += 1; // conv_out
-  return Math.ceil(reach / c.spatialRatio);
+  return stripHaloRows(qwenImageDecoderLevels(c), c.numResBlocks, c.spatialRatio);
 }
 
 /** Elements per latent row (per image, width w) of the biggest tensor after the mid block. */
 export function qwenImageDecoderRowElements(c: Krea2VaeConfig, w: number): number {
-  let scale = 1;
-  let most = decoderDims(c.baseDim, c.dimMult)[0]!;
-  for (const l of qwenImageDecoderLevels(c)) {
-    most = Math.max(most, l.inDim * scale * scale, l.outDim * scale * scale);
-    if (l.up) {
-      scale *= 2;
-      most = Math.max(most, l.outDim * scale * scale); // the nearest 2x before the halving conv
-    }
-  }
-  return most * w;
+  return stripRowElements(decoderDims(c.baseDim, c.dimMult)[0]!, qwenImageDecoderLevels(c), w);
 }

@@ -110,22 +110,3 @@ export function decoderLevels(c: QwenImage21VaeConfig): UpLevel[] {
 /** Channels of the decoder's mid block (conv_in's output). */
 export const decoderMidDim = (c: QwenImage21VaeConfig) => c.dimMult.at(-1)! * c.decoderBaseDim;
 export const encoderMidDim = (c: QwenImage21VaeConfig) => c.dimMult.at(-1)! * c.baseDim;
-
-/**
- * Latent rows a decoder row strip needs on each side so its centre is exact: the receptive field of everything
- * after the mid block (every 3x3 conv reaches one row at its own scale; nearest upsampling and the shortcuts are
- * local, the RMS norms per pixel), in output rows, rounded up to latent rows. 13 for the released model.
- */
-export function decoderHaloRows(c: QwenImage21VaeConfig): number {
-  let reach = 0; // output rows
-  let scale = 1;
-  for (const l of decoderLevels(c)) {
-    reach += (2 * (c.numResBlocks + 1) * c.spatialRatio) / scale; // two 3x3 convs per resnet
-    if (l.up) {
-      scale *= 2;
-      reach += c.spatialRatio / scale; // the upsampler's conv
-    }
-  }
-  reach += 1; // conv_out
-  return Math.ceil(reach / c.spatialRatio);
-}

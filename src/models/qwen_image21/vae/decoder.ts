@@ -5,11 +5,10 @@
 // each side and only the strip's centre is kept: the result equals the whole-image decode while the biggest tensor
 // is one strip's, which keeps a 2K decode inside the binding limit and the memory budget.
 import type { Engine } from '../../../engine/engine';
-import { copyInto } from '../../../engine/ops/layout';
-import { clamp } from '../../../engine/ops/unary';
 import type { Tensor } from '../../../engine/tensor';
+import { decodeRowStrips, planRowStrips, stripHaloRows, stripRowElements } from '../../common/row-strips';
 import type { WeightLoader } from '../../common/weights';
-import { decoderHaloRows, decoderLevels, decoderMidDim, type QwenImage21VaeConfig, type UpLevel } from './config';
+import { decoderLevels, decoderMidDim, type QwenImage21VaeConfig, type UpLevel } from './config';
 import {
   DupUpShortcut, normSilu, runResnets, upsample2x, VaeConv2d, VaeMidBlock, VaeResidualBlock, VaeRmsNorm,
 } from './modules';
@@ -120,16 +119,18 @@ export interface DecodeOptions {
  */
 export const DEFAULT_STRIP_BYTES = 2 ** 31;
 
+/**
+ * Latent rows a decoder row strip needs on each side so its centre is exact: the receptive field of everything
+ * after the mid block (every 3x3 conv reaches one row at its own scale; nearest upsampling and the shortcuts are
+ * local, the RMS norms per pixel), in output rows, rounded up to latent rows. 13 for the released model.
+ */
+export function decoderHaloRows(c: QwenImage21VaeConfig): number {
+  return stripHaloRows(decoderLevels(c), c.numResBlocks, c.spatialRatio);
+}
+
 /** Elements per latent row of the biggest tensor after the mid block (per image): max over levels of channels x scale^2. */
 export function decoderRowElements(c: QwenImage21VaeConfig, width: number): number {
-  let scale = 1;
-  let most = decoderMidDim(c);
-  for (const l of decoderLevels(c)) {
-    most = Math.max(most, l.inDim * scale * scale, l.outDim * scale * scale);
-    if (l.up) scale *= 2;
-    most = Math.max(most, l.outDim * scale * scale); // nearest 2x of the resnets' output, the conv, the shortcut sum
-  }
-  return most * width;
+  return stripRowElements(decoderMidDim(c), decoderLevels(c), width);
 }
 
 /**
@@ -137,19 +138,7 @@ export function decoderRowElements(c: QwenImage21VaeConfig, width: number): numb
  * clipped to the image, so `rows + 2 * halo` latent rows must fit the budget.
  */
 export function planStrips(c: QwenImage21VaeConfig, batch: number, h: number, w: number, bytesPerElement: number, o: { stripRows?: number; stripBytes: number }): [number, number][] {
-  const halo = decoderHaloRows(c);
-  let rows = o.stripRows;
-  if (rows === undefined) {
-    const perRow = decoderRowElements(c, w) * batch * bytesPerElement;
-    const fit = Math.floor(o.stripBytes / perRow);
-    if (fit >= h) rows = h;
-    else if (fit - 2 * halo < 1) throw new RangeError(`VAE decode: a ${h}x${w} latent needs ${perRow} bytes per latent row; ${o.stripBytes} bytes do not hold one row plus a ${halo}-row halo each side`);
-    else rows = Math.ceil(h / Math.ceil(h / (fit - 2 * halo))); // as few strips as fit, of even height
-  }
-  if (!Number.isInteger(rows) || rows < 1) throw new RangeError(`VAE decode: stripRows ${rows} must be a positive integer`);
-  const out: [number, number][] = [];
-  for (let s = 0; s < h; s += rows) out.push([s, Math.min(h, s + rows)]);
-  return out;
+  return planRowStrips(h, w, decoderHaloRows(c), decoderRowElements(c, w) * batch * bytesPerElement, o.stripBytes, o.stripRows, 'VAE decode');
 }
 
 /**
@@ -167,25 +156,12 @@ export function decodeLatents(e: Engine, c: QwenImage21VaeConfig, post: VaeConv2
   o.capture?.('post_quant_conv', p);
   const mid = dec.head(e, p, o.capture);
   p.free();
-  const out = e.empty([N, h * r, w * r, c.outChannels], z.dtype, 'vae decode');
-  try {
-    for (const [s0, s1] of strips) {
-      const a = Math.max(0, s0 - halo);
-      const b = Math.min(h, s1 + halo);
-      const one = strips.length === 1;
-      const x = one ? mid : mid.slice(1, a, b);
-      const y = dec.tail(e, x, one ? o.capture : undefined);
-      if (one) o.capture?.('decoder', y);
-      const clamped = clamp(e, y.slice(1, (s0 - a) * r, (s1 - a) * r), -1, 1);
-      y.free();
-      copyInto(e, clamped, out.slice(1, s0 * r, s1 * r));
-      clamped.free();
-    }
-  } catch (err) {
-    out.free();
-    throw err;
-  } finally {
-    mid.free();
-  }
-  return out;
+  return decodeRowStrips(e, mid, {
+    strips, halo, spatialRatio: r, outChannels: c.outChannels, dtype: z.dtype, label: 'vae decode',
+    tail: (x, whole) => {
+      const y = dec.tail(e, x, whole ? o.capture : undefined);
+      if (whole) o.capture?.('decoder', y);
+      return y;
+    },
+  });
 }

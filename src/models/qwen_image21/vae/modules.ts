@@ -52,6 +52,28 @@ export class VaeConv2d {
     return new VaeConv2d(prepareRawConvWeight(w, raw), b, k, cout);
   }
 
+  /**
+   * post_quant_conv (1x1, z -> z, at `prefix`) applied to latents * std + mean, folded on the host in float64:
+   * W' = W diag(std), b' = b + W mean, so the decoder takes the sampler's normalised latents as they are. The caller
+   * checks the weight's shape (its rank differs between checkpoints).
+   */
+  static async foldedPostQuant(w: WeightLoader, prefix: string, z: number, mean: readonly number[], std: readonly number[], label: string): Promise<VaeConv2d> {
+    w.ckpt.entry(keyOf(w, `${prefix}bias`), [z]);
+    const W = await w.ckpt.readFloat32(keyOf(w, `${prefix}weight`));
+    const b = await w.ckpt.readFloat32(keyOf(w, `${prefix}bias`));
+    const wf = new Float64Array(z * z);
+    const bf = new Float64Array(z);
+    for (let o = 0; o < z; o++) {
+      let acc = b[o]!;
+      for (let i = 0; i < z; i++) {
+        wf[o * z + i] = W[o * z + i]! * std[i]!;
+        acc += W[o * z + i]! * mean[i]!;
+      }
+      bf[o] = acc;
+    }
+    return VaeConv2d.fromHost(w, wf, bf, z, z, 1, label);
+  }
+
   /** 3x3: padding 1 (upstream's symmetric pad); 1x1: none. `padding`/`stride` override (the downsampler). */
   forward(e: Engine, x: Tensor, o: { stride?: number; padding?: number | readonly PadPair[] } = {}): Tensor {
     return conv2d(e, x, this.weight, { bias: this.bias, stride: o.stride ?? 1, padding: o.padding ?? (this.k - 1) / 2 });

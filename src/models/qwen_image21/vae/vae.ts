@@ -129,23 +129,8 @@ export class QwenImage21Vae {
 
 /** post_quant_conv(z * std + mean) = (W diag(std)) z + (W mean + b), in float64 on the host. */
 async function foldedPostQuant(w: WeightLoader, c: QwenImage21VaeConfig): Promise<VaeConv2d> {
-  const z = c.zDim;
-  const key = (k: string) => keyOf(w, `post_quant_conv.${k}`);
-  w.ckpt.entry(key('weight'), [z, z, 1, 1]);
-  w.ckpt.entry(key('bias'), [z]);
-  const W = await w.ckpt.readFloat32(key('weight'));
-  const b = await w.ckpt.readFloat32(key('bias'));
-  const wf = new Float64Array(z * z);
-  const bf = new Float64Array(z);
-  for (let o = 0; o < z; o++) {
-    let acc = b[o]!;
-    for (let i = 0; i < z; i++) {
-      wf[o * z + i] = W[o * z + i]! * c.latentsStd[i]!;
-      acc += W[o * z + i]! * c.latentsMean[i]!;
-    }
-    bf[o] = acc;
-  }
-  return VaeConv2d.fromHost(w, wf, bf, z, z, 1, 'post_quant_conv');
+  w.ckpt.entry(keyOf(w, 'post_quant_conv.weight'), [c.zDim, c.zDim, 1, 1]);
+  return VaeConv2d.foldedPostQuant(w, 'post_quant_conv.', c.zDim, c.latentsMean, c.latentsStd, 'post_quant_conv');
 }
 
 /** The first zDim rows of quant_conv (the mean), then (mode - mean) / std, in float64 on the host. */
