@@ -11,16 +11,16 @@
 // The real interface is kept where it matters to the code: 16 latent channels with the released latent statistics,
 // patch 2, 12 taps, head dims whose RoPE axes all rotate. Which DiT and text-encoder tensors exist is found by running
 // the loaders against SyntheticCheckpoints; the version stamp hashes those key lists.
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
 import { shardBytesFor, writeSafetensors, writeShardedSafetensors } from '../../engine/safetensors';
+import { demoDigest, demoMeta, demoQwen3VlConfig, QWEN3_VL_DEMO_TOKENS, QWEN3_VL_PREPROCESSOR } from '../common/demo-checkpoint';
 import { checkpointTensors, WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3/config';
 import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../qwen3_vl_vision';
-import { DEMO_SPECIAL_TOKENS, demoTokenizerInfo, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
+import { demoTokenizerInfo, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { Krea2Conditioner } from './conditioner';
 import { parseKrea2Config } from './config';
 import { Krea2Transformer } from './transformer';
@@ -33,10 +33,7 @@ export const DEMO_KREA2_TRANSFORMER_FILE = 'krea-2-turbo-demo.safetensors';
 const DEMO_FORMAT = 1;
 const DEMO_SEED = 20261125;
 
-export const DEMO_KREA2_TOKENS = [
-  ...DEMO_SPECIAL_TOKENS.filter((t) => !t.startsWith('<tts') && !t.includes('audio')),
-  '<|vision_start|>', '<|vision_end|>', '<|image_pad|>', '<|video_pad|>',
-];
+export const DEMO_KREA2_TOKENS = QWEN3_VL_DEMO_TOKENS;
 
 /** SingleMMDiTConfig of the demo DiT: head dim 32 (RoPE axes [8, 12, 12]), GQA 2:1, 12 taps of a 32-wide encoder. */
 export const DEMO_KREA2_DIT = {
@@ -46,41 +43,11 @@ export const DEMO_KREA2_DIT = {
 
 export const DEMO_KREA2_VAE = { _class_name: 'AutoencoderKLQwenImage', ...QWEN_IMAGE_VAE_DEFAULTS, base_dim: 4 };
 
-const PREPROCESSOR = {
-  size: { longest_edge: 16777216, shortest_edge: 65536 }, patch_size: 16, temporal_patch_size: 2, merge_size: 2,
-  image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5], processor_class: 'Qwen3VLProcessor', image_processor_type: 'Qwen2VLImageProcessorFast',
-};
+const PREPROCESSOR = QWEN3_VL_PREPROCESSOR;
 
 /** A Qwen3-VL config of the real file's shape with a tiny 36-layer text model and a 2-block tower. */
 export function demoKrea2TextEncoderConfig(tok: DemoTokenizerInfo): Record<string, unknown> {
-  const id = (t: string) => {
-    const v = tok.specialTokens[t];
-    if (v === undefined) throw new Error(`demo tokenizer has no ${t}`);
-    return v;
-  };
-  const hidden = DEMO_KREA2_DIT.txtdim;
-  return {
-    architectures: ['Qwen3VLForConditionalGeneration'],
-    image_token_id: id('<|image_pad|>'),
-    model_type: 'qwen3_vl',
-    text_config: {
-      attention_bias: false, attention_dropout: 0.0, bos_token_id: id('<|endoftext|>'), dtype: 'bfloat16', eos_token_id: id('<|im_end|>'),
-      head_dim: 16, hidden_act: 'silu', hidden_size: hidden, initializer_range: 0.02, intermediate_size: 64,
-      max_position_embeddings: 262144, model_type: 'qwen3_vl_text', num_attention_heads: 2, num_hidden_layers: 36, num_key_value_heads: 1,
-      rms_norm_eps: 1e-6, rope_scaling: { mrope_interleaved: true, mrope_section: [4, 2, 2], rope_type: 'default' }, rope_theta: 5000000,
-      tie_word_embeddings: true, use_cache: true, vocab_size: tok.size,
-    },
-    tie_word_embeddings: true,
-    transformers_version: '4.57.0.dev0',
-    video_token_id: id('<|video_pad|>'),
-    vision_config: {
-      deepstack_visual_indexes: [0, 1], depth: 2, hidden_act: 'gelu_pytorch_tanh', hidden_size: 32, in_channels: 3, initializer_range: 0.02,
-      intermediate_size: 64, model_type: 'qwen3_vl', num_heads: 2, num_position_embeddings: 64, out_hidden_size: hidden,
-      patch_size: 16, spatial_merge_size: 2, temporal_patch_size: 2,
-    },
-    vision_end_token_id: id('<|vision_end|>'),
-    vision_start_token_id: id('<|vision_start|>'),
-  };
+  return demoQwen3VlConfig(tok, { hidden: DEMO_KREA2_DIT.txtdim, intermediate: 64, heads: 2, kvHeads: 1, layers: 36, tieWordEmbeddings: true, deepstack: [0, 1] });
 }
 
 export interface Krea2DemoPlan {
@@ -140,11 +107,8 @@ export async function writeKrea2Checkpoint(dir: string, sizes: Krea2CheckpointSi
 export async function planDemoKrea2(e: Engine): Promise<Krea2DemoPlan> {
   const sizes = demoKrea2Sizes();
   const keys = await recordKrea2Keys(e, sizes);
-  const digest = createHash('sha256')
-    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_KREA2_DIT, sizes.textJson, DEMO_KREA2_VAE, [...keys.dit], [...keys.text], [...keys.vae]]))
-    .digest('hex')
-    .slice(0, 16);
+  const digest = demoDigest([DEMO_FORMAT, DEMO_SEED, DEMO_KREA2_DIT, sizes.textJson, DEMO_KREA2_VAE, [...keys.dit], [...keys.text], [...keys.vae]]);
   const write = (dir: string) =>
-    writeKrea2Checkpoint(dir, sizes, keys, new WeightSynth(DEMO_SEED), { format: 'pt', kiln_demo: `random Krea 2 weights (${DEMO_KREA2_NAME} ${digest}); the pictures are noise` });
+    writeKrea2Checkpoint(dir, sizes, keys, new WeightSynth(DEMO_SEED), demoMeta(`random Krea 2 weights (${DEMO_KREA2_NAME} ${digest}); the pictures are noise`));
   return { version: `${DEMO_FORMAT}-${digest}`, write };
 }

@@ -20,12 +20,12 @@
 // text encoder holds only what H3 reads (embed_tokens, layers 0..49), the VAEs both sides (the encoders turn keyframes,
 // references and soundtracks into conditioning latents: issue 15), the audio VAE no resampling filters (the loader
 // checks them only when present).
-import { createHash } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
 import { shardBytesFor, writeSafetensors, writeShardedSafetensors, type SafeDType } from '../../engine/safetensors';
+import { demoDigest, demoMeta } from '../common/demo-checkpoint';
 import { WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3';
@@ -178,13 +178,10 @@ export interface H3DemoPlan {
 export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
   const textConfig = demoTextEncoderConfig(demoTokenizerInfo().size);
   const keys = await recordH3Keys(e, textConfig);
-  const digest = createHash('sha256')
-    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DAMPED, [...ZEROED], DEMO_TRANSFORMER_CONFIG, textConfig, DEMO_VAE_CONFIG, DEMO_AUDIO_VAE_CONFIG, ...Object.values(keys).map((k) => [...k])]))
-    .digest('hex')
-    .slice(0, 16);
+  const digest = demoDigest([DEMO_FORMAT, DEMO_SEED, DAMPED, [...ZEROED], DEMO_TRANSFORMER_CONFIG, textConfig, DEMO_VAE_CONFIG, DEMO_AUDIO_VAE_CONFIG, ...Object.values(keys).map((k) => [...k])]);
   const write = async (dir: string) => {
     const json = (path: string, v: unknown) => writeJsonFile(join(dir, path), v);
-    const meta = { format: 'pt', kiln_demo: `random MiniMax H3 weights (${digest}); the video and sound are noise` };
+    const meta = demoMeta(`random MiniMax H3 weights (${digest}); the video and sound are noise`);
     const synth = new WeightSynth(DEMO_SEED);
     const tensors = (shapes: Keys, dtype: SafeDType | ((k: string) => SafeDType)) => synth.tensors(shapes, dtype, (k) => (ZEROED.has(k) ? 0 : DAMPED[k]));
 

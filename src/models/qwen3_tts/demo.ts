@@ -10,11 +10,11 @@
 // (src/models/common/synthetic-checkpoint.ts) that records every key and shape the loaders ask for, and exactly those
 // are written (common/random-weights.ts values). The version stamp hashes that list, so a loader that starts reading
 // another key regenerates the demo instead of failing on it.
-import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
 import { writeSafetensors } from '../../engine/safetensors';
+import { demoDigest, demoMeta, demoTokenId } from '../common/demo-checkpoint';
 import { WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill, type SyntheticCheckpointOptions } from '../common/synthetic-checkpoint';
 import { DEMO_SPECIAL_TOKENS, demoTokenizerInfo, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
@@ -65,11 +65,7 @@ const REAL_LANGUAGE_IDS: Record<string, number> = {
 const DEMO_TOKENS = [...DEMO_SPECIAL_TOKENS, 'assistant'];
 
 export function demoConfigJson(tok: DemoTokenizerInfo): Record<string, unknown> {
-  const id = (t: string) => {
-    const v = tok.specialTokens[t];
-    if (v === undefined) throw new Error(`demo tokenizer has no ${t}`);
-    return v;
-  };
+  const id = (t: string) => demoTokenId(tok, t);
   const decoder = (o: Record<string, unknown>) => ({
     hidden_act: 'silu', max_position_embeddings: 32768, rms_norm_eps: 1e-6, rope_theta: 1000000, attention_bias: false,
     attention_dropout: 0, use_sliding_window: false, sliding_window: null, num_code_groups: 16, ...o,
@@ -161,10 +157,7 @@ export async function planDemoQwen3Tts(e: Engine): Promise<DemoPlan> {
     speechTokenizer: parseSpeechTokenizerConfig(DEMO_SPEECH_TOKENIZER_CONFIG, 'demo speech_tokenizer/config.json'),
   };
   const keys = await recordQwen3TtsKeys(e, configs);
-  const digest = createHash('sha256')
-    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, configJson, DEMO_SPEECH_TOKENIZER_CONFIG, [...keys.model], [...keys.speech]]))
-    .digest('hex')
-    .slice(0, 16);
+  const digest = demoDigest([DEMO_FORMAT, DEMO_SEED, configJson, DEMO_SPEECH_TOKENIZER_CONFIG, [...keys.model], [...keys.speech]]);
   const write = async (dir: string) => {
     await writeDemoTokenizer(dir, { specialTokens: DEMO_TOKENS });
     const json = (name: string, v: unknown) => writeFile(join(dir, name), `${JSON.stringify(v, null, 2)}\n`);
@@ -175,7 +168,7 @@ export async function planDemoQwen3Tts(e: Engine): Promise<DemoPlan> {
     await json('speech_tokenizer/config.json', DEMO_SPEECH_TOKENIZER_CONFIG);
     await json('speech_tokenizer/preprocessor_config.json', SPEECH_PREPROCESSOR);
     const synth = new WeightSynth(DEMO_SEED);
-    const meta = { format: 'pt', kiln_demo: `random Qwen3-TTS weights (${DEMO_TTS_NAME} ${digest}); the speech is noise` };
+    const meta = demoMeta(`random Qwen3-TTS weights (${DEMO_TTS_NAME} ${digest}); the speech is noise`);
     await writeSafetensors(join(dir, 'model.safetensors'), synth.tensors(keys.model, 'BF16'), meta);
     await writeSafetensors(join(dir, 'speech_tokenizer', 'model.safetensors'), synth.tensors(keys.speech, 'F32'), meta);
   };

@@ -9,16 +9,16 @@
 // Which transformer and text-encoder tensors exist is not written down here: loadQwenImage21Parts (pipeline.ts) runs
 // against SyntheticCheckpoints that record every key and shape the loaders ask for, and exactly those are written.
 // The version stamp hashes that list, so a loader that starts reading another key regenerates the demo.
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
 import { shardBytesFor, writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../engine/safetensors';
+import { demoDigest, demoMeta, demoQwen3VlConfig, QWEN3_VL_DEMO_TOKENS, QWEN3_VL_PREPROCESSOR } from '../common/demo-checkpoint';
 import { checkpointTensors, WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3/config';
 import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../qwen3_vl_vision';
-import { DEMO_SPECIAL_TOKENS, demoTokenizerInfo, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
+import { demoTokenizerInfo, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
 import { parseQwenImage21Config } from './config';
 import { loadQwenImage21Parts, QWEN_IMAGE21_COMPONENTS, type QwenImage21Configs } from './checkpoint';
 import { parseFlowMatchConfig, QWEN_IMAGE21_SCHEDULER } from './sigmas';
@@ -31,10 +31,7 @@ const DEMO_FORMAT = 1;
 const DEMO_SEED = 20261121;
 
 /** Special tokens of Qwen3-VL the prompt templates use (ids follow the learned vocabulary, in this order). */
-export const DEMO_QWEN_IMAGE21_TOKENS = [
-  ...DEMO_SPECIAL_TOKENS.filter((t) => !t.startsWith('<tts') && !t.includes('audio')),
-  '<|vision_start|>', '<|vision_end|>', '<|image_pad|>', '<|video_pad|>',
-];
+export const DEMO_QWEN_IMAGE21_TOKENS = QWEN3_VL_DEMO_TOKENS;
 
 /** Latent channels of the demo (the real model's 64: the transformer and VAE keep the real interface). */
 const Z = parseQwenImage21VaeConfig(DEMO_VAE_CONFIG).zDim;
@@ -57,33 +54,7 @@ export const DEMO_TRANSFORMER_CONFIG = {
 
 /** A Qwen3-VL config of the real file's shape (Qwen3VLForConditionalGeneration) with a tiny text decoder. */
 export function demoTextEncoderConfig(tok: DemoTokenizerInfo): Record<string, unknown> {
-  const id = (t: string) => {
-    const v = tok.specialTokens[t];
-    if (v === undefined) throw new Error(`demo tokenizer has no ${t}`);
-    return v;
-  };
-  return {
-    architectures: ['Qwen3VLForConditionalGeneration'],
-    image_token_id: id('<|image_pad|>'),
-    model_type: 'qwen3_vl',
-    text_config: {
-      attention_bias: false, attention_dropout: 0.0, bos_token_id: id('<|endoftext|>'), dtype: 'bfloat16', eos_token_id: id('<|im_end|>'),
-      head_dim: 16, hidden_act: 'silu', hidden_size: DEMO_TRANSFORMER_CONFIG.context_in_dim, initializer_range: 0.02, intermediate_size: 128,
-      max_position_embeddings: 262144, model_type: 'qwen3_vl_text', num_attention_heads: 4, num_hidden_layers: 2, num_key_value_heads: 2,
-      rms_norm_eps: 1e-6, rope_scaling: { mrope_interleaved: true, mrope_section: [4, 2, 2], rope_type: 'default' }, rope_theta: 5000000,
-      tie_word_embeddings: false, use_cache: true, vocab_size: tok.size,
-    },
-    tie_word_embeddings: false,
-    transformers_version: '4.57.0.dev0',
-    video_token_id: id('<|video_pad|>'),
-    vision_config: {
-      deepstack_visual_indexes: [0], depth: 2, hidden_act: 'gelu_pytorch_tanh', hidden_size: 32, in_channels: 3, initializer_range: 0.02,
-      intermediate_size: 64, model_type: 'qwen3_vl', num_heads: 2, num_position_embeddings: 64, out_hidden_size: DEMO_TRANSFORMER_CONFIG.context_in_dim,
-      patch_size: 16, spatial_merge_size: 2, temporal_patch_size: 2,
-    },
-    vision_end_token_id: id('<|vision_end|>'),
-    vision_start_token_id: id('<|vision_start|>'),
-  };
+  return demoQwen3VlConfig(tok, { hidden: DEMO_TRANSFORMER_CONFIG.context_in_dim, intermediate: 128, heads: 4, kvHeads: 2, layers: 2, tieWordEmbeddings: false, deepstack: [0] });
 }
 
 const MODEL_INDEX = {
@@ -96,11 +67,7 @@ const MODEL_INDEX = {
   vae: ['diffusers', QWEN_IMAGE21_COMPONENTS.vae],
 };
 
-/** Qwen3-VL's image processor settings (the stock preprocessor_config.json). */
-const PREPROCESSOR = {
-  size: { longest_edge: 16777216, shortest_edge: 65536 }, patch_size: 16, temporal_patch_size: 2, merge_size: 2,
-  image_mean: [0.5, 0.5, 0.5], image_std: [0.5, 0.5, 0.5], processor_class: 'Qwen3VLProcessor', image_processor_type: 'Qwen2VLImageProcessorFast',
-};
+const PREPROCESSOR = QWEN3_VL_PREPROCESSOR;
 
 /** Every key and shape loadQwenImage21Parts reads, per component, found by running it against synthetic checkpoints. */
 export async function recordQwenImage21Keys(e: Engine, cfg: QwenImage21Configs, dtype: 'f32' | 'f16' = 'f32'): Promise<{ transformer: Map<string, number[]>; textEncoder: Map<string, number[]> }> {
@@ -169,11 +136,8 @@ export async function planDemoQwenImage21(e: Engine): Promise<QwenImage21DemoPla
     processor: parseQwen3VlImageProcessorConfig(PREPROCESSOR, 'demo processor/preprocessor_config.json'),
   };
   const keys = await recordQwenImage21Keys(e, configs);
-  const digest = createHash('sha256')
-    .update(JSON.stringify([DEMO_FORMAT, DEMO_SEED, DEMO_TRANSFORMER_CONFIG, textJson, DEMO_VAE_CONFIG, [...vaeCheckpointShapes(DEMO_VAE_CONFIG)], [...keys.transformer], [...keys.textEncoder]]))
-    .digest('hex')
-    .slice(0, 16);
-  const meta = { format: 'pt', kiln_demo: `random Qwen-Image-2.1 weights (${DEMO_QWEN_IMAGE21_NAME} ${digest}); the pictures are noise` };
+  const digest = demoDigest([DEMO_FORMAT, DEMO_SEED, DEMO_TRANSFORMER_CONFIG, textJson, DEMO_VAE_CONFIG, [...vaeCheckpointShapes(DEMO_VAE_CONFIG)], [...keys.transformer], [...keys.textEncoder]]);
+  const meta = demoMeta(`random Qwen-Image-2.1 weights (${DEMO_QWEN_IMAGE21_NAME} ${digest}); the pictures are noise`);
   const write = (dir: string) => writeQwenImage21Checkpoint(dir, { transformer: DEMO_TRANSFORMER_CONFIG, textEncoder: textJson, vae: null }, keys, new WeightSynth(DEMO_SEED), meta);
   return { version: `${DEMO_FORMAT}-${digest}`, configs, keys, write };
 }
