@@ -92,11 +92,14 @@ test('the engine reads its environment in one place: process.env only in engine/
   assert.deepEqual(reads, [], 'environment reads in the engine outside engine/settings.ts (engineSettings())');
 });
 
-test('common/ imports nothing of ours and no web framework; the Nest and Express glue in http/ imports only common/ and the token check', () => {
+test('common/ imports nothing of ours and no web framework; the Nest and Express glue in http/ imports only common/ and the token check, and only the API\'s routes import it', () => {
   const framework = /^(@nestjs\/|express$|class-validator$|class-transformer$)/;
   assert.deepEqual(sourceImports('common').filter(({ spec }) => spec.startsWith('.') || framework.test(spec)), [], 'imports of our folders or of Nest/Express from src/common');
   const allowed = (to: string) => /^(http|common)(\/|$)/.test(to) || to === 'auth/token';
   assert.deepEqual(sourceImports('http').filter(({ file, spec }) => spec.startsWith('.') && !allowed(landsIn(file, spec)!)), [], 'imports of feature folders from src/http');
+  const belowHttp = ['catalog', 'common', 'engine', 'media', 'models', 'plan', 'scheduler', 'weights', 'worker'];
+  const intoHttp = belowHttp.flatMap((f) => sourceImports(f)).filter(({ file, spec }) => /^http(\/|$)/.test(landsIn(file, spec) ?? ''));
+  assert.deepEqual(intoHttp, [], 'the Nest glue imported from outside the API\'s routes');
 });
 
 test('models import the engine, shared model code, the catalog, media and common helpers: nothing of the service', () => {
