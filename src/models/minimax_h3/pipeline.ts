@@ -50,10 +50,10 @@ import type { AudioVaeDecoder } from './vae/audio';
 import type { Rgb8Image } from '../common/pil-resize';
 import { conditionRows, type HostLatents } from './conditioning/condition-rows';
 import { encodeKeyframes, readKeyframes } from './conditioning/keyframe-inputs';
-import { encodeJobText } from './text-encoder/encode-prompt';
-import { channelsFromRows, uploadJobRows } from './sampler/initial-rows';
+import { encodePromptRows } from './text-encoder/encode-prompt';
+import { channelsFromRows, uploadInitialRows } from './sampler/initial-rows';
 import type { Track } from './conditioning/track-inputs';
-import { audioReferenceCount, encodeJobAudio, readJobAudio, soundtrackIsReference, withSpeech, type EncodedJobAudio } from './conditioning/audio';
+import { audioReferenceCount, encodeAudioInputs, readAudioInputs, soundtrackIsReference, withSpeech, type EncodedAudioInputs } from './conditioning/audio';
 import { buildKeyframeSequence, buildTrackSequence } from './sequence/keyframes';
 import type { Geometry } from './sequence/packed-sequence';
 import { unpatchify } from './transformer/patchify';
@@ -261,15 +261,15 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     // references on their own canvases instead (reference-inputs.ts); the video does not start on them
     const pictures = !count ? [] : reference ? await readReferences(task.images, { width, height }, ctx.signal, this.o.referenceCanvas) : await readKeyframes(task.images, width, height, ctx.signal);
     // the soundtrack and voices read before any model loads too: a file that is not audio fails here (conditioning/audio.ts)
-    let audio = await readJobAudio(task, ctx.signal);
-    const { text, textTags } = await encodeJobText(e, {
+    let audio = await readAudioInputs(task, ctx.signal);
+    const { text, textTags } = await encodePromptRows(e, {
       textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe', voices: audioRefs,
       dtype: m.dtype, int8: this.o.textEncoderInt8, onText: this.o.onText, trace: (ev) => this.trace(ev),
     }, ctx);
 
     // keyframes: the VAE encoder (its own load, freed before sampling)
     let latents: HostLatents[] = [];
-    let audioRows: EncodedJobAudio = { rows: new Float32Array(0), encoded: [] };
+    let audioRows: EncodedAudioInputs = { rows: new Float32Array(0), encoded: [] };
     try {
       if (task.speech) {
         // the speech model loads and is freed here, still in 编码提示词/图片 (the text encoder is already freed)
@@ -284,7 +284,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
         this.trace(reference ? 'references encoded' : 'keyframes encoded');
       }
       // the leading audio rows, clean (t = 1.0): a track's guide (FL2VA), or the audio references (Ref2VA)
-      audioRows = await encodeJobAudio(e, m.dirs.audioVae, audio, geo.numAudioLatents, ctx.signal);
+      audioRows = await encodeAudioInputs(e, m.dirs.audioVae, audio, geo.numAudioLatents, ctx.signal);
       if (audioRows.rows.length) this.trace(audio.voices.length ? 'audio references encoded' : 'track encoded');
     } catch (err) {
       text.free();
@@ -321,7 +321,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       const nc = packed.numConditionVideoRows;
       const nca = packed.numConditionAudioRows;
       const rows = count ? conditionRows(latents, keyframeNoises(task.seed, latents), patch) : new Float32Array(0);
-      const { video, audio } = uploadJobRows(e, {
+      const { video, audio } = uploadInitialRows(e, {
         geo, patch, channels: C, audioChannels: A, nc, nca, keyframeRows: rows, trackRows,
         noise: this.o.noise ? this.o.noise(geo, C, A) : h3Noise(task.seed, geo, C, A),
       });

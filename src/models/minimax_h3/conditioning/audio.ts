@@ -11,7 +11,7 @@ import { encodeTrack, readTrack, type Track } from './track-inputs';
 import { voicePaths, type VideoTask } from '../task';
 import { encodeVoices, readVoices, voiceRows, type EncodedVoice, type Voice } from './voice-inputs';
 
-export interface JobAudio {
+export interface AudioInputs {
   /** What the mp4 carries instead of decoded audio (null: the generated audio is decoded). */
   track: Track | null;
   /** Ref2VA audio references in request order: the voices, or the soundtrack as <Audio 1>. */
@@ -20,7 +20,7 @@ export interface JobAudio {
 
 /** The job's conditioning audio rows: a track's guide rows [2 Na, A] (FL2VA), or the voices' rows one after the
  * other (Ref2VA), each clean; `encoded` per voice for the packed layout's blocks. */
-export interface EncodedJobAudio {
+export interface EncodedAudioInputs {
   rows: Float32Array;
   encoded: EncodedVoice[];
 }
@@ -38,7 +38,7 @@ export function audioReferenceCount(task: Pick<VideoTask, 'images' | 'imageMode'
 }
 
 /** Reads the clips the task names (a spoken track is added later: withSpeech). */
-export async function readJobAudio(task: VideoTask, signal?: AbortSignal): Promise<JobAudio> {
+export async function readAudioInputs(task: VideoTask, signal?: AbortSignal): Promise<AudioInputs> {
   const clip = task.audioMode === 'track' && !task.speech ? task.audios[0] : undefined;
   const track = clip ? await readTrack(clip, task.frames, signal) : null;
   const refs = clip && soundtrackIsReference(task) ? [clip] : voicePaths(task);
@@ -47,14 +47,14 @@ export async function readJobAudio(task: VideoTask, signal?: AbortSignal): Promi
 
 /** The job's audio once tts_text's speech is made (a wav at `spoken`): the track, and with reference pictures the
  * reference too. */
-export async function withSpeech(task: VideoTask, spoken: string, signal?: AbortSignal): Promise<JobAudio> {
+export async function withSpeech(task: VideoTask, spoken: string, signal?: AbortSignal): Promise<AudioInputs> {
   const track = await readTrack(spoken, task.frames, signal);
   return { track, voices: soundtrackIsReference(task) ? await readVoices([spoken], task.frames, signal) : [] };
 }
 
 /** Encodes the conditioning audio with the checkpoint's audio VAE encoder (loaded for it and freed): the voices
  * (references), else the track's guide rows cropped to the target's `audioLatents`. */
-export async function encodeJobAudio(e: Engine, audioVaeDir: string, audio: JobAudio, audioLatents: number, signal?: AbortSignal): Promise<EncodedJobAudio> {
+export async function encodeAudioInputs(e: Engine, audioVaeDir: string, audio: AudioInputs, audioLatents: number, signal?: AbortSignal): Promise<EncodedAudioInputs> {
   if (audio.voices.length) {
     const encoded = await encodeVoices(e, audioVaeDir, audio.voices, signal);
     return { rows: voiceRows(encoded), encoded };

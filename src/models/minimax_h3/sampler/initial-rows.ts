@@ -8,7 +8,7 @@ import type { Tensor } from '../../../engine/tensor';
 import { patchify } from '../transformer/patchify';
 import type { Geometry } from '../sequence/packed-sequence';
 
-export interface JobRowsInput {
+export interface InitialRowsInput {
   geo: Geometry;
   patch: readonly [number, number, number];
   /** Video latent channels (C) and audio latent channels (A). */
@@ -26,7 +26,7 @@ export interface JobRowsInput {
 }
 
 /** Uploads the starting rows (the caller frees both tensors). */
-export function uploadJobRows(e: Engine, r: JobRowsInput): { video: Tensor; audio: Tensor } {
+export function uploadInitialRows(e: Engine, r: InitialRowsInput): { video: Tensor; audio: Tensor } {
   const { geo, patch, channels: C, audioChannels: A, nc, nca } = r;
   if (r.noise.video.length !== C * geo.numLatentFrames * geo.latentHeight * geo.latentWidth || r.noise.audio.length !== 2 * A * geo.numAudioLatents) {
     throw new RangeError('MiniMax H3: the given noise does not fit the job\'s latent geometry');

@@ -17,7 +17,7 @@ import { H3TextEncoder, type H3TextEncoderHost } from './encoder';
 import { H3VisionTextEncoder } from './vision';
 import type { MiniMaxH3Transformer } from '../transformer/transformer';
 
-export interface JobTextInput {
+export interface PromptRowsInput {
   textEncoderDir: string;
   tokenizer: TextTokenizer;
   host: H3TextEncoderHost;
@@ -39,7 +39,7 @@ export interface JobTextInput {
 
 /** The transformer's text context [L, D] (the caller frees it) and the per-row tags the packed sequence takes
  * (TEXT_TAG, VIDEO_TAG inside a picture's vision block). The stage is loadTextEncoder, then encode. */
-export async function encodeJobText(e: Engine, j: JobTextInput, ctx: RunContext): Promise<{ text: Tensor; textTags: Uint8Array }> {
+export async function encodePromptRows(e: Engine, j: PromptRowsInput, ctx: RunContext): Promise<{ text: Tensor; textTags: Uint8Array }> {
   const vision = await keyframeTextPlan(j.textEncoderDir, j.tokenizer, j.prompt, j.pictures, undefined, j.pictureRole, j.voices ?? 0);
   // no tower: the prompt alone, or with voices their labels in front of it (the presentation without its pictures)
   const plain = vision ? null : j.voices ? ref2vaPresentation(j.tokenizer, j.prompt, voiceReferences(j.voices)) : null;
