@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TaskKind } from '../catalog';
 import { parseBytes } from '../common/bytes';
+import { hubCacheDirOf } from '../weights/hub-cache';
 import { ClusterSettingsError, loadClusterSettings, loadWorkerProfiles, type ClusterSettings } from './cluster-settings';
 
 /** Every setting the service reads, parsed and validated once at boot. Nothing else reads process.env
@@ -17,6 +18,9 @@ export interface Settings {
   dataDir: string;
   /** Model checkpoints, one folder per profile (see weights/). Default ./weights. */
   weightsDir: string;
+  /** The Hugging Face hub cache, read in place where WEIGHTS_DIR lacks a checkpoint (never written): HF_HUB_CACHE,
+   * else HUGGINGFACE_HUB_CACHE, HF_HOME/hub, XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub. */
+  hubCacheDir: string;
   /** Tiny random checkpoints generated when real weights are absent (src/weights/demo.ts). Default DATA_DIR/demo-weights. */
   demoWeightsDir: string;
   /** DEMO_VIDEO: which demo checkpoint the video profiles run without real weights. Default trained. */
@@ -67,6 +71,7 @@ export interface Settings {
 export interface WorkerSettings {
   dataDir: string;
   weightsDir: string;
+  hubCacheDir: string;
   demoWeightsDir: string;
   demoVideo: DemoVideo;
   logLevel: string;
@@ -128,11 +133,12 @@ function demoVideoOf(env: Env): DemoVideo {
   return v;
 }
 
-function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'demoWeightsDir'> {
+function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'hubCacheDir' | 'demoWeightsDir'> {
   const dataDir = resolve(env.DATA_DIR?.trim() || './data');
   return {
     dataDir,
     weightsDir: resolve(env.WEIGHTS_DIR?.trim() || './weights'),
+    hubCacheDir: resolve(hubCacheDirOf(env)),
     demoWeightsDir: resolve(env.DEMO_WEIGHTS_DIR?.trim() || join(dataDir, 'demo-weights')),
   };
 }

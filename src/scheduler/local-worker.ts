@@ -18,6 +18,8 @@ export interface LocalWorkerOptions {
   /** The settings the worker shares with the API, passed in its environment. */
   dataDir: string;
   weightsDir: string;
+  /** Passed as HF_HUB_CACHE, so the worker reads the cache the API resolved (from HF_HOME, say). */
+  hubCacheDir?: string;
   demoWeightsDir: string;
   /** DEMO_VIDEO; unset: the worker's own default. */
   demoVideo?: DemoVideo;
@@ -270,6 +272,7 @@ export function spawnWorker(o: Omit<LocalWorkerOptions, 'stallS' | 'busyS' | 'lo
     ...process.env,
     DATA_DIR: o.dataDir,
     WEIGHTS_DIR: o.weightsDir,
+    ...(o.hubCacheDir ? { HF_HUB_CACHE: o.hubCacheDir } : {}),
     DEMO_WEIGHTS_DIR: o.demoWeightsDir,
     ...(o.demoVideo ? { DEMO_VIDEO: o.demoVideo } : {}),
     LOG_LEVEL: o.logLevel,

@@ -1,12 +1,12 @@
 // npm run weights -- list | pull <profile> [--variant <name>] [--all] | verify <profile> [--variant <name>]
-// Reads WEIGHTS_DIR, DATA_DIR, DEMO_WEIGHTS_DIR (like the service) and HF_ENDPOINT, HF_TOKEN.
+// Reads WEIGHTS_DIR, DATA_DIR, DEMO_WEIGHTS_DIR, the hub cache's HF_HUB_CACHE/HF_HOME (like the service) and HF_ENDPOINT, HF_TOKEN.
 import { loadSettings } from '../config/settings';
 import { demoCheckpointVersion } from './demo';
 import { DownloadError } from './download';
 import { defaultCatalog, ManifestError, type WeightsCatalog } from './manifest';
 import type { ProgressOut } from './progress';
 import { DEFAULT_ENDPOINT, pullProfile, verifyProfile } from './pull';
-import { checkProfile, type ComponentStatus } from './state';
+import { checkProfile, type ComponentStatus, type WeightsPlaces } from './state';
 
 const USAGE = `usage: npm run weights -- <command>
   list                                   profiles and where their weights stand (real / demo / missing)
@@ -41,16 +41,17 @@ function parseArgs(args: string[]): { cmd?: string; profile?: string; variant?: 
   return out;
 }
 
-function list(io: CliIo, catalog: WeightsCatalog, weightsDir: string, demoDir: string): void {
+function list(io: CliIo, catalog: WeightsCatalog, places: WeightsPlaces, demoDir: string): void {
   const w = (s: string) => io.stdout.write(`${s}\n`);
-  w(`WEIGHTS_DIR ${weightsDir}`);
+  w(`WEIGHTS_DIR ${places.weightsDir}`);
+  w(`Hugging Face cache ${places.hubCacheDir} (read in place)`);
   for (const profile of catalog.profiles.keys()) {
-    const pw = checkProfile(profile, weightsDir, catalog);
+    const pw = checkProfile(profile, places, catalog);
     const demo = demoCheckpointVersion(demoDir, pw.demo);
     const state = pw.state === 'real' ? 'real' : demo !== undefined ? 'demo' : 'missing';
     const head = `${profile.padEnd(20)} ${state.padEnd(8)}`;
     if (pw.state === 'real') {
-      const roots = [...new Set(Object.values(pw.variant.components).map((c) => c.root))];
+      const roots = [...new Set(Object.values(pw.variant.components).map((c) => (c.place === 'hub-cache' ? `${c.root} (Hugging Face cache)` : c.root)))];
       w(`${head} ${pw.variant.name}: ${roots.join(', ')}`);
       continue;
     }
@@ -105,7 +106,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const settings = loadSettings(io.env);
     const catalog = io.catalog ?? defaultCatalog();
     if (a.cmd === 'list') {
-      list(io, catalog, settings.weightsDir, settings.demoWeightsDir);
+      list(io, catalog, settings, settings.demoWeightsDir);
       return 0;
     }
     if (a.cmd !== 'pull' && a.cmd !== 'verify') {

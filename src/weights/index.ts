@@ -3,6 +3,7 @@
 export { defaultCatalog, loadCatalog, ManifestError, type WeightsCatalog } from './manifest';
 export {
   checkProfile, componentRoot, profileChecker, weightsNote, weightsState,
-  type ComponentStatus, type FileStatus, type ProfileWeights, type VariantStatus,
+  type ComponentStatus, type FileStatus, type ProfileWeights, type VariantStatus, type WeightsPlace, type WeightsPlaces,
 } from './state';
+export { hubCacheDirOf, hubSnapshot } from './hub-cache';
 export { demoCheckpointVersion, ensureDemoCheckpoint, type DemoCheckpointSpec } from './demo';

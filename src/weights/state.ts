@@ -3,7 +3,18 @@
 // one header read per .safetensors file whose size no manifest or pull record gives, cached by size and mtime.
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
-import { defaultCatalog, ManifestError, safeRelative, type ManifestComponent, type ManifestFile, type WeightsCatalog } from './manifest';
+import { hubSnapshot } from './hub-cache';
+import { defaultCatalog, ManifestError, safeRelative, type ManifestCheckpoint, type ManifestComponent, type ManifestFile, type WeightsCatalog } from './manifest';
+
+/** Where weights are looked for, in order: WEIGHTS_DIR's own layout, then the Hugging Face hub cache (read-only). */
+export interface WeightsPlaces {
+  weightsDir: string;
+  /** The hub cache folder (settings' hubCacheDir); absent: WEIGHTS_DIR only. */
+  hubCacheDir?: string;
+}
+
+/** Which place a component's files were found in. */
+export type WeightsPlace = 'weights-dir' | 'hub-cache';
 
 export type FileState = 'ok' | 'missing' | 'partial' | 'wrong-size';
 
@@ -22,8 +33,10 @@ export interface FileStatus {
 export interface ComponentStatus {
   name: string;
   checkpoint: string;
-  /** The checkpoint folder (absolute): the root its files' paths are relative to, like from_pretrained's path. */
+  /** The checkpoint folder (absolute): the root its files' paths are relative to, like from_pretrained's path. In the
+   * hub cache, the snapshot folder (its files are links into blobs/). */
   root: string;
+  place: WeightsPlace;
   complete: boolean;
   files: FileStatus[];
   /** Human lines for what is missing or wrong. */
@@ -197,13 +210,12 @@ function fmtProblem(folder: string, s: FileStatus): string {
   return `${p}: ${s.actual} bytes, expected ${s.expected ?? 'a non-empty file'}`;
 }
 
-export function checkComponent(catalog: WeightsCatalog, checkpointId: string, name: string, weightsDir: string): ComponentStatus {
-  const ck = catalog.checkpoint(checkpointId);
+/** A component's files under one root; `label` prefixes its problem lines. */
+function checkComponentAt(ck: ManifestCheckpoint, checkpointId: string, name: string, root: string, place: WeightsPlace, label: string): ComponentStatus {
   const comp = ck.components[name]!;
-  const root = join(weightsDir, ck.folder);
-  const rec = readPullRecord(root);
+  const rec = place === 'weights-dir' ? readPullRecord(root) : undefined;
   const files = componentFiles(comp, root).map((f) => checkFile(root, f, rec));
-  const problems = files.filter((s) => !s.optional && s.state !== 'ok').map((s) => fmtProblem(ck.folder, s));
+  const problems = files.filter((s) => !s.optional && s.state !== 'ok').map((s) => fmtProblem(label, s));
   if (comp.byHand) {
     const dir = join(root, comp.byHand.dir);
     let found: string[] = [];
@@ -214,29 +226,43 @@ export function checkComponent(catalog: WeightsCatalog, checkpointId: string, na
     }
     const placed = found.map((n) => checkFile(root, { path: `${comp.byHand!.dir}/${n}` }, rec));
     files.push(...placed);
-    if (placed.length === 0) problems.push(`${ck.folder}/${comp.byHand.dir}/: no *${comp.byHand.suffix} file (no known download: place it by hand${comp.note ? `; ${comp.note}` : ''})`);
-    for (const s of placed) if (s.state !== 'ok') problems.push(fmtProblem(ck.folder, s));
+    if (placed.length === 0) problems.push(`${label}/${comp.byHand.dir}/: no *${comp.byHand.suffix} file (no known download: place it by hand${comp.note ? `; ${comp.note}` : ''})`);
+    for (const s of placed) if (s.state !== 'ok') problems.push(fmtProblem(label, s));
   }
-  return { name, checkpoint: checkpointId, root, complete: problems.length === 0, files, problems };
+  return { name, checkpoint: checkpointId, root, place, complete: problems.length === 0, files, problems };
+}
+
+/** A component in WEIGHTS_DIR/<folder>, else in the hub cache's snapshot of the checkpoint's repo and revision
+ * (branch or commit; no revision: main) when that one is complete. Neither complete: the one with fewer problems
+ * (WEIGHTS_DIR on a tie), so a half-downloaded cache snapshot says what it lacks. */
+export function checkComponent(catalog: WeightsCatalog, checkpointId: string, name: string, places: string | WeightsPlaces): ComponentStatus {
+  const { weightsDir, hubCacheDir } = typeof places === 'string' ? { weightsDir: places, hubCacheDir: undefined } : places;
+  const ck = catalog.checkpoint(checkpointId);
+  const own = checkComponentAt(ck, checkpointId, name, join(weightsDir, ck.folder), 'weights-dir', ck.folder);
+  if (own.complete || !hubCacheDir || !ck.repo) return own;
+  const snap = hubSnapshot(hubCacheDir, ck.repo, ck.revision ?? 'main');
+  if (!snap) return own;
+  const cached = checkComponentAt(ck, checkpointId, name, snap, 'hub-cache', `hub cache ${ck.repo}@${snap.slice(-40, -32)}`);
+  return cached.complete || cached.problems.length < own.problems.length ? cached : own;
 }
 
 /** checkProfile for a pipeline entry: /api/config and /api/health ask weights() and note() on every request, so one
  * folder check serves them for `maxAgeMs` (a finished pull shows within that); a load calls checkProfile afresh. */
-export function profileChecker(profile: string, weightsDir: string, maxAgeMs = 1000): () => ProfileWeights {
+export function profileChecker(profile: string, places: string | WeightsPlaces, maxAgeMs = 1000): () => ProfileWeights {
   let checked: { at: number; w: ProfileWeights } | undefined;
   return () => {
     const now = Date.now();
-    if (!checked || now - checked.at > maxAgeMs) checked = { at: now, w: checkProfile(profile, weightsDir) };
+    if (!checked || now - checked.at > maxAgeMs) checked = { at: now, w: checkProfile(profile, places) };
     return checked.w;
   };
 }
 
-/** Where a profile's weights stand under `weightsDir` (WEIGHTS_DIR). */
-export function checkProfile(profile: string, weightsDir: string, catalog: WeightsCatalog = defaultCatalog()): ProfileWeights {
+/** Where a profile's weights stand: under WEIGHTS_DIR, or in the hub cache when `places` names one. */
+export function checkProfile(profile: string, places: string | WeightsPlaces, catalog: WeightsCatalog = defaultCatalog()): ProfileWeights {
   const p = catalog.profile(profile);
   const variants = p.variants.map((v): VariantStatus => {
     const components: Record<string, ComponentStatus> = {};
-    for (const u of v.uses) for (const c of u.components) components[c] = checkComponent(catalog, u.checkpoint, c, weightsDir);
+    for (const u of v.uses) for (const c of u.components) components[c] = checkComponent(catalog, u.checkpoint, c, places);
     const problems = Object.values(components).flatMap((c) => c.problems);
     return { name: v.name, complete: problems.length === 0, components, problems };
   });

@@ -4,13 +4,15 @@
 // demo checkpoint's tensors (the text model's embeddings tiled to the real 151936-row vocabulary, the real special
 // token ids in its config). The weights check says real, and a job runs through the entry's real branch to a png:
 // the component roots and sub-folders the entry resolves are the ones the manifest describes, and the real tokenizer's
-// ids (template, vision tokens) reach the model.
+// ids (template, vision tokens) reach the model. The same files in a Hugging Face cache (written by @huggingface/hub's
+// snapshotDownload from the local hub stand-in) with an empty WEIGHTS_DIR: real too, read in place, and a job runs.
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
+import { snapshotDownload } from '@huggingface/hub';
 import type { EngineHolder } from '../../src/engine/engine';
 import { Checkpoint, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import { planDemoKrea2 } from '../../src/models/krea2';
@@ -19,6 +21,7 @@ import { krea2ProfileEntry } from '../../src/worker/profiles/krea2';
 import type { ImageTask } from '../../src/worker/protocol';
 import { pngBytes, pngSize } from '../api/inputs';
 import { testEngine } from '../engine/helpers';
+import { startHub } from '../weights/hub-server';
 import { repoRoot } from './golden';
 import { recordingContext } from './run-context';
 
@@ -98,5 +101,45 @@ describe('imgart_turbo on weights in the real layout', () => {
     } finally {
       await pipe.unload();
     }
+  });
+  test('the same files in the Hugging Face cache, WEIGHTS_DIR empty: real, read in place, a job runs', async () => {
+    // the three repos as the hub serves them, downloaded by the hub's own JS library into a fresh cache
+    const hub = await startHub();
+    const cache = join(dir, 'hf-hub');
+    const repos = { 'Krea-2-Turbo': 'krea/Krea-2-Turbo', 'Qwen3-VL-4B-Instruct': 'Qwen/Qwen3-VL-4B-Instruct', 'Qwen-Image': 'Qwen/Qwen-Image' };
+    try {
+      for (const [folder, repo] of Object.entries(repos)) {
+        const walk = (d: string): string[] => readdirSync(d).flatMap((n) => (statSync(join(d, n)).isDirectory() ? walk(join(d, n)) : [join(d, n)]));
+        for (const f of walk(join(weightsDir, folder))) hub.files.set(`${repo}/${relative(join(weightsDir, folder), f)}`, { data: readFileSync(f) });
+        await snapshotDownload({ repo, cacheDir: cache, hubUrl: hub.endpoint });
+      }
+    } finally {
+      await hub.close();
+    }
+    const sizes = () => readdirSync(cache, { recursive: true }).map(String).sort().map((p) => `${p} ${lstatSync(join(cache, p)).mtimeMs}`);
+    const before = sizes();
+    const emptyWeights = join(dir, 'no-weights');
+    mkdirSync(emptyWeights);
+    const w = checkProfile('imgart_turbo', { weightsDir: emptyWeights, hubCacheDir: cache });
+    assert.equal(w.state, 'real', w.variant.problems.join('; '));
+    for (const c of Object.values(w.variant.components)) assert.ok(c.place === 'hub-cache' && c.root.startsWith(join(cache, 'models--')), c.root);
+    const e = await testEngine();
+    const holder = { get: async () => e } as unknown as EngineHolder;
+    const entry = krea2ProfileEntry('imgart_turbo', { weightsDir: emptyWeights, hubCacheDir: cache, demoWeightsDir: join(dir, 'no-demo-2') }, holder);
+    assert.equal(entry.weights(), 'real');
+    const pipe = entry.create();
+    try {
+      const output = join(dir, 'out-cache.png');
+      const task: ImageTask = {
+        kind: 'image', id: 'tc', profile: 'imgart_turbo', images: [], audios: [], output,
+        params: { prompt: 'a lighthouse at dusk', negative: '', seed: 1, steps: 2, cfg: 1, width: 64, height: 48, res: 'custom', mode: 't2i' },
+      };
+      await pipe.run(task, recordingContext());
+      assert.ok(readFileSync(output).equals(readFileSync(join(dir, 'out-0.png'))), 'the same picture as from WEIGHTS_DIR');
+    } finally {
+      await pipe.unload();
+    }
+    assert.deepEqual(sizes(), before, 'nothing written into the cache');
+    assert.deepEqual(readdirSync(emptyWeights), [], 'nothing copied into WEIGHTS_DIR');
   });
 });

@@ -68,7 +68,7 @@ test('step plans: grid points (base) and model evaluations (distilled), at every
 
 test('profiles: the transformer and adapter paths of a resolved variant', () => {
   const file = (path: string, root: string) => ({ path, abs: join(root, path), state: 'ok' as const, optional: false });
-  const comp = (name: string, checkpoint: string, root: string, files: string[]) => ({ name, checkpoint, root, complete: true, files: files.map((f) => file(f, root)), problems: [] });
+  const comp = (name: string, checkpoint: string, root: string, files: string[]) => ({ name, checkpoint, root, place: 'weights-dir' as const, complete: true, files: files.map((f) => file(f, root)), problems: [] });
   const w: ProfileWeights = {
     profile: 'turbo_int8',
     state: 'real',

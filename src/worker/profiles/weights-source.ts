@@ -13,6 +13,8 @@ import type { WeightsState, WorkerTask } from '../protocol';
 /** The parts of the worker's settings an entry reads. */
 export interface WeightsDirs {
   weightsDir: string;
+  /** The Hugging Face hub cache, read in place (src/weights/hub-cache.ts); absent: WEIGHTS_DIR only. */
+  hubCacheDir?: string;
   demoWeightsDir: string;
   /** DEMO_VIDEO: `random` runs the video profiles on the random demo even where the trained one is committed. */
   demoVideo?: DemoVideo;
@@ -50,7 +52,7 @@ export class WeightsSource {
     private readonly spec: WeightsSourceSpec,
     private readonly dirs: WeightsDirs,
   ) {
-    this.check = profileChecker(spec.profile, dirs.weightsDir);
+    this.check = profileChecker(spec.profile, dirs);
   }
 
   state(): WeightsState {
@@ -79,7 +81,7 @@ export class WeightsSource {
    * complete variant, or the root of the demo checkpoint, generated on first use.
    */
   async choose<T>(e: Engine, o: { real(w: ProfileWeights): T; demo(root: string): T; plan(e: Engine): Promise<DemoPlan> }): Promise<T> {
-    const w = checkProfile(this.spec.profile, this.dirs.weightsDir);
+    const w = checkProfile(this.spec.profile, this.dirs);
     if (w.state === 'real') return o.real(w);
     const plan = await o.plan(e);
     return o.demo(await ensureDemoCheckpoint({ name: w.demo, version: plan.version, root: this.dirs.demoWeightsDir, generate: plan.write }));
