@@ -2,7 +2,7 @@
 // Job and profile fields come from the server's own types (type-only imports, erased from the bundle), so the two
 // cannot drift apart.
 
-import type { ProfileInfo, ProfileSuggestion } from '../../src/catalog';
+import type { IMAGE_DEFAULTS, ProfileInfo, ProfileSuggestion, TTS_DEFAULTS, VIDEO_DEFAULTS } from '../../src/catalog';
 import type { JobRecord, JobStatus } from '../../src/jobs/job.model';
 
 export type Weights = 'real' | 'demo' | 'missing';
@@ -24,7 +24,8 @@ export interface Range {
 export interface Config {
   version: string;
   profiles: Profile[];
-  tts: { profile: string; available: boolean; weights: Weights; note?: string; languages: string[]; ref_audio_seconds: Range };
+  /** `defaults` of each kind: the request's defaults, from the server's capability table (catalog/capabilities.ts). */
+  tts: { profile: string; available: boolean; weights: Weights; note?: string; languages: string[]; ref_audio_seconds: Range; defaults: typeof TTS_DEFAULTS };
   video: {
     aspects: string[];
     res: string[];
@@ -37,6 +38,7 @@ export interface Config {
     max_audios: number;
     audio_seconds: Range;
     tts_languages: string[];
+    defaults: typeof VIDEO_DEFAULTS;
   };
   image: {
     aspects: string[];
@@ -44,6 +46,9 @@ export interface Config {
     sizes: Record<string, Record<string, [number, number]>>;
     explicit_size: Range & { multiple_of: number };
     max_images: Record<string, number>;
+    /** cfg: 0 (the profile's default) or from 1 to this. */
+    max_cfg: number;
+    defaults: typeof IMAGE_DEFAULTS;
   };
   limits: { image_bytes: number; prompt_chars: number; max_steps: number; wait_timeout_s: number; max_queue: number };
 }

@@ -1,17 +1,13 @@
-// The spec's profiles (service-api.md "Reference tables") as data: which open model serves each one, its default
-// steps, modes and input limits. Everything user-visible about a profile comes from here.
+// The spec's profiles (service-api.md "Reference tables") as /api/config lists them: which open model serves each one,
+// its default steps, modes and input limits, read from the capability table (capabilities.ts).
 
-import { VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES } from './limits';
+import { IMAGE_CAPABILITIES, VIDEO_CAPABILITIES } from './capabilities';
 
 export type JobKind = 'video' | 'image';
 /** Every kind of GPU work: jobs, and speech requests (synchronous, no job record). */
 export type TaskKind = JobKind | 'tts';
 export type VideoMode = 't2v' | 'i2v';
 export type ImageMode = 't2i' | 'edit';
-
-export const TTS_LANGUAGES = [
-  'Auto', 'Chinese', 'English', 'Japanese', 'Korean', 'German', 'French', 'Russian', 'Portuguese', 'Spanish', 'Italian',
-] as const;
 
 export interface ProfileInfo {
   profile: string;
@@ -46,23 +42,16 @@ export interface ProfileSuggestion {
   why: string;
 }
 
-/** fastvid_fast has no description in the spec. We serve it as fastvid sampled in 6 steps: the distilled
- * 8-step weights hold up well at 6, a quarter faster, and it needs no extra checkpoint (README: "Profiles"). */
-export const VIDEO_PROFILES: ProfileInfo[] = [
-  { profile: 'fastvid', kind: 'video', default_steps: 8, default: true, description: 'Distilled full model, best quality among the fast profiles', modes: ['t2v', 'i2v'], max_images: VIDEO_MAX_IMAGES, max_audios: VIDEO_MAX_AUDIOS, model: 'MiniMax H3' },
-  { profile: 'turbo_int8', kind: 'video', default_steps: 8, default: false, description: 'Lightweight-adapter variant, slightly different style, similar speed', modes: ['t2v', 'i2v'], max_images: VIDEO_MAX_IMAGES, max_audios: VIDEO_MAX_AUDIOS, model: 'MiniMax H3' },
-  { profile: 'fastvid_4step_int8', kind: 'video', default_steps: 4, default: false, description: 'Fastest, slightly softer detail', modes: ['t2v', 'i2v'], max_images: VIDEO_MAX_IMAGES, max_audios: VIDEO_MAX_AUDIOS, model: 'MiniMax H3' },
-  { profile: 'fastvid_fast', kind: 'video', default_steps: 6, default: false, description: 'fastvid weights sampled in 6 steps: about a quarter faster, a little softer', modes: ['t2v', 'i2v'], max_images: VIDEO_MAX_IMAGES, max_audios: VIDEO_MAX_AUDIOS, model: 'MiniMax H3' },
-  { profile: 'basevid50_sol', kind: 'video', default_steps: 50, default: false, description: 'Original 50-step model with attention and cache optimisations, best quality', modes: ['t2v', 'i2v'], max_images: VIDEO_MAX_IMAGES, max_audios: VIDEO_MAX_AUDIOS, model: 'MiniMax H3' },
-  { profile: 'basevid50', kind: 'video', default_steps: 50, default: false, description: 'Original 50-step model, slow', modes: ['t2v', 'i2v'], max_images: VIDEO_MAX_IMAGES, max_audios: VIDEO_MAX_AUDIOS, model: 'MiniMax H3' },
-];
+/** The spec's profiles as /api/config lists them: a view of the capability table (capabilities.ts). */
+export const VIDEO_PROFILES: ProfileInfo[] = VIDEO_CAPABILITIES.map((c) => ({
+  profile: c.profile, kind: c.kind, default_steps: c.steps.default, default: c.profile === c.defaults.profile, description: c.description,
+  modes: [...c.modes], max_images: c.images.max, max_audios: c.audios.max, model: c.model,
+}));
 
-export const IMAGE_PROFILES: ProfileInfo[] = [
-  { profile: 'imgmain', kind: 'image', default_steps: 25, default: true, default_cfg: 1, can_edit: true, description: '8-bit integer quantised; text-to-image and editing; 25 default steps', modes: ['t2i', 'edit'], max_images: 10, max_audios: 0, model: 'Qwen-Image-2.1' },
-  { profile: 'imgmain_bf16', kind: 'image', default_steps: 25, default: false, default_cfg: 1, can_edit: true, description: 'Full-precision variant of imgmain, roughly twice as slow', modes: ['t2i', 'edit'], max_images: 10, max_audios: 0, model: 'Qwen-Image-2.1' },
-  { profile: 'imgart_turbo', kind: 'image', default_steps: 8, default: false, default_cfg: 1, can_edit: false, description: '8-step distilled, art-oriented; text-to-image and style references only, cannot edit', modes: ['t2i'], max_images: 3, max_audios: 0, model: 'Krea 2 Turbo' },
-  { profile: 'imgart_turbo_int8', kind: 'image', default_steps: 8, default: false, default_cfg: 1, can_edit: false, description: '8-bit integer quantised variant of imgart_turbo', modes: ['t2i'], max_images: 3, max_audios: 0, model: 'Krea 2 Turbo' },
-];
+export const IMAGE_PROFILES: ProfileInfo[] = IMAGE_CAPABILITIES.map((c) => ({
+  profile: c.profile, kind: c.kind, default_steps: c.steps.default, default: c.profile === c.defaults.profile, default_cfg: c.cfg.default,
+  can_edit: c.can_edit, description: c.description, modes: [...c.modes], max_images: c.images.max, max_audios: c.audios.max, model: c.model,
+}));
 
 export const TTS_PROFILE = 'tts';
 /** The open model behind the speech profile. */

@@ -5,9 +5,9 @@ import { cpus, freemem, loadavg, totalmem, uptime } from 'node:os';
 import { join } from 'node:path';
 import { SETTINGS, Settings } from '../config/settings';
 import {
-  CLIP_SECONDS, EXPLICIT_SIZE, FPS, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_INPUT_BYTES, MAX_PROMPT_CHARS, MAX_STEPS,
-  MAX_WAIT_S, ProfileInfo, TTS_LANGUAGES, TTS_MODEL, TTS_PROFILE, VIDEO_ASPECTS, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES,
-  VIDEO_SECONDS, VIDEO_SIZES, snapFrames,
+  CLIP_SECONDS, EXPLICIT_SIZE, FPS, IMAGE_ASPECTS, IMAGE_DEFAULTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_CFG, MAX_INPUT_BYTES, MAX_PROMPT_CHARS, MAX_STEPS,
+  MAX_WAIT_S, ProfileInfo, TTS_DEFAULTS, TTS_LANGUAGES, TTS_MODEL, TTS_PROFILE, VIDEO_ASPECTS, VIDEO_AUDIO_MODES, VIDEO_DEFAULTS, VIDEO_IMAGE_MODES,
+  VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, VIDEO_SIZES, snapFrames,
 } from '../catalog';
 import { JobsService } from '../jobs/jobs.service';
 import { JobWaiters } from '../jobs/job.waiters';
@@ -55,19 +55,21 @@ export class HealthService {
     return {
       version: '1.1',
       profiles: [...VIDEO_PROFILES, ...IMAGE_PROFILES].map((p) => this.profile(p)),
-      tts: { ...this.profile({ profile: TTS_PROFILE, kind: 'tts' }), languages: TTS_LANGUAGES, ref_audio_seconds: { min: CLIP_SECONDS.speech.minS, max: CLIP_SECONDS.speech.maxS } },
+      // each kind's request defaults (the capability table's, catalog/capabilities.ts): the page's forms start from them
+      tts: { ...this.profile({ profile: TTS_PROFILE, kind: 'tts' }), languages: TTS_LANGUAGES, ref_audio_seconds: { min: CLIP_SECONDS.speech.minS, max: CLIP_SECONDS.speech.maxS }, defaults: TTS_DEFAULTS },
       video: {
         aspects: VIDEO_ASPECTS,
         res: VIDEO_RES,
         sizes: VIDEO_SIZES,
         fps: FPS,
         seconds: { min: VIDEO_SECONDS.min, max: VIDEO_SECONDS.max, default: VIDEO_SECONDS.default, options: VIDEO_SECONDS.options.map((s) => ({ seconds: s, frames: snapFrames(s) })) },
-        image_modes: ['keyframe', 'reference'],
-        audio_modes: ['voice', 'track'],
+        image_modes: VIDEO_IMAGE_MODES,
+        audio_modes: VIDEO_AUDIO_MODES,
         max_images: VIDEO_MAX_IMAGES,
         max_audios: VIDEO_MAX_AUDIOS,
         audio_seconds: { min: CLIP_SECONDS.video.minS, max: CLIP_SECONDS.video.maxS },
         tts_languages: TTS_LANGUAGES,
+        defaults: VIDEO_DEFAULTS,
       },
       image: {
         aspects: IMAGE_ASPECTS,
@@ -75,6 +77,8 @@ export class HealthService {
         sizes: IMAGE_SIZES,
         explicit_size: EXPLICIT_SIZE,
         max_images: Object.fromEntries(IMAGE_PROFILES.map((p) => [p.profile, p.max_images])),
+        max_cfg: MAX_CFG,
+        defaults: IMAGE_DEFAULTS,
       },
       limits: { image_bytes: MAX_INPUT_BYTES, prompt_chars: MAX_PROMPT_CHARS, max_steps: MAX_STEPS, wait_timeout_s: MAX_WAIT_S, max_queue: this.settings.maxQueue },
     };

@@ -1,69 +1,79 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../http/validation';
-import { DEFAULT_PRIORITY, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES } from '../catalog';
+import { EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_CAPABILITIES, IMAGE_DEFAULTS as DEF, IMAGE_PROFILES, IMAGE_RES, MAX_PRIORITY, MAX_WAIT_S } from '../catalog';
 
+const DEFAULT_PROFILE = IMAGE_CAPABILITIES.find((c) => c.profile === DEF.profile)!;
+
+/** "imgmain profiles: 0 to 10 (editing); imgart_turbo profiles: 0 to 3 style references", from the table. */
+function imagesRule(): string {
+  const family = (edit: boolean) => IMAGE_CAPABILITIES.filter((c) => c.can_edit === edit);
+  const rule = (edit: boolean) => `${family(edit)[0]!.profile} profiles: 0 to ${family(edit)[0]!.images.max}${edit ? ' (editing)' : ' style references'}`;
+  return `${rule(true)}; ${rule(false)}`;
+}
+
+/** Defaults, enums and bounds: the capability table's (catalog/capabilities.ts), which drafting applies. */
 export class ImageFieldsDto {
   @ApiProperty({ description: 'What to draw, or the edit instruction when images are given. Images are Picture 1, Picture 2, ... in input order.' })
   @IsDefined() @IsString()
   prompt!: string;
 
-  @ApiPropertyOptional({ default: '', description: 'Used only when cfg is greater than 1' })
+  @ApiPropertyOptional({ default: DEF.negative_prompt, description: 'Used only when cfg is greater than 1' })
   @Optional() @IsString()
   negative_prompt?: string;
 
-  @ApiPropertyOptional({ enum: IMAGE_PROFILES.map((p) => p.profile), default: 'imgmain' })
+  @ApiPropertyOptional({ enum: IMAGE_PROFILES.map((p) => p.profile), default: DEF.profile })
   @Optional() @IsString()
   profile?: string;
 
-  @ApiPropertyOptional({ enum: IMAGE_ASPECTS, default: '1:1' })
+  @ApiPropertyOptional({ enum: IMAGE_ASPECTS, default: DEF.aspect })
   @Optional() @IsString()
   aspect?: string;
 
-  @ApiPropertyOptional({ enum: IMAGE_RES, default: '1K' })
+  @ApiPropertyOptional({ enum: IMAGE_RES, default: DEF.res })
   @Optional() @IsString()
   res?: string;
 
-  @ApiPropertyOptional({ default: '', description: 'Explicit <width>x<height>, multiples of 32 from 256 to 4096; overrides aspect and res' })
+  @ApiPropertyOptional({ default: DEF.size, description: `Explicit <width>x<height>, multiples of ${EXPLICIT_SIZE.multiple_of} from ${EXPLICIT_SIZE.min} to ${EXPLICIT_SIZE.max}; overrides aspect and res` })
   @Optional() @IsString()
   size?: string;
 
-  @ApiPropertyOptional({ default: false, description: 'Editing only: output size follows the first image, scaled to the res tier' })
+  @ApiPropertyOptional({ default: DEF.size_from_ref, description: 'Editing only: output size follows the first image, scaled to the res tier' })
   @Optional() @IsBoolean()
   size_from_ref?: boolean;
 
-  @ApiPropertyOptional({ default: -1 })
+  @ApiPropertyOptional({ default: DEF.seed })
   @Optional() @IsInt()
   seed?: number;
 
-  @ApiPropertyOptional({ default: 0, description: '0 means the profile default (25 for imgmain)' })
+  @ApiPropertyOptional({ default: DEF.steps, description: `0 means the profile default (${DEFAULT_PROFILE.steps.default} for ${DEFAULT_PROFILE.profile})` })
   @Optional() @IsInt()
   steps?: number;
 
-  @ApiPropertyOptional({ default: 0, description: '0 means the profile default (1.0)' })
+  @ApiPropertyOptional({ default: DEF.cfg, description: `0 means the profile default (${DEFAULT_PROFILE.cfg.default.toFixed(1)})` })
   @Optional() @IsNumber({ allowNaN: false, allowInfinity: false })
   cfg?: number;
 
-  @ApiPropertyOptional({ type: 'integer', default: DEFAULT_PRIORITY, minimum: 0, maximum: 9, description: 'Higher runs first; first come, first served within a priority (an extension of the spec)' })
+  @ApiPropertyOptional({ type: 'integer', default: DEF.priority, minimum: 0, maximum: MAX_PRIORITY, description: 'Higher runs first; first come, first served within a priority (an extension of the spec)' })
   @Optional() @IsInt()
   priority?: number;
 }
 
 /** POST /api/v1/image */
 export class GenerateImageDto extends ImageFieldsDto {
-  @ApiPropertyOptional({ type: [String], description: 'imgmain profiles: 0 to 10 (editing); imgart_turbo profiles: 0 to 3 style references' })
+  @ApiPropertyOptional({ type: [String], description: imagesRule() })
   @Optional() @IsArray() @IsString({ each: true })
   images?: string[];
 
-  @ApiPropertyOptional({ default: false })
+  @ApiPropertyOptional({ default: DEF.wait })
   @Optional() @IsBoolean()
   wait?: boolean;
 
-  @ApiPropertyOptional({ default: 300, maximum: 1800 })
+  @ApiPropertyOptional({ default: DEF.timeout, maximum: MAX_WAIT_S })
   @Optional() @IsInt()
   timeout?: number;
 
-  @ApiPropertyOptional({ type: String, nullable: true, default: null })
+  @ApiPropertyOptional({ type: String, nullable: true, default: DEF.callback_url })
   @Nullable() @IsString()
   callback_url?: string | null;
 }

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { aspectOf, referenceProblem, sizeForTier } from '../catalog';
+import { aspectOf, IMAGE_DEFAULTS, referenceProblem, sizeForTier } from '../catalog';
 import { BadInputError } from '../common/errors';
 import { checkTimeout, draftImage, ImageRequest } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
@@ -17,7 +17,7 @@ export class ImageService {
   ): Promise<Record<string, unknown>> {
     const d = draftImage(req, inputs.images);
     this.jobs.checkServed('image', d.profile.profile, { steps: d.steps, images: inputs.images, audios: 0 });
-    const timeout = checkTimeout(req.timeout, 300);
+    const timeout = checkTimeout(req.timeout, IMAGE_DEFAULTS.timeout);
     this.jobs.admit(req.callback_url);
     const images = await inputs.load();
     const probes = await this.jobs.probeImages(images);

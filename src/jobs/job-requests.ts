@@ -1,10 +1,12 @@
 // The spec's semantic rules for create requests (HTTP 400 with a reason a user can act on). Types were already
-// checked (422) by the DTO layer; here values are checked and defaults resolved. Pure: no I/O.
+// checked (422) by the DTO layer; here values are checked and defaults resolved, once: where a request becomes a job.
+// The defaults, bounds and input rules are the capability table's (catalog/capabilities.ts). Pure: no I/O.
 import { randomInt } from 'node:crypto';
 import { BadInputError } from '../common/errors';
 import {
-  DEFAULT_PRIORITY, EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_PRIORITY, MAX_PROMPT_CHARS, MAX_REF_TEXT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S,
-  ProfileInfo, TRACK_MAX_AUDIOS, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, VIDEO_SIZES, aspectOf, snapFrames,
+  DEFAULT_PRIORITY, IMAGE_DEFAULTS, IMAGE_PROFILES, IMAGE_SIZES, MAX_PRIORITY, MAX_PROMPT_CHARS, MAX_REF_TEXT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S,
+  ProfileInfo, TTS_DEFAULTS, TTS_LANGUAGES, VIDEO_AUDIO_MODES, VIDEO_DEFAULTS, VIDEO_IMAGE_MODES, VIDEO_PROFILES, VIDEO_SIZES, aspectOf, capabilitiesOf,
+  effectiveImageMode, snapFrames, videoCountsProblem, videoInputsProblem, type VideoAudioMode, type VideoImageMode,
 } from '../catalog';
 
 export interface VideoRequest {
@@ -53,7 +55,7 @@ function promptAnd<T>(check: () => string, rest: (prompt: string) => T): T {
 
 /** A reference clip's transcript (ref_text, tts_ref_text): optional, and bounded like the prompt. */
 export function checkRefText(text: string | undefined, field: string): string {
-  const t = text ?? '';
+  const t = text ?? TTS_DEFAULTS.ref_text;
   if (t.length > MAX_REF_TEXT_CHARS) throw new BadInputError(`${field} is ${t.length} characters long; the limit is ${MAX_REF_TEXT_CHARS} (the transcript of a reference clip of at most 30 s)`);
   return t;
 }
@@ -83,12 +85,12 @@ export function checkTimeout(timeout: number | undefined, def: number): number {
 }
 
 export function checkLanguage(language: string | undefined, field: string): string {
-  return oneOf(field, language ?? 'Auto', TTS_LANGUAGES, field);
+  return oneOf(field, language ?? TTS_DEFAULTS.language, TTS_LANGUAGES, field);
 }
 
 export interface VideoDraft {
   prompt: string; profile: ProfileInfo; aspect: string; res: string; width: number; height: number; seconds: number;
-  frames: number; seed: number; steps: number; image_mode: 'keyframe' | 'reference'; audio_mode: 'voice' | 'track';
+  frames: number; seed: number; steps: number; image_mode: VideoImageMode; audio_mode: VideoAudioMode;
   tts_text: string; tts_ref_text: string; tts_language: string; mode: 't2v' | 'i2v'; priority: number;
 }
 
@@ -98,27 +100,24 @@ export function draftVideo(r: VideoRequest, imageCount: number, audioCount: numb
 }
 
 function videoDraft(r: VideoRequest, imageCount: number, audioCount: number, prompt: string): VideoDraft {
-  const profileName = r.profile ?? 'fastvid';
+  const def = VIDEO_DEFAULTS;
+  const profileName = r.profile ?? def.profile;
   const profile = VIDEO_PROFILES.find((p) => p.profile === profileName);
-  if (!profile) oneOf('profile', profileName, VIDEO_PROFILES.map((p) => p.profile), 'video profile');
-  const aspect = oneOf('aspect', r.aspect ?? '16:9', VIDEO_ASPECTS);
-  const res = oneOf('res', r.res ?? '480p', VIDEO_RES);
-  const seconds = r.seconds ?? VIDEO_SECONDS.default;
-  if (!Number.isFinite(seconds) || seconds < VIDEO_SECONDS.min || seconds > VIDEO_SECONDS.max) throw new BadInputError(`seconds must be from ${VIDEO_SECONDS.min} to ${VIDEO_SECONDS.max} (got ${seconds})`);
-  if (imageCount > profile!.max_images) throw new BadInputError(`too many images: ${imageCount} given, a video takes at most ${profile!.max_images}`);
-  if (audioCount > profile!.max_audios) throw new BadInputError(`too many audios: ${audioCount} given, a video takes at most ${profile!.max_audios}`);
-  let image_mode = oneOf('image_mode', r.image_mode ?? 'keyframe', ['keyframe', 'reference']) as 'keyframe' | 'reference';
-  const audio_mode = oneOf('audio_mode', r.audio_mode ?? 'voice', ['voice', 'track']) as 'voice' | 'track';
-  const tts_text = r.tts_text ?? '';
-  if (tts_text.trim() !== '' && audioCount === 0) throw new BadInputError('tts_text needs a voice to speak in: give a reference clip as audios[0]');
-  if (audio_mode === 'track' && audioCount === 0) throw new BadInputError('audio_mode track needs a soundtrack clip in audios');
-  if (audio_mode === 'track' && audioCount > TRACK_MAX_AUDIOS) throw new BadInputError(`audios: audio_mode track takes ${TRACK_MAX_AUDIOS} clip (the soundtrack); ${audioCount} given`);
-  // voices are Ref2VA audio references, which upstream never takes alone (MiniMaxH3Ref2VASetupStep refuses audio-only)
-  if (audio_mode === 'voice' && audioCount > 0 && imageCount === 0 && tts_text.trim() === '') {
-    throw new BadInputError('audios: voices (audio_mode voice) need at least one picture in images, the people or scene that speaks (MiniMax H3 takes no voice reference alone); for a clip that is the soundtrack use audio_mode track');
-  }
-  // The spec: in voice mode with images, the image mode switches to reference.
-  if (audio_mode === 'voice' && audioCount > 0 && imageCount > 0 && tts_text.trim() === '') image_mode = 'reference';
+  const caps = capabilitiesOf('video', profileName);
+  if (!profile || !caps) oneOf('profile', profileName, VIDEO_PROFILES.map((p) => p.profile), 'video profile');
+  const aspect = oneOf('aspect', r.aspect ?? def.aspect, caps!.aspects);
+  const res = oneOf('res', r.res ?? def.res, caps!.res);
+  const seconds = r.seconds ?? def.seconds;
+  if (!Number.isFinite(seconds) || seconds < caps!.seconds.min || seconds > caps!.seconds.max) throw new BadInputError(`seconds must be from ${caps!.seconds.min} to ${caps!.seconds.max} (got ${seconds})`);
+  const tooMany = videoCountsProblem(caps!, imageCount, audioCount);
+  if (tooMany) throw new BadInputError(tooMany);
+  const asked = oneOf('image_mode', r.image_mode ?? def.image_mode, VIDEO_IMAGE_MODES) as VideoImageMode;
+  const audio_mode = oneOf('audio_mode', r.audio_mode ?? def.audio_mode, VIDEO_AUDIO_MODES) as VideoAudioMode;
+  const tts_text = r.tts_text ?? def.tts_text;
+  const inputs = { images: imageCount, audios: audioCount, audio_mode, tts_text: tts_text.trim() !== '' };
+  const problem = videoInputsProblem(caps!, inputs);
+  if (problem) throw new BadInputError(problem);
+  const image_mode = effectiveImageMode(caps!, asked, inputs);
   const [width, height] = VIDEO_SIZES[aspect][res];
   return {
     prompt, profile: profile!, aspect, res, width, height, seconds, frames: snapFrames(seconds),
@@ -139,25 +138,27 @@ export function draftImage(r: ImageRequest, imageCount: number): ImageDraft {
 }
 
 function imageDraft(r: ImageRequest, imageCount: number, prompt: string): ImageDraft {
-  const profileName = r.profile ?? 'imgmain';
+  const def = IMAGE_DEFAULTS;
+  const profileName = r.profile ?? def.profile;
   const profile = IMAGE_PROFILES.find((p) => p.profile === profileName);
-  if (!profile) oneOf('profile', profileName, IMAGE_PROFILES.map((p) => p.profile), 'image profile');
-  let aspect = oneOf('aspect', r.aspect ?? '1:1', IMAGE_ASPECTS);
-  let res = oneOf('res', r.res ?? '1K', IMAGE_RES);
+  const caps = capabilitiesOf('image', profileName);
+  if (!profile || !caps) oneOf('profile', profileName, IMAGE_PROFILES.map((p) => p.profile), 'image profile');
+  let aspect = oneOf('aspect', r.aspect ?? def.aspect, caps!.aspects);
+  let res = oneOf('res', r.res ?? def.res, caps!.res);
   if (imageCount > profile!.max_images) {
     throw new BadInputError(profile!.can_edit
       ? `too many images: ${imageCount} given, ${profile!.profile} takes at most ${profile!.max_images}`
       : `too many images: ${imageCount} given, ${profile!.profile} takes at most ${profile!.max_images} style references`);
   }
-  const size_from_ref = r.size_from_ref ?? false;
-  const size = (r.size ?? '').trim();
+  const size_from_ref = r.size_from_ref ?? def.size_from_ref;
+  const size = (r.size ?? def.size).trim();
   let [width, height] = IMAGE_SIZES[aspect][res];
   if (size !== '') {
     const m = /^(\d+)x(\d+)$/.exec(size);
     if (!m) throw new BadInputError(`size must be <width>x<height>, e.g. 1280x720 (got ${JSON.stringify(r.size)})`);
     [width, height] = [Number(m[1]), Number(m[2])];
     for (const [side, v] of [['width', width], ['height', height]] as const) {
-      const { multiple_of: m, min, max } = EXPLICIT_SIZE;
+      const { multiple_of: m, min, max } = caps!.explicit_size;
       if (v % m !== 0 || v < min || v > max) throw new BadInputError(`size: ${side} ${v} must be a multiple of ${m} from ${min} to ${max}`);
     }
     if (size_from_ref) throw new BadInputError('give either size or size_from_ref, not both');
@@ -171,11 +172,12 @@ function imageDraft(r: ImageRequest, imageCount: number, prompt: string): ImageD
     }
     if (imageCount === 0) throw new BadInputError('size_from_ref needs at least one image to take the size from');
   }
-  const cfgIn = r.cfg ?? 0;
-  if (!Number.isFinite(cfgIn) || cfgIn < 0 || (cfgIn > 0 && cfgIn < 1) || cfgIn > 20) throw new BadInputError(`cfg must be 0 (profile default, ${profile!.default_cfg}) or from 1 to 20 (got ${cfgIn})`);
+  const cfgIn = r.cfg ?? def.cfg;
+  const cfg = caps!.cfg;
+  if (!Number.isFinite(cfgIn) || cfgIn < 0 || (cfgIn > 0 && cfgIn < 1) || cfgIn > cfg.max) throw new BadInputError(`cfg must be 0 (profile default, ${cfg.default}) or from 1 to ${cfg.max} (got ${cfgIn})`);
   return {
-    prompt, negative: r.negative_prompt ?? '', profile: profile!, aspect, res, width, height, size_from_ref,
-    seed: resolveSeed(r.seed), steps: resolveSteps(r.steps, profile!), cfg: cfgIn === 0 ? profile!.default_cfg! : cfgIn,
+    prompt, negative: r.negative_prompt ?? def.negative_prompt, profile: profile!, aspect, res, width, height, size_from_ref,
+    seed: resolveSeed(r.seed), steps: resolveSteps(r.steps, profile!), cfg: cfgIn === 0 ? cfg.default : cfgIn,
     // Style references (imgart_turbo with images) keep mode t2i: the content is not edited, only the look guided.
     mode: imageCount > 0 && profile!.can_edit ? 'edit' : 't2i',
     priority: resolvePriority(r.priority),

@@ -6,6 +6,7 @@ import { BadInputError } from '../common/errors';
 import { clientGone } from '../http/request-signal';
 import { checkTimeout } from './job-requests';
 import { ErrorDetailDto } from '../http/error-bodies';
+import { WAIT_DEFAULT_S } from '../catalog';
 import { DeleteResultDto, JobObjectDto } from './job.schema';
 import { GetJobQueryDto, ListJobsQueryDto } from './jobs.dto';
 import { JobsService } from './jobs.service';
@@ -40,7 +41,7 @@ export class JobsController {
   @ApiQueryErrors()
   async get(@Param('job_id') id: string, @Query() q: GetJobQueryDto, @Res({ passthrough: true }) res: Response) {
     if (!q.wait) return this.jobs.get(id);
-    return this.jobs.waitFor(id, checkTimeout(q.timeout, 600), clientGone(res));
+    return this.jobs.waitFor(id, checkTimeout(q.timeout, WAIT_DEFAULT_S.job), clientGone(res));
   }
 
   @Get(':job_id/video')

@@ -1,6 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsInt, IsString, Max, Min } from 'class-validator';
 import { Optional } from '../http/validation';
+import { MAX_WAIT_S, WAIT_DEFAULT_S } from '../catalog';
 
 /** GET /api/jobs/{job_id} query. */
 export class GetJobQueryDto {
@@ -9,7 +10,7 @@ export class GetJobQueryDto {
   @Optional() @IsBoolean()
   wait?: boolean;
 
-  @ApiPropertyOptional({ default: 600, maximum: 1800, description: 'Seconds to wait at most (over 1800 gives 400)' })
+  @ApiPropertyOptional({ default: WAIT_DEFAULT_S.job, maximum: MAX_WAIT_S, description: `Seconds to wait at most (over ${MAX_WAIT_S} gives 400)` })
   @Optional() @IsInt()
   timeout?: number;
 }

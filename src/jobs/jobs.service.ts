@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { removeStaleTemps } from '../media/files';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { IMAGE_PROFILES, MAX_INPUT_BYTES, notBuilt, VIDEO_PROFILES, type JobKind } from '../catalog';
+import { IMAGE_PROFILES, MAX_INPUT_BYTES, notBuilt, VIDEO_DEFAULTS, VIDEO_PROFILES, type JobKind } from '../catalog';
 import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../http/tokens';
@@ -225,12 +225,14 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     if (job.kind === 'image') {
       return { ...files, kind: 'image', params: { ...common, negative: job.negative ?? '', cfg: job.cfg ?? 1, res: job.res } } satisfies ImageTask;
     }
+    // drafting wrote every field (the defaults applied there); a record from before a field existed has the default
+    const def = VIDEO_DEFAULTS;
     return {
       ...files,
       kind: 'video',
       params: {
-        ...common, seconds: job.seconds ?? 0, frames: job.frames ?? 0, image_mode: p.image_mode ?? 'keyframe', audio_mode: p.audio_mode ?? 'voice',
-        tts_text: p.tts_text ?? '', tts_ref_text: p.tts_ref_text ?? '', tts_language: p.tts_language ?? 'Auto',
+        ...common, seconds: job.seconds ?? 0, frames: job.frames ?? 0, image_mode: p.image_mode ?? def.image_mode, audio_mode: p.audio_mode ?? def.audio_mode,
+        tts_text: p.tts_text ?? def.tts_text, tts_ref_text: p.tts_ref_text ?? def.tts_ref_text, tts_language: p.tts_language ?? def.tts_language,
       },
     } satisfies VideoTask;
   }

@@ -1,59 +1,60 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../http/validation';
-import { CLIP_SECONDS, DEFAULT_PRIORITY, FPS, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, snapFrames } from '../catalog';
+import { CLIP_SECONDS, FPS, FRAME_GRID, MAX_PRIORITY, MAX_WAIT_S, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_AUDIO_MODES, VIDEO_DEFAULTS as DEF, VIDEO_IMAGE_MODES, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, snapFrames } from '../catalog';
 
-/** Fields shared by the JSON and multipart video forms. */
+/** Fields shared by the JSON and multipart video forms. Defaults, enums and bounds: the capability table's
+ * (catalog/capabilities.ts), which drafting applies. */
 export class VideoFieldsDto {
   @ApiProperty({ description: 'Scene, camera and sound, in Chinese or English. Quoted dialogue is lip-synced. Empty gives 400.' })
   @IsDefined() @IsString()
   prompt!: string;
 
-  @ApiPropertyOptional({ enum: VIDEO_PROFILES.map((p) => p.profile), default: 'fastvid' })
+  @ApiPropertyOptional({ enum: VIDEO_PROFILES.map((p) => p.profile), default: DEF.profile })
   @Optional() @IsString()
   profile?: string;
 
-  @ApiPropertyOptional({ enum: VIDEO_ASPECTS, default: '16:9' })
+  @ApiPropertyOptional({ enum: VIDEO_ASPECTS, default: DEF.aspect })
   @Optional() @IsString()
   aspect?: string;
 
-  @ApiPropertyOptional({ enum: VIDEO_RES, default: '480p' })
+  @ApiPropertyOptional({ enum: VIDEO_RES, default: DEF.res })
   @Optional() @IsString()
   res?: string;
 
-  @ApiPropertyOptional({ default: VIDEO_SECONDS.default, minimum: VIDEO_SECONDS.min, maximum: VIDEO_SECONDS.max, description: `Rounded up to the 17k+5 frame grid at ${FPS} fps (5 s gives ${snapFrames(5)} frames)` })
+  @ApiPropertyOptional({ default: DEF.seconds, minimum: VIDEO_SECONDS.min, maximum: VIDEO_SECONDS.max, description: `Rounded up to the ${FRAME_GRID.period}k+${FRAME_GRID.offset} frame grid at ${FPS} fps (${DEF.seconds} s gives ${snapFrames(DEF.seconds)} frames)` })
   @Optional() @IsNumber({ allowNaN: false, allowInfinity: false })
   seconds?: number;
 
-  @ApiPropertyOptional({ default: -1, description: '-1 means random; the seed used is returned' })
+  @ApiPropertyOptional({ default: DEF.seed, description: '-1 means random; the seed used is returned' })
   @Optional() @IsInt()
   seed?: number;
 
-  @ApiPropertyOptional({ default: 0, description: '0 means the profile default' })
+  @ApiPropertyOptional({ default: DEF.steps, description: '0 means the profile default' })
   @Optional() @IsInt()
   steps?: number;
 
-  @ApiPropertyOptional({ enum: ['keyframe', 'reference'], default: 'keyframe' })
+  @ApiPropertyOptional({ enum: VIDEO_IMAGE_MODES, default: DEF.image_mode })
   @Optional() @IsString()
   image_mode?: string;
 
-  @ApiPropertyOptional({ enum: ['voice', 'track'], default: 'voice' })
+  @ApiPropertyOptional({ enum: VIDEO_AUDIO_MODES, default: DEF.audio_mode })
   @Optional() @IsString()
   audio_mode?: string;
 
-  @ApiPropertyOptional({ default: '', description: 'Speech synthesised in the voice of audios[0] and used as the soundtrack' })
+  @ApiPropertyOptional({ default: DEF.tts_text, description: 'Speech synthesised in the voice of audios[0] and used as the soundtrack' })
   @Optional() @IsString()
   tts_text?: string;
 
-  @ApiPropertyOptional({ default: '', description: 'Optional transcript of audios[0]' })
+  @ApiPropertyOptional({ default: DEF.tts_ref_text, description: 'Optional transcript of audios[0]' })
   @Optional() @IsString()
   tts_ref_text?: string;
 
-  @ApiPropertyOptional({ enum: TTS_LANGUAGES, default: 'Auto' })
+  @ApiPropertyOptional({ enum: TTS_LANGUAGES, default: DEF.tts_language })
   @Optional() @IsString()
   tts_language?: string;
 
-  @ApiPropertyOptional({ type: 'integer', default: DEFAULT_PRIORITY, minimum: 0, maximum: 9, description: 'Higher runs first; first come, first served within a priority (an extension of the spec)' })
+  @ApiPropertyOptional({ type: 'integer', default: DEF.priority, minimum: 0, maximum: MAX_PRIORITY, description: 'Higher runs first; first come, first served within a priority (an extension of the spec)' })
   @Optional() @IsInt()
   priority?: number;
 }
@@ -68,15 +69,15 @@ export class GenerateVideoDto extends VideoFieldsDto {
   @Optional() @IsArray() @IsString({ each: true })
   audios?: string[];
 
-  @ApiPropertyOptional({ default: false, description: 'Block until the job finishes or timeout passes' })
+  @ApiPropertyOptional({ default: DEF.wait, description: 'Block until the job finishes or timeout passes' })
   @Optional() @IsBoolean()
   wait?: boolean;
 
-  @ApiPropertyOptional({ default: 600, maximum: 1800, description: 'Seconds to wait at most; the job continues after' })
+  @ApiPropertyOptional({ default: DEF.timeout, maximum: MAX_WAIT_S, description: 'Seconds to wait at most; the job continues after' })
   @Optional() @IsInt()
   timeout?: number;
 
-  @ApiPropertyOptional({ type: String, nullable: true, default: null, description: 'Receives the job object as a JSON POST when the job ends' })
+  @ApiPropertyOptional({ type: String, nullable: true, default: DEF.callback_url, description: 'Receives the job object as a JSON POST when the job ends' })
   @Nullable() @IsString()
   callback_url?: string | null;
 }

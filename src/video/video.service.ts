@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CLIP_SECONDS, keyframeProblem, videoReferenceProblem, VOICES_TOTAL_S } from '../catalog';
+import { CLIP_SECONDS, keyframeProblem, VIDEO_DEFAULTS, videoReferenceProblem, VOICES_TOTAL_S } from '../catalog';
 import { BadInputError } from '../common/errors';
 import { draftVideo, checkTimeout, VideoRequest } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
@@ -17,7 +17,7 @@ export class VideoService {
   ): Promise<Record<string, unknown>> {
     const d = draftVideo(req, inputs.images, inputs.audios);
     this.jobs.checkServed('video', d.profile.profile, { steps: d.steps, images: inputs.images, audios: inputs.audios, imageMode: d.image_mode, audioMode: d.audio_mode, ttsText: d.tts_text.trim() !== '' });
-    const timeout = checkTimeout(req.timeout, 600);
+    const timeout = checkTimeout(req.timeout, VIDEO_DEFAULTS.timeout);
     this.jobs.admit(req.callback_url);
     const [images, audios] = await inputs.load();
     const probed = await this.jobs.probeImages(images);

@@ -22,8 +22,9 @@ export class ImageForm {
     f.row('negative_prompt', 'Negative prompt', h('input', { name: 'negative_prompt', type: 'text' }), 'Used only when cfg is above 1.', { wide: true });
     const profile = profileSelect(profiles);
     const profileRow = f.row('profile', 'Profile', profile, '', { wide: true });
-    const aspect = select('aspect', c.aspects, '1:1');
-    const res = select('res', c.res, '1K', (r) => `${r} (${r === '1K' ? 'about 1' : 'about 4'} MP)`);
+    const d = c.defaults;
+    const aspect = select('aspect', c.aspects, d.aspect);
+    const res = select('res', c.res, d.res, (r) => `${r} (${r === '1K' ? 'about 1' : 'about 4'} MP)`);
     f.row('aspect', 'Aspect', aspect);
     const resRow = f.row('res', 'Tier', res);
     f.group('aspect', 'res');
@@ -33,9 +34,9 @@ export class ImageForm {
     const sizeRow = f.row('size', 'Exact size', size, sizeRule);
     const fromRef = h('input', { name: 'size_from_ref', type: 'checkbox', value: 'true' });
     const fromRefRow = f.row('size_from_ref', 'Size from the first image', fromRef, '', { inline: true });
-    f.row('seed', 'Seed', h('input', { name: 'seed', type: 'number', value: -1, step: 1, inputmode: 'numeric' }), '-1 = random.');
-    const stepsRow = f.row('steps', 'Steps', h('input', { name: 'steps', type: 'number', value: 0, min: 0, max: cfg.limits.max_steps, step: 1, inputmode: 'numeric' }));
-    const cfgRow = f.row('cfg', 'cfg', h('input', { name: 'cfg', type: 'number', value: 0, min: 0, max: 20, step: 0.1, inputmode: 'decimal' }));
+    f.row('seed', 'Seed', h('input', { name: 'seed', type: 'number', value: d.seed, step: 1, inputmode: 'numeric' }), '-1 = random.');
+    const stepsRow = f.row('steps', 'Steps', h('input', { name: 'steps', type: 'number', value: d.steps, min: 0, max: cfg.limits.max_steps, step: 1, inputmode: 'numeric' }));
+    const cfgRow = f.row('cfg', 'cfg', h('input', { name: 'cfg', type: 'number', value: d.cfg, min: 0, max: c.max_cfg, step: 0.1, inputmode: 'decimal' }));
     f.group('seed', 'steps', 'cfg');
 
     this.images = new FilePicker('images', 'image', (l) => `At most ${bytes(l.maxBytes ?? 0)} each (png, jpeg, webp, gif).`, () => this.checkFiles());
@@ -68,7 +69,7 @@ export class ImageForm {
       if (!p?.can_edit) fromRef.checked = false;
       fromRefRow.hint.textContent = p?.can_edit ? `Editing only: the output takes the first image's aspect at the tier's size.` : `${profile.value} cannot edit, so it has no first image to follow.`;
       stepsRow.hint.textContent = `0 = profile default (${p?.default_steps ?? '?'}).`;
-      cfgRow.hint.textContent = `0 = profile default (${(p?.default_cfg ?? 1).toFixed(1)}), else 1 to 20.`;
+      cfgRow.hint.textContent = `0 = profile default (${(p?.default_cfg ?? 1).toFixed(1)}), else 1 to ${c.max_cfg}.`;
       const [w, hgt] = c.sizes[aspect.value]?.[res.value] ?? [0, 0];
       const exact = size.value.trim();
       resRow.hint.textContent = exact ? `Exact size ${exact} set` : fromRef.checked ? 'From the first image' : `${w}×${hgt} px`;

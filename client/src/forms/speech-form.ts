@@ -22,7 +22,7 @@ export class SpeechForm {
     refRow.hint.appendChild(this.ref.limitsEl);
     this.ref.setLimits({ maxCount: 1, seconds: rs });
     f.row('ref_text', 'Clip transcript', h('input', { name: 'ref_text', type: 'text' }), 'Optional; improves quality.');
-    f.row('language', 'Language', select('language', t.languages, 'Auto'));
+    f.row('language', 'Language', select('language', t.languages, t.defaults.language));
     f.group('ref_text', 'language');
     f.onSubmit(() => this.checkFile(), () => this.send());
   }

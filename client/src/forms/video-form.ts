@@ -22,15 +22,16 @@ export class VideoForm {
     f.row('prompt', 'Prompt', h('textarea', { name: 'prompt', rows: 4, maxlength: cfg.limits.prompt_chars, placeholder: 'Scene, camera and sound. "Quoted dialogue" is lip-synced.' }), 'Chinese or English. Images are <Picture 1>…, clips <Audio 1>… in the prompt.', { wide: true });
     const profile = profileSelect(profiles);
     const profileRow = f.row('profile', 'Profile', profile, '', { wide: true });
-    const aspect = select('aspect', v.aspects, '16:9');
-    const res = select('res', v.res, '480p');
+    const d = v.defaults;
+    const aspect = select('aspect', v.aspects, d.aspect);
+    const res = select('res', v.res, d.res);
     f.row('aspect', 'Aspect', aspect);
     const resRow = f.row('res', 'Resolution', res);
-    const secondsSel = select('seconds', v.seconds.options.map((o) => String(o.seconds)), String(v.seconds.default), (s) => `${s} s`);
+    const secondsSel = select('seconds', v.seconds.options.map((o) => String(o.seconds)), String(d.seconds), (s) => `${s} s`);
     const secondsRow = f.row('seconds', 'Length', secondsSel);
     f.group('aspect', 'res', 'seconds');
-    f.row('seed', 'Seed', h('input', { name: 'seed', type: 'number', value: -1, step: 1, inputmode: 'numeric' }), '-1 = random; the job shows the seed used.');
-    const stepsRow = f.row('steps', 'Steps', h('input', { name: 'steps', type: 'number', value: 0, min: 0, max: cfg.limits.max_steps, step: 1, inputmode: 'numeric' }));
+    f.row('seed', 'Seed', h('input', { name: 'seed', type: 'number', value: d.seed, step: 1, inputmode: 'numeric' }), '-1 = random; the job shows the seed used.');
+    const stepsRow = f.row('steps', 'Steps', h('input', { name: 'steps', type: 'number', value: d.steps, min: 0, max: cfg.limits.max_steps, step: 1, inputmode: 'numeric' }));
     f.group('seed', 'steps');
 
     f.heading('Pictures');
@@ -38,7 +39,7 @@ export class VideoForm {
     const imagesRow = f.row('images', 'Images', this.images.el, '', { wide: true });
     imagesRow.hint.appendChild(this.images.limitsEl);
     this.images.setLimits({ maxCount: v.max_images, maxBytes: cfg.limits.image_bytes });
-    f.row('image_mode', 'Image mode', select('image_mode', v.image_modes, 'keyframe'), 'keyframe: pinned to frames (1: first; 2: first and last; more: spread in order). reference: subjects or style only, named <Picture N>.');
+    f.row('image_mode', 'Image mode', select('image_mode', v.image_modes, d.image_mode), 'keyframe: pinned to frames (1: first; 2: first and last; more: spread in order). reference: subjects or style only, named <Picture N>.');
 
     f.heading('Sound');
     const as = v.audio_seconds;
@@ -46,10 +47,10 @@ export class VideoForm {
     const audiosRow = f.row('audios', 'Audio clips', this.audios.el, '', { wide: true });
     audiosRow.hint.appendChild(this.audios.limitsEl);
     this.audios.setLimits({ maxCount: v.max_audios, seconds: as });
-    f.row('audio_mode', 'Audio mode', select('audio_mode', v.audio_modes, 'voice'), 'voice: the voice of each clip speaks the prompt\'s dialogue (images then act as references). track: clip 1 is the soundtrack, lip-synced.');
+    f.row('audio_mode', 'Audio mode', select('audio_mode', v.audio_modes, d.audio_mode), 'voice: the voice of each clip speaks the prompt\'s dialogue (images then act as references). track: clip 1 is the soundtrack, lip-synced.');
     f.row('tts_text', 'Speech text', h('textarea', { name: 'tts_text', rows: 2, placeholder: 'Optional: spoken in the voice of clip 1 and used as the soundtrack' }), 'Set: speech in the voice of Audio 1 becomes the soundtrack (like track mode).', { wide: true });
     f.row('tts_ref_text', 'Clip 1 transcript', h('input', { name: 'tts_ref_text', type: 'text' }), 'Optional; improves the cloned voice.');
-    f.row('tts_language', 'Speech language', select('tts_language', v.tts_languages, 'Auto'));
+    f.row('tts_language', 'Speech language', select('tts_language', v.tts_languages, d.tts_language));
     f.group('tts_ref_text', 'tts_language');
 
     // The aspect, tier and length (and the prompt's placeholder) the profile's weights were made for (a trained demo),
