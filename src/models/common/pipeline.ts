@@ -2,6 +2,7 @@
 // the service, a RunContext of their own in the model tests and benches. A model pipeline takes its own task type
 // (VideoTask, ImageTask, SpeechTask), never a job record: the worker maps its protocol's task at its edge.
 import type { Stage } from '../../catalog';
+import type { Engine } from '../../engine/engine';
 
 /** What a running pipeline reports and checks. `signal` fires on cancel/interrupt: check it (throwIfCancelled)
  * at least between sampling steps and between stages. */
@@ -29,4 +30,51 @@ export function stepReporter(ctx: RunContext): (done: number, total: number) => 
     ctx.progress(done, total);
     await ctx.safePoint();
   };
+}
+
+/** What a loaded model holds: the engine its weights live on and the GPU bytes they took. */
+export interface ResidentModel {
+  readonly e: Engine;
+  readonly bytes: number;
+}
+
+/**
+ * The skeleton every model pipeline shares: the weights are loaded once and kept between tasks (residentBytes says
+ * what they hold), a lost device (it takes the weights with it) makes the next load or run load them again, and
+ * unload frees them unless their device is gone. A model says how it loads its parts (loadModel, which frees what it
+ * loaded when it fails) and frees them (freeModel), and runs each task on `await this.loaded(ctx)`.
+ */
+export abstract class ResidentPipeline<Task, M extends ResidentModel> implements Pipeline<Task> {
+  protected m: M | null = null;
+
+  /** GPU bytes held, 0 when unloaded. */
+  get residentBytes(): number {
+    return this.m?.bytes ?? 0;
+  }
+
+  async load(ctx: RunContext): Promise<void> {
+    if (this.m && !this.m.e.lost) return;
+    this.m = null;
+    this.m = await this.loadModel(ctx);
+    this.afterLoad(this.m);
+  }
+
+  async unload(): Promise<void> {
+    const m = this.m;
+    this.m = null;
+    if (m && !m.e.lost) this.freeModel(m);
+  }
+
+  abstract run(task: Task, ctx: RunContext): Promise<void>;
+
+  /** The loaded model, loaded first where it is not (or its device was lost). */
+  protected async loaded(ctx: RunContext): Promise<M> {
+    if (!this.m || this.m.e.lost) await this.load(ctx);
+    return this.m!;
+  }
+
+  protected abstract loadModel(ctx: RunContext): Promise<M>;
+  protected abstract freeModel(m: M): void;
+  /** Called once a load is in place (the model's onLoaded report). */
+  protected afterLoad(_m: M): void {}
 }

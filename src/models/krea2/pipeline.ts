@@ -17,7 +17,7 @@ import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { writePng } from '../../media';
 import type { ImageJobTask } from '../common/image-task';
-import { stepReporter, type Pipeline, type RunContext } from '../common/pipeline';
+import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
 import { guide } from '../common/guidance';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
@@ -160,18 +160,12 @@ export async function sampleKrea2(e: Engine, transformer: Krea2Transformer, r: K
   }
 }
 
-export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
-  private m: Loaded | null = null;
-
-  constructor(private readonly o: Krea2PipelineOptions) {}
-
-  get residentBytes(): number {
-    return this.m?.bytes ?? 0;
+export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
+  constructor(private readonly o: Krea2PipelineOptions) {
+    super();
   }
 
-  async load(ctx: RunContext): Promise<void> {
-    if (this.m && !this.m.e.lost) return;
-    this.m = null;
+  protected async loadModel(ctx: RunContext): Promise<Loaded> {
     const e = await this.o.engine();
     const layout = await this.o.layout(e, ctx.signal);
     throwIfCancelled(ctx.signal);
@@ -199,17 +193,19 @@ export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
         throw new Error(`Krea 2: the text encoder gives ${conditioner.selectLayers.length} taps of ${conditioner.hiddenSize}, the DiT reads ${transformer.config.txtlayers} of ${transformer.config.txtdim}`);
       }
       const bytes = e.pool.stats().inUseBytes - before;
-      this.m = { e, layout, transformer, conditioner, vae, bytes };
-      this.o.onLoaded?.(bytes, layout);
+      return { e, layout, transformer, conditioner, vae, bytes };
     } catch (err) {
       for (const h of held) h.free();
       throw err;
     }
   }
 
+  protected override afterLoad(m: Loaded): void {
+    this.o.onLoaded?.(m.bytes, m.layout);
+  }
+
   async run(task: Krea2ImageTask, ctx: RunContext): Promise<void> {
-    if (!this.m || this.m.e.lost) await this.load(ctx);
-    const m = this.m!;
+    const m = await this.loaded(ctx);
     const e = m.e;
     const cfg = m.transformer.config;
     const cell = 8 * cfg.patch;
@@ -278,13 +274,9 @@ export class Krea2Pipeline implements Pipeline<Krea2ImageTask> {
     }
   }
 
-  async unload(): Promise<void> {
-    const m = this.m;
-    this.m = null;
-    if (m && !m.e.lost) {
-      m.transformer.free();
-      m.conditioner.free();
-      m.vae.free();
-    }
+  protected freeModel(m: Loaded): void {
+    m.transformer.free();
+    m.conditioner.free();
+    m.vae.free();
   }
 }

@@ -43,7 +43,7 @@ import { STAGE } from '../../catalog';
 import { copyInto } from '../../engine/ops/layout';
 import { commitFile, removeQuietly, tempSibling } from '../../media/files';
 import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
-import type { Pipeline, RunContext } from '../common/pipeline';
+import { ResidentPipeline, type RunContext } from '../common/pipeline';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import type { AudioVaeDecoder } from './vae/audio';
@@ -171,15 +171,12 @@ interface Loaded {
 }
 
 /** The 'video' pipeline of one profile (the GPU worker serves the six: src/worker/profiles/video.ts). */
-export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
-  private m: Loaded | null = null;
+export class MiniMaxH3Pipeline extends ResidentPipeline<VideoTask, Loaded> {
   /** The text encoder's prepared weights in host memory between jobs (not GPU memory: not in residentBytes). */
   private readonly textEncoderHost = new H3TextEncoderHost();
 
-  constructor(private readonly o: H3PipelineOptions) {}
-
-  get residentBytes(): number {
-    return this.m?.bytes ?? 0;
+  constructor(private readonly o: H3PipelineOptions) {
+    super();
   }
 
   /** Host RAM held by the text encoder's copy (0 until the first job, and after unload()). */
@@ -191,9 +188,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     if (this.o.trace && this.m) this.o.trace(event, { inUseBytes: this.m.e.pool.stats().inUseBytes });
   }
 
-  async load(ctx: RunContext): Promise<void> {
-    if (this.m && !this.m.e.lost) return;
-    this.m = null;
+  protected async loadModel(ctx: RunContext): Promise<Loaded> {
     ctx.stage(STAGE.loadModel);
     const e = await this.o.engine();
     const dirs = await this.o.dirs(e, ctx.signal);
@@ -213,13 +208,16 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
       owned.push(audioVae);
       throwIfCancelled(ctx.signal);
       const bytes = e.pool.stats().inUseBytes - before;
-      this.m = { e, dirs, dtype, tokenizer, transformer, partition: 'fl2va', videoVae, audioVae, bytes };
-      this.o.onLoaded?.(bytes, dirs);
-      this.trace('loaded');
+      return { e, dirs, dtype, tokenizer, transformer, partition: 'fl2va', videoVae, audioVae, bytes };
     } catch (err) {
       for (const p of owned.reverse()) p.free();
       throw err;
     }
+  }
+
+  protected override afterLoad(m: Loaded): void {
+    this.o.onLoaded?.(m.bytes, m.dirs);
+    this.trace('loaded');
   }
 
   /** The partition a job needs loaded: a reference job swaps the Ref2VA DiT in place of the FL2VA one (only one is
@@ -239,7 +237,7 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
   }
 
   async run(task: VideoTask, ctx: RunContext): Promise<void> {
-    if (!this.m || this.m.e.lost) await this.load(ctx);
+    await this.loaded(ctx);
     checkInputs(task);
     const count = task.images.length;
     const reference = count > 0 && task.imageMode === 'reference';
@@ -417,14 +415,14 @@ export class MiniMaxH3Pipeline implements Pipeline<VideoTask> {
     }
   }
 
-  async unload(): Promise<void> {
-    const m = this.m;
-    this.m = null;
+  override async unload(): Promise<void> {
     this.textEncoderHost.drop();
-    if (m && !m.e.lost) {
-      m.audioVae.free();
-      m.videoVae.free();
-      m.transformer.free();
-    }
+    await super.unload();
+  }
+
+  protected freeModel(m: Loaded): void {
+    m.audioVae.free();
+    m.videoVae.free();
+    m.transformer.free();
   }
 }

@@ -17,7 +17,7 @@ import type { Tensor } from '../../engine/tensor';
 import { CLIP_SECONDS, STAGE } from '../../catalog';
 import { decodeAudio, probeAudio } from '../../media/audio-input';
 import { SPEECH_SAMPLE_RATE, writeWav } from '../../media/wav';
-import type { Pipeline, RunContext } from '../common/pipeline';
+import { ResidentPipeline, type RunContext } from '../common/pipeline';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { CodecDecoder, CodecEncoder } from './codec';
@@ -154,19 +154,12 @@ export interface Qwen3TtsPipelineOptions {
 }
 
 /** The 'tts' pipeline (the GPU worker serves it: src/worker/profiles/speech.ts). */
-export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
-  private m: Loaded | null = null;
-
-  constructor(private readonly o: Qwen3TtsPipelineOptions) {}
-
-  /** GPU bytes held, 0 when unloaded. */
-  get residentBytes(): number {
-    return this.m?.bytes ?? 0;
+export class Qwen3TtsPipeline extends ResidentPipeline<SpeechTask, Loaded> {
+  constructor(private readonly o: Qwen3TtsPipelineOptions) {
+    super();
   }
 
-  async load(ctx: RunContext): Promise<void> {
-    if (this.m && !this.m.e.lost) return;
-    this.m = null;
+  protected async loadModel(ctx: RunContext): Promise<Loaded> {
     const e = await this.o.engine();
     const dir = await this.o.checkpoint(e, ctx.signal);
     throwIfCancelled(ctx.signal);
@@ -180,8 +173,7 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
         const dtype: ComputeDType = this.o.dtype ?? defaultComputeDType(e);
         const parts = await loadQwen3TtsParts(e, model, speech, configs, { dtype }, ctx.signal);
         const bytes = e.pool.stats().inUseBytes - before;
-        this.m = { e, dir, configs, tokenizer, parts, bytes };
-        this.o.onLoaded?.(bytes, dir);
+        return { e, dir, configs, tokenizer, parts, bytes };
       } finally {
         await speech.close();
       }
@@ -190,9 +182,12 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
     }
   }
 
+  protected override afterLoad(m: Loaded): void {
+    this.o.onLoaded?.(m.bytes, m.dir);
+  }
+
   async run(task: SpeechTask, ctx: RunContext): Promise<void> {
-    if (!this.m || this.m.e.lost) await this.load(ctx); // a lost device took the weights with it
-    const m = this.m!;
+    const m = await this.loaded(ctx); // a lost device took the weights with it: loaded again
     const { talker, speaker, decoder, encoder } = m.parts;
     const cfg = m.configs.model;
     const e = m.e;
@@ -272,10 +267,8 @@ export class Qwen3TtsPipeline implements Pipeline<SpeechTask> {
     }
   }
 
-  async unload(): Promise<void> {
-    const m = this.m;
-    this.m = null;
-    if (m && !m.e.lost) m.parts.free();
+  protected freeModel(m: Loaded): void {
+    m.parts.free();
   }
 }
 

@@ -18,7 +18,7 @@ import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../catalog';
 import { writePng } from '../../media';
 import type { ImageJobTask } from '../common/image-task';
-import { stepReporter, type Pipeline, type RunContext } from '../common/pipeline';
+import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
 import { guide } from '../common/guidance';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
@@ -200,18 +200,12 @@ export interface QwenImage21PipelineOptions {
 }
 
 /** The 'image' pipeline of imgmain / imgmain_bf16 (the GPU worker serves it: src/worker/profiles/image.ts). */
-export class QwenImage21Pipeline implements Pipeline<ImageTask> {
-  private m: Loaded | null = null;
-
-  constructor(private readonly o: QwenImage21PipelineOptions) {}
-
-  get residentBytes(): number {
-    return this.m?.bytes ?? 0;
+export class QwenImage21Pipeline extends ResidentPipeline<ImageTask, Loaded> {
+  constructor(private readonly o: QwenImage21PipelineOptions) {
+    super();
   }
 
-  async load(ctx: RunContext): Promise<void> {
-    if (this.m && !this.m.e.lost) return;
-    this.m = null;
+  protected async loadModel(ctx: RunContext): Promise<Loaded> {
     const e = await this.o.engine();
     const dir = await this.o.checkpoint(e, ctx.signal);
     throwIfCancelled(ctx.signal);
@@ -229,16 +223,19 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
       // 加载模型 covers the VAE and the transformer (the scheduler set it); the text encoder has its own stage.
       const parts = await openAndLoadParts(e, dir, configs, { dtype, int8: this.o.int8 }, tokenizer, ctx.signal, () => ctx.stage(STAGE.loadTextEncoder));
       const bytes = e.pool.stats().inUseBytes - before;
-      this.m = { e, dir, configs, parts, vae, bytes };
-      this.o.onLoaded?.(bytes, dir);
+      return { e, dir, configs, parts, vae, bytes };
     } catch (err) {
       vae.free();
       throw err;
     }
   }
+
+  protected override afterLoad(m: Loaded): void {
+    this.o.onLoaded?.(m.bytes, m.dir);
+  }
+
   async run(task: ImageTask, ctx: RunContext): Promise<void> {
-    if (!this.m || this.m.e.lost) await this.load(ctx);
-    const m = this.m!;
+    const m = await this.loaded(ctx);
     const e = m.e;
     const { transformer, textEncoder } = m.parts;
     if (task.references.length > 0 && (!textEncoder.vision || !m.vae.encoder)) {
@@ -297,12 +294,8 @@ export class QwenImage21Pipeline implements Pipeline<ImageTask> {
     }
   }
 
-  async unload(): Promise<void> {
-    const m = this.m;
-    this.m = null;
-    if (m && !m.e.lost) {
-      m.vae.free();
-      m.parts.free();
-    }
+  protected freeModel(m: Loaded): void {
+    m.vae.free();
+    m.parts.free();
   }
 }
