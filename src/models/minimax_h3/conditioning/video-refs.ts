@@ -3,6 +3,7 @@
 // LANCZOS onto the canvas its own aspect resolves to) and MiniMaxH3Ref2VATextEncoderStep._sample_video_condition_frames
 // (the frames the text encoder sees at 2 fps, merged in pairs, each pair's vision block labelled with its mean
 // timestamp). Not wired into the service yet (issue 15, docs/models/minimax-h3.md "Part 2 status").
+import { FRAME_GRID } from '../../../catalog';
 import { pythonRound } from '../../../common/python-round';
 import { pilResizeLanczos, type Rgb8Image } from '../../common/pil-resize';
 import { RELEASED_CANVAS, resolveCanvasSize, type CanvasRule } from './image-prep';
@@ -62,5 +63,6 @@ export function sampleVideoFrames(count: number, fps = 24, sampleFps = 2, tempor
  */
 export function videoReferenceEncodeFrames(count: number): number {
   if (!Number.isInteger(count) || count < 1) throw new RangeError(`video reference: ${count} frames`);
-  return Math.min(count, Math.max(1, Math.floor((count - 5) / 17)) * 17 + 5);
+  const { period, offset } = FRAME_GRID;
+  return Math.min(count, Math.max(1, Math.floor((count - offset) / period)) * period + offset);
 }
