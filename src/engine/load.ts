@@ -7,7 +7,8 @@ import type { Tensor } from './tensor';
 
 export interface LoadOptions {
   /** GPU dtype. Default: F32 -> f32, F16 -> f16, BF16 -> f32 (bf16's range overflows f16), I8 -> i8,
-   * U8 -> f32, F8_E4M3 -> f16. Converting to f16 fails if a value overflows. */
+   * U8 -> f32, F8_E4M3 and F8_E5M2 -> f16 (a scaled fp8 weight reads as F32: pass the dtype to keep it f16).
+   * Converting to f16 fails if a value overflows. */
   dtype?: DType;
   /** Expected shape: a mismatch is a CheckpointError naming both shapes. */
   shape?: readonly number[];
@@ -15,7 +16,7 @@ export interface LoadOptions {
   chunkBytes?: number;
 }
 
-const DEFAULT_DTYPE: Record<SafeDType, DType> = { F32: 'f32', F16: 'f16', BF16: 'f32', I8: 'i8', U8: 'f32', F8_E4M3: 'f16' };
+const DEFAULT_DTYPE: Record<SafeDType, DType> = { F32: 'f32', F16: 'f16', BF16: 'f32', I8: 'i8', U8: 'f32', F8_E4M3: 'f16', F8_E5M2: 'f16' };
 const SAME_BITS: Partial<Record<SafeDType, DType>> = { F32: 'f32', F16: 'f16', I8: 'i8' };
 
 export async function loadTensor(e: Engine, ckpt: Checkpoint, name: string, opts: LoadOptions = {}): Promise<Tensor> {

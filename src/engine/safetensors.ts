@@ -7,10 +7,11 @@ import { open as openFile, mkdir, writeFile, type FileHandle } from 'node:fs/pro
 import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { bf16BitsToF32 as bf16, encode, f16BitsToF32 as f16, f16Table, f32ToBf16Bits, f8e4m3ToF32 as f8, LITTLE_ENDIAN_HOST } from './dtype';
+import { attachFp8Scales, readScaledChunks, type ScaledSource } from './fp8-scaled';
 import { fmtShape, numelOf } from './tensor';
 
-export type SafeDType = 'F32' | 'F16' | 'BF16' | 'I8' | 'U8' | 'F8_E4M3';
-export const SAFE_DTYPE_BYTES: Readonly<Record<SafeDType, number>> = { F32: 4, F16: 2, BF16: 2, I8: 1, U8: 1, F8_E4M3: 1 };
+export type SafeDType = 'F32' | 'F16' | 'BF16' | 'I8' | 'U8' | 'F8_E4M3' | 'F8_E5M2';
+export const SAFE_DTYPE_BYTES: Readonly<Record<SafeDType, number>> = { F32: 4, F16: 2, BF16: 2, I8: 1, U8: 1, F8_E4M3: 1, F8_E5M2: 1 };
 
 export interface TensorEntry {
   name: string;
@@ -21,7 +22,12 @@ export interface TensorEntry {
   /** Absolute byte offset of the data in the file. */
   start: number;
   byteLength: number;
+  /** An fp8 weight with its scale (fp8-scaled.ts): the entry reads as F32, each value times its scale; these are the
+   * stored bytes. */
+  scaled?: ScaledSource;
 }
+
+const checkpointError = (message: string) => new CheckpointError(message);
 
 /** A checkpoint is unreadable, or lacks what a model asked for. */
 export class CheckpointError extends Error {
@@ -126,7 +132,12 @@ export class Checkpoint {
     }
     if (!p.endsWith('.json')) {
       const f = await SafetensorsFile.open(p);
-      return new Checkpoint(p, new Map([[p, f]]), f.entries, f.metadata);
+      try {
+        return new Checkpoint(p, new Map([[p, f]]), await attachFp8Scales(p, new Map(f.entries), () => f.handle, checkpointError), f.metadata);
+      } catch (e) {
+        await f.close();
+        throw e;
+      }
     }
     const index = await readIndex(p);
     const files = new Map<string, SafetensorsFile>();
@@ -141,11 +152,11 @@ export class Checkpoint {
         if (!entry) throw new CheckpointError(`${p}: index puts "${name}" in ${shard}, which does not hold it`);
         entries.set(name, entry);
       }
+      return new Checkpoint(p, files, await attachFp8Scales(p, entries, (e) => files.get(e.file)!.handle, checkpointError), index.metadata ?? {});
     } catch (e) {
       await Promise.all([...files.values()].map((f) => f.close()));
       throw e;
     }
-    return new Checkpoint(p, files, entries, index.metadata ?? {});
   }
 
   has(name: string): boolean {
@@ -175,10 +186,11 @@ export class Checkpoint {
    */
   async readChunks(name: string, chunkBytes: number, onChunk: (bytes: Uint8Array, byteOffset: number) => void | Promise<void>, scratch?: Buffer): Promise<void> {
     const e = this.entry(name);
+    const handle = this.files.get(e.file)!.handle;
+    if (e.scaled) return readScaledChunks(handle, e, chunkBytes, onChunk, checkpointError);
     const elem = SAFE_DTYPE_BYTES[e.dtype];
     const step = Math.max(elem, Math.floor(chunkBytes / elem) * elem);
     const buf = scratch && scratch.byteLength >= step ? scratch : Buffer.allocUnsafe(step);
-    const handle = this.files.get(e.file)!.handle;
     for (let off = 0; off < e.byteLength; off += step) {
       const len = Math.min(step, e.byteLength - off);
       const { bytesRead } = await handle.read(buf, 0, len, e.start + off);
@@ -263,6 +275,7 @@ export function decodeSafe(bytes: Uint8Array, dtype: SafeDType): Float32Array {
     case 'I8': for (let i = 0; i < n; i++) out[i] = dv.getInt8(i); break;
     case 'U8': for (let i = 0; i < n; i++) out[i] = dv.getUint8(i); break;
     case 'F8_E4M3': for (let i = 0; i < n; i++) out[i] = f8(dv.getUint8(i)); break;
+    case 'F8_E5M2': for (let i = 0; i < n; i++) out[i] = f16(dv.getUint8(i) << 8); break; // e5m2 is f16's top byte
   }
   return out;
 }
@@ -309,7 +322,8 @@ export function encodeSafe(values: ArrayLike<number>, dtype: SafeDType): Uint8Ar
       for (let i = 0; i < values.length; i++) h[i] = f32ToBf16Bits(values[i]!);
       return new Uint8Array(h.buffer);
     }
-    case 'F8_E4M3': throw new CheckpointError('encodeSafe: pass F8_E4M3 data as raw bytes');
+    case 'F8_E4M3':
+    case 'F8_E5M2': throw new CheckpointError(`encodeSafe: pass ${dtype} data as raw bytes`);
   }
 }
 
