@@ -115,6 +115,9 @@ function parseEntry(path: string, name: string, v: unknown, dataStart: number, f
 
 /** A checkpoint: one file, or the shards named by model.safetensors.index.json. */
 export class Checkpoint {
+  /** Tensors the index names in shards that are not on disk -> their shard. */
+  private absent = new Map<string, string>();
+
   private constructor(
     readonly path: string,
     private readonly files: Map<string, SafetensorsFile>,
@@ -142,17 +145,27 @@ export class Checkpoint {
     const index = await readIndex(p);
     const files = new Map<string, SafetensorsFile>();
     const entries = new Map<string, TensorEntry>();
+    // A shard not on disk is one the model never reads (the weights manifest's `reads`: H3 stops at text encoder
+    // layer 49 of 64): its tensors are left out, and asking for one names the shard.
+    const absent = new Map<string, string>();
     try {
       for (const shard of new Set(Object.values(index.weight_map))) {
         const sp = join(dirname(p), shard);
-        files.set(sp, await SafetensorsFile.open(sp));
+        if (existsSync(sp)) files.set(sp, await SafetensorsFile.open(sp));
       }
       for (const [name, shard] of Object.entries(index.weight_map)) {
-        const entry = files.get(join(dirname(p), shard))!.entries.get(name);
+        const file = files.get(join(dirname(p), shard));
+        if (!file) {
+          absent.set(name, shard);
+          continue;
+        }
+        const entry = file.entries.get(name);
         if (!entry) throw new CheckpointError(`${p}: index puts "${name}" in ${shard}, which does not hold it`);
         entries.set(name, entry);
       }
-      return new Checkpoint(p, files, await attachFp8Scales(p, entries, (e) => files.get(e.file)!.handle, checkpointError), index.metadata ?? {});
+      const ck = new Checkpoint(p, files, await attachFp8Scales(p, entries, (e) => files.get(e.file)!.handle, checkpointError), index.metadata ?? {});
+      ck.absent = absent;
+      return ck;
     } catch (e) {
       await Promise.all([...files.values()].map((f) => f.close()));
       throw e;
@@ -170,6 +183,9 @@ export class Checkpoint {
   /** The entry for `name`; throws naming the key (and near misses), or the shapes when `shape` disagrees. */
   entry(name: string, shape?: readonly number[]): TensorEntry {
     const e = this.entries.get(name);
+    if (!e && this.absent.has(name)) {
+      throw new CheckpointError(`${this.path}: tensor "${name}" is in ${this.absent.get(name)}, which is not on disk (npm run weights -- pull <profile> --all fetches every shard)`);
+    }
     if (!e) {
       const near = nearKeys(name, this.keys());
       throw new CheckpointError(`${this.path}: no tensor "${name}"${near.length ? ` (similar: ${near.join(', ')})` : ''}`);

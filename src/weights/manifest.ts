@@ -16,6 +16,10 @@ export interface ManifestFile {
   optional?: boolean;
   /** A *.safetensors.index.json: the shards named in its weight_map are required files of the same folder. */
   shards?: boolean;
+  /** With `shards`: what the model reads of that index, as regular expressions over tensor names. A shard holding
+   * none of them is optional (not required, not pulled without --all): a text encoder read to layer 49 of 64 does
+   * not need the shards of the layers after it. Absent: every shard is read. */
+  reads?: string[];
   note?: string;
 }
 
@@ -257,6 +261,19 @@ function parseFile(
   if (f.shards !== undefined) {
     out.shards = f.shards === true;
     if (out.shards && !path.endsWith('.index.json')) throw at(`${w}.shards`, 'only an *.index.json names shards');
+  }
+  if (f.reads !== undefined) {
+    if (!out.shards) throw at(`${w}.reads`, 'only an index with shards: true has reads');
+    if (!Array.isArray(f.reads) || f.reads.length === 0) throw at(`${w}.reads`, 'expected a non-empty array of regular expressions');
+    out.reads = f.reads.map((r, i) => {
+      const src = str(r, `${w}.reads[${i}]`);
+      try {
+        new RegExp(src);
+      } catch (e) {
+        throw at(`${w}.reads[${i}]`, `not a regular expression (${(e as Error).message})`);
+      }
+      return src;
+    });
   }
   out.note = optStr(f.note, `${w}.note`);
   if (out.note === undefined) delete out.note;

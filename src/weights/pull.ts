@@ -9,7 +9,7 @@ import { DownloadError, downloadFile, resolveUrl } from './download';
 import { withLock } from './lock';
 import { defaultCatalog, isCommit, ManifestError, type ManifestFile, type WeightsCatalog } from './manifest';
 import { fmtBytes, Progress, type ProgressOut } from './progress';
-import { checkProfile, indexShards, readPullRecord, safetensorsDeclaredSize, writePullRecord, type ProfileWeights, type PullRecord } from './state';
+import { checkProfile, indexShardUse, readPullRecord, safetensorsDeclaredSize, writePullRecord, type ProfileWeights, type PullRecord } from './state';
 
 export const DEFAULT_ENDPOINT = 'https://huggingface.co';
 
@@ -171,11 +171,12 @@ export async function pullProfile(profile: string, o: PullOptions): Promise<Pull
         }
         if (f.shards && existsSync(abs)) {
           const folder = posix.dirname(f.path);
-          for (const s of indexShards(abs)) {
-            const path = folder === '.' ? s : `${folder}/${s}`;
+          for (const { shard, read } of indexShardUse(abs, f.reads)) {
+            const path = folder === '.' ? shard : `${folder}/${shard}`;
             if (listed.has(path)) continue;
             listed.add(path);
-            if (!f.optional || o.all) queue.push({ path, optional: f.optional });
+            const optional = f.optional || !read; // a shard the model never reads: only with --all
+            if (!optional || o.all) queue.push({ path, optional });
           }
         }
       }

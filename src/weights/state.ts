@@ -98,34 +98,48 @@ export function writePullRecord(checkpointDir: string, rec: PullRecord): void {
 
 // ---- files of a component ----
 
-const shardCache = new Map<string, { key: string; shards: string[] }>();
+const shardCache = new Map<string, { key: string; map: Map<string, string[]> }>();
 
-/** Shard file names in an index's weight_map (same folder as the index); parsed once per size and mtime, since
- * /api/config asks for every profile's state and a text encoder's index is about 100 KB. */
-export function indexShards(indexAbs: string): string[] {
+/** An index's weight_map as shard file name -> the tensor names it holds, sorted by shard; parsed once per size and
+ * mtime, since /api/config asks for every profile's state and a text encoder's index is about 100 KB. */
+function indexMap(indexAbs: string): Map<string, string[]> {
   let map: unknown;
   let key = '';
   try {
     const st = statSync(indexAbs);
     key = `${st.size}:${st.mtimeMs}`;
     const hit = shardCache.get(indexAbs);
-    if (hit && hit.key === key) return hit.shards;
+    if (hit && hit.key === key) return hit.map;
     map = (JSON.parse(readFileSync(indexAbs, 'utf8')) as { weight_map?: unknown }).weight_map;
   } catch (e) {
     throw new ManifestError(`${indexAbs}: unreadable index (${(e as Error).message})`);
   }
   if (!map || typeof map !== 'object') throw new ManifestError(`${indexAbs}: no weight_map`);
-  const shards = [...new Set(Object.values(map as Record<string, unknown>))];
-  for (const s of shards) {
+  const byShard = new Map<string, string[]>();
+  for (const [tensor, s] of Object.entries(map as Record<string, unknown>)) {
     if (typeof s !== 'string' || !safeRelative(s) || s.includes('/')) throw new ManifestError(`${indexAbs}: weight_map names a bad shard ${JSON.stringify(s)}`);
+    byShard.set(s, [...(byShard.get(s) ?? []), tensor]);
   }
-  const sorted = (shards as string[]).sort();
-  shardCache.set(indexAbs, { key, shards: sorted });
+  const sorted = new Map([...byShard].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  shardCache.set(indexAbs, { key, map: sorted });
   return sorted;
 }
 
+/** Shard file names in an index's weight_map (same folder as the index), sorted. */
+export function indexShards(indexAbs: string): string[] {
+  return [...indexMap(indexAbs).keys()];
+}
+
+/** Each shard of an index and whether the model reads it: it holds a tensor matching one of `reads` (every shard
+ * when `reads` is absent). */
+export function indexShardUse(indexAbs: string, reads?: string[]): { shard: string; read: boolean }[] {
+  const res = reads?.map((r) => new RegExp(r));
+  return [...indexMap(indexAbs)].map(([shard, tensors]) => ({ shard, read: !res || tensors.some((t) => res.some((re) => re.test(t))) }));
+}
+
 /** The component's files, shards of present indexes included (an explicit entry for a shard wins over the
- * index's, so a manifest can mark a shard optional or give its size). */
+ * index's, so a manifest can mark a shard optional or give its size); a shard the model never reads (the index's
+ * `reads`) is optional. */
 export function componentFiles(comp: ManifestComponent, root: string): ManifestFile[] {
   const out = [...comp.files];
   const listed = new Set(out.map((f) => f.path));
@@ -134,11 +148,11 @@ export function componentFiles(comp: ManifestComponent, root: string): ManifestF
     const abs = join(root, f.path);
     if (!existsSync(abs)) continue;
     const folder = posix.dirname(f.path);
-    for (const s of indexShards(abs)) {
-      const path = folder === '.' ? s : `${folder}/${s}`;
+    for (const { shard, read } of indexShardUse(abs, f.reads)) {
+      const path = folder === '.' ? shard : `${folder}/${shard}`;
       if (!listed.has(path)) {
         listed.add(path);
-        out.push({ path, optional: f.optional });
+        out.push({ path, optional: f.optional || !read });
       }
     }
   }
