@@ -117,7 +117,7 @@ export interface ImageCapabilities {
 
 export type Capabilities = VideoCapabilities | ImageCapabilities;
 
-const video = (profile: string, steps: number, description: string): VideoCapabilities => ({
+const video = <P extends string>(profile: P, steps: number, description: string): VideoCapabilities & { profile: P } => ({
   kind: 'video', profile, model: 'MiniMax H3', description, defaults: VIDEO_DEFAULTS,
   // a 1-step request runs one forward (the smallest grid, [1, 0])
   steps: { default: steps, min: 1, max: MAX_STEPS },
@@ -146,14 +146,16 @@ const image = (profile: string, model: 'Qwen-Image-2.1' | 'Krea 2 Turbo', steps:
 
 /** fastvid_fast has no description in the spec. We serve it as fastvid sampled in 6 steps: the distilled
  * 8-step weights hold up well at 6, a quarter faster, and it needs no extra checkpoint (README: "Profiles"). */
-export const VIDEO_CAPABILITIES: readonly VideoCapabilities[] = [
+export const VIDEO_CAPABILITIES = [
   video('fastvid', 8, 'Distilled full model, best quality among the fast profiles'),
   video('turbo_int8', 8, 'Lightweight-adapter variant, slightly different style, similar speed'),
   video('fastvid_4step_int8', 4, 'Fastest, slightly softer detail'),
   video('fastvid_fast', 6, 'fastvid weights sampled in 6 steps: about a quarter faster, a little softer'),
   video('basevid50_sol', 50, 'Original 50-step model with attention and cache optimisations, best quality'),
   video('basevid50', 50, 'Original 50-step model, slow'),
-];
+] as const satisfies readonly VideoCapabilities[];
+/** The six video profiles' names, written once (above): a model's own table of them is keyed by this type. */
+export type VideoProfileName = (typeof VIDEO_CAPABILITIES)[number]['profile'];
 
 export const IMAGE_CAPABILITIES: readonly ImageCapabilities[] = [
   image('imgmain', 'Qwen-Image-2.1', 25, '8-bit integer quantised; text-to-image and editing; 25 default steps'),

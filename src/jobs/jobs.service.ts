@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { removeStaleTemps } from '../media/files';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { IMAGE_PROFILES, MAX_INPUT_BYTES, notBuilt, VIDEO_DEFAULTS, VIDEO_PROFILES, type JobKind } from '../catalog';
+import { capabilitiesOf, IMAGE_PROFILES, MAX_INPUT_BYTES, notBuilt, VIDEO_DEFAULTS, VIDEO_PROFILES, type JobKind, type VideoAudioMode, type VideoImageMode } from '../catalog';
 import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../http/tokens';
@@ -121,7 +121,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   /** What the GPU worker says it can run, checked at creation so a job is never accepted only to fail on a known
    * limit: a profile it does not serve, steps outside its range, inputs it cannot take yet are 400s naming why.
    * While no worker has said (none on this host, or it is starting) the job is taken and waits. */
-  checkServed(kind: JobKind, profile: string, job: { steps: number; images: number; audios: number; imageMode?: 'keyframe' | 'reference'; audioMode?: 'voice' | 'track'; ttsText?: boolean }): void {
+  checkServed(kind: JobKind, profile: string, job: { steps: number; images: number; audios: number; imageMode?: VideoImageMode; audioMode?: VideoAudioMode; ttsText?: boolean }): void {
     const served = this.scheduler.served(kind, profile);
     if (served === undefined) return;
     if (served === null) throw new BadInputError(notBuilt(kind, profile));
@@ -132,7 +132,8 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     if (job.ttsText && ttsText === false) throw new BadInputError(`tts_text: profile ${profile} cannot speak it yet: ${note}${this.whoCan(kind, profile, (a) => a.ttsText !== false)}`);
     // with tts_text the speech is the soundtrack and audios[0] only its voice, whatever audio_mode says; more clips
     // would be voices of the prompt's dialogue (audio_mode voice)
-    if (job.ttsText && job.audios > 1) throw new BadInputError(`audios: with tts_text, audios[0] is the voice the speech is spoken in and the speech is the soundtrack; more clips would be voices (audio_mode voice), which a job with a soundtrack does not take: ${job.audios} given`);
+    const ttsVoices = capabilitiesOf('video', profile)?.tts_text.voice_clips;
+    if (job.ttsText && ttsVoices !== undefined && job.audios > ttsVoices) throw new BadInputError(`audios: with tts_text, audios[0] is the voice the speech is spoken in and the speech is the soundtrack; more clips would be voices (audio_mode voice), which a job with a soundtrack does not take: ${job.audios} given`);
     const amode = job.ttsText ? undefined : job.audioMode;
     if (job.audios > 0 && amode && audioModes && !audioModes.includes(amode)) {
       throw new BadInputError(`audio_mode ${amode}: profile ${profile} cannot run it yet: ${note}${this.whoCan(kind, profile, (a) => a.audios >= job.audios && (!a.audioModes || a.audioModes.includes(amode)))}`);

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { CLIP_SECONDS, keyframeProblem, VIDEO_DEFAULTS, videoReferenceProblem, VOICES_TOTAL_S } from '../catalog';
+import { capabilitiesOf, keyframeProblem, VIDEO_DEFAULTS, videoReferenceProblem } from '../catalog';
 import { BadInputError } from '../common/errors';
 import { draftVideo, checkTimeout, VideoRequest } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
@@ -35,16 +35,20 @@ export class VideoService {
         if (problem) throw new BadInputError(problem);
       });
     }
-    const seconds = await this.jobs.checkAudioLengths(audios, CLIP_SECONDS.video);
+    // the clip lengths of the profile's capability table entry
+    const caps = capabilitiesOf('video', d.profile.profile)!;
+    const clip = caps.audios.clip_seconds;
+    const seconds = await this.jobs.checkAudioLengths(audios, clip);
     // tts_text clones audios[0]'s voice with the speech model, which takes clips of 3 s and more (as POST /api/v1/tts)
-    const voiceMin = CLIP_SECONDS.speech.minS;
+    const voiceMin = caps.tts_text.voice_min_s;
     if (d.tts_text.trim() !== '' && seconds[0]! < voiceMin) {
-      throw new BadInputError(`audios[0]: the voice for tts_text is ${seconds[0]!.toFixed(2)} s long; a voice clip must be ${voiceMin} to ${CLIP_SECONDS.video.maxS} s`);
+      throw new BadInputError(`audios[0]: the voice for tts_text is ${seconds[0]!.toFixed(2)} s long; a voice clip must be ${voiceMin} to ${clip.maxS} s`);
     }
     // voices (audio_mode voice) are MiniMax H3 references: 2 to 15 s each (above) and 15 s together
     const total = seconds.reduce((s, x) => s + x, 0);
-    if (d.audio_mode === 'voice' && d.tts_text.trim() === '' && total > VOICES_TOTAL_S.maxS + VOICES_TOTAL_S.toleranceS) {
-      throw new BadInputError(`audios: the voices are ${seconds.map((s) => s.toFixed(2)).join(' + ')} = ${total.toFixed(2)} s long; together they may be at most ${VOICES_TOTAL_S.maxS} s: shorten or drop one`);
+    const together = caps.audios.modes.voice.total_s;
+    if (d.audio_mode === 'voice' && d.tts_text.trim() === '' && total > together.maxS + together.toleranceS) {
+      throw new BadInputError(`audios: the voices are ${seconds.map((s) => s.toFixed(2)).join(' + ')} = ${total.toFixed(2)} s long; together they may be at most ${together.maxS} s: shorten or drop one`);
     }
     const { job, created } = await this.jobs.submit(
       {

@@ -4,7 +4,7 @@
 // the same messages are what a worker on another host will exchange through a shared queue.
 //
 // This module is imported by both processes, so it holds types and plain data only: no engine, no models.
-import type { ProfileSuggestion, Stage, TaskKind } from '../catalog';
+import type { Accepts, ProfileSuggestion, Stage, TaskKind } from '../catalog';
 
 /** Bumped when a message changes shape; the API refuses a worker that says another version at hello. */
 export const PROTOCOL_VERSION = 2;
@@ -75,21 +75,9 @@ export type FailCode = 'bad_input' | 'unavailable' | 'cancelled' | 'interrupted'
 /** Where a profile's weights stand: real checkpoint, the tiny demo one, or none (README "Weights"). */
 export type WeightsState = 'real' | 'demo' | 'missing';
 
-/** What a profile's pipeline can run, so the API refuses at creation what it would fail on (a 400, not a failed job). */
-export interface Accepts {
-  /** Steps (after the profile default is resolved). */
-  steps: { min: number; max: number };
-  /** Most input images / audio clips a job may carry (0: none). */
-  images: number;
-  audios: number;
-  /** Video: the image_mode values it runs images in (absent: any); tts_text taken (absent: yes). */
-  imageModes?: readonly ('keyframe' | 'reference')[];
-  /** Video: the audio_mode values it runs audios in (absent: any). */
-  audioModes?: readonly ('voice' | 'track')[];
-  ttsText?: boolean;
-  /** Why images, audios, an image or audio mode or tts_text are refused where the profile does not take them yet. */
-  inputsNote?: string;
-}
+/** What a profile's pipeline can run (the catalog's capability table entry plus the worker's run-time facts:
+ * catalog/capabilities.ts acceptsFor), so the API refuses at creation what it would fail on. */
+export type { Accepts };
 
 /** A profile the worker can run, as /api/config shows it. */
 export interface ServedProfile {

@@ -12,7 +12,10 @@ import {
   TTS_DEFAULTS, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_AUDIO_MODES, VIDEO_CAPABILITIES, VIDEO_DEFAULTS, VIDEO_IMAGE_MODES, VIDEO_PROFILES, VIDEO_RES,
   voicesWithoutPicture, WAIT_DEFAULT_S,
 } from '../../src/catalog';
+import { BadInputError } from '../../src/common/errors';
 import { draftImage, draftVideo } from '../../src/jobs/job-requests';
+import { MAX_KEYFRAMES } from '../../src/models/minimax_h3/sequence/keyframes';
+import { checkInputs, MAX_VOICES } from '../../src/models/minimax_h3/task';
 import { GetJobQueryDto } from '../../src/jobs/jobs.dto';
 import { GenerateImageDto } from '../../src/image/image.dto';
 import { TtsDto } from '../../src/tts/tts.dto';
@@ -132,4 +135,27 @@ test('"voices need a picture" is one rule: voices are clips in audio_mode voice 
   assert.equal(voicesWithoutPicture(c, { images: 0, audios: 1, audio_mode: 'voice', tts_text: true }), false, 'with tts_text the clip is the speech\'s voice');
   assert.equal(voicesWithoutPicture(c, { images: 0, audios: 1, audio_mode: 'track', tts_text: false }), false);
   assert.equal(voicesWithoutPicture(c, { images: 0, audios: 0, audio_mode: 'voice', tts_text: false }), false);
+});
+
+test('MiniMax H3 asserts what the table guaranteed: its input checks are the table\'s limits and rules', () => {
+  const c = capabilitiesOf('video', 'basevid50')!;
+  // the table never lets through more than the model lays out
+  for (const e of VIDEO_CAPABILITIES) assert.ok(e.images.max <= MAX_KEYFRAMES && e.audios.modes.voice.max === MAX_VOICES, e.profile);
+  const ok = (over: Partial<Parameters<typeof checkInputs>[0]>) => checkInputs({ images: [], audios: [], ...over });
+  const refused = (over: Partial<Parameters<typeof checkInputs>[0]>, re: RegExp) => assert.throws(() => ok(over), (e: unknown) => e instanceof BadInputError && re.test(e.message));
+  const files = (n: number) => Array.from({ length: n }, (_, i) => `f${i}`);
+  // what drafting makes of each request the table allows, the model runs
+  for (const [images, audios, audio_mode] of [[0, 0, 'voice'], [2, 0, 'voice'], [1, 3, 'voice'], [0, 1, 'track'], [6, 1, 'track']] as const) {
+    const inputs = { images, audios, audio_mode, tts_text: false };
+    assert.equal(voicesWithoutPicture(c, inputs), false);
+    const d = draftVideo({ prompt: 'x', profile: c.profile, audio_mode }, images, audios);
+    ok({ images: files(images), audios: files(audios), audioMode: d.audio_mode, imageMode: d.image_mode });
+  }
+  // and refuses what the table's rules refuse, with the reasons the pipeline always gave
+  refused({ audios: ['v'], audioMode: 'voice' }, /^MiniMax H3: voices \(audio_mode voice\) need at least one reference picture \(image_mode reference\)/);
+  refused({ images: ['p'], imageMode: 'keyframe', audios: ['v'] }, /need at least one reference picture/);
+  refused({ images: ['p'], imageMode: 'reference', audios: files(4) }, /^MiniMax H3: 4 voices given, at most 3$/);
+  refused({ audios: files(2), audioMode: 'track' }, /^MiniMax H3: audio_mode track takes 1 clip \(the soundtrack\), 2 given$/);
+  refused({ images: files(7) }, /^MiniMax H3: 7 keyframes given, at most 6$/);
+  refused({ images: files(7), imageMode: 'reference' }, /^MiniMax H3: 7 reference pictures given, at most 6$/);
 });

@@ -7,7 +7,7 @@
 // (upstream's num_inference_steps: S steps, S - 1 forwards), the distilled weights' model evaluations (N steps, N
 // forwards on the grid linspace(1, 0, N + 1) shifted per modality). See docs/models/minimax-h3.md "Steps per profile".
 import type { Engine } from '../../engine/engine';
-import { VIDEO_PROFILES } from '../../catalog';
+import { VIDEO_PROFILES, type VideoProfileName } from '../../catalog';
 import type { ComputeDType } from '../common/weights';
 import type { H3Config } from './transformer/config';
 import { MiniMaxH3Transformer, type H3LoadOptions } from './transformer/transformer';
@@ -16,8 +16,8 @@ import { openH3Weights, RELEASED_H3_CONFIG, type QkvRows } from './transformer/n
 import { h3StepPlan, type H3StepCount, type H3StepPlan } from './sampler/sigmas';
 import { SOL_STEP_CACHE, type StepCachePolicy } from './sampler/step-cache';
 
-export const H3_PROFILE_NAMES = ['basevid50', 'basevid50_sol', 'fastvid', 'turbo_int8', 'fastvid_4step_int8', 'fastvid_fast'] as const;
-export type H3ProfileName = (typeof H3_PROFILE_NAMES)[number];
+/** The catalog's video profiles (its capability table writes their names once): this table has a row for each. */
+export type H3ProfileName = VideoProfileName;
 
 /** The turbo adapters of weights/minimax-h3.json (checkpoint minimax-h3-turbo), by manifest component. */
 export type H3AdapterComponent = 'adapter_8step' | 'adapter_4step';
@@ -67,6 +67,9 @@ export const H3_PROFILES: Readonly<Record<H3ProfileName, H3Profile>> = {
   fastvid_4step_int8: row('fastvid_4step_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_4step', stepCache: null, ref2va: false, note: 'base DiT + the 4-step turbo adapter merged at load, then int8: 4 forwards' }),
   fastvid_fast: row('fastvid_fast', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, ref2va: false, note: "fastvid's distilled weights at 6 forwards instead of 8" }),
 };
+
+/** The six, in this table's order. */
+export const H3_PROFILE_NAMES = Object.keys(H3_PROFILES) as readonly H3ProfileName[];
 
 export function h3Profile(name: string): H3Profile {
   if (!(H3_PROFILE_NAMES as readonly string[]).includes(name)) throw new RangeError(`unknown MiniMax H3 profile ${JSON.stringify(name)} (have ${H3_PROFILE_NAMES.join(', ')})`);

@@ -1,12 +1,16 @@
 // One MiniMax H3 video job as the pipeline takes it (the GPU worker builds it: src/worker/profiles/video.ts), which
 // inputs the pipeline runs (checkInputs) and the job's latent geometry (jobGeometry).
+import { hasVoices, VIDEO_CAPABILITIES, VIDEO_DEFAULTS, voicesWithoutPicture } from '../../catalog';
 import { BadInputError } from '../../common/errors';
 import type { RunContext } from '../common/pipeline';
-import { MAX_KEYFRAMES } from './sequence/keyframes';
 import { resolveGeometry, type Geometry } from './sequence/packed-sequence';
 
-/** At most this many voices (upstream's max_audios, the contract's 3 clips). */
-export const MAX_VOICES = 3;
+/** The capability table's entries of this model's profiles (catalog/capabilities.ts): their input limits and rules are
+ * the same for all six. */
+const H3_INPUTS = VIDEO_CAPABILITIES.find((c) => c.model === 'MiniMax H3')!;
+
+/** At most this many voices (upstream's max_audios, the contract's 3 clips): the table's. */
+export const MAX_VOICES = H3_INPUTS.audios.modes.voice.max;
 
 /** What one video job asks for (the GPU worker builds it from its task: src/worker/profiles/video.ts). */
 export interface VideoTask {
@@ -40,16 +44,20 @@ export interface VideoTask {
 
 /** What the pipeline runs: text alone, 1 to 6 keyframes (image_mode keyframe), a soundtrack (audio_mode track, 1 clip,
  * or a spoken one from task.speech and no clip) with or without them, 1 to 6 reference pictures (image_mode reference)
- * with 0 to 3 voices (audio_mode voice) or a soundtrack; voices without reference pictures (upstream's Ref2VA refuses
- * audio-only requests) are refused. */
+ * with 0 to 3 voices (audio_mode voice) or a soundtrack. The service's capability table guaranteed all of it before the
+ * task was made (drafting, and the worker's accepts at creation); these are assertions of that table's limits and
+ * rules, so a direct caller (a test, a bench, the planner) is refused before sampling with the same reasons. */
 export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
   if (task.speech && task.audios.length) throw new BadInputError('MiniMax H3: a spoken soundtrack (tts_text) is the only audio of the job; its voice goes to the speech model, not here');
   if (task.speech) return checkImages(task);
-  if (task.audios.length && task.audioMode !== 'track') {
-    if (!task.images.length || task.imageMode !== 'reference') throw new BadInputError('MiniMax H3: voices (audio_mode voice) need at least one reference picture (image_mode reference): upstream\'s Ref2VA takes no audio reference alone');
-    if (task.audios.length > MAX_VOICES) throw new BadInputError(`MiniMax H3: ${task.audios.length} voices given, at most ${MAX_VOICES}`);
+  const inputs = { images: task.images.length, audios: task.audios.length, audio_mode: task.audioMode ?? VIDEO_DEFAULTS.audio_mode, tts_text: false };
+  if (hasVoices(inputs)) {
+    const voice = H3_INPUTS.audios.modes.voice;
+    if (voicesWithoutPicture(H3_INPUTS, inputs) || task.imageMode !== voice.image_mode) throw new BadInputError('MiniMax H3: voices (audio_mode voice) need at least one reference picture (image_mode reference): upstream\'s Ref2VA takes no audio reference alone');
+    if (task.audios.length > voice.max) throw new BadInputError(`MiniMax H3: ${task.audios.length} voices given, at most ${voice.max}`);
   }
-  if (task.audioMode === 'track' && task.audios.length !== 1) throw new BadInputError(`MiniMax H3: audio_mode track takes 1 clip (the soundtrack), ${task.audios.length} given`);
+  const track = H3_INPUTS.audios.modes.track;
+  if (task.audioMode === 'track' && task.audios.length !== track.max) throw new BadInputError(`MiniMax H3: audio_mode track takes ${track.max} clip (the soundtrack), ${task.audios.length} given`);
   checkImages(task);
 }
 
@@ -60,7 +68,8 @@ export function voicePaths(task: Pick<VideoTask, 'audios' | 'audioMode' | 'speec
 
 function checkImages(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
   const reference = task.imageMode === 'reference';
-  if (task.images.length > MAX_KEYFRAMES) throw new BadInputError(`MiniMax H3: ${task.images.length} ${reference ? 'reference pictures' : 'keyframes'} given, at most ${MAX_KEYFRAMES}`);
+  const max = H3_INPUTS.images.max;
+  if (task.images.length > max) throw new BadInputError(`MiniMax H3: ${task.images.length} ${reference ? 'reference pictures' : 'keyframes'} given, at most ${max}`);
 }
 
 /** The job's latent geometry; its frame count must already be on the 17k + 5 grid (the service snaps it). */

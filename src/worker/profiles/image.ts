@@ -4,7 +4,7 @@
 // trained one committed under assets/demo (trained-demo.ts), or a random one where the checkout lacks it.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { findProfile, MAX_STEPS, referenceArea } from '../../catalog';
+import { acceptsFor, capabilitiesOf, referenceArea } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { planDemoQwenImage21 } from '../../models/qwen_image21/demo';
 import { planTrainedDemoQwenImage21, TRAINED_DEMO_GRAMMAR, TRAINED_DEMO_PATH, TRAINED_DEMO_SUGGESTION } from '../../models/qwen_image21/trained-demo';
@@ -53,8 +53,8 @@ export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, d
   return {
     kind: 'image',
     profile,
-    // flowMatchSchedule needs two grid points (one step stretches to 0/0 upstream); editing takes 1..10 references
-    accepts: { steps: { min: 2, max: MAX_STEPS }, images: findProfile('image', profile)!.max_images, audios: 0 },
+    // the capability table's entry (its steps.min: what the model's schedule runs)
+    accepts: acceptsFor(capabilitiesOf('image', profile)!),
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),

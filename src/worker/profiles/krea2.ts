@@ -4,7 +4,7 @@
 // once into DEMO_WEIGHTS_DIR (shared by both profiles: same files, the int8 happens at load).
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { findProfile, MAX_STEPS } from '../../catalog';
+import { acceptsFor, capabilitiesOf } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { planDemoKrea2 } from '../../models/krea2/demo';
 import { krea2DemoLayout, krea2Layout, Krea2Pipeline, type Krea2ImageTask } from '../../models/krea2/pipeline';
@@ -45,8 +45,8 @@ export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: We
   return {
     kind: 'image',
     profile,
-    // the schedule needs one step at least (8 is the profile's); 0..3 style references
-    accepts: { steps: { min: 1, max: MAX_STEPS }, images: findProfile('image', profile)!.max_images, audios: 0 },
+    // the capability table's entry (its steps.min: what the model's schedule runs)
+    accepts: acceptsFor(capabilitiesOf('image', profile)!),
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),

@@ -5,11 +5,9 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { MAX_STEPS, TRACK_MAX_AUDIOS } from '../../catalog';
+import { acceptsFor, capabilitiesOf } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
-import { MAX_KEYFRAMES } from '../../models/minimax_h3/sequence/keyframes';
-import { MAX_VOICES } from '../../models/minimax_h3/task';
 import type { TrainedDemoPlan } from '../../models/common/trained-demo';
 import { planTrainedDemoH3, TRAINED_H3_DEMO_GRAMMAR, TRAINED_H3_DEMO_PATH, TRAINED_H3_DEMO_SUGGESTION } from '../../models/minimax_h3/trained-demo';
 import { projectRoot } from '../../paths';
@@ -84,18 +82,11 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
   return {
     kind: 'video',
     profile: profile.name,
-    // a 1-step request runs one forward (the smallest grid, [1, 0])
-    // keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the
-    // soundtrack (tts_text in the voice of audios[0]) run; reference pictures (image_mode reference) and voices
-    // (audio_mode voice, with reference pictures) or a soundtrack beside them where upstream publishes Ref2VA weights for
-    // the profile
-    accepts: {
-      steps: { min: 1, max: MAX_STEPS }, images: MAX_KEYFRAMES, audios: profile.ref2va ? MAX_VOICES : TRACK_MAX_AUDIOS,
-      imageModes: profile.ref2va ? ['keyframe', 'reference'] : ['keyframe'], audioModes: profile.ref2va ? ['track', 'voice'] : ['track'], ttsText: true,
-      inputsNote: profile.ref2va
-        ? 'text to video, keyframes (image_mode keyframe, 1 to 6 images), reference pictures (image_mode reference, 1 to 6) with 0 to 3 voices (audio_mode voice) or a soundtrack, a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) run'
-        : `reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only, not for ${profile.name}'s; text to video, keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) run`,
-    },
+    // the capability table's entry, with what only this worker knows: whether the profile has the Ref2VA weights that
+    // reference pictures (image_mode reference) and voices (audio_mode voice) run on
+    accepts: acceptsFor(capabilitiesOf('video', profile.name)!, {
+      ref2va: profile.ref2va ? true : { missing: `which upstream publishes for the base release only, not for ${profile.name}'s` },
+    }),
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
