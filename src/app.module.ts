@@ -26,6 +26,8 @@ import { JobsService } from './jobs/jobs.service';
 import { MediaInputProbe } from './jobs/media-input-probe';
 import { OutboundClient } from './net/outbound';
 import { RootController } from './root.controller';
+import { OpenAiController } from './openai/openai.controller';
+import { OpenAiImagesService } from './openai/images.service';
 import { EtaModel } from './scheduler/eta';
 import { LocalWorker } from './scheduler/local-worker';
 import { RedisFleet } from './scheduler/redis-fleet';
@@ -133,6 +135,7 @@ export class AppModule {
       VideoService,
       ImageService,
       TtsService,
+      OpenAiImagesService,
       HealthService,
       { provide: APP_GUARD, useClass: TokenGuard },
       { provide: APP_PIPE, useClass: ApiValidationPipe },
@@ -140,7 +143,7 @@ export class AppModule {
     ];
     return {
       module: AppModule,
-      controllers: [VideoController, ImageController, TtsController, JobsController, EventsController, HealthController, MetricsController, RootController],
+      controllers: [VideoController, ImageController, TtsController, JobsController, EventsController, HealthController, MetricsController, RootController, OpenAiController],
       providers,
       exports: [Scheduler, JobsService],
     };

@@ -1,10 +1,10 @@
 import { CanActivate, ExecutionContext, HttpException, HttpStatus, Inject, Injectable } from '@nestjs/common';
 import type { Request } from 'express';
-import { presentedToken, tokenMatches } from './token';
+import { guardedPath, presentedToken, tokenMatches } from './token';
 
 export const API_TOKEN = Symbol('API_TOKEN');
 
-/** Every /api/* route needs the token; /out, /docs, /openapi.json and / do not. CORS preflights never reach
+/** Every /api/* and /v1/* route needs the token; /out, /docs, /openapi.json and / do not. CORS preflights never reach
  * guards (the CORS middleware answers them). Registered once, globally, in the app module. */
 @Injectable()
 export class TokenGuard implements CanActivate {
@@ -12,7 +12,7 @@ export class TokenGuard implements CanActivate {
 
   canActivate(ctx: ExecutionContext): boolean {
     const req = ctx.switchToHttp().getRequest<Request>();
-    if (!req.path.startsWith('/api/') && req.path !== '/api') return true;
+    if (!guardedPath(req.path)) return true;
     const given = presentedToken(req.headers, req.query as Record<string, unknown>);
     if (given === undefined || !tokenMatches(given, this.token)) throw new HttpException({ detail: 'bad token' }, HttpStatus.UNAUTHORIZED);
     return true;

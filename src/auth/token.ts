@@ -34,3 +34,8 @@ export function presentedToken(headers: Record<string, string | string[] | undef
   if (typeof query.token === 'string') return query.token;
   return undefined;
 }
+
+/** The paths that need the token: Kiln's own API (/api/*) and its OpenAI-compatible face (/v1/*). */
+export function guardedPath(path: string): boolean {
+  return path === '/api' || path.startsWith('/api/') || path === '/v1' || path.startsWith('/v1/');
+}

@@ -3,9 +3,10 @@ import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
 import { BadInputError, NotFoundError, QueueFullError, UnavailableError } from '../common/errors';
 import { redactUrl } from '../common/logger';
+import { openAiErrorBody, openAiStatus } from './openai-error';
 import { ValidationFailed } from './validation';
 
-/** Maps every error to the spec's bodies: `{"detail": ...}`. Bad input is never a 500. */
+/** Maps every error to the spec's bodies: `{"detail": ...}` (OpenAI's `{"error": ...}` under /v1/). Bad input is never a 500. */
 @Catch()
 export class HttpExceptionFilter implements ExceptionFilter {
   constructor(private readonly log: Logger) {}
@@ -19,7 +20,9 @@ export class HttpExceptionFilter implements ExceptionFilter {
       res.end();
       return;
     }
-    res.status(status).json(body);
+    // the OpenAI-compatible face answers in OpenAI's error shape (src/openai/)
+    if (req.path.startsWith('/v1/')) res.status(openAiStatus(status)).json(openAiErrorBody(status, (body as { detail?: unknown }).detail));
+    else res.status(status).json(body);
   }
 
   private map(err: unknown): [number, unknown] {

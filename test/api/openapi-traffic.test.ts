@@ -36,6 +36,10 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     const wav = wavBytes(3);
     const get = (p: string) => t.http.get(p).set(auth);
     // creates, JSON and multipart
+    // the OpenAI-compatible face (its errors: test/api/openai)
+    assert.equal((await get('/v1/models')).status, 200);
+    assert.equal((await get('/v1/models/imgmain')).status, 200);
+    assert.equal((await t.http.post('/v1/images/generations').set(auth).send({ prompt: 'a kite', size: '256x256', response_format: 'url' })).status, 200);
     const video = (await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'a kite', seconds: 1, res: '352p' })).body;
     const videoForm = await t.http.post('/api/jobs').set(auth).field('prompt', 'a kite').field('seconds', '1').field('res', '352p').attach('images', png, 'a.png');
     assert.equal(videoForm.status, 200, JSON.stringify(videoForm.body));

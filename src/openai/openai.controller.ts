@@ -1,0 +1,49 @@
+// Kiln's OpenAI-compatible face, under /v1/ (README "Using Kiln from OpenAI clients"): the official SDKs pointed at
+// Kiln's base URL with its token. A thin mapping onto the same request path and jobs as /api/*: every job made here
+// shows in /api/jobs, the page, events and metrics. Errors come in OpenAI's shape (http/openai-error.ts).
+import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { Request, Response } from 'express';
+import { clientGone } from '../http/request-signal';
+import { OpenAiImageGenerateDto } from './images.dto';
+import { OpenAiImagesService } from './images.service';
+import { kilnModels } from './models';
+import { ApiOpenAi, ApiOpenAiCreateErrors, ApiOpenAiNotFound, OpenAiImagesResponseDto, OpenAiModelDto, OpenAiModelListDto } from './openai.schema';
+
+/** Models' `created`: when this service started (the profiles exist as long as it runs). */
+const STARTED = Math.floor(Date.now() / 1000);
+
+const modelObject = (m: { id: string; kind: string }) => ({ id: m.id, object: 'model', created: STARTED, owned_by: 'kiln', kind: m.kind });
+
+@ApiTags('openai')
+@ApiOpenAi()
+@Controller('v1')
+export class OpenAiController {
+  constructor(private readonly images: OpenAiImagesService) {}
+
+  @Get('models')
+  @ApiOperation({ summary: 'OpenAI: every model (Kiln profile) served, with its kind' })
+  @ApiOkResponse({ type: OpenAiModelListDto })
+  listModels() {
+    return { object: 'list', data: kilnModels().map(modelObject) };
+  }
+
+  @Get('models/:id')
+  @ApiOperation({ summary: 'OpenAI: one model' })
+  @ApiOkResponse({ type: OpenAiModelDto })
+  @ApiOpenAiNotFound()
+  getModel(@Param('id') id: string) {
+    const m = kilnModels().find((x) => x.id === id);
+    if (!m) throw new NotFoundException({ detail: `no model ${JSON.stringify(id)}; models here: ${kilnModels().map((x) => x.id).join(', ')}` });
+    return modelObject(m);
+  }
+
+  @Post('images/generations')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'OpenAI: generate images (n jobs, answered when done)' })
+  @ApiOkResponse({ type: OpenAiImagesResponseDto })
+  @ApiOpenAiCreateErrors()
+  generate(@Body() dto: OpenAiImageGenerateDto, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+    return this.images.generate(dto, `${req.protocol}://${req.get('host')}`, clientGone(res));
+  }
+}

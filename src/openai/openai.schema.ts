@@ -1,0 +1,57 @@
+// The OpenAPI schemas of the /v1/ face's answers (OpenAI's objects, as far as Kiln fills them).
+import { applyDecorators } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiExtraModels, ApiNotFoundResponse, ApiProperty, ApiPropertyOptional, ApiSecurity, ApiServiceUnavailableResponse, ApiTooManyRequestsResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
+
+export class OpenAiErrorDetailDto {
+  @ApiProperty() message!: string;
+  @ApiProperty({ example: 'invalid_request_error' }) type!: string;
+  @ApiProperty({ type: String, nullable: true }) param!: string | null;
+  @ApiProperty({ type: String, nullable: true }) code!: string | null;
+}
+
+export class OpenAiErrorDto {
+  @ApiProperty({ type: OpenAiErrorDetailDto }) error!: OpenAiErrorDetailDto;
+}
+
+export class OpenAiModelDto {
+  @ApiProperty({ example: 'imgmain' }) id!: string;
+  @ApiProperty({ enum: ['model'] }) object!: string;
+  @ApiProperty({ type: 'integer' }) created!: number;
+  @ApiProperty({ example: 'kiln' }) owned_by!: string;
+  @ApiProperty({ enum: ['image', 'video', 'tts'], description: 'Kiln extension: what the model makes' }) kind!: string;
+}
+
+export class OpenAiModelListDto {
+  @ApiProperty({ enum: ['list'] }) object!: string;
+  @ApiProperty({ type: [OpenAiModelDto] }) data!: OpenAiModelDto[];
+}
+
+export class OpenAiImageDto {
+  @ApiPropertyOptional({ description: 'response_format url: the finished png' }) url?: string;
+  @ApiPropertyOptional({ description: 'response_format b64_json' }) b64_json?: string;
+}
+
+export class OpenAiImagesResponseDto {
+  @ApiProperty({ type: 'integer' }) created!: number;
+  @ApiProperty({ type: [OpenAiImageDto] }) data!: OpenAiImageDto[];
+  @ApiProperty({ enum: ['png', 'jpeg', 'webp'] }) output_format!: string;
+  @ApiProperty({ example: '1024x1024' }) size!: string;
+}
+
+/** The /v1/ face's security and refusals, in OpenAI's error shape. */
+export const ApiOpenAi = () =>
+  applyDecorators(
+    ApiExtraModels(OpenAiErrorDto),
+    ApiSecurity('bearer'),
+    ApiUnauthorizedResponse({ description: 'Token missing or wrong (code invalid_api_key)', type: OpenAiErrorDto }),
+  );
+
+/** A /v1/ create's refusals. */
+export const ApiOpenAiCreateErrors = () =>
+  applyDecorators(
+    ApiBadRequestResponse({ description: 'A value a user can fix (OpenAI answers validation errors with 400 too)', type: OpenAiErrorDto }),
+    ApiTooManyRequestsResponse({ description: 'The queue is full', type: OpenAiErrorDto }),
+    ApiServiceUnavailableResponse({ description: 'No worker serves the profile', type: OpenAiErrorDto }),
+  );
+
+export const ApiOpenAiNotFound = () => ApiNotFoundResponse({ description: 'No such model', type: OpenAiErrorDto });

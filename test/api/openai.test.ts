@@ -1,0 +1,87 @@
+// The OpenAI-compatible face (/v1/, issue 45), driven only by the official `openai` npm SDK against the real server on
+// the demo weights: models, image generation (b64_json and url, n > 1, OpenAI's model names, output formats), errors
+// in OpenAI's shape as the SDK's own error classes, and the jobs it makes visible through Kiln's API.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+import sharp from 'sharp';
+import { auth, startAppOnDemoWeights, TOKEN, type TestApp } from './harness';
+import { pngSize } from './inputs';
+
+/** Kiln's extensions ride along in the body as the SDK sends unknown keys through. */
+type Generate = OpenAI.Images.ImageGenerateParamsNonStreaming & { seed?: number; steps?: number };
+
+describe('the OpenAI-compatible face through the official SDK', () => {
+  let t: TestApp;
+  let client: OpenAI;
+  before(async () => {
+    t = await startAppOnDemoWeights();
+    client = new OpenAI({ apiKey: TOKEN, baseURL: `${t.url}/v1`, maxRetries: 0 });
+  });
+  after(async () => {
+    await t.close(true);
+  });
+
+  const generate = (p: Generate) => client.images.generate(p as OpenAI.Images.ImageGenerateParamsNonStreaming);
+
+  test('models: every profile with its kind; one by id; an unknown one is a NotFoundError', async () => {
+    const ids: Record<string, string> = {};
+    for await (const m of client.models.list()) ids[m.id] = (m as unknown as { kind: string }).kind;
+    assert.deepEqual([ids.imgmain, ids.imgart_turbo, ids.fastvid, ids.tts], ['image', 'image', 'video', 'tts']);
+    assert.equal((await client.models.retrieve('fastvid')).owned_by, 'kiln');
+    await assert.rejects(client.models.retrieve('gpt-5'), (e: unknown) => e instanceof OpenAI.NotFoundError && /no model "gpt-5"; models here: imgmain/.test(e.message));
+  });
+
+  test('b64_json: a png of the asked size, made as a Kiln job (t2i, imgmain for dall-e-2) that /api/jobs shows', async () => {
+    const r = await generate({ model: 'dall-e-2', prompt: 'a red square on a blue background', size: '256x256', response_format: 'b64_json', seed: 7, steps: 2 });
+    assert.equal(r.data!.length, 1);
+    const png = Buffer.from(r.data![0]!.b64_json!, 'base64');
+    assert.deepEqual(pngSize(png), { width: 256, height: 256 });
+    assert.equal((r as unknown as { size: string }).size, '256x256');
+    const listed = (await t.http.get('/api/jobs').set(auth)).body as Record<string, unknown>[] | { jobs: Record<string, unknown>[] };
+    const job = (Array.isArray(listed) ? listed : listed.jobs).find((j) => j.seed === 7 && j.prompt === 'a red square on a blue background')!;
+    assert.deepEqual([job.kind, job.profile, job.mode, job.size, job.status], ['image', 'imgmain', 't2i', '256x256', 'done']);
+    const own = await t.http.get(`/api/jobs/${String(job.id)}/image`).set(auth).buffer(true);
+    assert.ok((own.body as Buffer).equals(png), 'the same bytes as Kiln\'s own download');
+  });
+
+  test('n = 2 with url: two absolute URLs of the finished pngs, consecutive seeds give different pictures; webp as b64_json', async () => {
+    const r = await generate({ model: 'imgmain', prompt: 'a yellow circle', n: 2, size: '256x256', response_format: 'url', seed: 40, steps: 2 });
+    assert.equal(r.data!.length, 2);
+    const bodies = [];
+    for (const d of r.data!) {
+      assert.match(d.url!, new RegExp(`^${t.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}/out/[\\w-]+\\.png$`));
+      const res = await fetch(d.url!);
+      assert.equal(res.status, 200);
+      bodies.push(Buffer.from(await res.arrayBuffer()));
+    }
+    assert.ok(!bodies[0]!.equals(bodies[1]!), 'seeds 40 and 41 differ');
+    const again = await generate({ model: 'imgmain', prompt: 'a yellow circle', size: '256x256', response_format: 'b64_json', output_format: 'webp', seed: 40, steps: 2 });
+    const webp = Buffer.from(again.data![0]!.b64_json!, 'base64');
+    const meta = await sharp(webp).metadata();
+    assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 256, 256]);
+  });
+
+  test('errors come as the SDK\'s classes with Kiln\'s message: bad key, unknown model, a video profile, bad size, n > 10, jpeg as url', async () => {
+    const bad = new OpenAI({ apiKey: 'wrong-key-000000', baseURL: `${t.url}/v1`, maxRetries: 0 });
+    await assert.rejects(bad.images.generate({ prompt: 'x' }), (e: unknown) => e instanceof OpenAI.AuthenticationError && e.code === 'invalid_api_key');
+    await assert.rejects(bad.models.list(), (e: unknown) => e instanceof OpenAI.AuthenticationError);
+    const cases: [Generate, RegExp, string | null][] = [
+      [{ model: 'sdxl', prompt: 'x' }, /unknown model "sdxl"; image models here: imgmain, imgmain_bf16, imgart_turbo, imgart_turbo_int8 \(and gpt-image-1, .*dall-e-3, which run imgmain\)/, null],
+      [{ model: 'fastvid', prompt: 'x' }, /model fastvid makes videos, not images/, null],
+      [{ prompt: 'x', size: '100x100' as never }, /size/, null],
+      [{ prompt: 'x', n: 11 }, /400 n: n must not be greater than 10/, 'n'],
+      [{ prompt: 'x', response_format: 'url', output_format: 'jpeg' }, /output_format jpeg comes only with response_format b64_json/, null],
+      [{ prompt: '   ' }, /prompt is empty/, null],
+    ];
+    for (const [p, message, param] of cases) {
+      await assert.rejects(generate(p), (e: unknown) => {
+        assert.ok(e instanceof OpenAI.BadRequestError, `${JSON.stringify(p)}: ${String(e)}`);
+        assert.match(e.message, message);
+        assert.equal(e.type, 'invalid_request_error');
+        assert.equal(e.param ?? null, param);
+        return true;
+      });
+    }
+  });
+});
