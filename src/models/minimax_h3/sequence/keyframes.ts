@@ -15,6 +15,7 @@
 //         rowTimestepPlan's conditioning defaults)
 // ComfyUI's spatial axis is arange(n) * (ratio / n) + (1 - ratio) / 2, which can differ from diffusers' linspace form
 // in the last bit; each path reproduces its own upstream.
+import { VIDEO_MAX_IMAGES } from '../../../catalog';
 import { PackedRows } from './packed-rows';
 import {
   AUDIO_CHANNELS, buildPackedSequence, frameGridOfAxes, temporalGrid, type FrameGrid, type PackedSequence, type PackedSequenceRequest,
@@ -23,8 +24,8 @@ import {
 const FRAME_RESCALE = 5.0 / 3.0;
 const FRAMES_PER_LATENT = [1, 4, 4, 4, 4] as const;
 const SPATIAL_SCALE = 32;
-/** The service's keyframe limit (service-api.md: 0 to 6 images). */
-export const MAX_KEYFRAMES = 6;
+/** The service's keyframe limit (service-api.md: 0 to 6 images): the catalog's, which its capability table reads. */
+export const MAX_KEYFRAMES = VIDEO_MAX_IMAGES;
 
 /**
  * Pixel frames the service pins `count` keyframe images at, for a video of `numFrames` frames: 0; 0 and the last;
