@@ -1,6 +1,7 @@
-// POST /v1/images/generations as the official `openai` SDK sends it (images.generate): OpenAI's fields, of which Kiln
-// honours prompt, model, n, size, response_format and output_format, and takes quality, style, moderation and user
-// as the SDK may send them (nothing to do with them here). seed, steps and negative_prompt are Kiln's extensions.
+// POST /v1/images/generations (JSON) and /v1/images/edits (multipart) as the official `openai` SDK sends them
+// (images.generate, images.edit): OpenAI's fields, of which Kiln honours prompt, model, n, size, response_format and
+// output_format, and takes quality, style, moderation, input_fidelity and user as the SDK may send them (nothing to do
+// with them here). seed, steps and negative_prompt are Kiln's extensions.
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDefined, IsIn, IsInt, IsString, Max, Min } from 'class-validator';
 import { IMAGE_DEFAULTS, IMAGE_PROFILES, MAX_STEPS } from '../catalog';
@@ -52,4 +53,11 @@ export class OpenAiImageGenerateDto {
   @ApiPropertyOptional({ description: 'Kiln extension' })
   @Optional() @IsString()
   negative_prompt?: string;
+}
+
+/** POST /v1/images/edits: the same fields as a form; the pictures come as `image` or `image[]` file parts. */
+export class OpenAiImageEditFormDto extends OpenAiImageGenerateDto {
+  static multipart = true;
+
+  @ApiPropertyOptional({ description: 'Accepted and ignored' }) @Optional() @IsString() input_fidelity?: string;
 }

@@ -8,8 +8,9 @@ import { MAX_SEED, MAX_WAIT_S } from '../catalog';
 import { BadInputError } from '../common/errors';
 import { ImageService } from '../image/image.service';
 import { JobsService } from '../jobs/jobs.service';
+import type { InputFile } from '../jobs/input-probe';
 import { MAX_N, type OpenAiImageGenerateDto } from './images.dto';
-import { imageProfileOf } from './models';
+import { editProfileOf, imageProfileOf } from './models';
 
 export interface OpenAiImage {
   url?: string;
@@ -20,9 +21,11 @@ export interface OpenAiImage {
 export class OpenAiImagesService {
   constructor(private readonly image: ImageService, private readonly jobs: JobsService) {}
 
-  /** `baseUrl`: scheme and host the client reached, for absolute file URLs. */
-  async generate(dto: OpenAiImageGenerateDto, baseUrl: string, signal?: AbortSignal): Promise<Record<string, unknown>> {
-    const profile = imageProfileOf(dto.model);
+  /** Images from the prompt (`pictures` absent), or edits of `pictures` (Kiln's edit mode: every picture is
+   * Picture 1, 2, ... of the instruction). `baseUrl`: scheme and host the client reached, for absolute file URLs. */
+  async generate(dto: OpenAiImageGenerateDto, baseUrl: string, signal?: AbortSignal, pictures?: InputFile[]): Promise<Record<string, unknown>> {
+    const profile = pictures ? editProfileOf(dto.model) : imageProfileOf(dto.model);
+    if (pictures?.length === 0) throw new BadInputError('image: no picture to edit; send one or more as image (or image[]) file parts');
     const format = dto.response_format ?? (dto.model?.startsWith('gpt-image') ? 'b64_json' : 'url');
     const output = dto.output_format ?? 'png';
     if (format === 'url' && output !== 'png') {
@@ -37,7 +40,7 @@ export class OpenAiImagesService {
           prompt: dto.prompt, profile, seed: seed + i, steps: dto.steps, negative_prompt: dto.negative_prompt,
           ...(dto.size !== undefined && dto.size !== 'auto' ? { size: dto.size } : {}),
         },
-        { images: 0, load: async () => [] },
+        { images: pictures?.length ?? 0, load: async () => pictures ?? [] },
       );
       ids.push(job.id as string);
     }

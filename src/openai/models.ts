@@ -27,3 +27,11 @@ export function imageProfileOf(model: string | undefined): string {
   throw new BadInputError(`unknown model ${JSON.stringify(model)}; ${offered}`);
 }
 
+
+/** The editing profile `model` names (an image profile that edits: imgmain's family); 400 otherwise. */
+export function editProfileOf(model: string | undefined): string {
+  const profile = imageProfileOf(model);
+  const editing = IMAGE_PROFILES.filter((p) => p.can_edit).map((p) => p.profile);
+  if (!editing.includes(profile)) throw new BadInputError(`model ${profile} takes style references, not pictures to edit; editing models here: ${editing.join(', ')} (and ${OPENAI_IMAGE_MODELS.join(', ')}, which run ${IMAGE_DEFAULTS.profile})`);
+  return profile;
+}

@@ -1,11 +1,13 @@
 // Kiln's OpenAI-compatible face, under /v1/ (README "Using Kiln from OpenAI clients"): the official SDKs pointed at
 // Kiln's base URL with its token. A thin mapping onto the same request path and jobs as /api/*: every job made here
 // shows in /api/jobs, the page, events and metrics. Errors come in OpenAI's shape (http/openai-error.ts).
-import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
+import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { BadInputError } from '../common/errors';
+import { filesOf, uploadFields, type UploadedFiles as Files } from '../jobs/upload';
 import type { Request, Response } from 'express';
 import { clientGone } from '../http/request-signal';
-import { OpenAiImageGenerateDto } from './images.dto';
+import { OpenAiImageEditFormDto, OpenAiImageGenerateDto } from './images.dto';
 import { OpenAiImagesService } from './images.service';
 import { kilnModels } from './models';
 import { ApiOpenAi, ApiOpenAiCreateErrors, ApiOpenAiNotFound, OpenAiImagesResponseDto, OpenAiModelDto, OpenAiModelListDto } from './openai.schema';
@@ -17,6 +19,7 @@ const modelObject = (m: { id: string; kind: string }) => ({ id: m.id, object: 'm
 
 @ApiTags('openai')
 @ApiOpenAi()
+@ApiExtraModels(OpenAiImageEditFormDto)
 @Controller('v1')
 export class OpenAiController {
   constructor(private readonly images: OpenAiImagesService) {}
@@ -45,5 +48,19 @@ export class OpenAiController {
   @ApiOpenAiCreateErrors()
   generate(@Body() dto: OpenAiImageGenerateDto, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
     return this.images.generate(dto, `${req.protocol}://${req.get('host')}`, clientGone(res));
+  }
+
+  @Post('images/edits')
+  @HttpCode(200)
+  @UseInterceptors(uploadFields('image', 'image[]', 'mask'))
+  @ApiOperation({ summary: 'OpenAI: edit pictures (multipart; n jobs, answered when done)' })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ schema: { allOf: [{ $ref: getSchemaPath(OpenAiImageEditFormDto) }, { type: 'object', required: ['image'], properties: { image: { type: 'array', items: { type: 'string', format: 'binary' } } } }] } })
+  @ApiOkResponse({ type: OpenAiImagesResponseDto })
+  @ApiOpenAiCreateErrors()
+  edit(@Body() dto: OpenAiImageEditFormDto, @UploadedFiles() files: Files, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
+    if (files?.mask?.length) throw new BadInputError('mask: masks are not supported; Kiln\'s editing models change the whole picture as the prompt says (name the part to change in it); send the form without a mask');
+    const pictures = [...filesOf(files, 'image'), ...filesOf(files, 'image[]')];
+    return this.images.generate(dto, `${req.protocol}://${req.get('host')}`, clientGone(res), pictures);
   }
 }

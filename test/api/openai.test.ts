@@ -3,10 +3,10 @@
 // in OpenAI's shape as the SDK's own error classes, and the jobs it makes visible through Kiln's API.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 import sharp from 'sharp';
 import { auth, startAppOnDemoWeights, TOKEN, type TestApp } from './harness';
-import { pngSize } from './inputs';
+import { pngBytes, pngSize } from './inputs';
 
 /** Kiln's extensions ride along in the body as the SDK sends unknown keys through. */
 type Generate = OpenAI.Images.ImageGenerateParamsNonStreaming & { seed?: number; steps?: number };
@@ -23,6 +23,12 @@ describe('the OpenAI-compatible face through the official SDK', () => {
   });
 
   const generate = (p: Generate) => client.images.generate(p as OpenAI.Images.ImageGenerateParamsNonStreaming);
+  const edit = (p: Omit<OpenAI.Images.ImageEditParamsNonStreaming, 'image'> & { image: unknown; seed?: number; steps?: number }) => client.images.edit(p as OpenAI.Images.ImageEditParamsNonStreaming);
+  const png = async (w: number, h: number, name: string) => toFile(await pngBytes(w, h), name, { type: 'image/png' });
+  const jobOf = async (match: (j: Record<string, unknown>) => boolean) => {
+    const listed = (await t.http.get('/api/jobs').set(auth)).body as Record<string, unknown>[] | { jobs: Record<string, unknown>[] };
+    return (Array.isArray(listed) ? listed : listed.jobs).find(match)!;
+  };
 
   test('models: every profile with its kind; one by id; an unknown one is a NotFoundError', async () => {
     const ids: Record<string, string> = {};
@@ -82,6 +88,28 @@ describe('the OpenAI-compatible face through the official SDK', () => {
         assert.equal(e.param ?? null, param);
         return true;
       });
+    }
+  });
+
+  test('edits: one picture (b64_json) or several (image[], url) become Kiln edit jobs of those pictures', async () => {
+    const one = await edit({ model: 'gpt-image-1', image: await png(96, 64, 'a.png'), prompt: 'make the sky green', size: '256x256', response_format: 'b64_json', seed: 11, steps: 2 });
+    assert.deepEqual(pngSize(Buffer.from(one.data![0]!.b64_json!, 'base64')), { width: 256, height: 256 });
+    const a = await jobOf((j) => j.seed === 11 && j.prompt === 'make the sky green');
+    assert.deepEqual([a.profile, a.mode, a.image_count, a.status], ['imgmain', 'edit', 1, 'done']);
+    const two = await edit({ model: 'imgmain', image: [await png(64, 64, 'a.png'), await png(64, 96, 'b.png')], prompt: 'Picture 1 in the style of Picture 2', size: '256x256', response_format: 'url', seed: 12, steps: 2 });
+    assert.match(two.data![0]!.url!, /\/out\/[\w-]+\.png$/);
+    const b = await jobOf((j) => j.seed === 12 && j.mode === 'edit');
+    assert.deepEqual([b.image_count, b.status], [2, 'done']);
+  });
+
+  test('edits refused with a reason: a mask, no picture, a model that does not edit', async () => {
+    const cases: [() => Promise<unknown>, RegExp][] = [
+      [async () => edit({ image: await png(64, 64, 'a.png'), mask: await png(64, 64, 'm.png'), prompt: 'x', size: '256x256' }), /mask: masks are not supported/],
+      [async () => edit({ image: [], prompt: 'x', size: '256x256' }), /image: no picture to edit/],
+      [async () => edit({ model: 'imgart_turbo', image: await png(64, 64, 'a.png'), prompt: 'x', size: '256x256' }), /model imgart_turbo takes style references, not pictures to edit; editing models here: imgmain, imgmain_bf16/],
+    ];
+    for (const [call, message] of cases) {
+      await assert.rejects(call(), (e: unknown) => e instanceof OpenAI.BadRequestError && message.test(e.message));
     }
   });
 });
