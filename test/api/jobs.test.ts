@@ -203,6 +203,12 @@ describe('jobs: lifecycle, queue, wait, downloads, delete', () => {
     assert.deepEqual(cfg.image.sizes['4:3'], { '1K': [1152, 864], '2K': [2304, 1728] });
     assert.equal(cfg.video.seconds.options.find((o: any) => o.seconds === 5).frames, 124);
     assert.equal(cfg.tts.languages.length, 11);
+    // an extension: each kind's request defaults (the spec's), from which the page's forms start
+    const v = cfg.video.defaults;
+    assert.deepEqual([v.profile, v.aspect, v.res, v.seconds, v.seed, v.steps, v.image_mode, v.audio_mode, v.tts_language, v.priority, v.timeout], ['fastvid', '16:9', '480p', 5, -1, 0, 'keyframe', 'voice', 'Auto', 5, 600]);
+    const im = cfg.image.defaults;
+    assert.deepEqual([im.profile, im.aspect, im.res, im.size_from_ref, im.cfg, im.timeout, cfg.image.max_cfg], ['imgmain', '1:1', '1K', false, 0, 300, 20]);
+    assert.equal(cfg.tts.defaults.language, 'Auto');
     const h = (await get('/api/health')).body;
     for (const k of ['gpu', 'cpu', 'ram', 'disk', 'services', 'current_job', 'vpn', 'source_revision', 'watchdog']) assert.ok(k in h, k);
     assert.equal(h.vpn, null);
