@@ -28,6 +28,8 @@ import { OutboundClient } from './net/outbound';
 import { RootController } from './root.controller';
 import { OpenAiController } from './openai/openai.controller';
 import { OpenAiImagesService } from './openai/images.service';
+import { OpenAiSpeechService } from './openai/speech.service';
+import { VoiceStore } from './openai/voices.store';
 import { EtaModel } from './scheduler/eta';
 import { LocalWorker } from './scheduler/local-worker';
 import { RedisFleet } from './scheduler/redis-fleet';
@@ -136,6 +138,8 @@ export class AppModule {
       ImageService,
       TtsService,
       OpenAiImagesService,
+      OpenAiSpeechService,
+      VoiceStore,
       HealthService,
       { provide: APP_GUARD, useClass: TokenGuard },
       { provide: APP_PIPE, useClass: ApiValidationPipe },

@@ -1,8 +1,8 @@
 // Kiln's OpenAI-compatible face, under /v1/ (README "Using Kiln from OpenAI clients"): the official SDKs pointed at
 // Kiln's base URL with its token. A thin mapping onto the same request path and jobs as /api/*: every job made here
 // shows in /api/jobs, the page, events and metrics. Errors come in OpenAI's shape (http/openai-error.ts).
-import { Body, Controller, Get, HttpCode, NotFoundException, Param, Post, Req, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, Post, Req, Res, StreamableFile, UploadedFiles, UseInterceptors } from '@nestjs/common';
+import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiProduces, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { BadInputError } from '../common/errors';
 import { filesOf, uploadFields, type UploadedFiles as Files } from '../jobs/upload';
 import type { Request, Response } from 'express';
@@ -10,7 +10,9 @@ import { clientGone } from '../http/request-signal';
 import { OpenAiImageEditFormDto, OpenAiImageGenerateDto } from './images.dto';
 import { OpenAiImagesService } from './images.service';
 import { kilnModels } from './models';
-import { ApiOpenAi, ApiOpenAiCreateErrors, ApiOpenAiNotFound, OpenAiImagesResponseDto, OpenAiModelDto, OpenAiModelListDto } from './openai.schema';
+import { ApiOpenAi, ApiOpenAiCreateErrors, ApiOpenAiNotFound, OpenAiImagesResponseDto, OpenAiModelDto, OpenAiModelListDto, OpenAiVoiceDeletedDto, OpenAiVoiceDto, OpenAiVoiceListDto } from './openai.schema';
+import { OpenAiSpeechDto, OpenAiVoiceFormDto } from './speech.dto';
+import { OpenAiSpeechService, voiceObject } from './speech.service';
 
 /** Models' `created`: when this service started (the profiles exist as long as it runs). */
 const STARTED = Math.floor(Date.now() / 1000);
@@ -19,10 +21,10 @@ const modelObject = (m: { id: string; kind: string }) => ({ id: m.id, object: 'm
 
 @ApiTags('openai')
 @ApiOpenAi()
-@ApiExtraModels(OpenAiImageEditFormDto)
+@ApiExtraModels(OpenAiImageEditFormDto, OpenAiVoiceFormDto)
 @Controller('v1')
 export class OpenAiController {
-  constructor(private readonly images: OpenAiImagesService) {}
+  constructor(private readonly images: OpenAiImagesService, private readonly speech: OpenAiSpeechService) {}
 
   @Get('models')
   @ApiOperation({ summary: 'OpenAI: every model (Kiln profile) served, with its kind' })
@@ -62,5 +64,45 @@ export class OpenAiController {
     if (files?.mask?.length) throw new BadInputError('mask: masks are not supported; Kiln\'s editing models change the whole picture as the prompt says (name the part to change in it); send the form without a mask');
     const pictures = [...filesOf(files, 'image'), ...filesOf(files, 'image[]')];
     return this.images.generate(dto, `${req.protocol}://${req.get('host')}`, clientGone(res), pictures);
+  }
+
+  @Post('audio/speech')
+  @HttpCode(200)
+  @ApiOperation({ summary: 'OpenAI: speak the input in a saved voice (answered with the audio)' })
+  @ApiProduces('audio/mpeg', 'audio/ogg', 'audio/aac', 'audio/flac', 'audio/wav', 'audio/pcm')
+  @ApiOkResponse({ description: 'The audio, in response_format', schema: { type: 'string', format: 'binary' } })
+  @ApiOpenAiCreateErrors()
+  async speak(@Body() dto: OpenAiSpeechDto, @Res({ passthrough: true }) res: Response) {
+    const { body, type } = await this.speech.speak(dto, clientGone(res));
+    return new StreamableFile(body, { type, length: body.length });
+  }
+
+  @Post('audio/voices')
+  @HttpCode(200)
+  @UseInterceptors(uploadFields('audio_sample'))
+  @ApiOperation({ summary: 'OpenAI: save a voice from a clip (multipart)' })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ schema: { allOf: [{ $ref: getSchemaPath(OpenAiVoiceFormDto) }, { type: 'object', required: ['audio_sample'], properties: { audio_sample: { type: 'string', format: 'binary' } } }] } })
+  @ApiOkResponse({ type: OpenAiVoiceDto })
+  @ApiOpenAiCreateErrors()
+  async createVoice(@Body() dto: OpenAiVoiceFormDto, @UploadedFiles() files: Files) {
+    const clip = filesOf(files, 'audio_sample')[0];
+    return voiceObject(await this.speech.saveVoice(dto.name, dto.consent, clip, dto.ref_text));
+  }
+
+  @Get('audio/voices')
+  @ApiOperation({ summary: 'Every saved voice, oldest first' })
+  @ApiOkResponse({ type: OpenAiVoiceListDto })
+  listVoices() {
+    return { object: 'list', data: this.speech.voices.list().map(voiceObject) };
+  }
+
+  @Delete('audio/voices/:id')
+  @ApiOperation({ summary: 'OpenAI: delete a saved voice' })
+  @ApiOkResponse({ type: OpenAiVoiceDeletedDto })
+  @ApiOpenAiNotFound()
+  deleteVoice(@Param('id') id: string) {
+    this.speech.removeVoice(id);
+    return { id, deleted: true, object: 'audio.voice.deleted' };
   }
 }

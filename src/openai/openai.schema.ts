@@ -55,3 +55,22 @@ export const ApiOpenAiCreateErrors = () =>
   );
 
 export const ApiOpenAiNotFound = () => ApiNotFoundResponse({ description: 'No such model', type: OpenAiErrorDto });
+
+export class OpenAiVoiceDto {
+  @ApiProperty({ example: 'voice_4f2a...' }) id!: string;
+  @ApiProperty({ enum: ['audio.voice'] }) object!: string;
+  @ApiProperty({ type: 'integer' }) created_at!: number;
+  @ApiProperty() name!: string;
+  @ApiProperty({ enum: ['audio_sample'] }) type!: string;
+}
+
+export class OpenAiVoiceListDto {
+  @ApiProperty({ enum: ['list'] }) object!: string;
+  @ApiProperty({ type: [OpenAiVoiceDto] }) data!: OpenAiVoiceDto[];
+}
+
+export class OpenAiVoiceDeletedDto {
+  @ApiProperty() id!: string;
+  @ApiProperty() deleted!: boolean;
+  @ApiProperty({ enum: ['audio.voice.deleted'] }) object!: string;
+}

@@ -6,7 +6,12 @@ import { after, before, describe, test } from 'node:test';
 import OpenAI, { toFile } from 'openai';
 import sharp from 'sharp';
 import { auth, startAppOnDemoWeights, TOKEN, type TestApp } from './harness';
-import { pngBytes, pngSize } from './inputs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { tempoChain } from '../../src/openai/speech.service';
+import { probe } from '../media/helpers';
+import { pngBytes, pngSize, wavBytes } from './inputs';
 
 /** Kiln's extensions ride along in the body as the SDK sends unknown keys through. */
 type Generate = OpenAI.Images.ImageGenerateParamsNonStreaming & { seed?: number; steps?: number };
@@ -112,4 +117,55 @@ describe('the OpenAI-compatible face through the official SDK', () => {
       await assert.rejects(call(), (e: unknown) => e instanceof OpenAI.BadRequestError && message.test(e.message));
     }
   });
+
+  test('saved voices: create from a clip, list, speak by name or {id} in each format, delete; the clip survives a restart of the list', async () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'kiln-openai-speech-'));
+    try {
+      const voice = await client.audio.voices.create({ audio_sample: await toFile(wavBytes(4), 'narrator.wav', { type: 'audio/wav' }), name: 'narrator', consent: 'consent_123' });
+      assert.match(voice.id, /^voice_[0-9a-f]{24}$/);
+      assert.deepEqual([voice.object, voice.name, voice.type], ['audio.voice', 'narrator', 'audio_sample']);
+      const listed = await client.get<{ data: { id: string }[] }>('/audio/voices');
+      assert.ok(listed.data.some((v) => v.id === voice.id));
+      const want: Record<string, string> = { mp3: 'mp3', opus: 'opus', aac: 'aac', flac: 'flac', wav: 'pcm_s16le' };
+      for (const [i, format] of (['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const).entries()) {
+        const res = await client.audio.speech.create({ model: i % 2 ? 'tts-1' : 'tts', voice: i % 2 ? { id: voice.id } : 'narrator', input: 'Hello there.', response_format: format });
+        const bytes = Buffer.from(await res.arrayBuffer());
+        if (format === 'pcm') {
+          assert.ok(bytes.length > 4800 && bytes.length % 2 === 0, `pcm: ${bytes.length} bytes of 16-bit samples`);
+          continue;
+        }
+        const file = join(scratch, `speech.${format}`);
+        writeFileSync(file, bytes);
+        const p = probe(file);
+        assert.equal(p.audio?.codec, want[format], `${format}: ${JSON.stringify(p)}`);
+        assert.ok(p.durationS > 0.1, `${format}: ${p.durationS} s`);
+      }
+      const fast = await client.audio.speech.create({ model: 'gpt-4o-mini-tts', voice: 'narrator', input: 'Hello there.', response_format: 'wav', speed: 2 });
+      assert.equal(Buffer.from(await fast.arrayBuffer()).subarray(0, 4).toString(), 'RIFF');
+      const gone = await client.audio.voices.delete(voice.id);
+      assert.deepEqual(gone, { id: voice.id, deleted: true, object: 'audio.voice.deleted' });
+      await assert.rejects(client.audio.voices.delete(voice.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  test('speech and voices refused with a reason: a built-in OpenAI voice never saved, a model, sse, a too-short clip', async () => {
+    const cases: [() => Promise<unknown>, RegExp][] = [
+      [() => client.audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'hi' }), /voice "alloy": no saved voice has that id or name; .*POST \/v1\/audio\/voices/],
+      [() => client.audio.speech.create({ model: 'whisper-1', voice: 'alloy', input: 'hi' }), /unknown model "whisper-1"; speech models here: tts/],
+      [() => client.audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'hi', stream_format: 'sse' }), /stream_format sse is not built yet/],
+      [async () => client.audio.voices.create({ audio_sample: await toFile(wavBytes(1), 'short.wav', { type: 'audio/wav' }), name: 'short', consent: 'c' }), /audio_sample.*(short|at least|3)/],
+    ];
+    for (const [call, message] of cases) {
+      await assert.rejects(call(), (e: unknown) => e instanceof OpenAI.BadRequestError && message.test(e.message));
+    }
+  });
+});
+
+test('speed is ffmpeg atempo stages of 0.5 to 2 that multiply to it', () => {
+  assert.equal(tempoChain(1), 'atempo=1');
+  assert.equal(tempoChain(0.25), 'atempo=0.5,atempo=0.5');
+  assert.equal(tempoChain(3), 'atempo=2,atempo=1.5');
+  assert.equal(tempoChain(4), 'atempo=2,atempo=2');
 });

@@ -41,6 +41,11 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     assert.equal((await get('/v1/models/imgmain')).status, 200);
     assert.equal((await t.http.post('/v1/images/generations').set(auth).send({ prompt: 'a kite', size: '256x256', response_format: 'url' })).status, 200);
     assert.equal((await t.http.post('/v1/images/edits').set(auth).field('prompt', 'a kite').field('size', '256x256').field('response_format', 'url').attach('image', png, 'a.png')).status, 200);
+    const voice = await t.http.post('/v1/audio/voices').set(auth).field('name', 'narrator').field('consent', 'c1').attach('audio_sample', wav, 'v.wav');
+    assert.equal(voice.status, 200, JSON.stringify(voice.body));
+    assert.equal((await get('/v1/audio/voices')).status, 200);
+    assert.equal((await t.http.post('/v1/audio/speech').set(auth).send({ model: 'tts-1', voice: 'narrator', input: 'hello', response_format: 'wav' })).status, 200);
+    assert.equal((await t.http.delete(`/v1/audio/voices/${String(voice.body.id)}`).set(auth)).status, 200);
     const video = (await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'a kite', seconds: 1, res: '352p' })).body;
     const videoForm = await t.http.post('/api/jobs').set(auth).field('prompt', 'a kite').field('seconds', '1').field('res', '352p').attach('images', png, 'a.png');
     assert.equal(videoForm.status, 200, JSON.stringify(videoForm.body));

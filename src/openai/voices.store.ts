@@ -1,0 +1,74 @@
+// Saved voices (POST /v1/audio/voices): a reference clip kept once and named, so a speech request names the voice
+// instead of uploading the clip every time. Kept durably in DATA_DIR/voices/: the clip, then <id>.json beside it
+// (written through a temp file and a rename, so a crash never leaves half a record; a clip without a record is
+// not a voice and is removed at the next start).
+import { Inject, Injectable } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { extname, join } from 'node:path';
+import { SETTINGS, type Settings } from '../config/settings';
+import type { InputFile } from '../jobs/input-probe';
+
+export interface SavedVoice {
+  id: string;
+  name: string;
+  /** Unix seconds. */
+  created_at: number;
+  /** The clip's file name in the voices folder. */
+  file: string;
+  /** What the SDK sends as `consent` (OpenAI: a consent recording's id), kept as given. */
+  consent: string;
+  /** Kiln extension: the clip's transcript, which Qwen3-TTS uses when given. */
+  ref_text?: string;
+}
+
+@Injectable()
+export class VoiceStore {
+  private readonly dir: string;
+
+  constructor(@Inject(SETTINGS) settings: Pick<Settings, 'dataDir'>) {
+    this.dir = join(settings.dataDir, 'voices');
+    mkdirSync(this.dir, { recursive: true });
+    const records = new Set(readdirSync(this.dir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)));
+    for (const f of readdirSync(this.dir)) {
+      if (!f.endsWith('.json') && !records.has(f.slice(0, f.length - extname(f).length))) rmSync(join(this.dir, f), { force: true });
+    }
+  }
+
+  /** Every saved voice, oldest first. */
+  list(): SavedVoice[] {
+    return readdirSync(this.dir)
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => JSON.parse(readFileSync(join(this.dir, f), 'utf8')) as SavedVoice)
+      .sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1));
+  }
+
+  add(name: string, consent: string, clip: InputFile, refText?: string): SavedVoice {
+    const id = `voice_${randomBytes(12).toString('hex')}`;
+    const file = `${id}${extname(clip.name ?? '').toLowerCase().replace(/[^.\w]/g, '').slice(0, 8) || '.bin'}`;
+    writeFileSync(join(this.dir, file), clip.data);
+    const v: SavedVoice = { id, name, created_at: Math.floor(Date.now() / 1000), file, consent, ...(refText ? { ref_text: refText } : {}) };
+    const tmp = join(this.dir, `${id}.json.tmp`);
+    writeFileSync(tmp, JSON.stringify(v));
+    renameSync(tmp, join(this.dir, `${id}.json`));
+    return v;
+  }
+
+  /** The voice `idOrName` names: by id, else the newest of that name. */
+  find(idOrName: string): SavedVoice | undefined {
+    const all = this.list();
+    return all.find((v) => v.id === idOrName) ?? all.filter((v) => v.name === idOrName).pop();
+  }
+
+  remove(id: string): boolean {
+    const v = this.list().find((x) => x.id === id);
+    if (!v) return false;
+    rmSync(join(this.dir, `${id}.json`), { force: true });
+    rmSync(join(this.dir, v.file), { force: true });
+    return true;
+  }
+
+  clip(v: SavedVoice): InputFile {
+    return { label: `voice ${v.id} (${v.name})`, name: v.file, data: readFileSync(join(this.dir, v.file)) };
+  }
+}
