@@ -1,10 +1,11 @@
 // Saved voices (POST /v1/audio/voices): a reference clip kept once and named, so a speech request names the voice
 // instead of uploading the clip every time. Kept durably in DATA_DIR/voices/: the clip, then <id>.json beside it
 // (written through a temp file and a rename, so a crash never leaves half a record; a clip without a record is
-// not a voice and is removed at the next start).
+// not a voice and is removed at the next start). A crash between the two leaves a clip and no voice: nothing lost
+// that the client was told it had.
 import { Inject, Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { SETTINGS, type Settings } from '../config/settings';
 import type { InputFile } from '../jobs/input-probe';
@@ -26,9 +27,10 @@ export interface SavedVoice {
 export class VoiceStore {
   private readonly dir: string;
 
+  /** The folder is made at the first saved voice: a service that never saves one has none. */
   constructor(@Inject(SETTINGS) settings: Pick<Settings, 'dataDir'>) {
     this.dir = join(settings.dataDir, 'voices');
-    mkdirSync(this.dir, { recursive: true });
+    if (!existsSync(this.dir)) return;
     const records = new Set(readdirSync(this.dir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)));
     for (const f of readdirSync(this.dir)) {
       if (!f.endsWith('.json') && !records.has(f.slice(0, f.length - extname(f).length))) rmSync(join(this.dir, f), { force: true });
@@ -37,6 +39,7 @@ export class VoiceStore {
 
   /** Every saved voice, oldest first. */
   list(): SavedVoice[] {
+    if (!existsSync(this.dir)) return [];
     return readdirSync(this.dir)
       .filter((f) => f.endsWith('.json'))
       .map((f) => JSON.parse(readFileSync(join(this.dir, f), 'utf8')) as SavedVoice)
@@ -44,6 +47,7 @@ export class VoiceStore {
   }
 
   add(name: string, consent: string, clip: InputFile, refText?: string): SavedVoice {
+    mkdirSync(this.dir, { recursive: true });
     const id = `voice_${randomBytes(12).toString('hex')}`;
     const file = `${id}${extname(clip.name ?? '').toLowerCase().replace(/[^.\w]/g, '').slice(0, 8) || '.bin'}`;
     writeFileSync(join(this.dir, file), clip.data);
