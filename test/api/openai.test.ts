@@ -10,6 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tempoChain } from '../../src/openai/speech.service';
+import { VoiceStore } from '../../src/openai/voices.store';
 import { probe } from '../media/helpers';
 import { pngBytes, pngSize, wavBytes } from './inputs';
 
@@ -118,7 +119,7 @@ describe('the OpenAI-compatible face through the official SDK', () => {
     }
   });
 
-  test('saved voices: create from a clip, list, speak by name or {id} in each format, delete; the clip survives a restart of the list', async () => {
+  test('saved voices: create from a clip, list, speak by name or {id} in each format, delete; a fresh store (a restart) finds them', async () => {
     const scratch = mkdtempSync(join(tmpdir(), 'kiln-openai-speech-'));
     try {
       const voice = await client.audio.voices.create({ audio_sample: await toFile(wavBytes(4), 'narrator.wav', { type: 'audio/wav' }), name: 'narrator', consent: 'consent_123' });
@@ -142,6 +143,9 @@ describe('the OpenAI-compatible face through the official SDK', () => {
       }
       const fast = await client.audio.speech.create({ model: 'gpt-4o-mini-tts', voice: 'narrator', input: 'Hello there.', response_format: 'wav', speed: 2 });
       assert.equal(Buffer.from(await fast.arrayBuffer()).subarray(0, 4).toString(), 'RIFF');
+      const reopened = new VoiceStore({ dataDir: t.dataDir });
+      assert.equal(reopened.find('narrator')?.id, voice.id, 'read back from DATA_DIR/voices by a new store');
+      assert.ok(reopened.clip(reopened.find(voice.id)!).data.equals(wavBytes(4)), 'the clip as uploaded');
       const gone = await client.audio.voices.delete(voice.id);
       assert.deepEqual(gone, { id: voice.id, deleted: true, object: 'audio.voice.deleted' });
       await assert.rejects(client.audio.voices.delete(voice.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
