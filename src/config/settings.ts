@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TaskKind } from '../catalog';
 import { parseBytes } from '../common/bytes';
+import { ComfyConfigError, comfyFoldersOf, type ComfyFolders } from '../weights/comfyui';
 import { hubCacheDirOf } from '../weights/hub-cache';
 import { ClusterSettingsError, loadClusterSettings, loadWorkerProfiles, type ClusterSettings } from './cluster-settings';
 
@@ -21,6 +22,9 @@ export interface Settings {
   /** The Hugging Face hub cache, read in place where WEIGHTS_DIR lacks a checkpoint (never written): HF_HUB_CACHE,
    * else HUGGINGFACE_HUB_CACHE, HF_HOME/hub, XDG_CACHE_HOME/huggingface/hub, ~/.cache/huggingface/hub. */
   hubCacheDir: string;
+  /** ComfyUI's model folders per kind, read in place where neither WEIGHTS_DIR nor the hub cache has a part:
+   * COMFYUI_MODELS_DIR (a ComfyUI models/ folder) and COMFYUI_EXTRA_MODEL_PATHS (an extra_model_paths.yaml). */
+  comfyFolders?: ComfyFolders;
   /** Tiny random checkpoints generated when real weights are absent (src/weights/demo.ts). Default DATA_DIR/demo-weights. */
   demoWeightsDir: string;
   /** DEMO_VIDEO: which demo checkpoint the video profiles run without real weights. Default trained. */
@@ -72,6 +76,7 @@ export interface WorkerSettings {
   dataDir: string;
   weightsDir: string;
   hubCacheDir: string;
+  comfyFolders?: ComfyFolders;
   demoWeightsDir: string;
   demoVideo: DemoVideo;
   logLevel: string;
@@ -133,12 +138,20 @@ function demoVideoOf(env: Env): DemoVideo {
   return v;
 }
 
-function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'hubCacheDir' | 'demoWeightsDir'> {
+function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'hubCacheDir' | 'comfyFolders' | 'demoWeightsDir'> {
   const dataDir = resolve(env.DATA_DIR?.trim() || './data');
+  let comfyFolders: ComfyFolders | undefined;
+  try {
+    comfyFolders = comfyFoldersOf(env);
+  } catch (err) {
+    if (err instanceof ComfyConfigError) throw new SettingsError(err.message);
+    throw err;
+  }
   return {
     dataDir,
     weightsDir: resolve(env.WEIGHTS_DIR?.trim() || './weights'),
     hubCacheDir: resolve(hubCacheDirOf(env)),
+    ...(comfyFolders ? { comfyFolders } : {}),
     demoWeightsDir: resolve(env.DEMO_WEIGHTS_DIR?.trim() || join(dataDir, 'demo-weights')),
   };
 }

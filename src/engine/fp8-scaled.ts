@@ -60,9 +60,11 @@ async function readScale(path: string, handle: FileHandle, s: TensorEntry, fail:
 export async function attachFp8Scales(
   path: string, entries: Map<string, TensorEntry>, handleOf: (e: TensorEntry) => FileHandle, fail: Fail,
 ): Promise<Map<string, TensorEntry>> {
-  const marked = entries.has(SCALED_FP8_MARKER);
+  // ComfyUI writes the marker under the model's key prefix (model.diffusion_model.scaled_fp8) in its diffusion_models files
+  const isMarker = (n: string) => n === SCALED_FP8_MARKER || n.endsWith(`.${SCALED_FP8_MARKER}`);
+  const marked = [...entries.keys()].some(isMarker);
   for (const e of [...entries.values()]) {
-    if (!isFp8(e) || e.name === SCALED_FP8_MARKER) continue;
+    if (!isFp8(e) || isMarker(e.name)) continue;
     const scaleName = scaleNames(e.name).find((n) => entries.has(n));
     if (!scaleName) {
       if (marked && e.shape.length >= 2) {

@@ -1,18 +1,19 @@
 // npm run weights -- list | pull <profile> [--variant <name>] [--all] | verify <profile> [--variant <name>]
-// Reads WEIGHTS_DIR, DATA_DIR, DEMO_WEIGHTS_DIR, the hub cache's HF_HUB_CACHE/HF_HOME (like the service) and HF_ENDPOINT, HF_TOKEN.
+// Reads WEIGHTS_DIR, DATA_DIR, DEMO_WEIGHTS_DIR, the hub cache's HF_HUB_CACHE/HF_HOME, COMFYUI_MODELS_DIR and
+// COMFYUI_EXTRA_MODEL_PATHS (like the service) and HF_ENDPOINT, HF_TOKEN.
 import { loadSettings } from '../config/settings';
 import { demoCheckpointVersion } from './demo';
 import { DownloadError } from './download';
 import { defaultCatalog, ManifestError, type WeightsCatalog } from './manifest';
 import type { ProgressOut } from './progress';
 import { DEFAULT_ENDPOINT, pullProfile, verifyProfile } from './pull';
-import { checkProfile, type ComponentStatus, type WeightsPlaces } from './state';
+import { checkProfile, placeLabel, type ComponentStatus, type WeightsPlaces } from './state';
 
 const USAGE = `usage: npm run weights -- <command>
   list                                   profiles and where their weights stand (real / demo / missing)
   pull <profile> [--variant V] [--all]   download the profile's files from the hub (resumable; --all adds optional files)
   verify <profile> [--variant V]         re-check sizes and sha256 of the files on disk
-environment: WEIGHTS_DIR (default ./weights), DATA_DIR, DEMO_WEIGHTS_DIR, HF_ENDPOINT (default ${DEFAULT_ENDPOINT}), HF_TOKEN`;
+environment: WEIGHTS_DIR (default ./weights), HF_HUB_CACHE / HF_HOME, COMFYUI_MODELS_DIR, COMFYUI_EXTRA_MODEL_PATHS, DATA_DIR, DEMO_WEIGHTS_DIR, HF_ENDPOINT (default ${DEFAULT_ENDPOINT}), HF_TOKEN`;
 
 export interface CliIo {
   env: Record<string, string | undefined>;
@@ -45,13 +46,16 @@ function list(io: CliIo, catalog: WeightsCatalog, places: WeightsPlaces, demoDir
   const w = (s: string) => io.stdout.write(`${s}\n`);
   w(`WEIGHTS_DIR ${places.weightsDir}`);
   w(`Hugging Face cache ${places.hubCacheDir} (read in place)`);
+  const comfy = places.comfyFolders;
+  const comfyKinds = comfy ? Object.entries(comfy).filter(([k]) => ['diffusion_models', 'text_encoders', 'vae'].includes(k)) : [];
+  w(comfy ? `ComfyUI folders (read in place): ${comfyKinds.map(([k, f]) => `${k} ${f.join(', ')}`).join('; ') || 'none of diffusion_models, text_encoders, vae'}` : 'ComfyUI folders: none (COMFYUI_MODELS_DIR, COMFYUI_EXTRA_MODEL_PATHS unset)');
   for (const profile of catalog.profiles.keys()) {
     const pw = checkProfile(profile, places, catalog);
     const demo = demoCheckpointVersion(demoDir, pw.demo);
     const state = pw.state === 'real' ? 'real' : demo !== undefined ? 'demo' : 'missing';
     const head = `${profile.padEnd(20)} ${state.padEnd(8)}`;
     if (pw.state === 'real') {
-      const roots = [...new Set(Object.values(pw.variant.components).map((c) => (c.place === 'hub-cache' ? `${c.root} (Hugging Face cache)` : c.root)))];
+      const roots = [...new Set(Object.values(pw.variant.components).map(placeLabel))];
       w(`${head} ${pw.variant.name}: ${roots.join(', ')}`);
       continue;
     }

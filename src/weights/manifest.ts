@@ -28,6 +28,10 @@ export interface ManifestComponent {
   /** File names not known: this folder (inside the checkpoint) must hold at least one file ending in `suffix`,
    * put there by hand; `pull` cannot fetch it and says so. */
   byHand?: { dir: string; suffix: string };
+  /** Where a ComfyUI install keeps this part as one file: the model kind's folder ('diffusion_models', 'text_encoders',
+   * 'vae'; unet and clip are the same folders) and regular expressions over the file's name. Found there (state.ts),
+   * the component is that one file, read in place with ComfyUI's key names (src/engine/comfy-keys.ts). */
+  comfyui?: { kind: string; names: string[] };
   note?: string;
 }
 
@@ -209,8 +213,25 @@ export function parseManifest(file: string, text: string): Manifest {
         byHand = { dir: str(b.dir, `${cw}.byHand.dir`), suffix: str(b.suffix, `${cw}.byHand.suffix`) };
         if (!safeRelative(byHand.dir)) throw at(`${cw}.byHand.dir`, `"${byHand.dir}" must be a plain relative path`);
       }
+      let comfyui: ManifestComponent['comfyui'];
+      if (comp.comfyui !== undefined) {
+        const c = obj(comp.comfyui, `${cw}.comfyui`);
+        const kind = str(c.kind, `${cw}.comfyui.kind`);
+        if (!NAME.test(kind)) throw at(`${cw}.comfyui.kind`, `"${kind}" is not a ComfyUI model folder name`);
+        const names = arr(c.names, `${cw}.comfyui.names`).map((r, i) => {
+          const src = str(r, `${cw}.comfyui.names[${i}]`);
+          try {
+            new RegExp(src);
+          } catch (e) {
+            throw at(`${cw}.comfyui.names[${i}]`, `not a regular expression (${(e as Error).message})`);
+          }
+          return src;
+        });
+        if (names.length === 0) throw at(`${cw}.comfyui.names`, 'expected at least one file name pattern');
+        comfyui = { kind, names };
+      }
       if (files.length === 0 && !byHand) throw at(cw, 'needs files or byHand');
-      components[name] = { files, byHand, note: optStr(comp.note, `${cw}.note`) };
+      components[name] = { files, byHand, ...(comfyui ? { comfyui } : {}), note: optStr(comp.note, `${cw}.note`) };
     }
     checkpoints[id] = { repo, revision, revisionNote: str(c.revisionNote, `${w}.revisionNote`), folder, components, note: optStr(c.note, `${w}.note`) };
   }

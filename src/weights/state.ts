@@ -3,18 +3,23 @@
 // one header read per .safetensors file whose size no manifest or pull record gives, cached by size and mtime.
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
+import { findComfyFile, type ComfyFolders } from './comfyui';
 import { hubSnapshot } from './hub-cache';
 import { defaultCatalog, ManifestError, safeRelative, type ManifestCheckpoint, type ManifestComponent, type ManifestFile, type WeightsCatalog } from './manifest';
 
-/** Where weights are looked for, in order: WEIGHTS_DIR's own layout, then the Hugging Face hub cache (read-only). */
+/** Where weights are looked for, in order: WEIGHTS_DIR's own layout, then the Hugging Face hub cache, then ComfyUI's
+ * model folders (both read-only). */
 export interface WeightsPlaces {
   weightsDir: string;
-  /** The hub cache folder (settings' hubCacheDir); absent: WEIGHTS_DIR only. */
+  /** The hub cache folder (settings' hubCacheDir); absent: not looked at. */
   hubCacheDir?: string;
+  /** ComfyUI's model folders per kind (settings' comfyFolders: COMFYUI_MODELS_DIR, extra_model_paths.yaml); absent:
+   * not looked at. */
+  comfyFolders?: ComfyFolders;
 }
 
 /** Which place a component's files were found in. */
-export type WeightsPlace = 'weights-dir' | 'hub-cache';
+export type WeightsPlace = 'weights-dir' | 'hub-cache' | 'comfyui';
 
 export type FileState = 'ok' | 'missing' | 'partial' | 'wrong-size';
 
@@ -37,6 +42,8 @@ export interface ComponentStatus {
    * hub cache, the snapshot folder (its files are links into blobs/). */
   root: string;
   place: WeightsPlace;
+  /** In ComfyUI's folders: the one file that is the whole part (ComfyUI's key names); componentPath returns it. */
+  file?: string;
   complete: boolean;
   files: FileStatus[];
   /** Human lines for what is missing or wrong. */
@@ -247,17 +254,31 @@ function checkComponentAt(ck: ManifestCheckpoint, checkpointId: string, name: st
 }
 
 /** A component in WEIGHTS_DIR/<folder>, else in the hub cache's snapshot of the checkpoint's repo and revision
- * (branch or commit; no revision: main) when that one is complete. Neither complete: the one with fewer problems
- * (WEIGHTS_DIR on a tie), so a half-downloaded cache snapshot says what it lacks. */
+ * (branch or commit; no revision: main) when that one is complete, else as one file in ComfyUI's folders (the
+ * manifest's `comfyui` kind and names; a truncated one is named as such). None found: the one with fewer problems of
+ * WEIGHTS_DIR and the cache (WEIGHTS_DIR on a tie), so a half-downloaded cache snapshot says what it lacks. */
 export function checkComponent(catalog: WeightsCatalog, checkpointId: string, name: string, places: string | WeightsPlaces): ComponentStatus {
-  const { weightsDir, hubCacheDir } = typeof places === 'string' ? { weightsDir: places, hubCacheDir: undefined } : places;
+  const { weightsDir, hubCacheDir, comfyFolders } = typeof places === 'string' ? { weightsDir: places, hubCacheDir: undefined, comfyFolders: undefined } : places;
   const ck = catalog.checkpoint(checkpointId);
-  const own = checkComponentAt(ck, checkpointId, name, join(weightsDir, ck.folder), 'weights-dir', ck.folder);
-  if (own.complete || !hubCacheDir || !ck.repo) return own;
-  const snap = hubSnapshot(hubCacheDir, ck.repo, ck.revision ?? 'main');
-  if (!snap) return own;
-  const cached = checkComponentAt(ck, checkpointId, name, snap, 'hub-cache', `hub cache ${ck.repo}@${snap.slice(-40, -32)}`);
-  return cached.complete || cached.problems.length < own.problems.length ? cached : own;
+  let best = checkComponentAt(ck, checkpointId, name, join(weightsDir, ck.folder), 'weights-dir', ck.folder);
+  if (best.complete) return best;
+  const snap = hubCacheDir && ck.repo ? hubSnapshot(hubCacheDir, ck.repo, ck.revision ?? 'main') : undefined;
+  if (snap) {
+    const cached = checkComponentAt(ck, checkpointId, name, snap, 'hub-cache', `hub cache ${ck.repo}@${snap.slice(-40, -32)}`);
+    if (cached.complete) return cached;
+    if (cached.problems.length < best.problems.length) best = cached;
+  }
+  const comfy = ck.components[name]!.comfyui;
+  if (comfy && comfyFolders) {
+    const found = findComfyFile(comfyFolders, comfy.kind, comfy.names.map((r) => new RegExp(r)));
+    if (found) {
+      const st = checkFile(found.folder, { path: found.name }, undefined);
+      const problems = st.state === 'ok' ? [] : [fmtProblem(`ComfyUI ${comfy.kind}`, st)];
+      // a broken file there (truncated: its own header says how long it must be) is named rather than passed over
+      return { name, checkpoint: checkpointId, root: found.folder, place: 'comfyui', file: found.abs, complete: problems.length === 0, files: [st], problems };
+    }
+  }
+  return best;
 }
 
 /** checkProfile for a pipeline entry: /api/config and /api/health ask weights() and note() on every request, so one
@@ -292,12 +313,27 @@ export function weightsState(w: ProfileWeights, demoAvailable: boolean): 'real' 
 /** One line for /api/config's note: the folders in use, or the first few things missing. */
 export function weightsNote(w: ProfileWeights, max = 3): string {
   if (w.state === 'real') {
-    const roots = [...new Set(Object.values(w.variant.components).map((c) => c.root))];
+    const roots = [...new Set(Object.values(w.variant.components).map(placeLabel))];
     return `${w.variant.name}: ${roots.join(', ')}`;
   }
   const pr = w.variant.problems;
   const more = pr.length > max ? ` (+${pr.length - max} more)` : '';
   return `${pr.slice(0, max).join('; ')}${more}; run: npm run weights -- pull ${w.profile}`;
+}
+
+/** Where a component was found, in short: its folder, "(Hugging Face cache)" after a snapshot, "(ComfyUI)" after a file
+ * of ComfyUI's folders. */
+export function placeLabel(c: ComponentStatus): string {
+  if (c.place === 'comfyui') return `${c.file} (ComfyUI)`;
+  return c.place === 'hub-cache' ? `${c.root} (Hugging Face cache)` : c.root;
+}
+
+/** The path a pipeline opens for `component`: `<root>/<sub>` (a diffusers or native folder), or, where the part was
+ * found in ComfyUI's folders, its one file. */
+export function componentPath(w: ProfileWeights, component: string, sub: string): string {
+  const c = w.variant.components[component];
+  if (!c) throw new ManifestError(`profile ${w.profile} variant ${w.variant.name} has no component "${component}" (has ${Object.keys(w.variant.components).join(', ')})`);
+  return c.file ?? join(c.root, sub);
 }
 
 /** The folder a component's files are relative to, e.g. componentRoot(w, 'transformer') + '/transformer'. */

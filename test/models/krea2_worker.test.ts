@@ -6,17 +6,19 @@
 // the component roots and sub-folders the entry resolves are the ones the manifest describes, and the real tokenizer's
 // ids (template, vision tokens) reach the model. The same files in a Hugging Face cache (written by @huggingface/hub's
 // snapshotDownload from the local hub stand-in) with an empty WEIGHTS_DIR: real too, read in place, and a job runs.
+// The DiT as a ComfyUI install keeps it (models/unet/, ComfyUI's model.diffusion_model. key prefix), found through
+// COMFYUI_MODELS_DIR and through an extra_model_paths.yaml, beside the other parts in WEIGHTS_DIR: the same picture.
 import assert from 'node:assert/strict';
-import { copyFileSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { snapshotDownload } from '@huggingface/hub';
 import type { EngineHolder } from '../../src/engine/engine';
-import { Checkpoint, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { Checkpoint, writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import { planDemoKrea2 } from '../../src/models/krea2';
-import { checkProfile } from '../../src/weights';
+import { checkProfile, comfyFoldersOf } from '../../src/weights';
 import { krea2ProfileEntry } from '../../src/worker/profiles/krea2';
 import type { ImageTask } from '../../src/worker/protocol';
 import { pngBytes, pngSize } from '../api/inputs';
@@ -141,5 +143,57 @@ describe('imgart_turbo on weights in the real layout', () => {
     }
     assert.deepEqual(sizes(), before, 'nothing written into the cache');
     assert.deepEqual(readdirSync(emptyWeights), [], 'nothing copied into WEIGHTS_DIR');
+  });
+  test('the DiT in ComfyUI folders with ComfyUI key names (models/ and extra_model_paths.yaml), the rest in WEIGHTS_DIR: read in place, the same picture', async () => {
+    // the same bf16 tensors under ComfyUI's model.diffusion_model. prefix, as ComfyUI saves a diffusion_models/ file
+    const comfy = join(dir, 'ComfyUI', 'models');
+    const ditSrc = await Checkpoint.open(join(weightsDir, 'Krea-2-Turbo', 'transformer', 'krea-2-turbo.safetensors'));
+    const keyed: Record<string, WriteTensor> = {};
+    try {
+      for (const k of ditSrc.keys()) {
+        const en = ditSrc.entry(k);
+        const bytes = new Uint8Array(en.byteLength);
+        await ditSrc.readChunks(k, 1 << 20, (b, off) => void bytes.set(b, off));
+        keyed[`model.diffusion_model.${k}`] = { dtype: en.dtype, shape: [...en.shape], data: bytes };
+      }
+    } finally {
+      await ditSrc.close();
+    }
+    await writeSafetensors(join(comfy, 'unet', 'krea2', 'krea2_turbo_bf16.safetensors'), keyed); // unet/ is diffusion_models/ to ComfyUI
+    // WEIGHTS_DIR with the text encoder and the VAE only
+    const partial = join(dir, 'weights-no-dit');
+    for (const f of ['Qwen3-VL-4B-Instruct', 'Qwen-Image']) cpSync(join(weightsDir, f), join(partial, f), { recursive: true });
+    const listing = () => readdirSync(join(dir, 'ComfyUI'), { recursive: true }).map(String).sort().map((p) => `${p} ${lstatSync(join(dir, 'ComfyUI', p)).mtimeMs}`);
+    const before = listing();
+    const yaml = join(dir, 'extra_model_paths.yaml');
+    writeFileSync(yaml, 'comfyui:\n  base_path: ComfyUI/\n  is_default: true\n  diffusion_models: |\n    models/diffusion_models\n    models/unet\n  vae: models/vae/\n');
+    for (const env of [{ COMFYUI_MODELS_DIR: comfy }, { COMFYUI_EXTRA_MODEL_PATHS: yaml }]) {
+      const comfyFolders = comfyFoldersOf(env)!;
+      const w = checkProfile('imgart_turbo', { weightsDir: partial, comfyFolders });
+      assert.equal(w.state, 'real', w.variant.problems.join('; '));
+      const t = w.variant.components.transformer!;
+      assert.equal(t.place, 'comfyui');
+      assert.equal(t.file, join(comfy, 'unet', 'krea2', 'krea2_turbo_bf16.safetensors'));
+      assert.equal(w.variant.components.vae!.place, 'weights-dir');
+      const e = await testEngine();
+      const holder = { get: async () => e } as unknown as EngineHolder;
+      const entry = krea2ProfileEntry('imgart_turbo', { weightsDir: partial, comfyFolders, demoWeightsDir: join(dir, 'no-demo-3') }, holder);
+      assert.equal(entry.weights(), 'real');
+      assert.match(entry.note!(), /krea2_turbo_bf16\.safetensors \(ComfyUI\)/);
+      const pipe = entry.create();
+      try {
+        const output = join(dir, 'out-comfy.png');
+        const task: ImageTask = {
+          kind: 'image', id: 'tcu', profile: 'imgart_turbo', images: [], audios: [], output,
+          params: { prompt: 'a lighthouse at dusk', negative: '', seed: 1, steps: 2, cfg: 1, width: 64, height: 48, res: 'custom', mode: 't2i' },
+        };
+        await pipe.run(task, recordingContext());
+        assert.ok(readFileSync(output).equals(readFileSync(join(dir, 'out-0.png'))), 'the same picture as from WEIGHTS_DIR');
+      } finally {
+        await pipe.unload();
+      }
+    }
+    assert.deepEqual(listing(), before, 'nothing written into the ComfyUI folders');
+    assert.deepEqual(readdirSync(partial).sort(), ['Qwen-Image', 'Qwen3-VL-4B-Instruct'], 'nothing copied into WEIGHTS_DIR');
   });
 });

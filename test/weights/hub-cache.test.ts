@@ -106,7 +106,7 @@ describe('a profile whose repo is in the Hugging Face cache', () => {
       const shards = w.variant.components.transformer!.files.filter((f) => f.path.endsWith('.safetensors'));
       assert.ok(shards.length >= 2, 'the index\'s shards are read from the snapshot');
       for (const f of shards) assert.ok(lstatSync(f.abs).isSymbolicLink() && f.state === 'ok', f.abs);
-      assert.match(weightsNote(w), new RegExp(`^main: ${snap}$`));
+      assert.match(weightsNote(w), new RegExp(`^main: ${snap} \\(Hugging Face cache\\)$`));
     }
     assert.deepEqual(listing(cache), before, 'the cache is untouched');
     assert.deepEqual(readdirSync(empty), [], 'nothing copied into WEIGHTS_DIR');

@@ -8,11 +8,12 @@
 //   tokens -> latent -> VAE decode (vae.ts, it un-normalises) -> RGB in [-1, 1] -> 8-bit as sampling.py
 //   ((x + 1) / 2 * 255, truncated) -> png (media)
 // Loading reads the three sources the official inference.py loads (layout.ts's Krea2Layout: real weights or the demo).
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { throwIfCancelled } from '../../common/errors';
 import { STAGE, referenceSize } from '../../catalog';
 import type { Engine } from '../../engine/engine';
+import { comfyDiffusionPrefix } from '../../engine/comfy-keys';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { writePng } from '../../media';
@@ -43,6 +44,8 @@ export interface Krea2Layout {
  * krea/Krea-2-Turbo repo is not known here, so any name is taken).
  */
 export function krea2Layout(transformerDir: string, textEncoder: string, vae: string): Krea2Layout {
+  // the DiT file itself (found in ComfyUI's diffusion_models/: src/weights/comfyui.ts)
+  if (transformerDir.endsWith('.safetensors') && existsSync(transformerDir) && statSync(transformerDir).isFile()) return { transformer: transformerDir, textEncoder, vae };
   const files = readdirSync(transformerDir).filter((f) => f.endsWith('.safetensors') && !f.startsWith('.'));
   if (files.length !== 1) throw new Error(`Krea 2: ${transformerDir} must hold exactly one .safetensors file (the DiT), found ${files.length ? files.join(', ') : 'none'}`);
   return { transformer: join(transformerDir, files[0]!), textEncoder, vae };
@@ -179,8 +182,10 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       const ckpt = await Checkpoint.open(layout.transformer);
       let transformer: Krea2Transformer;
       try {
-        const config = inferKrea2Config(ckpt, vae.config.zDim, '', layout.transformer);
-        transformer = await Krea2Transformer.load(e, ckpt, config, { dtype, int8: this.o.int8 });
+        // a ComfyUI diffusion_models file keeps the same names under its model.diffusion_model. prefix
+        const prefix = comfyDiffusionPrefix(ckpt.keys());
+        const config = inferKrea2Config(ckpt, vae.config.zDim, prefix, layout.transformer);
+        transformer = await Krea2Transformer.load(e, ckpt, config, { dtype, int8: this.o.int8, prefix });
       } finally {
         await ckpt.close();
       }

@@ -8,7 +8,7 @@ import { acceptsFor, capabilitiesOf } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { planDemoKrea2 } from '../../models/krea2/demo';
 import { krea2DemoLayout, krea2Layout, Krea2Pipeline, type Krea2ImageTask } from '../../models/krea2/pipeline';
-import { componentRoot } from '../../weights';
+import { componentPath, componentRoot } from '../../weights';
 import type { ImageTask } from '../protocol';
 import type { ProfileEntry } from '../registry';
 import { imageTaskFields } from './image-task';
@@ -37,7 +37,7 @@ export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: We
       workingBytes: WORKING_BYTES,
       estimateBytes: (w) => {
         if (w.state !== 'real') return 64 * 2 ** 20;
-        return safetensorsBytes(join(componentRoot(w, 'transformer'), 'transformer')) * (int8 ? 0.5 : 1) + safetensorsBytes(componentRoot(w, 'text_encoder')) + safetensorsBytes(join(componentRoot(w, 'vae'), 'vae'));
+        return safetensorsBytes(componentPath(w, 'transformer', 'transformer')) * (int8 ? 0.5 : 1) + safetensorsBytes(componentRoot(w, 'text_encoder')) + safetensorsBytes(join(componentRoot(w, 'vae'), 'vae'));
       },
     },
     dirs,
@@ -57,7 +57,7 @@ export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: We
           engine: () => holder.get(),
           layout: (e) =>
             source.choose(e, {
-              real: (w) => krea2Layout(join(componentRoot(w, 'transformer'), 'transformer'), componentRoot(w, 'text_encoder'), join(componentRoot(w, 'vae'), 'vae')),
+              real: (w) => krea2Layout(componentPath(w, 'transformer', 'transformer'), componentRoot(w, 'text_encoder'), join(componentRoot(w, 'vae'), 'vae')),
               demo: (root) => krea2DemoLayout(root),
               plan: planDemoKrea2,
             }),

@@ -127,7 +127,8 @@ export function h3TransformerFiles(profile: H3Profile, w: ProfileWeights): H3Tra
   if (!comp) throw new RangeError(`profile ${w.profile} variant ${w.variant.name} has no transformer component`);
   // by-hand single files (the int8 builds) are listed among the component's files; the diffusers folder is transformer/
   const single = comp.files.find((f) => f.path.startsWith('transformer/') && f.path.endsWith('.safetensors') && !f.path.includes('diffusion_pytorch_model'));
-  const transformer = single && comp.checkpoint === 'minimax-h3-int8' ? single.abs : join(comp.root, 'transformer');
+  // a file found in ComfyUI's diffusion_models/ (comp.file) is the whole DiT
+  const transformer = comp.file ?? (single && comp.checkpoint === 'minimax-h3-int8' ? single.abs : join(comp.root, 'transformer'));
   // the Ref2VA partition where the variant has it (the base release's first variant: transformer_ref/ beside transformer/)
   const ref = w.variant.components.transformer_ref;
   const base: H3TransformerFiles = ref ? { transformer, transformerRef: join(ref.root, 'transformer_ref') } : { transformer };

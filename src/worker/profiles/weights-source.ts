@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { DemoVideo } from '../../config/settings';
 import type { Engine } from '../../engine/engine';
 import type { Pipeline } from '../../models/common/pipeline';
+import type { ComfyFolders } from '../../weights/comfyui';
 import { checkProfile, demoCheckpointVersion, ensureDemoCheckpoint, profileChecker, weightsNote, weightsState, type ProfileWeights } from '../../weights';
 import type { WeightsState, WorkerTask } from '../protocol';
 
@@ -15,6 +16,8 @@ export interface WeightsDirs {
   weightsDir: string;
   /** The Hugging Face hub cache, read in place (src/weights/hub-cache.ts); absent: WEIGHTS_DIR only. */
   hubCacheDir?: string;
+  /** ComfyUI's model folders, read in place (src/weights/comfyui.ts); absent: not looked at. */
+  comfyFolders?: ComfyFolders;
   demoWeightsDir: string;
   /** DEMO_VIDEO: `random` runs the video profiles on the random demo even where the trained one is committed. */
   demoVideo?: DemoVideo;
