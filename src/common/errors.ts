@@ -2,7 +2,7 @@
 // (src/http/http-exception.filter.ts) maps them to the spec's HTTP bodies.
 
 /** The user's input is wrong: HTTP 400 `{"detail": message}`. The message must say what to change,
- * naming the input (e.g. "images[1]: not a decodable image (png, jpeg or webp expected)"). */
+ * naming the input (e.g. "images[1]: not a png, jpeg, webp or gif image"). */
 export class BadInputError extends Error {
   override readonly name = 'BadInputError';
 }

@@ -1,9 +1,10 @@
 // The Krea 2 golden cases that run the model on a batch (tools/golden/krea2.py): shared by krea2.test.ts and the
 // harness's own test (golden.test.ts), which feeds them fixtures they must refuse.
 // Upstream's forward takes a sigma and a text mask per sample; Kiln's takes a batch sharing both (the pipeline's
-// case, with the pads dropped). So a case's samples are run in groups that share them (one group when all do, which
-// is every case the generator writes today) and each group is compared with its own rows of every output: any batch,
-// any mask and any sigma a case holds is checked, none is taken for granted.
+// case, with the pads dropped). So a case's samples are run in groups that share them (one group when all do; the
+// generator's b2_two_prompts_two_sigmas and b2_two_prompts cases have one per sample) and each group is compared
+// with its own rows of every output: any batch, any mask and any sigma a case holds is checked, none is taken for
+// granted.
 import assert from 'node:assert/strict';
 import type { Engine } from '../../src/engine/engine';
 import type { Tensor } from '../../src/engine/tensor';
