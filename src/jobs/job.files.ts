@@ -4,7 +4,7 @@
 // download paths either way (streamed through from the store).
 import { Inject, Injectable } from '@nestjs/common';
 import { createReadStream } from 'node:fs';
-import { mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { SETTINGS, Settings } from '../config/settings';
@@ -58,6 +58,13 @@ export class JobFiles {
   /** Where a job's output goes (`file`: <id>.png, <id>.mp4), as a task names it. */
   outputRef(id: string, file: string): string {
     return this.store ? this.store.url(objectKeys.jobOutput(id, file)) : join(this.outDir, file);
+  }
+
+  /** Some of a job's saved inputs, by name, and its local folder once empty (a create that lost its id to another
+   * process takes back what it saved there). */
+  async removeInputs(id: string, names: string[]): Promise<void> {
+    await Promise.all(names.map((n) => (this.store ? this.store.deletePrefix(objectKeys.jobInput(id, n)) : rm(join(this.inputsDir, id, n), { force: true }))));
+    if (!this.store) await rmdir(join(this.inputsDir, id)).catch(() => undefined);
   }
 
   /** A job's inputs, once it ended. */

@@ -8,6 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
+import type { JobRecord } from '../../src/jobs/job.model';
+import { JobFiles } from '../../src/jobs/job.files';
+import { JobStore } from '../../src/jobs/job.store';
 import { auth, startApp, TestApp, TOKEN, until } from './harness';
 import { dataUri, pngBytes, wavBytes } from './inputs';
 import { silentSpeech, testPipeline } from './test-pipelines';
@@ -79,6 +82,36 @@ describe('request shapes that answered 500', () => {
     for (const id of ids) assert.match(id, /^\d{8}_\d{6}_\d{4}$/);
     assert.ok(Date.now() - t0 < 60_000, `took ${Date.now() - t0} ms`);
     for (const id of ids) await t.http.delete(`/api/jobs/${id}`).set(auth); // leave the queue empty for the next tests
+  });
+
+  // issue 47 item 1: another process on the same store (here a second JobStore on DATA_DIR, as a second API process
+  // opens it) takes the new id while this one saves the inputs. The create takes the next id; what it had saved under
+  // the taken one is removed (it was left there).
+  test('an id another process takes meanwhile: the create takes the next, the inputs saved under the taken one go', async () => {
+    const other = new JobStore(t.dataDir);
+    const files = (t.jobs as unknown as { files: JobFiles }).files;
+    const save = files.saveInputs.bind(files);
+    let taken = '';
+    files.saveInputs = async (id, list, prefix) => {
+      const names = await save(id, list, prefix);
+      if (!taken && prefix === 'image') {
+        taken = id;
+        other.insert({ id, kind: 'image', status: 'done', created: Date.now() / 1000, prompt: 'theirs', params: { images: [], audios: [] } } as unknown as JobRecord);
+      }
+      return names;
+    };
+    try {
+      const res = await t.http.post('/api/images').set(auth).field('prompt', 'mine').field('size', '256x256').field('steps', '1').attach('images', await pngBytes(8, 8), 'a.png');
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.ok(taken && res.body.id !== taken, `${taken} then ${res.body.id}`);
+      assert.match(res.body.id, /^\d{8}_\d{6}_\d{4}$/);
+      assert.equal(existsSync(join(t.dataDir, 'inputs', taken)), false, 'the inputs saved under the taken id are removed');
+      assert.equal((await until(t, res.body.id, (j) => j.status === 'done', 20_000)).image_count, 1);
+    } finally {
+      delete (files as { saveInputs?: unknown }).saveInputs;
+      if (taken) other.delete(taken);
+      other.close();
+    }
   });
 
   // issue 47 item 2: the form endpoints do not wait (spec); wait=0 was truthy and the request hung
