@@ -30,6 +30,9 @@ import { OpenAiController } from './openai/openai.controller';
 import { OpenAiImagesService } from './openai/images.service';
 import { OpenAiSpeechService } from './openai/speech.service';
 import { VoiceStore } from './openai/voices.store';
+import { OpenAiVideosController } from './openai/videos.controller';
+import { OpenAiVideosService } from './openai/videos.service';
+import { RemixStore } from './openai/remixes.store';
 import { EtaModel } from './scheduler/eta';
 import { LocalWorker } from './scheduler/local-worker';
 import { RedisFleet } from './scheduler/redis-fleet';
@@ -140,6 +143,8 @@ export class AppModule {
       OpenAiImagesService,
       OpenAiSpeechService,
       VoiceStore,
+      OpenAiVideosService,
+      RemixStore,
       HealthService,
       { provide: APP_GUARD, useClass: TokenGuard },
       { provide: APP_PIPE, useClass: ApiValidationPipe },
@@ -147,7 +152,7 @@ export class AppModule {
     ];
     return {
       module: AppModule,
-      controllers: [VideoController, ImageController, TtsController, JobsController, EventsController, HealthController, MetricsController, RootController, OpenAiController],
+      controllers: [VideoController, ImageController, TtsController, JobsController, EventsController, HealthController, MetricsController, RootController, OpenAiController, OpenAiVideosController],
       providers,
       exports: [Scheduler, JobsService],
     };

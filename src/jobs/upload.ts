@@ -24,9 +24,10 @@ function streamHandler(req: Noted, busboy: NodeJS.WritableStream & { on(e: 'file
 
 /** A part the user sent is read or refused, never ignored: a file part with an empty filename is a 400 naming the
  * field, and so is a file field that arrived as text (filename="" with a type other than application/octet-stream
- * makes the part a plain field to the parser). */
+ * makes the part a plain field to the parser). Bracketed names (input_reference[image_url]) make an object, never a
+ * file: a field that takes either (/v1/videos' input_reference) reads it. */
 function refuseNamelessParts(req: Noted, fields: string[]): void {
-  const named = [...(req[NAMELESS] ?? []), ...fields.filter((f) => req.body && Object.prototype.hasOwnProperty.call(req.body, f))];
+  const named = [...(req[NAMELESS] ?? []), ...fields.filter((f) => req.body && Object.prototype.hasOwnProperty.call(req.body, f) && typeof req.body[f] === 'string')];
   if (named.length) {
     const field = named[0]!;
     throw new BadInputError(`${field}: a part arrived without a filename, so it was not read as a file; send each file with one (Content-Disposition: form-data; name="${field}"; filename="a.png")`);

@@ -2,9 +2,10 @@
 // to the default profile of their kind (README "Using Kiln from OpenAI clients"), so an app set up for OpenAI works
 // by changing its base URL and key only.
 import { BadInputError } from '../common/errors';
-import { IMAGE_DEFAULTS, IMAGE_PROFILES, TTS_PROFILE, VIDEO_PROFILES } from '../catalog';
+import { IMAGE_DEFAULTS, IMAGE_PROFILES, TTS_PROFILE, VIDEO_DEFAULTS, VIDEO_PROFILES } from '../catalog';
 
 export const OPENAI_IMAGE_MODELS = ['gpt-image-1', 'gpt-image-1-mini', 'gpt-image-1.5', 'dall-e-2', 'dall-e-3'] as const;
+export const OPENAI_VIDEO_MODELS = ['sora-2', 'sora-2-pro'] as const;
 
 export type ModelKind = 'image' | 'video' | 'tts';
 
@@ -34,4 +35,15 @@ export function editProfileOf(model: string | undefined): string {
   const editing = IMAGE_PROFILES.filter((p) => p.can_edit).map((p) => p.profile);
   if (!editing.includes(profile)) throw new BadInputError(`model ${profile} takes style references, not pictures to edit; editing models here: ${editing.join(', ')} (and ${OPENAI_IMAGE_MODELS.join(', ')}, which run ${IMAGE_DEFAULTS.profile})`);
   return profile;
+}
+
+/** The video profile `model` names: a Kiln video profile, or an OpenAI video model (sora-2, sora-2-pro and their
+ * dated snapshots) for the default profile; a 400 that lists what Kiln offers otherwise. */
+export function videoProfileOf(model: string | undefined): string {
+  if (model === undefined || OPENAI_VIDEO_MODELS.some((m) => model === m || model.startsWith(`${m}-20`))) return VIDEO_DEFAULTS.profile;
+  if (VIDEO_PROFILES.some((p) => p.profile === model)) return model;
+  const other = kilnModels().find((m) => m.id === model);
+  const offered = `video models here: ${VIDEO_PROFILES.map((p) => p.profile).join(', ')} (and ${OPENAI_VIDEO_MODELS.join(', ')}, which run ${VIDEO_DEFAULTS.profile})`;
+  if (other) throw new BadInputError(`model ${model} makes ${other.kind === 'tts' ? 'speech' : 'images'}, not videos; ${offered}`);
+  throw new BadInputError(`unknown model ${JSON.stringify(model)}; ${offered}`);
 }

@@ -54,7 +54,7 @@ export const ApiOpenAiCreateErrors = () =>
     ApiServiceUnavailableResponse({ description: 'No worker serves the profile', type: OpenAiErrorDto }),
   );
 
-export const ApiOpenAiNotFound = () => ApiNotFoundResponse({ description: 'No such model', type: OpenAiErrorDto });
+export const ApiOpenAiNotFound = (description = 'No such model') => ApiNotFoundResponse({ description, type: OpenAiErrorDto });
 
 export class OpenAiVoiceDto {
   @ApiProperty({ example: 'voice_4f2a...' }) id!: string;
@@ -73,4 +73,35 @@ export class OpenAiVoiceDeletedDto {
   @ApiProperty() id!: string;
   @ApiProperty() deleted!: boolean;
   @ApiProperty({ enum: ['audio.voice.deleted'] }) object!: string;
+}
+
+export class OpenAiVideoDto {
+  @ApiProperty({ description: 'The Kiln job id' }) id!: string;
+  @ApiProperty({ enum: ['video'] }) object!: string;
+  @ApiProperty({ type: 'integer' }) created_at!: number;
+  @ApiProperty({ type: 'integer', nullable: true }) completed_at!: number | null;
+  @ApiProperty({ type: 'integer', nullable: true, description: 'When OUTPUT_TTL_S deletes it; null: kept' }) expires_at!: number | null;
+  @ApiProperty({ type: 'object', nullable: true, description: 'Why it failed (status failed)', properties: { code: { type: 'string', enum: ['generation_failed', 'cancelled'] }, message: { type: 'string' } }, required: ['code', 'message'] })
+  error!: { code: string; message: string } | null;
+  @ApiProperty({ description: 'The Kiln profile that makes it' }) model!: string;
+  @ApiProperty({ type: 'integer', minimum: 0, maximum: 100 }) progress!: number;
+  @ApiProperty({ type: String, nullable: true }) prompt!: string | null;
+  @ApiProperty({ type: String, nullable: true }) remixed_from_video_id!: string | null;
+  @ApiProperty({ example: '5' }) seconds!: string;
+  @ApiProperty({ example: '864x480', description: 'The size made' }) size!: string;
+  @ApiProperty({ enum: ['queued', 'in_progress', 'completed', 'failed'] }) status!: string;
+}
+
+export class OpenAiVideoListDto {
+  @ApiProperty({ enum: ['list'] }) object!: string;
+  @ApiProperty({ type: [OpenAiVideoDto] }) data!: OpenAiVideoDto[];
+  @ApiProperty({ type: String, nullable: true }) first_id!: string | null;
+  @ApiProperty({ type: String, nullable: true }) last_id!: string | null;
+  @ApiProperty() has_more!: boolean;
+}
+
+export class OpenAiVideoDeletedDto {
+  @ApiProperty() id!: string;
+  @ApiProperty({ description: 'false: the video was running and did not stop within 10 s' }) deleted!: boolean;
+  @ApiProperty({ enum: ['video.deleted'] }) object!: string;
 }

@@ -23,7 +23,7 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
 
   before(async () => {
     // a 1 MB body limit: the 413 shape without sending hundreds of MB
-    t = await startApp({ builtinPipelines: false, traffic, env: { MAX_BODY_MB: '1' }, pipelines: [testPipeline('video', 'fastvid', { stepMs: 1 }), testPipeline('image', 'imgmain', { stepMs: 1 }), silentSpeech()] });
+    t = await startApp({ builtinPipelines: false, traffic, env: { MAX_BODY_MB: '1' }, pipelines: [testPipeline('video', 'fastvid', { stepMs: 1, mp4: true }), testPipeline('image', 'imgmain', { stepMs: 1 }), silentSpeech()] });
     doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as Doc;
   });
   after(async () => {
@@ -62,6 +62,14 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     assert.equal((await get(`/api/jobs/${video.id}?wait=true&timeout=5`)).status, 200);
     assert.equal((await get(`/api/jobs/${image.id}/image`)).status, 200);
     assert.equal((await get(`/api/jobs/${video.id}/video`)).status, 200);
+    // OpenAI's videos (what they do: test/api/openai-videos)
+    const sora = await t.http.post('/v1/videos').set(auth).field('prompt', 'a kite').field('seconds', '1').field('size', '608x352');
+    assert.equal(sora.status, 200, JSON.stringify(sora.body));
+    await until(t, sora.body.id, (j) => j.status === 'done', 30_000);
+    for (const p of ['/v1/videos?limit=1', `/v1/videos/${sora.body.id}`, `/v1/videos/${sora.body.id}/content`, `/v1/videos/${sora.body.id}/content?variant=spritesheet`]) assert.equal((await get(p)).status, 200, p);
+    const remix = await t.http.post(`/v1/videos/${sora.body.id}/remix`).set(auth).send({ prompt: 'a red kite' });
+    assert.equal(remix.status, 200, JSON.stringify(remix.body));
+    assert.equal((await t.http.delete(`/v1/videos/${remix.body.id}`).set(auth)).status, 200);
     for (const p of [`/out/${image.id}.png`, `/out/${video.id}.mp4`, speech.body.audio]) assert.equal((await t.http.get(p)).status, 200, p);
     assert.equal((await t.http.get(`/out/${video.id}.mp4`).set('Range', 'bytes=0-9')).status, 206);
     for (const p of ['/api/status', '/api/config', '/api/health', '/metrics', '/']) assert.equal((await get(p)).status, 200, p);

@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { STAGE } from '../../src/catalog';
 import { throwIfCancelled } from '../../src/common/errors';
+import { BASE_ARGS, runFfmpeg } from '../../src/media/ffmpeg';
 import { commitFile, tempSibling } from '../../src/media/files';
 import { wavHeader } from '../../src/media/wav';
 import type { Pipeline, RunContext } from '../../src/models/common/pipeline';
@@ -40,11 +41,14 @@ export interface TestPipelineOptions {
   /** At its first step, a synchronous busy loop of this many milliseconds, then it goes on (a long shader compile,
    * a CPU step on a busy machine): no heartbeats meanwhile. */
   busyMs?: number;
+  /** video: a real mp4 (ffmpeg's test pattern at the task's aspect, its frame count at 24 fps, with sound)
+   * instead of a byte file, for tests that read the video back. */
+  mp4?: boolean;
 }
 
 type Wire = Omit<TestPipelineOptions, 'gate' | 'log'> & { gate?: ControlRef; log?: ControlRef };
 
-const wire = (o: TestPipelineOptions): Wire => ({ stepMs: o.stepMs, fail: o.fail, fault: o.fault, busyMs: o.busyMs, gate: o.gate?.ref, log: o.log?.ref });
+const wire = (o: TestPipelineOptions): Wire => ({ stepMs: o.stepMs, fail: o.fail, fault: o.fault, busyMs: o.busyMs, mp4: o.mp4, gate: o.gate?.ref, log: o.log?.ref });
 
 /** Steps `steps` times, then writes a small png (image) or a byte file (video). */
 export function testPipeline(kind: 'video' | 'image', profile: string, opts: TestPipelineOptions = {}): PipelineModule {
@@ -112,6 +116,8 @@ export function makeTestPipeline(kind: 'video' | 'image', profile: string, o: Wi
           if (kind === 'image') {
             const { width, height, seed } = task.params;
             await sharp({ create: { width: Math.min(width, 64), height: Math.min(height, 64), channels: 3, background: { r: seed % 256, g: 0, b: 0 } } }).png().toFile(tmp);
+          } else if (o.mp4 && task.kind === 'video') {
+            await writeTestMp4(tmp, task.params.width, task.params.height, task.params.frames);
           } else {
             await writeFile(tmp, Buffer.from(`test video ${task.id}`));
           }
@@ -120,6 +126,16 @@ export function makeTestPipeline(kind: 'video' | 'image', profile: string, o: Wi
       };
     },
   };
+}
+
+/** ffmpeg's test pattern, 1/8 of the task's size (even sides), `frames` frames at 24 fps, a 440 Hz tone. */
+async function writeTestMp4(path: string, width: number, height: number, frames: number): Promise<void> {
+  const w = Math.max(2, Math.round(width / 16) * 2);
+  const h = Math.max(2, Math.round(height / 16) * 2);
+  const args = [...BASE_ARGS, '-loglevel', 'error', '-f', 'lavfi', '-i', `testsrc=size=${w}x${h}:rate=24`, '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=32000',
+    '-frames:v', String(frames), '-shortest', '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-c:a', 'aac', '-f', 'mp4', path];
+  const exit = await runFfmpeg(args, { timeoutMs: 60_000 });
+  if (exit.code !== 0) throw new Error(`the test mp4: ${exit.stderr}`);
 }
 
 async function misbehave(fault: Fault): Promise<never> {
