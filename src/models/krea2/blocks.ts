@@ -12,7 +12,7 @@
 import type { Engine } from '../../engine/engine';
 import { attention } from '../../engine/ops/attention';
 import { add, contiguous, mul } from '../../engine/ops/elementwise';
-import { linear } from '../../engine/ops/linear';
+import { linear } from '../common/lora-linear'; // the engine's linear plus attached LoRA terms
 import { headRmsNorm, rmsNorm } from '../../engine/ops/norm';
 import { rope } from '../../engine/ops/rope';
 import { sigmoid } from '../../engine/ops/unary';

@@ -7,7 +7,7 @@
 // only (prompt + template suffix), which gives the same rows: a masked key contributes nothing, the layerwise stage
 // and the projector are per token, and without RoPE nothing depends on where a token sits.
 import type { Engine } from '../../engine/engine';
-import { linear } from '../../engine/ops/linear';
+import { linear } from '../common/lora-linear'; // the engine's linear plus attached LoRA terms
 import type { Tensor } from '../../engine/tensor';
 import { loadPlain, type WeightLoader } from '../common/weights';
 import { Krea2TextFusionBlock } from './blocks';

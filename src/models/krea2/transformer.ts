@@ -15,7 +15,7 @@ import type { Engine } from '../../engine/engine';
 import { geluTanh } from '../../engine/ops/activation';
 import { add } from '../../engine/ops/elementwise';
 import { concat } from '../../engine/ops/layout';
-import { linear } from '../../engine/ops/linear';
+import { linear } from '../common/lora-linear'; // the engine's linear plus attached LoRA terms
 import { rmsNorm } from '../../engine/ops/norm';
 import { Checkpoint } from '../../engine/safetensors';
 import { fmtShape, type Tensor } from '../../engine/tensor';

@@ -13,7 +13,7 @@ import type { Engine } from '../../engine/engine';
 import { attention } from '../../engine/ops/attention';
 import { contiguous } from '../../engine/ops/elementwise';
 import { copyInto } from '../../engine/ops/layout';
-import { linear } from '../../engine/ops/linear';
+import { linear } from '../common/lora-linear'; // the engine's linear plus attached LoRA terms
 import { headRmsNorm, layerNorm } from '../../engine/ops/norm';
 import { rope } from '../../engine/ops/rope';
 import type { Tensor } from '../../engine/tensor';

@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
 import { silu } from '../../engine/ops/activation';
 import { copyInto } from '../../engine/ops/layout';
-import { linear } from '../../engine/ops/linear';
+import { linear } from '../common/lora-linear'; // the engine's linear plus attached LoRA terms
 import { layerNorm, rmsNorm } from '../../engine/ops/norm';
 import { Checkpoint } from '../../engine/safetensors';
 import { fmtShape, type Tensor } from '../../engine/tensor';
