@@ -1,7 +1,8 @@
 // LoRAs applied at the model level (issue 46): the low-rank term beside the engine's linear with every epilogue
 // (src/models/common/lora-linear.ts), against the merged weight, composed, detached; and Krea 2 with LoRA files in each
 // key style against diffusers' own loader on PEFT (fixtures: tools/golden/krea2_lora.py), in f32, f16 and int8, with
-// every LoRA at scale 0 bit-identical to none and the same input and LoRAs giving the same result.
+// every LoRA at scale 0 bit-identical to none and the same input and LoRAs giving the same result; Qwen-Image-2.1 with
+// a LoRA on every linear against its merged weights.
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,14 +10,16 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { Engine } from '../../src/engine/engine';
 import { linear as engineLinear } from '../../src/engine/ops/linear';
-import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { Checkpoint, writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import type { Tensor } from '../../src/engine/tensor';
 import { readLora, type LoraFile } from '../../src/models/common/lora';
 import { attachLoras, linear, loraTermsOn } from '../../src/models/common/lora-linear';
-import { krea2LoraNames, krea2LoraWeights } from '../../src/models/common/lora-models';
+import { krea2LoraNames, krea2LoraWeights, qwenImage21LoraNames, qwenImage21LoraWeights } from '../../src/models/common/lora-models';
 import { krea2Patchify, Krea2Transformer, parseKrea2Config } from '../../src/models/krea2';
+import { QwenImage21Transformer } from '../../src/models/qwen_image21';
 import { makeRng, testEngine } from '../engine/helpers';
-import { goldenTests, readShaped, WEIGHT_PREFIX, type GoldenCase } from './golden';
+import { goldenCaseFiles, GoldenCase, goldenTests, readShaped, WEIGHT_PREFIX } from './golden';
+import { caseConfig as qwenCaseConfig, caseSequence, rows as qwenRows, uploader } from './qwen_image21-golden';
 import { variantKey, VARIANTS, type Variant } from './qwen3-golden';
 
 let dir = '';
@@ -193,3 +196,92 @@ for (const v of VARIANTS) {
     }
   }, v.name);
 }
+
+// ---------------------------------------------------------------- Qwen-Image-2.1: the hook reaches every linear
+
+/**
+ * No upstream Qwen-Image-2.1 LoRA run can be made here (its diffusers transformer is not in the fetchable snapshot),
+ * so this checks what is Kiln's own: a LoRA on every linear of the golden t2i model, attached, gives the forward of
+ * the same model loaded with the merged weights W + s (alpha / r) B A, and at scale 0 the plain forward bit for bit.
+ */
+test('Qwen-Image-2.1: a LoRA on every linear equals the merged weights; scale 0 is the plain model', async () => {
+  const e = await testEngine();
+  const src = goldenCaseFiles('qwen_image21', 'transformer').find((f) => f.endsWith('t2i.safetensors'));
+  assert.ok(src, 'the t2i transformer case');
+  const c = await GoldenCase.open(src);
+  const v = VARIANTS[0]!;
+  const cfg = qwenCaseConfig(c);
+  const names = qwenImage21LoraNames(cfg);
+  const rng = makeRng(21);
+  const t: Record<string, WriteTensor> = {};
+  for (const [m, [N, K]] of names.modules) {
+    const r = 2;
+    t[`lora_unet_${m.replace(/\./g, '_')}.lora_down.weight`] = { dtype: 'F32', shape: [r, K], data: Float32Array.from({ length: r * K }, () => (rng.next() - 0.5) / Math.sqrt(K)) };
+    t[`lora_unet_${m.replace(/\./g, '_')}.lora_up.weight`] = { dtype: 'F32', shape: [N, r], data: Float32Array.from({ length: N * r }, () => (rng.next() - 0.5) / Math.sqrt(r)) };
+    t[`lora_unet_${m.replace(/\./g, '_')}.alpha`] = { dtype: 'F32', shape: [], data: [1] };
+  }
+  const lora = await readLora(await file(t), names);
+  assert.equal(lora.pairs.size, names.modules.size);
+  const scale = 0.9;
+  // the merged copy of the case's checkpoint
+  const merged: Record<string, WriteTensor> = {};
+  for (const k of c.ckpt.keys()) {
+    const data = await c.ckpt.readFloat32(k);
+    const p = k.startsWith(WEIGHT_PREFIX) && k.endsWith('.weight') ? lora.pairs.get(k.slice(WEIGHT_PREFIX.length, -'.weight'.length)) : undefined;
+    if (p) {
+      const K = p.down.length / p.rank;
+      for (let i = 0; i < data.length / K; i++) for (let j = 0; j < p.rank; j++) {
+        const a = p.up[i * p.rank + j]! * scale * p.factor;
+        for (let k2 = 0; k2 < K; k2++) data[i * K + k2]! += a * p.down[j * K + k2]!;
+      }
+    }
+    merged[k] = { dtype: 'F32', shape: [...c.ckpt.entry(k).shape], data };
+  }
+  const mergedPath = await file(merged);
+  const run = async (m: QwenImage21Transformer) => {
+    const temps: Tensor[] = [];
+    const up = uploader(e, v.dtype, temps);
+    try {
+      const sequence = await caseSequence(c);
+      const x = await c.input('hidden_states');
+      const Lr = sequence.referenceTokens;
+      const out = m.forward({
+        sequence,
+        encoderHiddenStates: up(await c.input('encoder_hidden_states')),
+        referenceLatents: Lr > 0 ? up(qwenRows(x, 0, Lr)) : undefined,
+        latents: up(qwenRows(x, Lr, Lr + sequence.targetLength)),
+        timestep: (await c.input('timestep')).data[0]!,
+      });
+      temps.push(out.sample);
+      return await e.read(out.sample);
+    } finally {
+      for (const tt of temps) tt.free();
+    }
+  };
+  const m = await QwenImage21Transformer.load(e, c.ckpt, cfg, { dtype: v.dtype, prefix: WEIGHT_PREFIX });
+  const mc = await Checkpoint.open(mergedPath);
+  const mm = await QwenImage21Transformer.load(e, mc, cfg, { dtype: v.dtype, prefix: WEIGHT_PREFIX });
+  try {
+    const plain = await run(m);
+    const zero = attachLoras(e, qwenImage21LoraWeights(m), [{ file: lora, scale: 0 }], v.dtype);
+    assert.deepEqual(await run(m), plain, 'scale 0: bit-identical');
+    zero.detach();
+    const on = attachLoras(e, qwenImage21LoraWeights(m), [{ file: lora, scale }], v.dtype);
+    assert.equal(on.linears, names.modules.size, 'every linear got its term');
+    const got = await run(m);
+    on.detach();
+    const want = await run(mm);
+    let moved = 0;
+    want.forEach((w, i) => {
+      moved = Math.max(moved, Math.abs(w - plain[i]!));
+      assert.ok(Math.abs(got[i]! - w) <= 1e-4 + 1e-4 * Math.abs(w), `sample at ${i}: ${got[i]} with the LoRA attached, ${w} merged`);
+    });
+    assert.ok(moved > 1e-2, `the LoRA moves the result (${moved})`);
+    assert.deepEqual(await run(m), plain, 'detached: as loaded');
+  } finally {
+    m.free();
+    mm.free();
+    await mc.close();
+    await c.close();
+  }
+});
