@@ -13,7 +13,7 @@ import { linear as engineLinear } from '../../src/engine/ops/linear';
 import { Checkpoint, writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import type { Tensor } from '../../src/engine/tensor';
 import { readLora, type LoraFile } from '../../src/models/common/lora';
-import { attachLoras, linear, loraTermsOn } from '../../src/models/common/lora-linear';
+import { attachLoras, linear, loraTermsOn, withLoras } from '../../src/models/common/lora-linear';
 import { krea2LoraNames, krea2LoraWeights, qwenImage21LoraNames, qwenImage21LoraWeights } from '../../src/models/common/lora-models';
 import { krea2Patchify, Krea2Transformer, parseKrea2Config } from '../../src/models/krea2';
 import { QwenImage21Transformer } from '../../src/models/qwen_image21';
@@ -114,6 +114,13 @@ describe('the low-rank term beside the engine\'s linear', () => {
         y.free();
       }
       assert.throws(() => attachLoras(e, new Map([['other', W]]), [{ file: a, scale: 1 }], 'f32'), /adapts m, which this loaded model does not have/);
+      // one job's LoRAs: on while it runs, off after it, also when it fails
+      const weights = new Map([['m', W]]);
+      assert.equal(await withLoras(e, weights, uses, 'f32', async () => loraTermsOn(W)), 2);
+      await assert.rejects(withLoras(e, weights, uses, 'f32', async () => {
+        throw new Error('job failed');
+      }), /job failed/);
+      assert.equal(loraTermsOn(W), 0, 'detached after a failed job');
     } finally {
       for (const t of temps) t.free();
     }

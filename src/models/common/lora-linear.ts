@@ -124,6 +124,19 @@ export function attachLoras(e: Engine, weights: ReadonlyMap<string, LinearWeight
   };
 }
 
+/**
+ * Runs `fn` with `uses` attached to `weights` and takes them off afterwards, also when `fn` throws: one job's LoRAs
+ * on a model shared by the jobs a worker runs one after another.
+ */
+export async function withLoras<T>(e: Engine, weights: ReadonlyMap<string, LinearWeight>, uses: readonly LoraUse[], dtype: ComputeDType, fn: () => Promise<T>): Promise<T> {
+  const on = attachLoras(e, weights, uses, dtype);
+  try {
+    return await fn();
+  } finally {
+    on.detach();
+  }
+}
+
 function detach(added: [Tensor | Int8Weight, LoraTerm][]): void {
   for (const [w, term] of added) {
     const list = attached.get(w);
