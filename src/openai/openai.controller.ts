@@ -2,7 +2,7 @@
 // Kiln's base URL with its token. A thin mapping onto the same request path and jobs as /api/*: every job made here
 // shows in /api/jobs, the page, events and metrics. Errors come in OpenAI's shape (http/openai-error.ts).
 import { Body, Controller, Delete, Get, HttpCode, NotFoundException, Param, Post, Req, Res, StreamableFile, UploadedFiles, UseInterceptors } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiProduces, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import { BadInputError } from '../common/errors';
 import { filesOf, uploadFields, type UploadedFiles as Files } from '../jobs/upload';
 import type { Request, Response } from 'express';
@@ -69,8 +69,8 @@ export class OpenAiController {
   @Post('audio/speech')
   @HttpCode(200)
   @ApiOperation({ summary: 'OpenAI: speak the input in a saved voice (answered with the audio)' })
-  @ApiProduces('audio/mpeg', 'audio/ogg', 'audio/aac', 'audio/flac', 'audio/wav', 'audio/pcm')
-  @ApiOkResponse({ description: 'The audio, in response_format', schema: { type: 'string', format: 'binary' } })
+  // the audio types on the 200 alone (ApiProduces would give the JSON errors these types too)
+  @ApiOkResponse({ description: 'The audio, in response_format', content: Object.fromEntries(['audio/mpeg', 'audio/ogg', 'audio/aac', 'audio/flac', 'audio/wav', 'audio/pcm'].map((t) => [t, { schema: { type: 'string', format: 'binary' } }])) })
   @ApiOpenAiCreateErrors()
   async speak(@Body() dto: OpenAiSpeechDto, @Res({ passthrough: true }) res: Response) {
     const { body, type } = await this.speech.speak(dto, clientGone(res));

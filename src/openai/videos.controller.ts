@@ -1,7 +1,7 @@
 // OpenAI's videos API under /v1/videos (README "Using Kiln from OpenAI clients"): create, retrieve, list, delete,
 // the content (mp4, thumbnail, spritesheet) and remix, each a thin mapping onto Kiln's video jobs.
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query, Res, StreamableFile, UploadedFiles, UseInterceptors } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiProduces, ApiTags, getSchemaPath } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiTags, getSchemaPath } from '@nestjs/swagger';
 import type { Response } from 'express';
 import { filesOf, uploadFields, type UploadedFiles as Files } from '../jobs/upload';
 import { clientGone } from '../http/request-signal';
@@ -58,8 +58,8 @@ export class OpenAiVideosController {
 
   @Get(':id/content')
   @ApiOperation({ summary: 'OpenAI: the finished mp4, or its thumbnail or spritesheet' })
-  @ApiProduces('video/mp4', 'image/webp', 'image/jpeg')
-  @ApiOkResponse({ description: 'The bytes of the variant', schema: { type: 'string', format: 'binary' } })
+  // the media types on the 200 alone (ApiProduces would give the JSON errors these types too)
+  @ApiOkResponse({ description: 'The bytes of the variant', content: Object.fromEntries(['video/mp4', 'image/webp', 'image/jpeg'].map((t) => [t, { schema: { type: 'string', format: 'binary' } }])) })
   @ApiOpenAiNotFound(`${NO_VIDEO}, or not completed yet`)
   async content(@Param('id') id: string, @Query() q: OpenAiVideoContentQuery, @Res({ passthrough: true }) res: Response) {
     const { body, type } = await this.videos.content(id, q.variant, clientGone(res));

@@ -45,6 +45,8 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     assert.equal(voice.status, 200, JSON.stringify(voice.body));
     assert.equal((await get('/v1/audio/voices')).status, 200);
     assert.equal((await t.http.post('/v1/audio/speech').set(auth).send({ model: 'tts-1', voice: 'narrator', input: 'hello', response_format: 'wav' })).status, 200);
+    // refused as JSON although the answer is audio (the document gave the audio types to the errors too)
+    assert.equal((await t.http.post('/v1/audio/speech').set(auth).send({ model: 'tts-1', voice: 'nobody', input: 'hello' })).status, 400);
     assert.equal((await t.http.delete(`/v1/audio/voices/${String(voice.body.id)}`).set(auth)).status, 200);
     const video = (await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'a kite', seconds: 1, res: '352p' })).body;
     const videoForm = await t.http.post('/api/jobs').set(auth).field('prompt', 'a kite').field('seconds', '1').field('res', '352p').attach('images', png, 'a.png');
@@ -67,6 +69,7 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     assert.equal(sora.status, 200, JSON.stringify(sora.body));
     await until(t, sora.body.id, (j) => j.status === 'done', 30_000);
     for (const p of ['/v1/videos?limit=1', `/v1/videos/${sora.body.id}`, `/v1/videos/${sora.body.id}/content`, `/v1/videos/${sora.body.id}/content?variant=spritesheet`]) assert.equal((await get(p)).status, 200, p);
+    assert.equal((await get('/v1/videos/video_nope/content')).status, 404);
     const remix = await t.http.post(`/v1/videos/${sora.body.id}/remix`).set(auth).send({ prompt: 'a red kite' });
     assert.equal(remix.status, 200, JSON.stringify(remix.body));
     assert.equal((await t.http.delete(`/v1/videos/${remix.body.id}`).set(auth)).status, 200);
