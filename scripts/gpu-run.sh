@@ -9,13 +9,23 @@
 #   gemm    bench:engine --sizes large --only matmul,attention,linear --torch cuda: the register-tiled GEMM and
 #           the subgroup-matrix one at each tile ('64', '128'), matmul and Krea-shaped linear (f16 and int8
 #           weights); the flash and
-#           the tensor-core attention, also at Krea's 1K GQA shape; PyTorch beside                        150 s
+#           the tensor-core attention, also at Krea's 1K GQA shape; PyTorch beside. The f16 GEMM winners per
+#           shape class go to $OUT/tuning.json (src/engine/tuning.ts's format): commit it as the file name the
+#           log's last lines print, tuning/<vendor>-<architecture>.json                                   150 s
 #   krea    Krea 2 Turbo at real size, 1K step + VAE + 8-step job (KILN_SUBGROUP_MATRIX=$SG, default 1;
 #           KILN_SUBGROUP_TILE=$TILE, default the kernel's: 128; KILN_SUBGROUP_ATTENTION=$SGA, default 1:
 #           0 keeps the flash attention with the tensor-core GEMM; KILN_PROFILE=$PROF, default 1: GPU time
 #           per kernel of one step)                                                                      150 s
 #   kf2     MiniMax H3, a 2-keyframe 480p 5 s job's sequence, 2 of 50 blocks (step extrapolated), VAE  100 s
 #   ref3    MiniMax H3, 3 pictures + 1 voice (Ref2VA) at 480p 5 s, 2 of 50 blocks, no VAE decode      70 s
+#
+# Rehearsal without a GPU (docs/performance.md, "Next GPU run"): with no .gpukit/ the steps run here with this
+# machine's node from the build in $BUILD; GEMM_SIZES=tiny and EMULATE=1 make the gemm step a small sweep through
+# the emulated tensor-core builtins (lavapipe has no subgroup matrix), TORCH=off without PyTorch:
+#   npx tsc -p tsconfig.test.json --outDir build/rehearse
+#   BUILD=build/rehearse GEMM_SIZES=tiny EMULATE=1 TORCH=off ONLY='matmul f16,linear f16' GEMM_TIMEOUT=400 \
+#     OUT=/tmp/rehearse bash scripts/gpu-run.sh gemm
+# (ONLY: bench:engine's --only, row-name prefixes; GEMM_TIMEOUT: lavapipe compiles each emulated variant for seconds)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 for f in "$root"/.gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
@@ -26,9 +36,14 @@ kit="$root/.gpukit/run.sh"
 sg=${SG:-1}
 export KILN_SUBGROUP_ATTENTION=${SGA:-1}
 export KILN_SUBGROUP_TILE=${TILE:-128}
+b=${BUILD:-build}
 step() { # name timeout command...
   local name=$1 t=$2; shift 2
-  STEP_TIMEOUT=$t bash "$kit" "cmd:$* > $out/$name.txt 2>&1; tail -n 30 $out/$name.txt"
+  if [ -f "$kit" ]; then
+    STEP_TIMEOUT=$t bash "$kit" "cmd:$* > $out/$name.txt 2>&1; tail -n 30 $out/$name.txt"
+  else   # rehearsal: no kit, this machine's node and build
+    (cd "$root" && KILN_ALLOW_SOFTWARE_GPU=1 timeout "$t" bash -c "$* > $out/$name.txt 2>&1"; echo "== $name: exit $? (no .gpukit: run here)"; tail -n 30 "$out/$name.txt")
+  fi
 }
 # After the tests step: a tensor-core kernel whose native test failed on this GPU is kept out of the later steps
 # (unless TILE / SG / SGA were given), so one refused kernel does not cost the run its model figures: tile 128
@@ -49,15 +64,15 @@ fallbacks() {
   fi
 }
 steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(tests gemm krea kf2 ref3)
-STEP_TIMEOUT=20 bash "$kit" info > /dev/null 2>&1; head -8 "$out/info.txt" 2>/dev/null
+[ -f "$kit" ] && { STEP_TIMEOUT=20 bash "$kit" info > /dev/null 2>&1; head -8 "$out/info.txt" 2>/dev/null; }
 for s in "${steps[@]}"; do
   case "$s" in
-    tests) step tests 60 'node --test --test-concurrency=1 --test-reporter=spec build/test/engine/*.test.js'; fallbacks ;;
-    gemm)  step gemm 150 'node build/bench/engine/main.js --sizes large --only matmul,attention,linear --torch cuda' ;;
+    tests) step tests 60 "node --test --test-concurrency=1 --test-reporter=spec $b/test/engine/*.test.js"; fallbacks ;;
+    gemm)  step gemm "${GEMM_TIMEOUT:-150}" "node $b/bench/engine/main.js --sizes ${GEMM_SIZES:-large} --only '${ONLY:-matmul,attention,linear}' --torch ${TORCH:-cuda} --tuning-out $out/tuning.json${EMULATE:+ --emulate}" ;;
     krea)  echo "krea: KILN_SUBGROUP_MATRIX=$sg KILN_SUBGROUP_TILE=$KILN_SUBGROUP_TILE KILN_SUBGROUP_ATTENTION=$KILN_SUBGROUP_ATTENTION"
-           step krea 150 "KILN_PROFILE=${PROF:-1} KILN_SUBGROUP_MATRIX=$sg node build/bench/image/main.js --profile imgart_turbo --sizes 1024" ;;
-    kf2)   step kf2 100 "KILN_SUBGROUP_MATRIX=$sg node build/bench/video/main.js --cases 480p:5 --keyframes 2 --layers 2" ;;
-    ref3)  step ref3 70 "KILN_SUBGROUP_MATRIX=$sg node build/bench/video/main.js --cases 480p:5 --references 3 --voices 1 --layers 2 --skip-vae" ;;
+           step krea 150 "KILN_PROFILE=${PROF:-1} KILN_SUBGROUP_MATRIX=$sg node $b/bench/image/main.js --profile imgart_turbo --sizes 1024" ;;
+    kf2)   step kf2 100 "KILN_SUBGROUP_MATRIX=$sg node $b/bench/video/main.js --cases 480p:5 --keyframes 2 --layers 2" ;;
+    ref3)  step ref3 70 "KILN_SUBGROUP_MATRIX=$sg node $b/bench/video/main.js --cases 480p:5 --references 3 --voices 1 --layers 2 --skip-vae" ;;
     *) echo "gpu-run: unknown step $s" ;;
   esac
 done

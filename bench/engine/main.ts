@@ -1,5 +1,8 @@
 // npm run bench:engine [-- --sizes large] [--iters N] [--only matmul,attention,conv,interp,linear-decode,dispatch,...]
 //                      [--torch cuda|cpu|off]  (the same shapes through PyTorch, side by side; see torch.ts)
+//                      [--tuning-out FILE]  (the GEMM winners per shape class as a tuning table: src/engine/tuning.ts)
+//                      [--emulate]  (the tensor-core rows through the emulated builtins: rehearses the sweep on lavapipe)
+//                      [--sizes tiny]  (one small shape per op: the rehearsal's)
 // Per op and size: mean time per call (N calls recorded back to back, one sync), GFLOP/s or GB/s, and the
 // fraction of the adapter's roofline (ROOFLINES; unknown adapters print n/a). Wall-clock timing around a sync:
 // on lavapipe it includes the ~46 us per-dispatch cost, which is the real cost there.
@@ -20,6 +23,8 @@ import { quantizeInt8PerChannel, uploadInt8 } from '../../src/engine/quantize';
 import { convResampleCases } from './conv_resample';
 import { decodeCases } from './decode';
 import { torchBaseline, type TorchCase } from './torch';
+import { writeFileSync } from 'node:fs';
+import { shapeClass, tuningFileName, validateTuningTable, type GemmChoice, type ShapeClass, type TuningTable } from '../../src/engine/tuning';
 
 interface Roofline { match: RegExp; label: string; f16Tflops: number; f32Tflops: number; bwGBs: number }
 // Datasheet peaks (shared/spec/engine.md). f16 = dense tensor-core peak; f32 = without tensor cores.
@@ -34,11 +39,16 @@ interface Case {
   /** Why this adapter cannot run the case (printed, case skipped); null: it can. */
   unavailable?: (e: Engine) => string | null;
   setup: (e: Engine) => { run: () => void; free: () => void };
+  /** An f16 GEMM row the tuning sweep compares: its output size and kernel ('tiled' or a tensor-core variant). */
+  gemm?: { M: number; N: number; variant: string };
 }
 
 const args = process.argv.slice(2);
 const arg = (name: string) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : undefined; };
 const large = arg('--sizes') === 'large';
+const tiny = arg('--sizes') === 'tiny';
+const emulate = args.includes('--emulate');
+const tuningOut = arg('--tuning-out');
 const only = arg('--only')?.split(',');
 const itersArg = Number(arg('--iters') ?? 0);
 
@@ -55,50 +65,52 @@ function up(e: Engine, shape: number[], dtype: 'f32' | 'f16'): Tensor {
 
 function cases(): Case[] {
   const out: Case[] = [];
-  const gemm = large ? [[4096, 4096, 4096], [8192, 8192, 8192]] : [[256, 256, 256], [512, 512, 512]];
+  const gemm = large ? [[4096, 4096, 4096], [8192, 8192, 8192]] : tiny ? [[64, 64, 64]] : [[256, 256, 256], [512, 512, 512]];
   for (const dtype of ['f32', 'f16'] as const) {
     for (const [M, K, N] of gemm) {
-      out.push({ op: `matmul ${dtype}`, size: `${M}x${K}x${N}`, flops: 2 * M! * K! * N!, torch: { fn: 'matmul', dtype, M: M!, K: K!, N: N! }, setup: (e) => {
+      out.push({ op: `matmul ${dtype}`, size: `${M}x${K}x${N}`, flops: 2 * M! * K! * N!, torch: { fn: 'matmul', dtype, M: M!, K: K!, N: N! },
+        gemm: dtype === 'f16' ? { M: M!, N: N!, variant: 'tiled' } : undefined, setup: (e) => {
         const a = up(e, [M!, K!], dtype); const b = up(e, [K!, N!], dtype);
         let c: Tensor | null = null;
-        return { run: () => { c?.free(); c = matmul(e, a, b); }, free: () => { a.free(); b.free(); c?.free(); } };
+        return { run: () => { c?.free(); c = matmul(e, a, b, { path: 'tiled' }); }, free: () => { a.free(); b.free(); c?.free(); } };
       } });
     }
   }
   // the tensor-core path beside the default one, same shapes, each tile (opt-in in the service until these rows win)
-  const sgUnavailable = (e: Engine) => { const p = subgroupMatrixPlan(e); return 'reason' in p ? p.reason : null; };
+  const sgUnavailable = (e: Engine) => { const p = subgroupMatrixPlan(e, { emulate }); return 'reason' in p ? p.reason : null; };
   for (const tile of Object.keys(SUBGROUP_TILES) as SubgroupTileName[]) {
     for (const [M, K, N] of gemm) {
       out.push({ op: `matmul f16 sgmatrix ${tile}`, size: `${M}x${K}x${N}`, flops: 2 * M! * K! * N!, torch: { fn: 'matmul', dtype: 'f16', M: M!, K: K!, N: N! },
-        unavailable: sgUnavailable,
+        unavailable: sgUnavailable, gemm: { M: M!, N: N!, variant: tile },
         setup: (e) => {
           const a = up(e, [M!, K!], 'f16'); const b = up(e, [K!, N!], 'f16');
           let c: Tensor | null = null;
-          return { run: () => { c?.free(); c = matmul(e, a, b, { path: 'subgroup', subgroup: { tile } }); }, free: () => { a.free(); b.free(); c?.free(); } };
+          return { run: () => { c?.free(); c = matmul(e, a, b, { path: 'subgroup', subgroup: { tile, emulate } }); }, free: () => { a.free(); b.free(); c?.free(); } };
         } });
     }
   }
   // a DiT projection as the models call it: linear(x, W) with W (N, K) read through its transpose view (Krea 2 at 1K:
   // 4096 image + 69 text tokens, width 6144), with an f16 weight and an int8 one (the _int8 profiles; PyTorch's
   // column is its f16 nn.Linear for both)
-  const [lt, lk, ln] = large ? [4165, 6144, 6144] : [64, 512, 512];
+  const [lt, lk, ln] = large ? [4165, 6144, 6144] : tiny ? [32, 64, 64] : [64, 512, 512];
   let wq: ReturnType<typeof quantizeInt8PerChannel> | null = null;   // quantised once for the int8 rows
   for (const wtype of ['f16', 'int8'] as const) {
     for (const path of ['tiled', ...Object.keys(SUBGROUP_TILES).map((t) => `sgmatrix ${t}`)]) {
       const tile = path.startsWith('sgmatrix') ? (path.split(' ')[1] as SubgroupTileName) : null;
       out.push({ op: `linear ${wtype} ${path}`, size: `${lt}x${lk}x${ln}`, flops: 2 * lt * lk * ln, torch: { fn: 'linear', dtype: 'f16', M: lt, K: lk, N: ln },
         unavailable: tile ? sgUnavailable : undefined,
+        gemm: wtype === 'f16' ? { M: lt, N: ln, variant: tile ?? 'tiled' } : undefined,
         setup: (e) => {
           const x = up(e, [lt, lk], 'f16');
           const w = wtype === 'f16' ? up(e, [ln, lk], 'f16') : uploadInt8(e, (wq ??= quantizeInt8PerChannel(rand(ln * lk), ln, lk)), 'f16');
           let y: Tensor | null = null;
-          const opts = tile ? { path: 'subgroup' as const, subgroup: { tile } } : { path: 'tiled' as const };
+          const opts = tile ? { path: 'subgroup' as const, subgroup: { tile, emulate } } : { path: 'tiled' as const };
           const free = () => { x.free(); if ('q' in w) { w.q.free(); w.scales.free(); } else w.free(); y?.free(); };
           return { run: () => { y?.free(); y = linear(e, x, w, null, opts); }, free };
         } });
     }
   }
-  const att = large ? [[1, 24, 4096, 128], [1, 24, 16384, 128]] : [[1, 4, 256, 64]];
+  const att = large ? [[1, 24, 4096, 128], [1, 24, 16384, 128]] : tiny ? [[1, 2, 64, 64]] : [[1, 4, 256, 64]];
   for (const dtype of ['f32', 'f16'] as const) {
     for (const [B, H, L, D] of att) {
       out.push({ op: `attention ${dtype}`, size: `B${B} H${H} L${L} D${D}`, flops: 4 * B! * H! * L! * L! * D!, torch: { fn: 'attention', dtype, B: B!, H: H!, L: L!, D: D! }, setup: (e) => {
@@ -159,7 +171,7 @@ async function main(): Promise<void> {
   const roof = ROOFLINES.find((r) => r.match.test(d.name));
   console.log(`adapter: ${d.name} (${d.vendor}/${d.architecture}, ${d.backend}${d.software ? ', software' : ''})`);
   console.log(`roofline: ${roof ? `${roof.label}: f16 ${roof.f16Tflops} TFLOP/s, f32 ${roof.f32Tflops} TFLOP/s, ${roof.bwGBs} GB/s` : 'unknown for this adapter (a CPU rasteriser: no stated peak), fractions n/a'}`);
-  console.log(`date: ${new Date().toISOString()}  sizes: ${large ? 'large' : 'default'}`);
+  console.log(`date: ${new Date().toISOString()}  sizes: ${large ? 'large' : tiny ? 'tiny' : 'default'}`);
   console.log(['op'.padEnd(22), 'size'.padEnd(22), 'ms/call'.padStart(10), 'rate'.padStart(16), 'roofline'.padStart(9)].join(' '));
   const measured: { c: Case; ms: number }[] = [];
   const failed: string[] = [];
@@ -210,12 +222,54 @@ async function main(): Promise<void> {
     s.free();
     measured.push({ c, ms });
   }
+  if (tuningOut) writeTuning(e, measured, tuningOut);
   await e.shutdown();
   printTorchColumn(measured);
   if (failed.length > 0) {
     console.log(`\n${failed.length} case(s) FAILED: ${failed.join(', ')}`);
     process.exitCode = 1;
   }
+}
+
+/**
+ * The sweep's winners as a tuning table (src/engine/tuning.ts) at `file`: per shape class, of the kernels that ran
+ * every f16 GEMM shape of that class measured here (a failed or skipped variant is left out, not the class), the
+ * one with the least total time. Committed by copying the file to tuning/<its name, printed>.
+ */
+function writeTuning(e: Engine, measured: { c: Case; ms: number }[], file: string): void {
+  const byClass = new Map<ShapeClass, { shapes: Set<string>; times: Map<string, Map<string, number>> }>();
+  for (const { c, ms } of measured) {
+    if (!c.gemm) continue;
+    const cls = shapeClass(c.gemm.M, c.gemm.N);
+    const entry = byClass.get(cls) ?? { shapes: new Set<string>(), times: new Map<string, Map<string, number>>() };
+    byClass.set(cls, entry);
+    const shape = `${c.op.split(' ')[0]} ${c.size}`;
+    entry.shapes.add(shape);
+    const t = entry.times.get(c.gemm.variant) ?? new Map<string, number>();
+    entry.times.set(c.gemm.variant, t.set(shape, ms));
+  }
+  const gemm: Partial<Record<ShapeClass, GemmChoice>> = {};
+  const sweep: string[] = [];
+  for (const [cls, { shapes, times }] of byClass) {
+    const totals = [...times].filter(([, t]) => t.size === shapes.size).map(([v, t]) => [v, [...t.values()].reduce((x, y) => x + y, 0)] as const);
+    totals.sort((x, y) => x[1] - y[1]);
+    const win = totals[0];
+    if (!win) continue;
+    gemm[cls] = win[0] === 'tiled' ? { path: 'tiled' } : { path: 'subgroup', variant: win[0] };
+    sweep.push(`${cls} (${[...shapes].join(', ')}): ${totals.map(([v, ms]) => `${v} ${ms.toFixed(3)} ms`).join(', ')}`);
+  }
+  const info = e.gpu.adapter.info;
+  const table: TuningTable & { sweep: string[] } = {
+    version: 1,
+    adapter: { vendor: info.vendor, architecture: info.architecture, device: info.device, driver: info.description },
+    measured: `${new Date().toISOString()} by bench/engine/main.ts ${args.join(' ')}`,
+    gemm,
+    sweep,
+  };
+  validateTuningTable(table, Object.keys(SUBGROUP_TILES));
+  writeFileSync(file, `${JSON.stringify(table, null, 2)}\n`);
+  console.log(`\ntuning table (${Object.entries(gemm).map(([k, v]) => `${k}: ${v.path}${v.variant ? ` ${v.variant}` : ''}`).join(', ') || 'no GEMM measured'}) written to ${file}; commit it as tuning/${tuningFileName(table.adapter)}`);
+  for (const line of sweep) console.log(`  ${line}`);
 }
 
 /** The same shapes through PyTorch, in this call; ratio = PyTorch time / ours (above 1: we are faster). */

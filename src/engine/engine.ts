@@ -12,6 +12,8 @@ import { BufferUsage, MapMode } from './webgpu';
 import { Profiler } from './profiler';
 import { adapterProfile, type AdapterProfile } from './plan-device';
 import { engineSettings, type EngineSettings } from './settings';
+import { loadTuning, type Tuning } from './tuning';
+import { SUBGROUP_TILES } from './ops/matmul_subgroup';
 
 export interface EngineOptions extends DeviceOptions {
   /** Error scopes around pipeline creation, bind groups and submits: errors name the kernel. Default:
@@ -25,6 +27,8 @@ export interface EngineOptions extends DeviceOptions {
   /** GPU time per kernel (profiler.ts; engine.profiler.report()): each dispatch in a pass of its own, timed by
    * timestamp queries. Default: KILN_PROFILE=1 (settings.ts). Needs the adapter's timestamp-query. */
   profile?: boolean;
+  /** Where the GEMM tuning tables are read from (tuning.ts). Default: the repository's tuning/. */
+  tuningDir?: string;
 }
 
 /** Bytes per queue.writeBuffer call when uploading (keeps Dawn's staging small). */
@@ -39,6 +43,8 @@ export class Engine {
   readonly settings: EngineSettings;
   /** Set when profiling was asked for (EngineOptions.profile). */
   readonly profiler: Profiler | null = null;
+  /** The GEMM tuning table for this adapter (tuning.ts), read when the engine was created; defaults without one. */
+  readonly tuning: Tuning;
   private destroyed = false;
 
   private constructor(
@@ -53,6 +59,12 @@ export class Engine {
     this.kernels = new KernelCache(gpu.device, this.debug);
     this.recorder = new Recorder(gpu, this.kernels, Math.min(64, Math.max(1, opts.submitEvery ?? 32)), this.debug);
     this.pool.onTrim = () => this.recorder.groups.clear();
+    const info = gpu.adapter.info;
+    this.tuning = loadTuning(
+      { vendor: info.vendor, architecture: info.architecture, device: info.device, driver: info.description },
+      Object.keys(SUBGROUP_TILES),
+      opts.tuningDir,
+    );
     if (opts.profile ?? settings.profile) {
       if (!gpu.hasFeature('timestamp-query')) throw new Error(`engine: profiling needs timestamp-query, which adapter ${gpu.describe().name} lacks`);
       this.profiler = this.recorder.profiler = new Profiler(gpu.device);
@@ -74,7 +86,7 @@ export class Engine {
    * zeros and loaders skip the checkpoint's bytes (`shapeOnly`). The budget defaults to unbounded, so a plan
    * reports a peak beyond any card instead of failing at it.
    */
-  static createShapeOnly(adapter: AdapterProfile | string, opts: Pick<EngineOptions, 'memoryBudgetBytes' | 'submitEvery'> = {}): Engine {
+  static createShapeOnly(adapter: AdapterProfile | string, opts: Pick<EngineOptions, 'memoryBudgetBytes' | 'submitEvery' | 'tuningDir'> = {}): Engine {
     const p = typeof adapter === 'string' ? adapterProfile(adapter) : adapter;
     return new Engine(GpuDevice.planned(p), { memoryBudgetBytes: Number.MAX_SAFE_INTEGER, ...opts, debug: false, profile: false }, engineSettings());
   }

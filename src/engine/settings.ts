@@ -15,6 +15,9 @@ export interface EngineSettings {
   /** KILN_SUBGROUP_MATRIX=1: an op's 'auto' path may take the subgroup-matrix (tensor-core) kernels, f16 GEMMs and
    * attention, where the adapter has the feature. Off by default until those kernels are timed on hardware. */
   subgroupMatrix: boolean;
+  /** KILN_SUBGROUP_MATRIX=0: no tensor-core GEMM on 'auto', even where the adapter's tuning table (tuning.ts) picks
+   * it for a shape class. Unset: the table decides (no table: off). */
+  subgroupMatrixOff: boolean;
   /** KILN_SUBGROUP_TILE: the subgroup-matrix GEMM's tile preset by name (SUBGROUP_TILES in ops/matmul_subgroup.ts:
    * '64', '128'); unset: the largest preset that fits the adapter's workgroup memory. Any other value (even empty)
    * must name a preset: it is refused when a GEMM takes the subgroup path. */
@@ -42,6 +45,7 @@ export function engineSettings(env: NodeJS.ProcessEnv = process.env): EngineSett
   const software = env.KILN_ALLOW_SOFTWARE_GPU;
   return {
     subgroupMatrix: env.KILN_SUBGROUP_MATRIX === '1',
+    subgroupMatrixOff: env.KILN_SUBGROUP_MATRIX === '0',
     subgroupTile: env.KILN_SUBGROUP_TILE,
     subgroupAttention: env.KILN_SUBGROUP_ATTENTION !== '0',
     loadThreads: parseLoadThreads(env.KILN_LOAD_THREADS),

@@ -9,17 +9,18 @@ import { engineSettings } from '../../src/engine/settings';
 
 test('engineSettings: the defaults, and what each variable turns', () => {
   assert.deepEqual(engineSettings({}), {
-    subgroupMatrix: false, subgroupTile: undefined, subgroupAttention: true, loadThreads: Math.min(availableParallelism(), 16),
+    subgroupMatrix: false, subgroupMatrixOff: false, subgroupTile: undefined, subgroupAttention: true, loadThreads: Math.min(availableParallelism(), 16),
     allowSoftwareGpu: undefined, debug: false, profile: false,
   });
   const all = engineSettings({
     KILN_SUBGROUP_MATRIX: '1', KILN_SUBGROUP_TILE: '64', KILN_SUBGROUP_ATTENTION: '0', KILN_LOAD_THREADS: '3',
     KILN_ALLOW_SOFTWARE_GPU: 'Yes', KILN_ENGINE_DEBUG: '1', KILN_PROFILE: '1',
   });
-  assert.deepEqual(all, { subgroupMatrix: true, subgroupTile: '64', subgroupAttention: false, loadThreads: 3, allowSoftwareGpu: true, debug: true, profile: true });
+  assert.deepEqual(all, { subgroupMatrix: true, subgroupMatrixOff: false, subgroupTile: '64', subgroupAttention: false, loadThreads: 3, allowSoftwareGpu: true, debug: true, profile: true });
   // Only '1' turns a switch on, only '0' turns the tensor-core attention off; software: 1/true/yes, else refused.
   const other = engineSettings({ KILN_SUBGROUP_MATRIX: 'true', KILN_SUBGROUP_ATTENTION: 'no', KILN_ALLOW_SOFTWARE_GPU: '0', KILN_ENGINE_DEBUG: 'yes', KILN_PROFILE: 'true', KILN_LOAD_THREADS: '' });
   assert.deepEqual([other.subgroupMatrix, other.subgroupAttention, other.allowSoftwareGpu, other.debug, other.profile], [false, true, false, false, false]);
+  assert.deepEqual([engineSettings({ KILN_SUBGROUP_MATRIX: '0' }).subgroupMatrixOff, engineSettings({ KILN_SUBGROUP_MATRIX: '0' }).subgroupMatrix], [true, false]);
   assert.equal(engineSettings({ KILN_ALLOW_SOFTWARE_GPU: '' }).allowSoftwareGpu, undefined, 'empty is unset: the device-node rule decides');
   assert.equal(engineSettings({ KILN_LOAD_THREADS: '64' }).loadThreads, 16);
   assert.throws(() => engineSettings({ KILN_LOAD_THREADS: '2.5' }), /KILN_LOAD_THREADS=2.5: must be a whole number >= 1/);

@@ -115,9 +115,14 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     return out;
   }
   const tensorCoreTypes = a.dtype === 'f16' && (b.dtype === 'f16' || b.dtype === 'i8');
-  if (path === 'subgroup' || (path === 'auto' && tensorCoreTypes && e.settings.subgroupMatrix && subgroupMatrixUsable(e))) {
+  // 'auto': the tensor-core kernel under KILN_SUBGROUP_MATRIX=1, or where this adapter's tuning table (tuning.ts)
+  // picks it for the shape's class (not under KILN_SUBGROUP_MATRIX=0); its variant: the op's, KILN_SUBGROUP_TILE, the table's
+  const tuned = e.tuning.gemm(M, N);
+  const wantSubgroup = e.settings.subgroupMatrix || (tuned.path === 'subgroup' && !e.settings.subgroupMatrixOff);
+  if (path === 'subgroup' || (path === 'auto' && tensorCoreTypes && wantSubgroup && subgroupMatrixUsable(e, opts.subgroup?.emulate))) {
     const sub = { a: ae, b: be, out, params, M, N, K, batches: nb, bias, gate: g, residual: r, scales, act: opts.act ?? 'none' };
-    gemmSubgroup(e, op, sub, opts.subgroup);
+    const tile = opts.subgroup?.tile ?? e.settings.subgroupTile ?? (tuned.path === 'subgroup' ? tuned.variant : undefined);
+    gemmSubgroup(e, op, sub, { ...opts.subgroup, tile: tile as SubgroupOptions['tile'] });
     return out;
   }
   const wgx = opts.tile?.wgx ?? 16;

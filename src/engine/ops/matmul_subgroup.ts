@@ -67,8 +67,8 @@ export function subgroupMatrixPlan(e: Engine, opts: { emulate?: boolean } = {}):
   return fixed ? { reason: fixed } : { config, sg: min };
 }
 
-export function subgroupMatrixUsable(e: Engine): boolean {
-  return 'config' in subgroupMatrixPlan(e);
+export function subgroupMatrixUsable(e: Engine, emulate = false): boolean {
+  return 'config' in subgroupMatrixPlan(e, { emulate });
 }
 
 /** The tile asked for (a name or a tile: the op's option, else KILN_SUBGROUP_TILE's), else the largest preset that fits `limit`. */
