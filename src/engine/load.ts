@@ -2,6 +2,8 @@
 // queue.writeBuffer. The whole file is never in JS memory; at most one chunk and its converted copy.
 import { bf16BitsToF32, bf16ToF16Table, DTYPE_BYTES, encode, F16_OVERFLOW, f32ToF16Bits, LITTLE_ENDIAN_HOST, type DType } from './dtype';
 import type { Engine } from './engine';
+import { GGML_TYPES } from './gguf';
+import { dequantInto, wholeWords } from './ops/dequant';
 import { Checkpoint, CheckpointError, SAFE_DTYPE_BYTES, decodeSafe, type SafeDType, type TensorEntry } from './safetensors';
 import type { Tensor } from './tensor';
 
@@ -28,7 +30,8 @@ export async function loadTensor(e: Engine, ckpt: Checkpoint, name: string, opts
   const t = e.empty(entry.shape, dtype, name);
   if (e.shapeOnly) return t; // a plan: the tensor's place and size, not its bytes
   try {
-    await readConverted(ckpt, entry, dtype, (bytes, dstOffset) => e.writeBytes(t, dstOffset, bytes), opts.chunkBytes);
+    if (entry.quant && dtype !== 'i8') await loadBlocks(e, ckpt, entry, t, opts.chunkBytes);
+    else await readConverted(ckpt, entry, dtype, (bytes, dstOffset) => e.writeBytes(t, dstOffset, bytes), opts.chunkBytes);
   } catch (err) {
     t.free();
     throw err;
@@ -56,6 +59,25 @@ export async function readConverted(
     if (dtype === 'f16') checkF16Range(values, ckpt.path, name);
     sink(encode(values, dtype), dstOffset);
   });
+}
+
+/** A GGUF quantised tensor: its blocks cross to the GPU as stored, chunk by chunk, and the dequant kernel widens them
+ * into `t` (f32 or f16; the same values as the CPU's gguf.ts dequantize, which readConverted would use). */
+async function loadBlocks(e: Engine, ckpt: Checkpoint, entry: TensorEntry, t: Tensor, chunkBytes = 8 * 2 ** 20): Promise<void> {
+  const { type } = entry.quant!;
+  const { block, bytes: bs } = GGML_TYPES[type];
+  const step = Math.max(bs, Math.floor(Math.min(chunkBytes, entry.quant!.byteLength) / bs) * bs);
+  const staging = e.empty([Math.ceil(step / 4) * 4], 'i8', `${entry.name} blocks`);
+  try {
+    await ckpt.readBlocks(entry.name, step, (bytes, off) => {
+      // the kernel of the previous chunk must have read the staging tensor before it is overwritten: writeBytes
+      // flushes recorded work first, and the queue runs it before this write
+      e.writeBytes(staging, 0, wholeWords(bytes));
+      dequantInto(e, type, staging, bytes.byteLength, t, (off / bs) * block);
+    });
+  } finally {
+    staging.free();
+  }
 }
 
 /** Loads several tensors; on any failure frees the ones already loaded. */

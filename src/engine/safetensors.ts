@@ -8,6 +8,7 @@ import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { bf16BitsToF32 as bf16, encode, f16BitsToF32 as f16, f16Table, f32ToBf16Bits, f8e4m3ToF32 as f8, LITTLE_ENDIAN_HOST } from './dtype';
 import { attachFp8Scales, readScaledChunks, type ScaledSource } from './fp8-scaled';
+import { GGML_TYPES, readGgufContents, readQuantChunks, type QuantSource } from './gguf';
 import { fmtShape, numelOf } from './tensor';
 
 export type SafeDType = 'F32' | 'F16' | 'BF16' | 'I8' | 'U8' | 'F8_E4M3' | 'F8_E5M2';
@@ -25,6 +26,8 @@ export interface TensorEntry {
   /** An fp8 weight with its scale (fp8-scaled.ts): the entry reads as F32, each value times its scale; these are the
    * stored bytes. */
   scaled?: ScaledSource;
+  /** A GGUF quantised tensor (gguf.ts): the entry reads as F32, dequantised block by block; these are the blocks. */
+  quant?: QuantSource;
 }
 
 const checkpointError = (message: string) => new CheckpointError(message);
@@ -120,14 +123,15 @@ export class Checkpoint {
 
   private constructor(
     readonly path: string,
-    private readonly files: Map<string, SafetensorsFile>,
+    private readonly files: Map<string, Pick<SafetensorsFile, 'handle' | 'close'>>,
     readonly entries: Map<string, TensorEntry>,
     readonly metadata: Record<string, string>,
   ) {}
 
-  /** `path`: a .safetensors file, an index .json, or a folder holding either. */
+  /** `path`: a .safetensors file, an index .json, a .gguf file (gguf.ts), or a folder holding a safetensors one. */
   static async open(path: string): Promise<Checkpoint> {
     let p = path;
+    if (p.endsWith('.gguf')) return Checkpoint.openGguf(p);
     if (existsSync(p) && statSync(p).isDirectory()) {
       if (existsSync(join(p, INDEX_FILE))) p = join(p, INDEX_FILE);
       else if (existsSync(join(p, 'model.safetensors'))) p = join(p, 'model.safetensors');
@@ -172,6 +176,19 @@ export class Checkpoint {
     }
   }
 
+  private static async openGguf(p: string): Promise<Checkpoint> {
+    const handle = await openFile(p, 'r').catch((e: Error) => {
+      throw new CheckpointError(`${p}: cannot open (${e.message})`);
+    });
+    try {
+      const { entries, metadata } = await readGgufContents(p, (await handle.stat()).size, checkpointError);
+      return new Checkpoint(p, new Map([[p, { handle, close: () => handle.close() }]]), entries, metadata);
+    } catch (e) {
+      await handle.close();
+      throw e;
+    }
+  }
+
   has(name: string): boolean {
     return this.entries.has(name);
   }
@@ -204,6 +221,7 @@ export class Checkpoint {
     const e = this.entry(name);
     const handle = this.files.get(e.file)!.handle;
     if (e.scaled) return readScaledChunks(handle, e, chunkBytes, onChunk, checkpointError);
+    if (e.quant) return readQuantChunks(handle, e, chunkBytes, onChunk, checkpointError);
     const elem = SAFE_DTYPE_BYTES[e.dtype];
     const step = Math.max(elem, Math.floor(chunkBytes / elem) * elem);
     const buf = scratch && scratch.byteLength >= step ? scratch : Buffer.allocUnsafe(step);
@@ -211,6 +229,23 @@ export class Checkpoint {
       const len = Math.min(step, e.byteLength - off);
       const { bytesRead } = await handle.read(buf, 0, len, e.start + off);
       if (bytesRead !== len) throw new CheckpointError(`${e.file}: tensor "${name}" truncated at byte ${e.start + off + bytesRead}`);
+      await onChunk(buf.subarray(0, len), off);
+    }
+  }
+
+  /** A GGUF quantised tensor's stored blocks, in chunks of whole blocks of at most `chunkBytes` (one reused buffer:
+   * consume each before returning), for the GPU's dequant kernel (load.ts). */
+  async readBlocks(name: string, chunkBytes: number, onChunk: (bytes: Uint8Array, byteOffset: number) => void | Promise<void>): Promise<void> {
+    const e = this.entry(name);
+    if (!e.quant) throw new CheckpointError(`${this.path}: tensor "${name}" is ${e.dtype}, not quantised blocks`);
+    const handle = this.files.get(e.file)!.handle;
+    const bs = GGML_TYPES[e.quant.type].bytes;
+    const step = Math.max(bs, Math.floor(chunkBytes / bs) * bs);
+    const buf = Buffer.allocUnsafe(Math.min(step, e.quant.byteLength));
+    for (let off = 0; off < e.quant.byteLength; off += step) {
+      const len = Math.min(step, e.quant.byteLength - off);
+      const { bytesRead } = await handle.read(buf, 0, len, e.quant.start + off);
+      if (bytesRead !== len) throw new CheckpointError(`${e.file}: tensor "${name}" truncated at byte ${e.quant.start + off + bytesRead}`);
       await onChunk(buf.subarray(0, len), off);
     }
   }

@@ -7,7 +7,8 @@
 // ids (template, vision tokens) reach the model. The same files in a Hugging Face cache (written by @huggingface/hub's
 // snapshotDownload from the local hub stand-in) with an empty WEIGHTS_DIR: real too, read in place, and a job runs.
 // The DiT as a ComfyUI install keeps it (models/unet/, ComfyUI's model.diffusion_model. key prefix), found through
-// COMFYUI_MODELS_DIR and through an extra_model_paths.yaml, beside the other parts in WEIGHTS_DIR: the same picture.
+// COMFYUI_MODELS_DIR and through an extra_model_paths.yaml, beside the other parts in WEIGHTS_DIR: the same picture;
+// and as a city96-style Q8_0 GGUF there: found, dequantised on the GPU at load, a job runs.
 import assert from 'node:assert/strict';
 import { copyFileSync, cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,9 @@ import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { gunzipSync } from 'node:zlib';
 import { snapshotDownload } from '@huggingface/hub';
+import { f32ToF16Bits } from '../../src/engine/dtype';
 import type { EngineHolder } from '../../src/engine/engine';
+import { ggufBytes, type GgufWriteTensor } from '../../src/engine/gguf';
 import { Checkpoint, writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
 import { planDemoKrea2 } from '../../src/models/krea2';
 import { checkProfile, comfyFoldersOf } from '../../src/weights';
@@ -196,4 +199,58 @@ describe('imgart_turbo on weights in the real layout', () => {
     assert.deepEqual(listing(), before, 'nothing written into the ComfyUI folders');
     assert.deepEqual(readdirSync(partial).sort(), ['Qwen-Image', 'Qwen3-VL-4B-Instruct'], 'nothing copied into WEIGHTS_DIR');
   });
+  test('a city96-style GGUF of the DiT (Q8_0 matrices, F32 vectors, its own key names) in ComfyUI\'s diffusion_models/: found, dequantised at load, a job runs', async () => {
+    const src = await Checkpoint.open(join(weightsDir, 'Krea-2-Turbo', 'transformer', 'krea-2-turbo.safetensors'));
+    const tensors: Record<string, GgufWriteTensor> = {};
+    try {
+      for (const k of src.keys()) {
+        const shape = [...src.entry(k).shape];
+        const v = await src.readFloat32(k);
+        // as convert.py: 1-D and small tensors stay F32, the rest quantised (rows of whole 32-value blocks)
+        if (shape.length < 2 || v.length < 1024 || shape[shape.length - 1]! % 32 !== 0) tensors[k] = { type: 'F32', shape, data: new Uint8Array(v.buffer) };
+        else tensors[k] = { type: 'Q8_0', shape, data: quantizeQ8(v) };
+      }
+    } finally {
+      await src.close();
+    }
+    const comfy = join(dir, 'ComfyUI-gguf', 'models');
+    mkdirSync(join(comfy, 'diffusion_models'), { recursive: true });
+    writeFileSync(join(comfy, 'diffusion_models', 'krea2_turbo_bf16-Q8_0.gguf'), ggufBytes(tensors, { 'general.architecture': 'krea2' }));
+    const partial = join(dir, 'weights-no-dit-gguf');
+    for (const f of ['Qwen3-VL-4B-Instruct', 'Qwen-Image']) cpSync(join(weightsDir, f), join(partial, f), { recursive: true });
+    const comfyFolders = comfyFoldersOf({ COMFYUI_MODELS_DIR: comfy })!;
+    const w = checkProfile('imgart_turbo', { weightsDir: partial, comfyFolders });
+    assert.equal(w.state, 'real', w.variant.problems.join('; '));
+    assert.equal(w.variant.components.transformer!.file, join(comfy, 'diffusion_models', 'krea2_turbo_bf16-Q8_0.gguf'));
+    const e = await testEngine();
+    const holder = { get: async () => e } as unknown as EngineHolder;
+    const entry = krea2ProfileEntry('imgart_turbo', { weightsDir: partial, comfyFolders, demoWeightsDir: join(dir, 'no-demo-4') }, holder);
+    const pipe = entry.create();
+    try {
+      const output = join(dir, 'out-gguf.png');
+      const task: ImageTask = {
+        kind: 'image', id: 'tgg', profile: 'imgart_turbo', images: [], audios: [], output,
+        params: { prompt: 'a lighthouse at dusk', negative: '', seed: 1, steps: 2, cfg: 1, width: 64, height: 48, res: 'custom', mode: 't2i' },
+      };
+      await pipe.run(task, recordingContext());
+      assert.deepEqual(pngSize(readFileSync(output)), { width: 64, height: 48 });
+    } finally {
+      await pipe.unload();
+    }
+  });
 });
+
+/** Q8_0 blocks of `v` (whole rows of 32): d = max |x| / 127 in fp16, q = round(x / d), as ggml's quantize_row_q8_0. */
+function quantizeQ8(v: Float32Array): Uint8Array {
+  const out = new Uint8Array((v.length / 32) * 34);
+  const dv = new DataView(out.buffer);
+  for (let b = 0; b < v.length / 32; b++) {
+    let amax = 0;
+    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(v[b * 32 + j]!));
+    const d = amax / 127;
+    dv.setUint16(b * 34, f32ToF16Bits(d), true);
+    const id = d ? 1 / d : 0;
+    for (let j = 0; j < 32; j++) dv.setInt8(b * 34 + 2 + j, Math.round(v[b * 32 + j]! * id));
+  }
+  return out;
+}

@@ -77,8 +77,8 @@ test('the shipped manifests: the Krea 2 DiT and the H3 int8 DiT are found by the
   const names = (ck: string) => cat.checkpoint(ck).components.transformer!.comfyui!.names.map((r) => new RegExp(r));
   const krea = names('krea-2-turbo');
   assert.equal(cat.checkpoint('krea-2-turbo').components.transformer!.comfyui!.kind, 'diffusion_models');
-  for (const n of ['krea2_turbo_fp8_scaled.safetensors', 'krea2_turbo_bf16.safetensors', 'Krea-2-Turbo.safetensors', 'k/krea2_turbo.safetensors']) assert.ok(krea.some((re) => re.test(n)), n);
-  for (const n of ['krea2_base.safetensors', 'qwen_image_vae.safetensors', 'krea2_turbo.gguf', 'krea2_turbo.safetensors/x']) assert.ok(!krea.some((re) => re.test(n)), n);
+  for (const n of ['krea2_turbo_fp8_scaled.safetensors', 'krea2_turbo_bf16.safetensors', 'Krea-2-Turbo.safetensors', 'k/krea2_turbo.safetensors', 'krea2_turbo_bf16-Q5_1.gguf']) assert.ok(krea.some((re) => re.test(n)), n);
+  for (const n of ['krea2_base.safetensors', 'krea2_raw_bf16-Q8_0.gguf', 'qwen_image_vae.safetensors', 'krea2_turbo.gguf.part', 'krea2_turbo.safetensors/x']) assert.ok(!krea.some((re) => re.test(n)), n);
   const h3 = names('minimax-h3-int8');
   for (const n of ['minimax_h3_fl2va_int8_convrot.safetensors', 'minimax_h3_fl2va_pruned_int8_convrot.safetensors']) assert.ok(h3.some((re) => re.test(n)), n);
   for (const n of ['minimax_h3_fl2va_bf16.safetensors', 'krea2_turbo_int8.safetensors']) assert.ok(!h3.some((re) => re.test(n)), n);

@@ -44,8 +44,8 @@ export interface Krea2Layout {
  * krea/Krea-2-Turbo repo is not known here, so any name is taken).
  */
 export function krea2Layout(transformerDir: string, textEncoder: string, vae: string): Krea2Layout {
-  // the DiT file itself (found in ComfyUI's diffusion_models/: src/weights/comfyui.ts)
-  if (transformerDir.endsWith('.safetensors') && existsSync(transformerDir) && statSync(transformerDir).isFile()) return { transformer: transformerDir, textEncoder, vae };
+  // the DiT file itself, safetensors or GGUF (found in ComfyUI's diffusion_models/: src/weights/comfyui.ts)
+  if (/\.(safetensors|gguf)$/.test(transformerDir) && existsSync(transformerDir) && statSync(transformerDir).isFile()) return { transformer: transformerDir, textEncoder, vae };
   const files = readdirSync(transformerDir).filter((f) => f.endsWith('.safetensors') && !f.startsWith('.'));
   if (files.length !== 1) throw new Error(`Krea 2: ${transformerDir} must hold exactly one .safetensors file (the DiT), found ${files.length ? files.join(', ') : 'none'}`);
   return { transformer: join(transformerDir, files[0]!), textEncoder, vae };
