@@ -118,6 +118,14 @@ export function expandIncludes(source: string, name: string, read: (path: string
   return { text: out.join('\n'), lines };
 }
 
+let compileMs = 0;
+
+/** Seconds this process has spent compiling pipelines (all caches): one-off work, which a job's ETA leaves out of
+ * what its class takes (a later run of the same shapes finds them compiled). */
+export function kernelCompileS(): number {
+  return compileMs / 1000;
+}
+
 export class KernelCache {
   private readonly pipelines = new Map<string, Kernel>();
   private readonly sources = new Map<string, string>();
@@ -140,6 +148,7 @@ export class KernelCache {
     const key = spec.source ? `${name}#${spec.source}` : name;
     const hit = this.pipelines.get(key);
     if (hit) return hit;
+    const t0 = performance.now();
     const src = this.expand(spec, name);
     const code = withHeader(src.text, spec.dtype);
     if (this.debug) this.device.pushErrorScope('validation');
@@ -150,6 +159,7 @@ export class KernelCache {
       compute: { module, entryPoint: spec.entry ?? 'main', constants: toConstants(spec.constants) },
     });
     const layout = pipeline.getBindGroupLayout(0);
+    compileMs += performance.now() - t0;
     if (this.debug) {
       const check = this.device.popErrorScope().then(async (err) => {
         if (err) throw new KernelError(`${name}: ${await compileMessages(module, err.message, src.lines)}`);

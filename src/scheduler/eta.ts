@@ -1,5 +1,6 @@
 // Expected seconds until a job finishes (the job object's eta_s; README "ETA"): what jobs of the same class took on
-// this machine (kind, profile, size, seconds, steps: a running mean kept in the store); for a class never run, what
+// this machine (kind, profile, size, seconds, steps: a running mean kept in the store, without the model's load and
+// the shaders compiled during a run, which the scheduler takes out as it records one); for a class never run, what
 // this machine measured for the profile at another size, scaled by size (pixels x frames) and steps; a documented
 // first guess for a profile never measured; the model's load time added wherever the GPU must switch models on the
 // way. A running job's own progress rate (seconds per step as it goes) replaces the expectation once it has one, and

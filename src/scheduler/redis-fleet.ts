@@ -163,7 +163,7 @@ export class RemoteWorker extends EventEmitter implements WorkerLink {
     this.events.on('progress', ({ jobId, data }) => this.emit('event', { ...(data as object), id: jobId } as TaskEvent));
     this.events.on('completed', ({ jobId, returnvalue }) => {
       const r = (typeof returnvalue === 'string' ? JSON.parse(returnvalue) : returnvalue) as TaskResult;
-      this.emit('event', { type: 'done', id: jobId, output: r.output, exec_s: r.exec_s } satisfies FromWorker);
+      this.emit('event', { type: 'done', id: jobId, output: r.output, exec_s: r.exec_s, compile_s: r.compile_s, compile_tail_s: r.compile_tail_s } satisfies FromWorker);
     });
     this.events.on('failed', ({ jobId, failedReason }) => {
       const r = parseFailed(failedReason);

@@ -336,10 +336,13 @@ export class Scheduler extends EventEmitter {
         this.etaCache = undefined;
         return void this.emit('loaded', r.task, e.load_s);
       case 'done': {
-        const runS = e.exec_s - (r.loadS ?? 0);
+        // the class's time leaves out the model's load and the shaders compiled on the way: one-off work a later run
+        // of the class does not repeat (on a software GPU a first run's compiles double it)
+        const runS = e.exec_s - (r.loadS ?? 0) - (e.compile_s ?? 0);
         this.eta.recordRun(r.task, runS);
         const stepS = seriesRate(r.steps);
-        // steps timed from their first report to their last: the split of this run, for sizes not run yet
+        // steps timed from their first report to their last: the split of this run, for sizes not run yet (the time
+        // after the last step kept whole: a new size compiles its decoder's shaders there again)
         if (r.steps && stepS !== undefined && r.steps.last.value === r.steps.max) this.eta.recordSplit(r.task, runS, { stepS, postS: this.now() - r.steps.last.at });
         return this.end(r, { status: 'done', started: r.started, finished: this.now(), exec_s: e.exec_s });
       }

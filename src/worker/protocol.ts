@@ -120,7 +120,9 @@ export type FromWorker =
   | { type: 'progress'; id: string; value: number; max: number }
   /** A model was loaded for the task (`load_s` seconds, `gpu_bytes` held). */
   | { type: 'loaded'; id: string; profile: string; load_s: number; gpu_bytes: number }
-  | { type: 'done'; id: string; output: string; exec_s: number; meta?: Record<string, unknown> }
+  /** compile_s: seconds of the run spent compiling shaders (one-off: the ETA leaves it out of the class's time);
+   * compile_tail_s: the part of it after the last progress report. */
+  | { type: 'done'; id: string; output: string; exec_s: number; compile_s?: number; compile_tail_s?: number; meta?: Record<string, unknown> }
   | { type: 'failed'; id: string; code: FailCode; message: string }
   /** Every second from the worker's event loop: proof it is not stuck in a native call. */
   | { type: 'heartbeat'; running: string[]; loaded: string[]; memory?: Record<string, number>; host_memory?: HostMemory }
@@ -183,6 +185,8 @@ export type Control = { type: 'cancel'; id: string; reason: 'cancelled' | 'inter
 export interface TaskResult {
   output: string;
   exec_s: number;
+  compile_s?: number;
+  compile_tail_s?: number;
 }
 export interface FailedReason {
   code: FailCode;

@@ -53,7 +53,7 @@ export class RedisHost implements WorkerHost {
       this.pending.delete(event.id);
       void p.files
         .deliver()
-        .then((output) => p.resolve({ output, exec_s: event.exec_s }))
+        .then((output) => p.resolve({ output, exec_s: event.exec_s, compile_s: event.compile_s, compile_tail_s: event.compile_tail_s }))
         .catch((err: Error) => p.reject(new UnrecoverableError(JSON.stringify({ code: 'error', message: `the output could not be stored: ${err.message}` } satisfies FailedReason))))
         .finally(() => void p.files.cleanup());
     } else if (event.type === 'failed') {

@@ -4,6 +4,7 @@
 import { BadInputError, CancelledError } from '../common/errors';
 import { stat } from 'node:fs/promises';
 import { notBuilt, STAGE } from '../catalog';
+import { kernelCompileS } from '../engine/kernels';
 import type { Pipeline, RunContext } from '../models/common/pipeline';
 import type { FailCode, FromWorker, WorkerTask } from './protocol';
 import type { ProfileRegistry } from './registry';
@@ -12,6 +13,9 @@ interface Running {
   task: WorkerTask;
   started: number; // ms, performance.now()
   abort: AbortController;
+  /** kernelCompileS() as it started, and at its latest progress report. */
+  compiled: number;
+  compiledAtProgress: number;
 }
 
 type Loaded = { key: string; pipeline: Pipeline<WorkerTask> };
@@ -140,7 +144,10 @@ export class Runner {
     const ctx: RunContext = {
       signal: r.abort.signal,
       stage: (stage) => this.report({ type: 'stage', id, stage }),
-      progress: (value, max) => this.report({ type: 'progress', id, value, max }),
+      progress: (value, max) => {
+        r.compiledAtProgress = kernelCompileS();
+        this.report({ type: 'progress', id, value, max });
+      },
       // Interactive requests have no safe points of their own: nothing runs inside them.
       safePoint: beside || this.isInteractive(r.task) ? async () => {} : () => this.serveInteractive(),
     };
@@ -153,7 +160,8 @@ export class Runner {
       await stat(r.task.output).catch(() => {
         throw new Error('the pipeline finished without writing its output file');
       });
-      return { type: 'done', id, output: r.task.output, exec_s: (performance.now() - r.started) / 1000 };
+      const compiled = kernelCompileS();
+      return { type: 'done', id, output: r.task.output, exec_s: (performance.now() - r.started) / 1000, compile_s: compiled - r.compiled, compile_tail_s: compiled - r.compiledAtProgress };
     } catch (err) {
       const { code, message } = failure(err, r.abort.signal);
       if (code === 'error') this.log('task failed', { id, error: message, stack: err instanceof Error ? err.stack : undefined });
@@ -206,7 +214,10 @@ export class Runner {
 /** No entry serves the task's profile. */
 class UnservedError extends Error {}
 
-const newRunning = (task: WorkerTask): Running => ({ task, started: performance.now(), abort: new AbortController() });
+const newRunning = (task: WorkerTask): Running => {
+  const compiled = kernelCompileS();
+  return { task, started: performance.now(), abort: new AbortController(), compiled, compiledAtProgress: compiled };
+};
 const keyOf = (task: WorkerTask) => `${task.kind}/${task.profile}`;
 
 /** A failed run as the protocol reports it: an abort wins over the error it caused. */
