@@ -3,6 +3,7 @@
 // synchronous, then returned as absolute URLs of the finished files or base64 bytes.
 import { HttpException, Injectable } from '@nestjs/common';
 import { randomInt } from 'node:crypto';
+import { buffer } from 'node:stream/consumers';
 import sharp from 'sharp';
 import { MAX_SEED, MAX_WAIT_S } from '../catalog';
 import { BadInputError } from '../common/errors';
@@ -60,9 +61,7 @@ export class OpenAiImagesService {
         continue;
       }
       const file = await this.jobs.outputFile(job.id as string, 'image');
-      const chunks: Buffer[] = [];
-      for await (const c of file.body) chunks.push(c as Buffer);
-      const png = Buffer.concat(chunks);
+      const png = await buffer(file.body);
       const bytes = output === 'png' ? png : await sharp(png).toFormat(output).toBuffer();
       data.push({ b64_json: bytes.toString('base64') });
     }

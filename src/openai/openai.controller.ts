@@ -17,6 +17,9 @@ import { OpenAiSpeechService, voiceObject } from './speech.service';
 /** Models' `created`: when this service started (the profiles exist as long as it runs). */
 const STARTED = Math.floor(Date.now() / 1000);
 
+/** Scheme and host the client reached, for the absolute file URLs OpenAI's answers carry. */
+const baseUrlOf = (req: Request) => `${req.protocol}://${req.get('host')}`;
+
 const modelObject = (m: { id: string; kind: string }) => ({ id: m.id, object: 'model', created: STARTED, owned_by: 'kiln', kind: m.kind });
 
 @ApiTags('openai')
@@ -49,7 +52,7 @@ export class OpenAiController {
   @ApiOkResponse({ type: OpenAiImagesResponseDto })
   @ApiOpenAiCreateErrors()
   generate(@Body() dto: OpenAiImageGenerateDto, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
-    return this.images.generate(dto, `${req.protocol}://${req.get('host')}`, clientGone(res));
+    return this.images.generate(dto, baseUrlOf(req), clientGone(res));
   }
 
   @Post('images/edits')
@@ -63,7 +66,7 @@ export class OpenAiController {
   edit(@Body() dto: OpenAiImageEditFormDto, @UploadedFiles() files: Files, @Req() req: Request, @Res({ passthrough: true }) res: Response) {
     if (files?.mask?.length) throw new BadInputError('mask: masks are not supported; Kiln\'s editing models change the whole picture as the prompt says (name the part to change in it); send the form without a mask');
     const pictures = [...filesOf(files, 'image'), ...filesOf(files, 'image[]')];
-    return this.images.generate(dto, `${req.protocol}://${req.get('host')}`, clientGone(res), pictures);
+    return this.images.generate(dto, baseUrlOf(req), clientGone(res), pictures);
   }
 
   @Post('audio/speech')

@@ -105,3 +105,6 @@ export class OpenAiVideoDeletedDto {
   @ApiProperty({ description: 'false: the video was running and did not stop within 10 s' }) deleted!: boolean;
   @ApiProperty({ enum: ['video.deleted'] }) object!: string;
 }
+
+/** A read's refusal of a query value (an unknown cursor, a variant or limit out of range). */
+export const ApiOpenAiBadQuery = () => ApiBadRequestResponse({ description: 'A query value a user can fix', type: OpenAiErrorDto });

@@ -5,6 +5,7 @@ import { Injectable } from '@nestjs/common';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buffer } from 'node:stream/consumers';
 import { CLIP_SECONDS, TTS_PROFILE } from '../catalog';
 import { BadInputError, NotFoundError, UnavailableError } from '../common/errors';
 import { checkPrompt } from '../jobs/job-requests';
@@ -97,8 +98,6 @@ export class OpenAiSpeechService {
   private async read(file: string): Promise<Buffer> {
     const f = await this.files.open(file);
     if (!f || 'unsatisfiable' in f) throw new UnavailableError(`the speech file ${file} is gone`);
-    const chunks: Buffer[] = [];
-    for await (const c of f.body) chunks.push(c as Buffer);
-    return Buffer.concat(chunks);
+    return buffer(f.body);
   }
 }

@@ -5,7 +5,7 @@ import { ApiBody, ApiConsumes, ApiExtraModels, ApiOkResponse, ApiOperation, ApiT
 import type { Response } from 'express';
 import { filesOf, uploadFields, type UploadedFiles as Files } from '../jobs/upload';
 import { clientGone } from '../http/request-signal';
-import { ApiOpenAi, ApiOpenAiCreateErrors, ApiOpenAiNotFound, OpenAiVideoDeletedDto, OpenAiVideoDto, OpenAiVideoListDto } from './openai.schema';
+import { ApiOpenAi, ApiOpenAiBadQuery, ApiOpenAiCreateErrors, ApiOpenAiNotFound, OpenAiVideoDeletedDto, OpenAiVideoDto, OpenAiVideoListDto } from './openai.schema';
 import { OpenAiVideoContentQuery, OpenAiVideoCreateDto, OpenAiVideoListQuery, OpenAiVideoRemixDto } from './videos.dto';
 import { OpenAiVideosService } from './videos.service';
 import { BadInputError } from '../common/errors';
@@ -36,6 +36,7 @@ export class OpenAiVideosController {
   @Get()
   @ApiOperation({ summary: 'OpenAI: video jobs, newest first, a cursor page at a time' })
   @ApiOkResponse({ type: OpenAiVideoListDto })
+  @ApiOpenAiBadQuery()
   list(@Query() q: OpenAiVideoListQuery) {
     return this.videos.list(q);
   }
@@ -61,6 +62,7 @@ export class OpenAiVideosController {
   // the media types on the 200 alone (ApiProduces would give the JSON errors these types too)
   @ApiOkResponse({ description: 'The bytes of the variant', content: Object.fromEntries(['video/mp4', 'image/webp', 'image/jpeg'].map((t) => [t, { schema: { type: 'string', format: 'binary' } }])) })
   @ApiOpenAiNotFound(`${NO_VIDEO}, or not completed yet`)
+  @ApiOpenAiBadQuery()
   async content(@Param('id') id: string, @Query() q: OpenAiVideoContentQuery, @Res({ passthrough: true }) res: Response) {
     const { body, type } = await this.videos.content(id, q.variant, clientGone(res));
     return Buffer.isBuffer(body) ? new StreamableFile(body, { type, length: body.length }) : new StreamableFile(body, { type });

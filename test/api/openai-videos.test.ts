@@ -158,6 +158,8 @@ describe('OpenAI videos through the official SDK', () => {
     await bad({ prompt: '  ' }, /prompt is empty/);
     const after = ((await t.http.get('/api/jobs?kind=video&limit=1').set(auth)).body as { total: number }).total;
     assert.equal(after, before, 'no job was made');
+    await assert.rejects(client.videos.downloadContent('nope', { variant: 'poster' as 'video' }), (e: unknown) => e instanceof OpenAI.BadRequestError && /variant/.test(e.message));
+    await assert.rejects(client.videos.list({ limit: 500 }), (e: unknown) => e instanceof OpenAI.BadRequestError && /limit/.test(e.message));
     await assert.rejects(client.videos.remix('nope', { prompt: 'x' }), (e: unknown) => e instanceof OpenAI.NotFoundError && /no video "nope"/.test(e.message));
   });
 });
