@@ -20,12 +20,11 @@
 #   ref3    MiniMax H3, 3 pictures + 1 voice (Ref2VA) at 480p 5 s, 2 of 50 blocks, no VAE decode      70 s
 #
 # Rehearsal without a GPU (docs/performance.md, "Next GPU run"): with no .gpukit/ the steps run here with this
-# machine's node from the build in $BUILD; GEMM_SIZES=tiny and EMULATE=1 make the gemm step a small sweep through
-# the emulated tensor-core builtins (lavapipe has no subgroup matrix), TORCH=off without PyTorch:
+# machine's node from the build in $BUILD; GEMM_SIZES=tiny makes the gemm step a small sweep, TORCH=off without PyTorch:
 #   npx tsc -p tsconfig.test.json --outDir build/rehearse
-#   BUILD=build/rehearse GEMM_SIZES=tiny EMULATE=1 TORCH=off ONLY='matmul f16,linear f16' GEMM_TIMEOUT=400 \
-#     OUT=/tmp/rehearse bash scripts/gpu-run.sh gemm
-# (ONLY: bench:engine's --only, row-name prefixes; GEMM_TIMEOUT: lavapipe compiles each emulated variant for seconds)
+#   BUILD=build/rehearse GEMM_SIZES=tiny TORCH=off ONLY='matmul f16,linear f16' OUT=/tmp/rehearse bash scripts/gpu-run.sh gemm
+# (ONLY: bench:engine's --only, row-name prefixes.) EMULATE=1 adds the tensor-core rows through the emulated builtins
+# (lavapipe has no subgroup matrix); each costs lavapipe a slow cold compile, so give it GEMM_TIMEOUT=600 or more.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 for f in "$root"/.gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
