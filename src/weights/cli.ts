@@ -7,11 +7,13 @@ import { DownloadError } from './download';
 import { defaultCatalog, ManifestError, type WeightsCatalog } from './manifest';
 import type { ProgressOut } from './progress';
 import { DEFAULT_ENDPOINT, pullProfile, verifyProfile } from './pull';
+import { pullProfileToCache } from './pull-cache';
 import { checkProfile, placeLabel, type ComponentStatus, type WeightsPlaces } from './state';
 
 const USAGE = `usage: npm run weights -- <command>
   list                                   profiles and where their weights stand (real / demo / missing)
   pull <profile> [--variant V] [--all]   download the profile's files from the hub (resumable; --all adds optional files)
+       [--cache]                         ... into the Hugging Face cache (HF_HUB_CACHE / HF_HOME) with @huggingface/hub, not WEIGHTS_DIR
   verify <profile> [--variant V]         re-check sizes and sha256 of the files on disk
 environment: WEIGHTS_DIR (default ./weights), HF_HUB_CACHE / HF_HOME, COMFYUI_MODELS_DIR, COMFYUI_EXTRA_MODEL_PATHS, DATA_DIR, DEMO_WEIGHTS_DIR, HF_ENDPOINT (default ${DEFAULT_ENDPOINT}), HF_TOKEN`;
 
@@ -26,12 +28,13 @@ export interface CliIo {
   intervalMs?: number;
 }
 
-function parseArgs(args: string[]): { cmd?: string; profile?: string; variant?: string; all: boolean; bad?: string } {
-  const out: { cmd?: string; profile?: string; variant?: string; all: boolean; bad?: string } = { all: false };
+function parseArgs(args: string[]): { cmd?: string; profile?: string; variant?: string; all: boolean; cache: boolean; bad?: string } {
+  const out: { cmd?: string; profile?: string; variant?: string; all: boolean; cache: boolean; bad?: string } = { all: false, cache: false };
   const pos: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '--all') out.all = true;
+    else if (a === '--cache') out.cache = true;
     else if (a === '--variant') out.variant = args[++i];
     else if (a.startsWith('--variant=')) out.variant = a.slice('--variant='.length);
     else if (a.startsWith('-')) out.bad = `unknown option ${a}`;
@@ -126,7 +129,16 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stdout.write(`${a.profile} (${r.variant}): ${r.ok ? 'all files check out' : 'NOT OK'}\n`);
       return r.ok ? 0 : 1;
     }
-    const s = await pullProfile(a.profile, {
+    const s = a.cache ? await pullProfileToCache(a.profile, {
+      hubCacheDir: settings.hubCacheDir,
+      weightsDir: settings.weightsDir,
+      endpoint: io.env.HF_ENDPOINT?.trim() || DEFAULT_ENDPOINT,
+      token: io.env.HF_TOKEN?.trim() || undefined,
+      variant: a.variant,
+      all: a.all,
+      out: io.stdout,
+      catalog,
+    }) : await pullProfile(a.profile, {
       weightsDir: settings.weightsDir,
       endpoint: io.env.HF_ENDPOINT?.trim() || DEFAULT_ENDPOINT,
       token: io.env.HF_TOKEN?.trim() || undefined,

@@ -113,6 +113,28 @@ describe('a profile whose repo is in the Hugging Face cache', () => {
     assert.equal(checkProfile('tiny', empty, catalog('main')).state, 'missing', 'without a cache folder, WEIGHTS_DIR only');
   });
 
+  test('pull --cache: @huggingface/hub downloads the profile into a fresh cache (index first, then its shards); real from there, WEIGHTS_DIR untouched', async () => {
+    const fresh = join(root, 'hub-pulled');
+    const out: string[] = [];
+    const code = await runCli(['pull', 'tiny', '--cache'], {
+      env: { WEIGHTS_DIR: empty, DATA_DIR: join(root, 'data'), HF_HUB_CACHE: fresh, HF_ENDPOINT: hub.endpoint },
+      stdout: { write: (s: string) => out.push(s), isTTY: false }, stderr: { write: (s: string) => out.push(s) }, catalog: catalog('main'),
+    });
+    assert.equal(code, 0, out.join(''));
+    assert.match(out.join(''), /tiny: weights complete/);
+    const folder = hubRepoFolder(fresh, 'acme/tiny');
+    assert.equal(readFileSync(join(folder, 'refs', 'main'), 'utf8'), hub.commit);
+    const snap = join(folder, 'snapshots', hub.commit);
+    const shards = readdirSync(join(snap, 'transformer')).filter((n) => n.endsWith('.safetensors'));
+    assert.ok(shards.length >= 2, 'the index\'s shards were fetched');
+    for (const n of [...shards, 'config.json', 'model.safetensors.index.json']) assert.ok(lstatSync(join(snap, 'transformer', n)).isSymbolicLink(), n);
+    assert.ok(!readdirSync(snap).includes('notes.txt'), 'an optional file only with --all');
+    const w = checkProfile('tiny', { weightsDir: empty, hubCacheDir: fresh }, catalog('main'));
+    assert.equal(w.state, 'real');
+    assert.deepEqual(Object.values(w.variant.components).map((c) => c.place), ['hub-cache', 'hub-cache']);
+    assert.deepEqual(readdirSync(empty), [], 'nothing written into WEIGHTS_DIR');
+  });
+
   test('WEIGHTS_DIR\'s own complete copy wins over the cache', () => {
     const own = join(root, 'own');
     const snap = hubSnapshot(cache, 'acme/tiny', 'main')!;
