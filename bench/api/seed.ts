@@ -13,20 +13,19 @@ export function storedJob(i: number, createdS: number): JobRecord {
   const started = createdS + 0.5;
   const finished = started + (video ? 27 : 4.5);
   const common = {
-    id, status: failed ? 'failed' : 'done', prompt: `${PROMPT} (#${i})`, seed: 100000 + i, image_count: 0, created: createdS,
-    started, finished, callback_url: null,
+    id, status: failed ? 'failed' : 'done', created: createdS, started, finished, callback_url: null, inputs: { images: [] as string[], audios: [] as string[] },
   } as const;
+  const task = { prompt: `${PROMPT} (#${i})`, seed: 100000 + i };
   const outcome = failed ? { error: 'the pipeline ran out of GPU memory at step 5 (try a lower res)' } : { exec_s: finished - started, output: `${id}${video ? '.mp4' : '.png'}` };
   if (video) {
     return {
-      ...common, ...outcome, kind: 'video', profile: 'fastvid', mode: 't2v', aspect: '16:9', res: '480p', size: '864x480', seconds: 5,
-      frames: 124, steps: 8,
-      params: { width: 864, height: 480, images: [], audios: [], image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
+      ...common, ...outcome, kind: 'video', profile: 'fastvid', aspect: '16:9', res: '480p', size: '864x480', seconds: 5,
+      task: { ...task, mode: 't2v', frames: 124, steps: 8, width: 864, height: 480, image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
     };
   }
   return {
-    ...common, ...outcome, kind: 'image', profile: 'imgmain', mode: 't2i', aspect: '1:1', res: '1K', size: '1024x1024', steps: 25,
-    negative: '', cfg: 1, size_from_ref: false, params: { width: 1024, height: 1024, images: [], audios: [] },
+    ...common, ...outcome, kind: 'image', profile: 'imgmain', aspect: '1:1', res: '1K', size: '1024x1024', size_from_ref: false,
+    task: { ...task, mode: 't2i', steps: 25, negative: '', cfg: 1, width: 1024, height: 1024, res: '1K' },
   };
 }
 

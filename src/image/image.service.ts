@@ -35,10 +35,9 @@ export class ImageService {
     }
     const { job, created } = await this.jobs.submit(
       {
-        kind: 'image', prompt: d.prompt, profile: d.profile.profile, mode: d.mode, aspect, res: d.res,
-        size: `${width}x${height}`, seed: d.seed, steps: d.steps, image_count: images.length, negative: d.negative,
-        cfg: d.cfg, size_from_ref: d.size_from_ref, callback_url: req.callback_url ?? null, priority: d.priority,
-        params: { width, height },
+        kind: 'image', profile: d.profile.profile, aspect, res: d.res, size: `${width}x${height}`, size_from_ref: d.size_from_ref,
+        callback_url: req.callback_url ?? null, priority: d.priority,
+        task: { prompt: d.prompt, negative: d.negative, seed: d.seed, steps: d.steps, cfg: d.cfg, width, height, res: d.res, mode: d.mode },
       },
       images,
       [],

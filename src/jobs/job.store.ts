@@ -5,7 +5,13 @@ import { DeliveryStore } from './delivery.store';
 import { EventStore } from './event.store';
 import { IdempotencyStore } from './idempotency.store';
 import { RuntimeStore } from './runtime.store';
-import type { JobRecord, JobStatus } from './job.model';
+import { upgradeJobRecord, type JobRecord, type JobStatus } from './job.model';
+
+/** The job records' format, kept in the database's user_version: 0, an older build's flat fields plus a `params` bag;
+ * 1, one typed task per kind (job.model.ts). Opening an older database rewrites its records once, in one transaction. */
+export const JOB_RECORD_FORMAT = 1;
+
+const parse = (r: { record: string }): JobRecord => upgradeJobRecord(JSON.parse(r.record));
 
 /** Job records in SQLite (WAL: a committed write survives kill -9). Order of creation is the rowid `seq`,
  * which is also the FIFO order queued jobs resume in after a restart. */
@@ -37,6 +43,7 @@ export class JobStore {
     );
     CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);
     CREATE TABLE IF NOT EXISTS expired (id TEXT PRIMARY KEY, at REAL NOT NULL);`);
+    this.migrate();
     this.deliveries = new DeliveryStore(this.db);
     this.runtimes = new RuntimeStore(this.db);
     this.events = new EventStore(this.db);
@@ -56,6 +63,19 @@ export class JobStore {
     };
   }
 
+  /** Rewrites the records of an older format in this build's (a DATA_DIR of an older build opens as it was). A record an
+   * older process writes afterwards is still read right: every read goes through upgradeJobRecord. */
+  private migrate(): void {
+    const format = this.db.pragma('user_version', { simple: true }) as number;
+    if (format >= JOB_RECORD_FORMAT) return;
+    this.db.transaction(() => {
+      const rows = this.db.prepare('SELECT seq, record FROM jobs').all() as { seq: number; record: string }[];
+      const write = this.db.prepare('UPDATE jobs SET record = ? WHERE seq = ?');
+      for (const row of rows) write.run(JSON.stringify(parse(row)), row.seq);
+      this.db.pragma(`user_version = ${JOB_RECORD_FORMAT}`);
+    })();
+  }
+
   insert(job: JobRecord): void {
     this.stmts.insert.run({ id: job.id, kind: job.kind, status: job.status, created: job.created, record: JSON.stringify(job) });
   }
@@ -66,7 +86,7 @@ export class JobStore {
 
   get(id: string): JobRecord | undefined {
     const row = this.stmts.get.get(id) as { record: string } | undefined;
-    return row ? (JSON.parse(row.record) as JobRecord) : undefined;
+    return row ? parse(row) : undefined;
   }
 
   has(id: string): boolean {
@@ -78,12 +98,12 @@ export class JobStore {
   }
 
   withStatus(status: JobStatus): JobRecord[] {
-    return (this.stmts.byStatus.all(status) as { record: string }[]).map((r) => JSON.parse(r.record) as JobRecord);
+    return (this.stmts.byStatus.all(status) as { record: string }[]).map(parse);
   }
 
   /** Finished (done or failed) jobs that ended before `finished` (Unix seconds), oldest first, a page at a time. */
   endedBefore(finished: number): JobRecord[] {
-    return (this.stmts.endedBefore.all(finished) as { record: string }[]).map((r) => JSON.parse(r.record) as JobRecord);
+    return (this.stmts.endedBefore.all(finished) as { record: string }[]).map(parse);
   }
 
   /** Deletes an expired job's record and remembers when it expired (a later GET says why it is gone). */
@@ -128,7 +148,7 @@ export class JobStore {
     }
     const total = (stmts.count.get(...args) as { n: number }).n;
     const rows = stmts.page.all(...args, opts.limit, opts.offset) as { record: string }[];
-    return { total, jobs: rows.map((r) => JSON.parse(r.record) as JobRecord) };
+    return { total, jobs: rows.map(parse) };
   }
 
   close(): void {

@@ -3,17 +3,17 @@ import { mkdir } from 'node:fs/promises';
 import { removeStaleTemps } from '../media/files';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { capabilitiesOf, IMAGE_PROFILES, MAX_INPUT_BYTES, notBuilt, VIDEO_DEFAULTS, VIDEO_PROFILES, type JobKind, type VideoAudioMode, type VideoImageMode } from '../catalog';
+import { capabilitiesOf, IMAGE_PROFILES, MAX_INPUT_BYTES, notBuilt, VIDEO_PROFILES, type JobKind, type VideoAudioMode, type VideoImageMode } from '../catalog';
 import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../http/tokens';
 import { OutboundClient } from '../net/outbound';
 import { Outcome, Scheduler } from '../scheduler/scheduler';
-import type { ImageTask, ServedProfile, VideoTask, WorkerTask } from '../worker/protocol';
+import type { ServedProfile, WorkerTask } from '../worker/protocol';
 import { CallbackSender } from './callback.sender';
 import { InputFile, InputProbe } from './input-probe';
 import { newJobId } from './job-id';
-import { JobRecord, round3, shownProgress, toJobObject } from './job.model';
+import { JobRecord, round3, shownProgress, toJobObject, type ImageJobRecord, type VideoJobRecord } from './job.model';
 import { JobStore } from './job.store';
 import { KilnMetrics } from '../metrics/metrics';
 import { JobEvents } from './job.events';
@@ -185,17 +185,17 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
 
   /** Stores a validated job (inputs first, then the record) and queues it. Returns the record and the job object
    * as created (queued, with its position): the scheduler may hand it to a worker at the next tick. */
-  async submit(fields: Omit<JobRecord, 'id' | 'status' | 'created' | 'params'> & { params: Omit<JobRecord['params'], 'images' | 'audios'> }, images: InputFile[], audios: InputFile[]): Promise<{ job: JobRecord; created: Record<string, unknown> }> {
+  async submit(fields: NewJob, images: InputFile[], audios: InputFile[]): Promise<{ job: JobRecord; created: Record<string, unknown> }> {
     for (let attempt = 1; ; attempt++) {
       // ids are unique within this process (job-id.ts); another process on the same store may still have taken one
       let id = newJobId();
       while (this.store.has(id)) id = newJobId();
-      const job: JobRecord = {
+      const job = {
         ...fields,
         id,
         status: 'queued',
         created: round3(Date.now() / 1000),
-        params: { ...fields.params, images: await this.files.saveInputs(id, images, 'image'), audios: await this.files.saveInputs(id, audios, 'audio') },
+        inputs: { images: await this.files.saveInputs(id, images, 'image'), audios: await this.files.saveInputs(id, audios, 'audio') },
       } as JobRecord;
       try {
         this.store.insert(job);
@@ -222,30 +222,16 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     }
   }
 
-  /** The job as the GPU worker's task: its model parameters and its files. */
+  /** The job as the GPU worker's task: its stored task and its files. */
   private taskFor(job: JobRecord): WorkerTask {
     const files = {
       id: job.id,
       profile: job.profile,
-      images: job.params.images.map((n) => this.files.inputRef(job.id, n)),
-      audios: job.params.audios.map((n) => this.files.inputRef(job.id, n)),
+      images: job.inputs.images.map((n) => this.files.inputRef(job.id, n)),
+      audios: job.inputs.audios.map((n) => this.files.inputRef(job.id, n)),
       output: this.files.outputRef(job.id, `${job.id}${OUTPUT_EXT[job.kind]}`),
     };
-    const p = job.params;
-    const common = { prompt: job.prompt, seed: job.seed, steps: job.steps, width: p.width, height: p.height, mode: job.mode };
-    if (job.kind === 'image') {
-      return { ...files, kind: 'image', params: { ...common, negative: job.negative ?? '', cfg: job.cfg ?? 1, res: job.res } } satisfies ImageTask;
-    }
-    // drafting wrote every field (the defaults applied there); a record from before a field existed has the default
-    const def = VIDEO_DEFAULTS;
-    return {
-      ...files,
-      kind: 'video',
-      params: {
-        ...common, seconds: job.seconds ?? 0, frames: job.frames ?? 0, image_mode: p.image_mode ?? def.image_mode, audio_mode: p.audio_mode ?? def.audio_mode,
-        tts_text: p.tts_text ?? def.tts_text, tts_ref_text: p.tts_ref_text ?? def.tts_ref_text, tts_language: p.tts_language ?? def.tts_language,
-      },
-    } satisfies VideoTask;
+    return job.kind === 'image' ? { ...files, kind: 'image', params: job.task } : { ...files, kind: 'video', params: job.task };
   }
 
   // ---- read ---------------------------------------------------------------------------------------------
@@ -414,6 +400,10 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     return { current: this.scheduler.current()?.task.id ?? null, queued: this.scheduler.queuedCount() };
   }
 }
+
+type Unsaved<R> = R extends unknown ? Omit<R, 'id' | 'status' | 'created' | 'inputs'> : never;
+/** A drafted job before it is stored: its id, status, creation time and saved input names are submit's. */
+export type NewJob = Unsaved<VideoJobRecord> | Unsaved<ImageJobRecord>;
 
 /** better-sqlite3's error for a second row with the same id. */
 function isUniqueViolation(err: unknown): boolean {

@@ -52,12 +52,11 @@ export class VideoService {
     }
     const { job, created } = await this.jobs.submit(
       {
-        kind: 'video', prompt: d.prompt, profile: d.profile.profile, mode: d.mode, aspect: d.aspect, res: d.res,
-        size: `${d.width}x${d.height}`, seconds: d.seconds, frames: d.frames, seed: d.seed, steps: d.steps,
-        image_count: images.length, callback_url: req.callback_url ?? null, priority: d.priority,
-        params: {
-          width: d.width, height: d.height, image_mode: d.image_mode, audio_mode: d.audio_mode, tts_text: d.tts_text,
-          tts_ref_text: d.tts_ref_text, tts_language: d.tts_language,
+        kind: 'video', profile: d.profile.profile, aspect: d.aspect, res: d.res, size: `${d.width}x${d.height}`, seconds: d.seconds,
+        callback_url: req.callback_url ?? null, priority: d.priority,
+        task: {
+          prompt: d.prompt, seed: d.seed, steps: d.steps, width: d.width, height: d.height, frames: d.frames, mode: d.mode,
+          image_mode: d.image_mode, audio_mode: d.audio_mode, tts_text: d.tts_text, tts_ref_text: d.tts_ref_text, tts_language: d.tts_language,
         },
       },
       images,

@@ -6,18 +6,22 @@
 // This module is imported by both processes, so it holds types and plain data only: no engine, no models.
 import type { Accepts, ProfileSuggestion, Stage, TaskKind } from '../catalog';
 
-/** Bumped when a message changes shape; the API refuses a worker that says another version at hello. */
-export const PROTOCOL_VERSION = 2;
+/** Bumped when a message changes shape; the API refuses a worker that says another version at hello. 3: a video task
+ * no longer carries `seconds` (the worker runs `frames`). */
+export const PROTOCOL_VERSION = 3;
 
-/** Model parameters of a video job (the job record's public fields the model reads). */
+// The task parameters below are also what the job store keeps: a job record's `task` is its VideoParams or ImageParams
+// as drafting made them (src/jobs/job.model.ts). A change to their shape bumps PROTOCOL_VERSION and comes with a
+// job-store migration (src/jobs/job.store.ts JOB_RECORD_FORMAT, upgradeJobRecord), so a stored job still runs.
+
+/** Model parameters of a video job. */
 export interface VideoParams {
   prompt: string;
   seed: number;
   steps: number;
   width: number;
   height: number;
-  seconds: number;
-  /** On the catalog's 17k + 5 grid. */
+  /** On the catalog's 17k + 5 grid (the request's seconds, snapped). */
   frames: number;
   mode: string;
   image_mode: 'keyframe' | 'reference';

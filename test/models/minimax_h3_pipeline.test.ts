@@ -190,7 +190,7 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
       await p.load(ctx);
       const t: WorkerVideoTask = {
         id: `profile-${name}`, kind: 'video', profile: name, images: [], audios: [], output: join(out, `profile-${name}.mp4`),
-        params: { prompt: 'a cat sings', seed: 7, steps: 4, width: 64, height: 64, seconds: 1, frames: 22, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
+        params: { prompt: 'a cat sings', seed: 7, steps: 4, width: 64, height: 64, frames: 22, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
       };
       await p.run(t, ctx);
       await p.unload();

@@ -55,7 +55,7 @@ describe('MiniMax H3 tts_text jobs on the demo checkpoints (worker composition)'
   };
   const task = (id: string, frames: number, voice: string, text: string): WorkerVideoTask => ({
     id, kind: 'video', profile: 'fastvid', images: [], audios: [voice], output: join(out, `${id}.mp4`),
-    params: { prompt: 'a man talks to the camera', seed: 11, steps: 2, width: W, height: H, seconds: frames / 24, frames, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: text, tts_ref_text: '', tts_language: 'English' },
+    params: { prompt: 'a man talks to the camera', seed: 11, steps: 2, width: W, height: H, frames, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: text, tts_ref_text: '', tts_language: 'English' },
   });
 
   before(async () => {

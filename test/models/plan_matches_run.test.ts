@@ -77,7 +77,7 @@ describe('a plan equals the real run on the demo checkpoints', () => {
       const make = (e: Engine) => videoProfileEntry(profile, { weightsDir, demoWeightsDir: join(dir, 'h3-demo'), demoVideo: 'random' }, { get: async () => e } as unknown as EngineHolder).create();
       const task = (): WorkerVideoTask => ({
         id: 'plan', kind: 'video', profile, images: [], audios: [], output: out().replace(/png$/, 'mp4'),
-        params: { prompt: 'a cat sings', seed: 7, steps: 3, width, height, seconds: 1, frames, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
+        params: { prompt: 'a cat sings', seed: 7, steps: 3, width, height, frames, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
       });
       const measured = await measure(real, make, task());
       const planned = await measure(plan, make, task());

@@ -9,7 +9,7 @@ export type Ended = Extract<FromWorker, { type: 'done' | 'failed' }>;
 /** A video task (profile a or b by default) or a speech task: only the id, kind and profile matter here. */
 export const job = (id: string, profile = 'a'): WorkerTask => ({
   id, kind: 'video', profile, images: [], audios: [], output: '/dev/null',
-  params: { prompt: id, seed: 0, steps: 1, width: 64, height: 64, seconds: 1, frames: 5, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
+  params: { prompt: id, seed: 0, steps: 1, width: 64, height: 64, frames: 5, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
 });
 export const speech = (id: string): WorkerTask => ({ id, kind: 'tts', profile: 'tts', images: [], audios: [], output: '/dev/null', params: { text: id, language: 'Auto', ref_text: '' } });
 
