@@ -19,7 +19,7 @@ import { Engine } from '../../src/engine/engine';
 import { wavHeader } from '../../src/media/wav';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { planDemoH3 } from '../../src/models/minimax_h3/demo';
-import { h3DirsFromRoot, MiniMaxH3Pipeline, type VideoTask } from '../../src/models/minimax_h3/pipeline';
+import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { h3Profile, loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { ensureDemoCheckpoint } from '../../src/weights';
 import { checkSpec, parseSizes } from './references';
@@ -132,7 +132,7 @@ export async function runJob(args: readonly string[]): Promise<void> {
           progress: () => {},
           safePoint: async () => {},
         };
-        const task: VideoTask = {
+        const task: H3Task = {
           prompt: 'a woman and a fox talk on a beach at sunset', seed: 7 + r, steps, width, height, frames,
           images, imageMode: 'reference', audios, audioMode: 'voice', outputPath: join(dir, 'out', `job${r}.mp4`),
         };

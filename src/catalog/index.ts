@@ -7,3 +7,4 @@ export * from './sizes';
 export * from './stages';
 export * from './video';
 export * from './reference-prompt';
+export * from './tasks';

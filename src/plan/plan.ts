@@ -17,8 +17,10 @@ import { Krea2Pipeline, krea2DemoLayout } from '../models/krea2';
 import type { Pipeline } from '../models/common/pipeline';
 import { measureRun, type StageCost } from '../models/common/stage-meter';
 import { QwenImage21Pipeline } from '../models/qwen_image21/pipeline';
-import { imageTaskOf, QWEN_IMAGE21_PROFILES } from '../worker/profiles/image';
-import { KREA2_PROFILES, krea2TaskOf } from '../worker/profiles/krea2';
+import { QWEN_IMAGE21_PROFILES } from '../worker/profiles/image';
+import { qwenImageTaskOf } from '../models/qwen_image21/task';
+import { KREA2_PROFILES } from '../worker/profiles/krea2';
+import { krea2TaskOf } from '../models/krea2/task';
 import type { ImageTask } from '../worker/protocol';
 import { calibrationFor } from './calibration';
 import { plannedKrea2Root, plannedQwenImage21Root } from './layouts';
@@ -149,7 +151,7 @@ async function measurePlanned(e: Engine, task: ImageTask): Promise<StageCost[]> 
   if (task.profile in QWEN_IMAGE21_PROFILES) {
     const { int8 } = QWEN_IMAGE21_PROFILES[task.profile as keyof typeof QWEN_IMAGE21_PROFILES];
     const root = await plannedQwenImage21Root();
-    return run(new QwenImage21Pipeline({ engine: async () => e, checkpoint: async () => root, int8 }), imageTaskOf(task));
+    return run(new QwenImage21Pipeline({ engine: async () => e, checkpoint: async () => root, int8 }), qwenImageTaskOf(task));
   }
   throw new BadInputError(`plans for profile ${task.profile} are not built yet`);
 }

@@ -5,72 +5,15 @@
 //
 // This module is imported by both processes, so it holds types and plain data only: no engine, no models.
 import type { Accepts, ProfileSuggestion, Stage, TaskKind } from '../catalog';
+import type { WorkerTask } from '../catalog/tasks';
 
 /** Bumped when a message changes shape; the API refuses a worker that says another version at hello. 3: a video task
  * no longer carries `seconds` (the worker runs `frames`). */
 export const PROTOCOL_VERSION = 3;
 
-// The task parameters below are also what the job store keeps: a job record's `task` is its VideoParams or ImageParams
-// as drafting made them (src/jobs/job.model.ts). A change to their shape bumps PROTOCOL_VERSION and comes with a
-// job-store migration (src/jobs/job.store.ts JOB_RECORD_FORMAT, upgradeJobRecord), so a stored job still runs.
-
-/** Model parameters of a video job. */
-export interface VideoParams {
-  prompt: string;
-  seed: number;
-  steps: number;
-  width: number;
-  height: number;
-  /** On the catalog's 17k + 5 grid (the request's seconds, snapped). */
-  frames: number;
-  mode: string;
-  image_mode: 'keyframe' | 'reference';
-  audio_mode: 'voice' | 'track';
-  tts_text: string;
-  tts_ref_text: string;
-  tts_language: string;
-}
-
-/** Model parameters of an image job. */
-export interface ImageParams {
-  prompt: string;
-  negative: string;
-  seed: number;
-  steps: number;
-  cfg: number;
-  width: number;
-  height: number;
-  /** The size tier ('1K', '2K') or 'custom': reference images are scaled to it. */
-  res: string;
-  mode: string;
-}
-
-/** A speech request's parameters; its reference clip is audios[0]. */
-export interface SpeechParams {
-  text: string;
-  language: string;
-  /** Transcript of the reference clip; empty: clone from the speaker embedding alone. */
-  ref_text: string;
-  /** Absent: a fresh seed per request (the speech endpoints have no seed field). */
-  seed?: number;
-}
-
-interface TaskBase {
-  /** Job id, or tts_<id> for a speech request. */
-  id: string;
-  profile: string;
-  /** Absolute paths of the input files (under DATA_DIR/inputs/<id>/), in request order. */
-  images: string[];
-  audios: string[];
-  /** Absolute path the finished file must end up at (written under a temp name, then renamed). */
-  output: string;
-}
-
-export type VideoTask = TaskBase & { kind: 'video'; params: VideoParams };
-export type ImageTask = TaskBase & { kind: 'image'; params: ImageParams };
-export type SpeechTask = TaskBase & { kind: 'tts'; params: SpeechParams };
-/** One unit of GPU work. */
-export type WorkerTask = VideoTask | ImageTask | SpeechTask;
+// The tasks (what a worker runs: VideoTask, ImageTask, SpeechTask) are the catalog's (catalog/tasks.ts), so a model's
+// folder maps them onto its own task without importing the worker; the job store keeps their params as they are.
+export type { ImageParams, ImageTask, SpeechParams, SpeechTask, VideoParams, VideoTask, WorkerTask } from '../catalog/tasks';
 
 /** Why a task failed, for the API to act on: `bad_input` is the user's (a 400 for a speech request), `unavailable`
  * means the worker has no model for the profile, `cancelled` / `interrupted` answer a cancel, `shutdown` a stop. */

@@ -16,7 +16,8 @@ import type { EngineHolder } from '../../src/engine/engine';
 import { floatToPcm16, SPEECH_SAMPLE_RATE, wavHeader } from '../../src/media/wav';
 import type { RunContext } from '../../src/models/common/pipeline';
 import type { VideoTask as WorkerVideoTask } from '../../src/worker/protocol';
-import { newSpeechPipeline, speechTaskOf, speechWeightsSource } from '../../src/worker/profiles/speech';
+import { newSpeechPipeline, speechWeightsSource } from '../../src/worker/profiles/speech';
+import { qwen3TtsTaskOf } from '../../src/models/qwen3_tts/task';
 import { speechRequestOf } from '../../src/worker/profiles/video-speech';
 import { testEngine } from '../engine/helpers';
 import { decodeAudioTrack, rms } from '../media/helpers';
@@ -41,7 +42,7 @@ describe('tts_text video jobs through the API (demo weights)', () => {
   });
 
   /** The speech a job with this voice, text and seed speaks: the worker's own speech request (speechRequestOf ->
-   * speechTaskOf) through the tts profile's pipeline on the demo checkpoint the service generated, in this process. */
+   * qwen3TtsTaskOf) through the tts profile's pipeline on the demo checkpoint the service generated, in this process. */
   const expectedSpeech = async (): Promise<Float32Array> => {
     const voicePath = join(scratch, 'voice.wav');
     writeFileSync(voicePath, voice);
@@ -54,7 +55,7 @@ describe('tts_text video jobs through the API (demo weights)', () => {
     const task = { id: 'expected', kind: 'video', profile: 'fastvid', images: [], audios: [voicePath], output: '', params: { tts_text: TEXT, tts_ref_text: '', tts_language: 'English', seed: SEED } } as unknown as WorkerVideoTask;
     await p.load(ctx);
     try {
-      await p.run(speechTaskOf(speechRequestOf(task, join(scratch, 'expected.wav'))), ctx);
+      await p.run(qwen3TtsTaskOf(speechRequestOf(task, join(scratch, 'expected.wav'))), ctx);
     } finally {
       await p.unload();
     }

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { h3DirsFromRoot, MiniMaxH3Pipeline, type VideoTask } from '../../src/models/minimax_h3/pipeline';
+import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { testEngine } from '../engine/helpers';
 import { checkpointHashes, writeE2eCheckpoint } from './e2e-checkpoints';
@@ -58,7 +58,7 @@ goldenTests('minimax_h3', 'pipeline', async (c) => {
       audio = channels;
     },
   });
-  const task: VideoTask = {
+  const task: H3Task = {
     prompt: cfg.prompt, seed: c.seed, steps: cfg.num_inference_steps, width: cfg.width, height: cfg.height, frames: cfg.num_frames,
     images: [], audios: [], outputPath: join(scratch, `${c.name}.mp4`),
   };

@@ -17,7 +17,7 @@ import type { Engine } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { conditionRows } from '../../src/models/minimax_h3/conditioning/condition-rows';
 import { encodeKeyframes } from '../../src/models/minimax_h3/conditioning/keyframe-inputs';
-import { h3DirsFromRoot, keyframeNoises, MiniMaxH3Pipeline, type VideoTask } from '../../src/models/minimax_h3/pipeline';
+import { h3DirsFromRoot, keyframeNoises, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import type { VideoLatents } from '../../src/models/minimax_h3/vae/video';
 import { demoH3Root } from './minimax_h3-demo-root';
@@ -77,7 +77,7 @@ describe('MiniMax H3 keyframe jobs on the demo checkpoint', () => {
   let pipeline: MiniMaxH3Pipeline;
   let seen: { frames: Float32Array[]; latents: VideoLatents | null; keyframes: Parameters<NonNullable<ConstructorParameters<typeof MiniMaxH3Pipeline>[0]['onKeyframes']>>[0] | null };
   const reset = () => (seen = { frames: [], latents: null, keyframes: null });
-  const task = (id: string, over: Partial<VideoTask> = {}): VideoTask => ({
+  const task = (id: string, over: Partial<H3Task> = {}): H3Task => ({
     prompt: 'a red kite over a beach', seed: 5, steps: 2, width: W, height: H, frames: FRAMES, images: [], audios: [], outputPath: join(out, `${id}.mp4`), ...over,
   });
 
@@ -159,7 +159,7 @@ describe('MiniMax H3 keyframe jobs on the demo checkpoint', () => {
   test('not built yet or not an image: BadInputError before sampling', async () => {
     const bad = join(dir, 'not-an-image.png');
     writeFileSync(bad, 'plain text, not a picture');
-    const cases: [Partial<VideoTask>, RegExp][] = [
+    const cases: [Partial<H3Task>, RegExp][] = [
       [{ audios: [bad] }, /voices \(audio_mode voice\) need at least one reference picture/],
       [{ images: images.slice(0, 1), imageMode: 'reference', audios: [bad], audioMode: 'track' }, /^audios\[0\]: /],
       [{ images: Array(7).fill(images[0]) }, /7 keyframes given, at most 6/],

@@ -18,7 +18,7 @@ import { WeightSynth } from '../../src/models/common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../../src/models/common/synthetic-checkpoint';
 import { demoTextEncoderConfig, planDemoH3 } from '../../src/models/minimax_h3/demo';
 import { keyframeTextPlan, visionTower } from '../../src/models/minimax_h3/text-encoder/keyframe-text';
-import { h3DirsFromRoot, MiniMaxH3Pipeline, type VideoTask } from '../../src/models/minimax_h3/pipeline';
+import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { fl2vaPresentation } from '../../src/models/minimax_h3/text-encoder/presentation';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { TEXT_TAG, VIDEO_TAG } from '../../src/models/minimax_h3/sequence/packed-sequence';
@@ -88,7 +88,7 @@ describe('MiniMax H3 keyframes with a text encoder that has the vision tower', (
       rowsSeen = k.rows.length / 96;
     },
   });
-  const task = (id: string, n: number): VideoTask => ({
+  const task = (id: string, n: number): H3Task => ({
     prompt: 'a boat at dawn', seed: 2, steps: 2, width: W, height: H, frames: FRAMES, images: images.slice(0, n), audios: [], outputPath: join(dir, `${id}.mp4`),
   });
 

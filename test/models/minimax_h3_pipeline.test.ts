@@ -15,7 +15,7 @@ import { numelOf } from '../../src/engine/tensor';
 import { STAGE } from '../../src/catalog';
 import { planDemoH3, type H3DemoPlan } from '../../src/models/minimax_h3/demo';
 import { DIFFUSERS_INDEX } from '../../src/models/minimax_h3/transformer/transformer';
-import { audioRows, channelsFromRows, gaussianNoise, h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type VideoTask } from '../../src/models/minimax_h3/pipeline';
+import { audioRows, channelsFromRows, gaussianNoise, h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { ensureDemoCheckpoint } from '../../src/weights';
@@ -49,7 +49,7 @@ function context(signal: AbortSignal = new AbortController().signal): { ctx: Run
 }
 
 /** A 96x64 22-frame clip, written to <out>/<id>.mp4. */
-function task(out: string, over: Partial<VideoTask> & { id?: string } = {}): VideoTask {
+function task(out: string, over: Partial<H3Task> & { id?: string } = {}): H3Task {
   const { id = 'test', ...rest } = over;
   return { prompt: 'a cat sings "hello" in the rain', seed: 7, steps: 3, width: 96, height: 64, frames: 22, images: [], audios: [], outputPath: join(out, `${id}.mp4`), ...rest };
 }

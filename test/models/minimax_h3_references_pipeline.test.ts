@@ -17,7 +17,7 @@ import type { RunContext } from '../../src/models/common/pipeline';
 import { conditionRows } from '../../src/models/minimax_h3/conditioning/condition-rows';
 import { prepareReferenceMatch } from '../../src/models/minimax_h3/conditioning/image-prep';
 import { encodeKeyframes } from '../../src/models/minimax_h3/conditioning/keyframe-inputs';
-import { h3DirsFromRoot, keyframeNoises, MiniMaxH3Pipeline, type H3PipelineOptions, type VideoTask } from '../../src/models/minimax_h3/pipeline';
+import { h3DirsFromRoot, keyframeNoises, MiniMaxH3Pipeline, type H3PipelineOptions, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer, type H3Partition } from '../../src/models/minimax_h3/profiles';
 import { H3TextEncoder } from '../../src/models/minimax_h3/text-encoder/encoder';
 import { TextTokenizer } from '../../src/models/tokenizer';
@@ -64,7 +64,7 @@ describe('MiniMax H3 reference jobs on the demo checkpoint', () => {
   let seen: { refs: Refs | null; ids: readonly number[] | null; keyframes: boolean };
   let pipeline: MiniMaxH3Pipeline;
   const reset = () => (seen = { refs: null, ids: null, keyframes: false });
-  const task = (id: string, over: Partial<VideoTask> = {}): VideoTask => ({
+  const task = (id: string, over: Partial<H3Task> = {}): H3Task => ({
     prompt: 'a red kite over a beach', seed: 5, steps: 2, width: W, height: H, frames: FRAMES, images: [], audios: [], outputPath: join(out, `${id}.mp4`), ...over,
   });
 
@@ -149,7 +149,7 @@ describe('MiniMax H3 reference jobs on the demo checkpoint', () => {
     await picture(wide, 500, 100, 30);
     const clip = join(dir, 'clip.wav');
     writeFileSync(clip, 'not a sound: refused when the voices are read, before the text encoder');
-    const cases: [Partial<VideoTask>, RegExp][] = [
+    const cases: [Partial<H3Task>, RegExp][] = [
       [{ images: [images[0]!], imageMode: 'reference', audios: [clip] }, /^audios\[0\]: not a decodable audio file/],
       [{ images: [images[0]!], imageMode: 'reference', audios: [clip], audioMode: 'track' }, /^audios\[0\]: not a decodable audio file/],
       [{ images: Array(7).fill(images[0]), imageMode: 'reference' }, /7 reference pictures given, at most 6/],

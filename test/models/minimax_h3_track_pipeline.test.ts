@@ -13,7 +13,7 @@ import { STAGE, type Stage } from '../../src/catalog';
 import { BadInputError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
-import { h3DirsFromRoot, MiniMaxH3Pipeline, type VideoTask } from '../../src/models/minimax_h3/pipeline';
+import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
 import { audioLatentFrames } from '../../src/models/minimax_h3/sequence/packed-sequence';
 import { cropPosterior, encodeTrack, fitTrack, readTrack, trackSamples, type Track } from '../../src/models/minimax_h3/conditioning/track-inputs';
@@ -70,7 +70,7 @@ describe('MiniMax H3 track jobs on the demo checkpoint', () => {
     writeFileSync(p, stereoWavBytes(seconds));
     return p;
   };
-  const task = (id: string, over: Partial<VideoTask> = {}): VideoTask => ({
+  const task = (id: string, over: Partial<H3Task> = {}): H3Task => ({
     prompt: 'a singer on a stage', seed: 7, steps: 2, width: W, height: H, frames: FRAMES, images: [], audios: [], audioMode: 'track', outputPath: join(out, `${id}.mp4`), ...over,
   });
 
@@ -146,7 +146,7 @@ describe('MiniMax H3 track jobs on the demo checkpoint', () => {
     const bad = join(dir, 'not-audio.wav');
     writeFileSync(bad, 'plain text, not a sound');
     const ok = clip('ok.wav', 1);
-    const cases: [Partial<VideoTask>, RegExp][] = [
+    const cases: [Partial<H3Task>, RegExp][] = [
       [{ audios: [ok], audioMode: 'voice' }, /voices \(audio_mode voice\) need at least one reference picture/],
       [{ audios: [ok, ok] }, /audio_mode track takes 1 clip \(the soundtrack\), 2 given/],
       [{ audios: [bad] }, /^audios\[0\]: /],

@@ -16,7 +16,7 @@ import { referencePrompt, STAGE, type Stage } from '../../src/catalog';
 import { BadInputError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
-import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type VideoTask } from '../../src/models/minimax_h3/pipeline';
+import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { ref2vaPresentation } from '../../src/models/minimax_h3/text-encoder/presentation';
 import { loadH3Transformer, type H3Partition } from '../../src/models/minimax_h3/profiles';
 import { encodeVoices, prepareVoice, voiceSamples } from '../../src/models/minimax_h3/conditioning/voice-inputs';
@@ -72,7 +72,7 @@ describe('MiniMax H3 voice jobs on the demo checkpoint', () => {
   let seen: { voices: Voices | null; refs: Refs | null; ids: readonly number[] | null; audioDecoded: boolean };
   let pipeline: MiniMaxH3Pipeline;
   const reset = () => (seen = { voices: null, refs: null, ids: null, audioDecoded: false });
-  const task = (id: string, over: Partial<VideoTask> = {}): VideoTask => ({
+  const task = (id: string, over: Partial<H3Task> = {}): H3Task => ({
     prompt: 'a woman says hello on a beach', seed: 11, steps: 2, width: W, height: H, frames: FRAMES, images: [picture],
     imageMode: 'reference', audios: [], audioMode: 'voice', outputPath: join(out, `${id}.mp4`), ...over,
   });
@@ -195,7 +195,7 @@ describe('MiniMax H3 voice jobs on the demo checkpoint', () => {
     voiceWav(ok, 2, 16000, 1, 400);
     const bad = join(dir, 'bad.wav');
     writeFileSync(bad, 'plain text, not a voice');
-    const cases: [Partial<VideoTask>, RegExp][] = [
+    const cases: [Partial<H3Task>, RegExp][] = [
       [{ images: [], audios: [ok] }, /voices \(audio_mode voice\) need at least one reference picture/],
       [{ imageMode: 'keyframe', audios: [ok] }, /voices \(audio_mode voice\) need at least one reference picture/],
       [{ audios: [ok, ok, ok, ok] }, /4 voices given, at most 3/],

@@ -15,7 +15,7 @@ import type { Pipeline } from '../../src/models/common/pipeline';
 import { measureRun, type StageCost } from '../../src/models/common/stage-meter';
 import { Krea2Pipeline, krea2DemoLayout, planDemoKrea2, type Krea2ImageTask } from '../../src/models/krea2';
 import { planDemoQwenImage21 } from '../../src/models/qwen_image21/demo';
-import { QwenImage21Pipeline, type ImageTask } from '../../src/models/qwen_image21/pipeline';
+import { QwenImage21Pipeline, type QwenImageTask } from '../../src/models/qwen_image21/pipeline';
 import { h3Profile } from '../../src/models/minimax_h3/profiles';
 import { videoProfileEntry } from '../../src/worker/profiles/video';
 import type { VideoTask as WorkerVideoTask } from '../../src/worker/protocol';
@@ -99,7 +99,7 @@ describe('a plan equals the real run on the demo checkpoints', () => {
     for (const [width, height, cfg] of [[256, 192, 1], [192, 256, 2]] as const) {
       test(`Qwen-Image-2.1${int8 ? ' int8' : ''} at ${width}x${height}, cfg ${cfg}`, async () => {
         const make = (e: Engine) => new QwenImage21Pipeline({ engine: async () => e, checkpoint: async () => join(dir, 'qi21'), int8 });
-        const task = (): ImageTask => ({
+        const task = (): QwenImageTask => ({
           prompt: 'a red kiln at dusk', negative: 'blurry', cfg, seed: 3, steps: 2, width, height, references: [], referenceArea: 512 * 512,
           outputPath: out(), png: { prompt: 'a red kiln at dusk', profile: 'imgmain', seed: 3, steps: 2 },
         });

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { Qwen3TtsPipeline, type SpeechTask } from '../../src/models/qwen3_tts/pipeline';
+import { Qwen3TtsPipeline, type Qwen3TtsTask } from '../../src/models/qwen3_tts/pipeline';
 import { testEngine } from '../engine/helpers';
 import { checkpointHashes, writeE2eCheckpoint } from './e2e-checkpoints';
 import { F32_RULE, goldenTests } from './golden';
@@ -104,7 +104,7 @@ goldenTests('qwen3_tts', 'pipeline', async (c) => {
     onCodes: (frames) => chunks.push(frames),
     onAudio: (samples) => (audio = samples),
   });
-  const task: SpeechTask = {
+  const task: Qwen3TtsTask = {
     text: cfg.text, language: cfg.language, refText: cfg.ref_text ?? '', refAudioPath,
     outputPath: join(scratch, `${c.name}.wav`), seed: c.seed,
   };

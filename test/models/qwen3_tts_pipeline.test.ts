@@ -14,7 +14,7 @@ import { Checkpoint } from '../../src/engine/safetensors';
 import type { Stage } from '../../src/catalog';
 import { STAGE } from '../../src/catalog';
 import { planDemoQwen3Tts, type DemoPlan } from '../../src/models/qwen3_tts/demo';
-import { loadQwen3TtsParts, maxNewTokensFor, Qwen3TtsPipeline, readQwen3TtsConfigs, type SpeechTask } from '../../src/models/qwen3_tts/pipeline';
+import { loadQwen3TtsParts, maxNewTokensFor, Qwen3TtsPipeline, readQwen3TtsConfigs, type Qwen3TtsTask } from '../../src/models/qwen3_tts/pipeline';
 import { splitForSpeech, splitSentences, textUnits } from '../../src/models/qwen3_tts/text-split';
 import { wavBytes } from '../api/inputs';
 import { testEngine } from '../engine/helpers';
@@ -82,7 +82,7 @@ describe('Qwen3-TTS pipeline on the demo checkpoint', () => {
     return p;
   };
   const ctx = recordingContext;
-  const task = (o: Partial<SpeechTask> = {}): SpeechTask => ({
+  const task = (o: Partial<Qwen3TtsTask> = {}): Qwen3TtsTask => ({
     text: 'Hi.', language: 'English', refText: '', refAudioPath: clip(), outputPath: join(scratch, `out-${Math.random().toString(36).slice(2)}.wav`), seed: 7, ...o,
   });
 
@@ -194,7 +194,7 @@ describe('Qwen3-TTS pipeline on the demo checkpoint', () => {
   });
 
   test('bad input: unknown language, empty text, undecodable or too short clip', async () => {
-    const bad = async (t: SpeechTask, reason: RegExp) => {
+    const bad = async (t: Qwen3TtsTask, reason: RegExp) => {
       await assert.rejects(pipeline.run(t, ctx()), (err: unknown) => err instanceof BadInputError && reason.test(err.message));
       assert.equal(existsSync(t.outputPath), false);
     };

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
-import { QwenImage21Pipeline, type ImageTask } from '../../src/models/qwen_image21/pipeline';
+import { QwenImage21Pipeline, type QwenImageTask } from '../../src/models/qwen_image21/pipeline';
 import { testEngine } from '../engine/helpers';
 import { checkpointHashes, writeE2eCheckpoint } from './e2e-checkpoints';
 import { goldenTests } from './golden';
@@ -45,7 +45,7 @@ goldenTests('qwen_image21', 'pipeline', async (c) => {
     onSampled: (x) => (latents = x),
     onDecoded: (data, H, W, C) => (decoded = { data, H, W, C }),
   });
-  const task: ImageTask = {
+  const task: QwenImageTask = {
     prompt: cfg.prompt, negative: cfg.negative_prompt, cfg: cfg.true_cfg_scale, seed: c.seed, steps: cfg.num_inference_steps,
     width: cfg.width, height: cfg.height, references, referenceArea: (cfg.output_resolution ?? 1024) ** 2,
     outputPath: join(scratch, `${c.name}.png`), png: { prompt: cfg.prompt, profile: 'imgmain_bf16', seed: c.seed, steps: cfg.num_inference_steps },

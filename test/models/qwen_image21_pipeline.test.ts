@@ -11,9 +11,9 @@ import { CancelledError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import { planDemoQwenImage21, type QwenImage21DemoPlan } from '../../src/models/qwen_image21/demo';
 import { referenceArea, STAGE, type Stage } from '../../src/catalog';
-import { imageTaskOf } from '../../src/worker/profiles/image';
+import { qwenImageTaskOf } from '../../src/models/qwen_image21/task';
 import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from '../../src/models/qwen_image21/checkpoint';
-import { latentGrid, QwenImage21Pipeline, type ImageTask, sampleLatents, seededNoise, textSequence } from '../../src/models/qwen_image21/pipeline';
+import { latentGrid, QwenImage21Pipeline, type QwenImageTask, sampleLatents, seededNoise, textSequence } from '../../src/models/qwen_image21/pipeline';
 import { referenceDimensions, rgbOverWhite } from '../../src/models/qwen_image21/references';
 import { TextTokenizer } from '../../src/models/tokenizer';
 import { pngBytes, pngSize } from '../api/inputs';
@@ -79,8 +79,8 @@ describe('image tasks -> pipeline tasks (src/worker/profiles/image.ts)', () => {
     assert.deepEqual(referenceDimensions(1024 * 1024, 8000, 10), { width: 28960, height: 32 }, 'never below one 32 step');
   });
 
-  test('imageTaskOf: the task\'s prompt, negative, cfg, seed, steps, resolved size and input files', () => {
-    const t = imageTaskOf({
+  test('qwenImageTaskOf: the task\'s prompt, negative, cfg, seed, steps, resolved size and input files', () => {
+    const t = qwenImageTaskOf({
       id: 'j', kind: 'image', profile: 'imgmain_bf16', images: ['/in/a.png'], audios: [], output: '/o/j.png',
       params: { prompt: 'p', negative: 'n', cfg: 2.5, seed: 9, steps: 3, width: 1344, height: 768, res: '1K', mode: 'edit' },
     });
@@ -192,7 +192,7 @@ describe('QwenImage21Pipeline (the service pipeline) on the demo checkpoint', ()
 
   const ctx = recordingContext;
   let n = 0;
-  const task = (o: Partial<ImageTask> = {}): ImageTask => ({
+  const task = (o: Partial<QwenImageTask> = {}): QwenImageTask => ({
     prompt: 'a red kiln at dusk', negative: '', cfg: 1, seed: 3, steps: 2, width: 256, height: 192, references: [], referenceArea: 512 * 512,
     outputPath: join(scratch, `out-${++n}.png`), png: { prompt: 'a red kiln at dusk', profile: 'imgmain', seed: 3, steps: 2 }, ...o,
   });

@@ -1,5 +1,6 @@
-// What every image pipeline's task carries (Qwen-Image-2.1's ImageTask and Krea 2's Krea2ImageTask extend it with
-// what only their model reads); the GPU worker maps its protocol's task onto it (src/worker/profiles/image-task.ts).
+// What every image pipeline's task carries (Qwen-Image-2.1's QwenImageTask and Krea 2's Krea2ImageTask extend it with
+// what only their model reads), made from the worker's image task by imageJobTaskOf (each model's task.ts adds its own).
+import type { ImageTask } from '../../catalog';
 import type { PngParameters } from '../../media';
 
 export interface ImageJobTask {
@@ -20,4 +21,21 @@ export interface ImageJobTask {
   outputPath: string;
   /** Recorded in the png's text chunks. */
   png: PngParameters;
+}
+
+/** The worker's image task (catalog/tasks.ts) as every image pipeline takes it; the png records the request. */
+export function imageJobTaskOf(t: ImageTask): ImageJobTask {
+  const p = t.params;
+  return {
+    prompt: p.prompt,
+    negative: p.negative,
+    cfg: p.cfg,
+    seed: p.seed,
+    steps: p.steps,
+    width: p.width,
+    height: p.height,
+    references: t.images,
+    outputPath: t.output,
+    png: { prompt: p.prompt, profile: t.profile, seed: p.seed, steps: p.steps, negative_prompt: p.negative, cfg: p.cfg, mode: p.mode },
+  };
 }

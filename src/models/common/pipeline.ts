@@ -1,6 +1,6 @@
 // The contract between a model pipeline and whatever runs it: the GPU worker's runner (src/worker/runner.ts) in
 // the service, a RunContext of their own in the model tests and benches. A model pipeline takes its own task type
-// (VideoTask, ImageTask, SpeechTask), never a job record: the worker maps its protocol's task at its edge.
+// (H3Task, QwenImageTask, Krea2ImageTask, Qwen3TtsTask), never a job record: the worker maps its protocol's task at its edge.
 import type { Stage } from '../../catalog';
 import type { Engine } from '../../engine/engine';
 

@@ -62,7 +62,7 @@ import { h3Noise, keyframeNoises } from './sampler/noise';
 import { h3StepPlan } from './sampler/sigmas';
 import { H3TextEncoderHost } from './text-encoder/encoder';
 import type { MiniMaxH3Transformer } from './transformer/transformer';
-import { checkInputs, jobGeometry, type VideoTask } from './task';
+import { checkInputs, jobGeometry, type H3Task } from './task';
 import { voiceBlocks, type EncodedVoice, type Voice } from './conditioning/voice-inputs';
 import { loadAudioVae, loadVideoVae } from './vae/loaders';
 import type { H3Partition } from './profiles';
@@ -76,7 +76,7 @@ export { gaussianNoise, h3Noise, keyframeNoises } from './sampler/noise';
 /** The audio row layout (sampler/initial-rows.ts), here for the callers that import it with the pipeline. */
 export { audioRows, channelsFromRows } from './sampler/initial-rows';
 /** The job's contract (task.ts), here for the callers that import it with the pipeline. */
-export { checkInputs, jobGeometry, type VideoTask } from './task';
+export { checkInputs, h3TaskOf, jobGeometry, type H3Task } from './task';
 
 /** The folders of one checkpoint's parts, each as in the published repo (transformer/, text_encoder/, ...). */
 export interface H3Dirs {
@@ -171,7 +171,7 @@ interface Loaded {
 }
 
 /** The 'video' pipeline of one profile (the GPU worker serves the six: src/worker/profiles/video.ts). */
-export class MiniMaxH3Pipeline extends ResidentPipeline<VideoTask, Loaded> {
+export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
   /** The text encoder's prepared weights in host memory between jobs (not GPU memory: not in residentBytes). */
   private readonly textEncoderHost = new H3TextEncoderHost();
 
@@ -236,7 +236,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<VideoTask, Loaded> {
     throwIfCancelled(ctx.signal);
   }
 
-  async run(task: VideoTask, ctx: RunContext): Promise<void> {
+  async run(task: H3Task, ctx: RunContext): Promise<void> {
     await this.loaded(ctx);
     checkInputs(task);
     const count = task.images.length;

@@ -1,6 +1,6 @@
-// One MiniMax H3 video job as the pipeline takes it (the GPU worker builds it: src/worker/profiles/video.ts), which
+// One MiniMax H3 video job as the pipeline takes it (H3Task), made from the worker's video task by h3TaskOf, which
 // inputs the pipeline runs (checkInputs) and the job's latent geometry (jobGeometry).
-import { hasVoices, VIDEO_CAPABILITIES, VIDEO_DEFAULTS, voicesWithoutPicture } from '../../catalog';
+import { hasVoices, VIDEO_CAPABILITIES, VIDEO_DEFAULTS, voicesWithoutPicture, type VideoTask } from '../../catalog';
 import { BadInputError } from '../../common/errors';
 import type { RunContext } from '../common/pipeline';
 import { resolveGeometry, type Geometry } from './sequence/packed-sequence';
@@ -12,8 +12,8 @@ const H3_INPUTS = VIDEO_CAPABILITIES.find((c) => c.model === 'MiniMax H3')!;
 /** At most this many voices (upstream's max_audios, the contract's 3 clips): the table's. */
 export const MAX_VOICES = H3_INPUTS.audios.modes.voice.max;
 
-/** What one video job asks for (the GPU worker builds it from its task: src/worker/profiles/video.ts). */
-export interface VideoTask {
+/** What one video job asks for (h3TaskOf makes it from the worker's task). */
+export interface H3Task {
   prompt: string;
   /** u32; the noise is a function of it (h3Noise), so the same task gives the same clip. */
   seed: number;
@@ -42,12 +42,21 @@ export interface VideoTask {
   outputPath: string;
 }
 
+/** The worker's video task (catalog/tasks.ts) as this model's. A tts_text task gives `speech` (the worker composes it
+ * from the speech model: src/worker/profiles/video-speech.ts spokenTrack): the speech is the soundtrack (track mode
+ * whatever audio_mode says), and audios[0] only its voice, so the model is given no clip. */
+export function h3TaskOf(t: VideoTask, speech?: H3Task['speech']): H3Task {
+  const p = t.params;
+  const base = { prompt: p.prompt, seed: p.seed, steps: p.steps, width: p.width, height: p.height, frames: p.frames, images: t.images, imageMode: p.image_mode, outputPath: t.output };
+  return speech ? { ...base, audios: [], audioMode: 'track', speech } : { ...base, audios: t.audios, audioMode: p.audio_mode };
+}
+
 /** What the pipeline runs: text alone, 1 to 6 keyframes (image_mode keyframe), a soundtrack (audio_mode track, 1 clip,
  * or a spoken one from task.speech and no clip) with or without them, 1 to 6 reference pictures (image_mode reference)
  * with 0 to 3 voices (audio_mode voice) or a soundtrack. The service's capability table guaranteed all of it before the
  * task was made (drafting, and the worker's accepts at creation); these are assertions of that table's limits and
  * rules, so a direct caller (a test, a bench, the planner) is refused before sampling with the same reasons. */
-export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
+export function checkInputs(task: Pick<H3Task, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
   if (task.speech && task.audios.length) throw new BadInputError('MiniMax H3: a spoken soundtrack (tts_text) is the only audio of the job; its voice goes to the speech model, not here');
   if (task.speech) return checkImages(task);
   const inputs = { images: task.images.length, audios: task.audios.length, audio_mode: task.audioMode ?? VIDEO_DEFAULTS.audio_mode, tts_text: false };
@@ -62,11 +71,11 @@ export function checkInputs(task: Pick<VideoTask, 'images' | 'imageMode' | 'audi
 }
 
 /** The job's voices (audio_mode voice with reference pictures: checkInputs), else none. */
-export function voicePaths(task: Pick<VideoTask, 'audios' | 'audioMode' | 'speech'>): string[] {
+export function voicePaths(task: Pick<H3Task, 'audios' | 'audioMode' | 'speech'>): string[] {
   return !task.speech && task.audioMode !== 'track' ? task.audios : [];
 }
 
-function checkImages(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
+function checkImages(task: Pick<H3Task, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): void {
   const reference = task.imageMode === 'reference';
   const max = H3_INPUTS.images.max;
   if (task.images.length > max) throw new BadInputError(`MiniMax H3: ${task.images.length} ${reference ? 'reference pictures' : 'keyframes'} given, at most ${max}`);

@@ -34,7 +34,7 @@ import { Qwen3TtsTalker } from './talker';
 import { DEFAULT_CHUNK_UNITS, splitForSpeech, textUnits } from './text-split';
 
 /** What one speech request asks for (the GPU worker builds it from its task: src/worker/profiles/speech.ts). */
-export interface SpeechTask {
+export interface Qwen3TtsTask {
   text: string;
   /** A service language name (Auto, English, ...). */
   language: string;
@@ -154,7 +154,7 @@ export interface Qwen3TtsPipelineOptions {
 }
 
 /** The 'tts' pipeline (the GPU worker serves it: src/worker/profiles/speech.ts). */
-export class Qwen3TtsPipeline extends ResidentPipeline<SpeechTask, Loaded> {
+export class Qwen3TtsPipeline extends ResidentPipeline<Qwen3TtsTask, Loaded> {
   constructor(private readonly o: Qwen3TtsPipelineOptions) {
     super();
   }
@@ -186,7 +186,7 @@ export class Qwen3TtsPipeline extends ResidentPipeline<SpeechTask, Loaded> {
     this.o.onLoaded?.(m.bytes, m.dir);
   }
 
-  async run(task: SpeechTask, ctx: RunContext): Promise<void> {
+  async run(task: Qwen3TtsTask, ctx: RunContext): Promise<void> {
     const m = await this.loaded(ctx); // a lost device took the weights with it: loaded again
     const { talker, speaker, decoder, encoder } = m.parts;
     const cfg = m.configs.model;

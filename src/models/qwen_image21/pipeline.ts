@@ -32,7 +32,7 @@ import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type
 import { encodeReferences, referenceDimensions, rgbOverWhite } from './references';
 
 /** What one image job asks for (the GPU worker builds it from its task: src/worker/profiles/image.ts). */
-export interface ImageTask extends ImageJobTask {
+export interface QwenImageTask extends ImageJobTask {
   /** Used only when cfg > 1 (then also when empty, as upstream runs CFG with any given negative prompt). */
   negative: string;
   /** Output size in pixels, multiples of 32 (the service resolved tier, aspect, explicit size, size_from_ref). */
@@ -192,7 +192,7 @@ export interface QwenImage21PipelineOptions {
   /** Told the GPU bytes held once loaded. */
   onLoaded?(bytes: number, dir: string): void;
   /** Initial latents for a task instead of its seed's (tests: the end-to-end golden injects upstream's draw). */
-  noise?(task: ImageTask, channels: number, h: number, w: number): Float32Array;
+  noise?(task: QwenImageTask, channels: number, h: number, w: number): Float32Array;
   /** Sees the final latents (h * w, C) before the VAE (tests). */
   onSampled?(latents: Float32Array): void;
   /** Sees the decoded RGBA (1, H, W, 4) in [-1, 1] before it becomes the png's RGB (tests). */
@@ -200,7 +200,7 @@ export interface QwenImage21PipelineOptions {
 }
 
 /** The 'image' pipeline of imgmain / imgmain_bf16 (the GPU worker serves it: src/worker/profiles/image.ts). */
-export class QwenImage21Pipeline extends ResidentPipeline<ImageTask, Loaded> {
+export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded> {
   constructor(private readonly o: QwenImage21PipelineOptions) {
     super();
   }
@@ -234,7 +234,7 @@ export class QwenImage21Pipeline extends ResidentPipeline<ImageTask, Loaded> {
     this.o.onLoaded?.(m.bytes, m.dir);
   }
 
-  async run(task: ImageTask, ctx: RunContext): Promise<void> {
+  async run(task: QwenImageTask, ctx: RunContext): Promise<void> {
     const m = await this.loaded(ctx);
     const e = m.e;
     const { transformer, textEncoder } = m.parts;

@@ -4,16 +4,15 @@
 // trained one committed under assets/demo (trained-demo.ts), or a random one where the checkout lacks it.
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { acceptsFor, capabilitiesOf, referenceArea } from '../../catalog';
+import { acceptsFor, capabilitiesOf } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { planDemoQwenImage21 } from '../../models/qwen_image21/demo';
 import { planTrainedDemoQwenImage21, TRAINED_DEMO_GRAMMAR, TRAINED_DEMO_PATH, TRAINED_DEMO_SUGGESTION } from '../../models/qwen_image21/trained-demo';
 import { projectRoot } from '../../paths';
-import { QwenImage21Pipeline, type ImageTask as ModelImageTask } from '../../models/qwen_image21/pipeline';
+import { QwenImage21Pipeline } from '../../models/qwen_image21/pipeline';
+import { qwenImageTaskOf } from '../../models/qwen_image21/task';
 import { componentRoot } from '../../weights';
-import type { ImageTask } from '../protocol';
 import type { ProfileEntry } from '../registry';
-import { imageTaskFields } from './image-task';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** The Qwen-Image-2.1 profiles: whether the transformer's linears are quantised to int8 at load. */
@@ -21,11 +20,6 @@ export const QWEN_IMAGE21_PROFILES = { imgmain: { int8: true }, imgmain_bf16: { 
 
 /** GPU working set on top of the weights (prefix K/V caches, activations at 2K, VAE decode), for the fits-beside estimate. */
 const WORKING_BYTES = 6 * 2 ** 30;
-
-/** The protocol's task as the model pipeline's task. */
-export function imageTaskOf(t: ImageTask): ModelImageTask {
-  return { ...imageTaskFields(t), referenceArea: referenceArea(t.params.res, t.params.width, t.params.height) };
-}
 
 export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
   const { int8 } = QWEN_IMAGE21_PROFILES[profile];
@@ -71,7 +65,7 @@ export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, d
           },
         }),
         'image',
-        imageTaskOf,
+        qwenImageTaskOf,
       ),
   };
 }

@@ -7,11 +7,10 @@ import type { Logger } from 'pino';
 import { acceptsFor, capabilitiesOf } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { planDemoKrea2 } from '../../models/krea2/demo';
-import { krea2DemoLayout, krea2Layout, Krea2Pipeline, type Krea2ImageTask } from '../../models/krea2/pipeline';
+import { krea2DemoLayout, krea2Layout, Krea2Pipeline } from '../../models/krea2/pipeline';
 import { componentPath, componentRoot } from '../../weights';
-import type { ImageTask } from '../protocol';
 import type { ProfileEntry } from '../registry';
-import { imageTaskFields } from './image-task';
+import { krea2TaskOf } from '../../models/krea2/task';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** The Krea 2 Turbo profiles: whether the DiT's linears are quantised to int8 at load. */
@@ -19,11 +18,6 @@ export const KREA2_PROFILES = { imgart_turbo: { int8: false }, imgart_turbo_int8
 
 /** GPU working set on top of the weights (activations at 2K, the VAE decode at 2K), for the fits-beside estimate. */
 const WORKING_BYTES = 8 * 2 ** 30;
-
-/** The protocol's task as the pipeline's: the images are style references (mode stays t2i). */
-export function krea2TaskOf(t: ImageTask): Krea2ImageTask {
-  return imageTaskFields(t);
-}
 
 export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
   const { int8 } = KREA2_PROFILES[profile];

@@ -6,20 +6,14 @@ import type { Logger } from 'pino';
 import { TTS_PROFILE } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
 import { planDemoQwen3Tts } from '../../models/qwen3_tts/demo';
-import { Qwen3TtsPipeline, type SpeechTask as ModelSpeechTask } from '../../models/qwen3_tts/pipeline';
+import { Qwen3TtsPipeline } from '../../models/qwen3_tts/pipeline';
+import { qwen3TtsTaskOf } from '../../models/qwen3_tts/task';
 import { componentRoot } from '../../weights';
-import type { SpeechTask } from '../protocol';
 import type { ProfileEntry } from '../registry';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** GPU working set on top of the weights (KV caches, activations, codec chunks), for the fits-beside estimate. */
 const WORKING_BYTES = 256 * 2 ** 20;
-
-/** The protocol's task as the model pipeline's task: the reference clip is audios[0]. */
-export function speechTaskOf(t: SpeechTask): ModelSpeechTask {
-  const p = t.params;
-  return { text: p.text, language: p.language, refText: p.ref_text, refAudioPath: t.audios[0] ?? '', outputPath: t.output, seed: p.seed };
-}
 
 /** The speech model's weights: real from WEIGHTS_DIR when complete, else the demo checkpoint (generated once). */
 export function speechWeightsSource(dirs: WeightsDirs): WeightsSource {
@@ -65,6 +59,6 @@ export function speechProfileEntry(dirs: WeightsDirs, holder: EngineHolder, log?
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
-    create: () => taskPipeline(newSpeechPipeline(source, holder, { log, onLoaded: (bytes) => source.loaded(bytes) }), 'tts', speechTaskOf),
+    create: () => taskPipeline(newSpeechPipeline(source, holder, { log, onLoaded: (bytes) => source.loaded(bytes) }), 'tts', qwen3TtsTaskOf),
   };
 }

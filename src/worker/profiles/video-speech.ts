@@ -1,5 +1,5 @@
 // tts_text on video jobs (docs/models/minimax-h3.md "Speech as the soundtrack (tts_text)"): the speech model
-// (Qwen3-TTS, the tts profile's own pipeline and task mapping: speech.ts) speaks tts_text in the voice of audios[0],
+// (Qwen3-TTS, the tts profile's own pipeline, speech.ts, and task mapping, models/qwen3_tts/task.ts) speaks tts_text in the voice of audios[0],
 // with tts_ref_text, tts_language and the job's seed, into a wav beside the job's output; the MiniMax H3 pipeline
 // calls this inside 编码提示词/图片 (after its text encoder is freed, before sampling) and reads the wav exactly as it
 // reads audios[0] of an audio_mode track job (track-inputs.ts readTrack: 32 kHz stereo, cut or padded to the video).
@@ -7,9 +7,9 @@
 import { TTS_PROFILE } from '../../catalog';
 import { BadInputError } from '../../common/errors';
 import type { Pipeline, RunContext } from '../../models/common/pipeline';
-import type { SpeechTask as ModelSpeechTask } from '../../models/qwen3_tts/pipeline';
+import type { Qwen3TtsTask } from '../../models/qwen3_tts/pipeline';
+import { qwen3TtsTaskOf } from '../../models/qwen3_tts/task';
 import type { SpeechTask, VideoTask } from '../protocol';
-import { speechTaskOf } from './speech';
 
 /** Whether a video task speaks: a tts_text that is not blank. */
 export function speaks(t: VideoTask): boolean {
@@ -17,7 +17,7 @@ export function speaks(t: VideoTask): boolean {
 }
 
 /** An unloaded speech pipeline; `onAudio` sees the samples it writes (24 kHz mono). */
-export type SpeechFactory = (o: { onAudio(samples: Float32Array): void }) => Pipeline<ModelSpeechTask>;
+export type SpeechFactory = (o: { onAudio(samples: Float32Array): void }) => Pipeline<Qwen3TtsTask>;
 
 /** The speech request of a tts_text video job, as the tts profile's protocol task: the voice is audios[0], the job's
  * seed makes the same job give the same speech. */
@@ -49,7 +49,7 @@ export function spokenTrack(t: VideoTask, speech: SpeechFactory, wav: string, o:
     const inner: RunContext = { signal: ctx.signal, stage: () => {}, progress: (v, m) => ctx.progress(v, m), safePoint: async () => {} };
     try {
       await pipeline.load(inner);
-      await pipeline.run(speechTaskOf(speechRequestOf(t, wav)), inner);
+      await pipeline.run(qwen3TtsTaskOf(speechRequestOf(t, wav)), inner);
     } catch (err) {
       if (err instanceof BadInputError) throw new BadInputError(`tts_text: ${err.message.replace(/^ref_audio\b/, 'audios[0] (the voice)').replace(/^language\b/, 'tts_language')}`);
       throw err;

@@ -11,12 +11,12 @@ import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
 import type { TrainedDemoPlan } from '../../models/common/trained-demo';
 import { planTrainedDemoH3, TRAINED_H3_DEMO_GRAMMAR, TRAINED_H3_DEMO_PATH, TRAINED_H3_DEMO_SUGGESTION } from '../../models/minimax_h3/trained-demo';
 import { projectRoot } from '../../paths';
-import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Dirs, type VideoTask as ModelVideoTask } from '../../models/minimax_h3/pipeline';
+import { h3DirsFromRoot, h3TaskOf, MiniMaxH3Pipeline, type H3Dirs, type H3Task } from '../../models/minimax_h3/pipeline';
 import { H3_PROFILE_NAMES, h3Profile, loadH3Transformer, type H3Profile, type H3TransformerFiles } from '../../models/minimax_h3/profiles';
 import { componentRoot, type ProfileWeights } from '../../weights';
 import { removeQuietly, tempSibling } from '../../media/files';
 import type { Pipeline } from '../../models/common/pipeline';
-import type { VideoTask, WorkerTask } from '../protocol';
+import type { WorkerTask } from '../protocol';
 import type { ProfileEntry } from '../registry';
 import { newSpeechPipeline, speechWeightsSource } from './speech';
 import { speaks, spokenTrack, type SpeechFactory, type SpokenTrackOptions } from './video-speech';
@@ -26,26 +26,17 @@ import { safetensorsBytes, WeightsSource, type WeightsDirs } from './weights-sou
  * fits-beside estimate. A guess until bench:video measures it at the real size. */
 const WORKING_BYTES = 8 * 2 ** 30;
 
-/** The protocol's task as the model pipeline's task. A tts_text task gives `speech` (video-speech.ts spokenTrack):
- * the speech is the soundtrack (track mode whatever audio_mode says), and audios[0] only its voice, so the video
- * model is given no clip. */
-export function videoTaskOf(t: VideoTask, speech?: ModelVideoTask['speech']): ModelVideoTask {
-  const p = t.params;
-  const base = { prompt: p.prompt, seed: p.seed, steps: p.steps, width: p.width, height: p.height, frames: p.frames, images: t.images, imageMode: p.image_mode, outputPath: t.output };
-  return speech ? { ...base, audios: [], audioMode: 'track', speech } : { ...base, audios: t.audios, audioMode: p.audio_mode };
-}
-
 /** The video pipeline behind the protocol's task: a tts_text task speaks first (inside the pipeline's text stage)
  * through `speech`, into a temp wav beside the output that is removed when the task ends. */
-export function videoTaskPipeline(inner: Pipeline<ModelVideoTask>, speech: SpeechFactory, o: SpokenTrackOptions = {}): Pipeline<WorkerTask> {
+export function videoTaskPipeline(inner: Pipeline<H3Task>, speech: SpeechFactory, o: SpokenTrackOptions = {}): Pipeline<WorkerTask> {
   return {
     load: (ctx) => inner.load(ctx),
     run: async (task, ctx) => {
       if (task.kind !== 'video') throw new Error(`a video pipeline was given a ${task.kind} task`);
-      if (!speaks(task)) return inner.run(videoTaskOf(task), ctx);
+      if (!speaks(task)) return inner.run(h3TaskOf(task), ctx);
       const wav = tempSibling(task.output);
       try {
-        await inner.run(videoTaskOf(task, spokenTrack(task, speech, wav, o)), ctx);
+        await inner.run(h3TaskOf(task, spokenTrack(task, speech, wav, o)), ctx);
       } finally {
         await removeQuietly(wav);
       }

@@ -8,7 +8,7 @@
 //           only documented form of a given soundtrack, h3-conditioning.md 4; catalog soundtrackDefinition).
 import type { Engine } from '../../../engine/engine';
 import { encodeTrack, readTrack, type Track } from './track-inputs';
-import { voicePaths, type VideoTask } from '../task';
+import { voicePaths, type H3Task } from '../task';
 import { encodeVoices, readVoices, voiceRows, type EncodedVoice, type Voice } from './voice-inputs';
 
 export interface AudioInputs {
@@ -27,18 +27,18 @@ export interface EncodedAudioInputs {
 
 /** Whether the job's soundtrack (a track clip or tts_text's speech) is also a Ref2VA audio reference: it is when
  * the job has reference pictures. */
-export function soundtrackIsReference(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): boolean {
+export function soundtrackIsReference(task: Pick<H3Task, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): boolean {
   const soundtrack = !!task.speech || (task.audioMode === 'track' && task.audios.length > 0);
   return soundtrack && task.images.length > 0 && task.imageMode === 'reference';
 }
 
 /** The audio labels (<Audio j>) the job's text shows: the voices, or 1 for a soundtrack that is a reference. */
-export function audioReferenceCount(task: Pick<VideoTask, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): number {
+export function audioReferenceCount(task: Pick<H3Task, 'images' | 'imageMode' | 'audios' | 'audioMode' | 'speech'>): number {
   return soundtrackIsReference(task) ? 1 : voicePaths(task).length;
 }
 
 /** Reads the clips the task names (a spoken track is added later: withSpeech). */
-export async function readAudioInputs(task: VideoTask, signal?: AbortSignal): Promise<AudioInputs> {
+export async function readAudioInputs(task: H3Task, signal?: AbortSignal): Promise<AudioInputs> {
   const clip = task.audioMode === 'track' && !task.speech ? task.audios[0] : undefined;
   const track = clip ? await readTrack(clip, task.frames, signal) : null;
   const refs = clip && soundtrackIsReference(task) ? [clip] : voicePaths(task);
@@ -47,7 +47,7 @@ export async function readAudioInputs(task: VideoTask, signal?: AbortSignal): Pr
 
 /** The job's audio once tts_text's speech is made (a wav at `spoken`): the track, and with reference pictures the
  * reference too. */
-export async function withSpeech(task: VideoTask, spoken: string, signal?: AbortSignal): Promise<AudioInputs> {
+export async function withSpeech(task: H3Task, spoken: string, signal?: AbortSignal): Promise<AudioInputs> {
   const track = await readTrack(spoken, task.frames, signal);
   return { track, voices: soundtrackIsReference(task) ? await readVoices([spoken], task.frames, signal) : [] };
 }
