@@ -22,6 +22,7 @@ import { JobEvents } from './jobs/job.events';
 import { JobFiles } from './jobs/job.files';
 import { JobWaiters } from './jobs/job.waiters';
 import { JobsController } from './jobs/jobs.controller';
+import { JobInputs } from './jobs/job.inputs';
 import { JobsService } from './jobs/jobs.service';
 import { MediaInputProbe } from './jobs/media-input-probe';
 import { OutboundClient } from './net/outbound';
@@ -137,6 +138,7 @@ export class AppModule {
       { provide: InputProbe, useClass: MediaInputProbe },
       { provide: GpuProbe, useFactory: (s: Scheduler) => new WorkerGpuProbe(s), inject: [Scheduler] },
       JobsService,
+      JobInputs,
       VideoService,
       ImageService,
       TtsService,

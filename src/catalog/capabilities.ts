@@ -2,7 +2,8 @@
 //
 // Every station on a request's path reads this file, and none writes a default, a bound or an input rule of its own:
 // - the DTOs (422s) and so the OpenAPI document: field defaults, enums and bounds (video/video.dto.ts, image/image.dto.ts);
-// - drafting (jobs/job-requests.ts, 400s): applies the defaults, once, where a request becomes a job, and the input rules;
+// - drafting (video/video.draft.ts, image/image.draft.ts, 400s): applies the defaults, once, where a request becomes a
+//   job, and the input rules;
 // - /api/config (health/health.service.ts): the profiles, the fields' choices and defaults the page's forms show;
 // - the GPU worker (worker/profiles/*.ts): its `accepts` is `acceptsFor(entry, facts)`, the entry plus the run-time
 //   facts only it knows (whether the Ref2VA weights are there), which JobsService.checkServed then holds jobs to;

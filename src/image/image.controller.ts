@@ -5,7 +5,6 @@ import { ApiCommon, ApiCreateErrors, ApiIdempotency } from '../http/api-docs';
 import { IdempotencyInterceptor } from '../jobs/idempotency.interceptor';
 import { clientGone } from '../http/request-signal';
 import { JobObjectDto } from '../jobs/job.schema';
-import { JobsService } from '../jobs/jobs.service';
 import { filesOf, refuseFormWait, uploadFields, UploadedFiles as Files } from '../jobs/upload';
 import { CreateImageFormDto, GenerateImageDto } from './image.dto';
 import { ImageService } from './image.service';
@@ -15,7 +14,7 @@ import { ImageService } from './image.service';
 @ApiExtraModels(CreateImageFormDto)
 @Controller('api')
 export class ImageController {
-  constructor(private readonly image: ImageService, private readonly jobs: JobsService) {}
+  constructor(private readonly image: ImageService) {}
 
   @Post('v1/image')
   @HttpCode(200)
@@ -25,8 +24,7 @@ export class ImageController {
   @ApiOkResponse({ type: JobObjectDto })
   @ApiCreateErrors()
   generate(@Body() dto: GenerateImageDto, @Res({ passthrough: true }) res: Response) {
-    const images = dto.images ?? [];
-    return this.image.create(dto, { images: images.length, load: () => this.jobs.fetchInputs(images, 'images', 'image') }, clientGone(res));
+    return this.image.createFromRefs(dto, clientGone(res));
   }
 
   @Post('images')

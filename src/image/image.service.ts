@@ -1,14 +1,22 @@
 import { Injectable } from '@nestjs/common';
 import { aspectOf, IMAGE_DEFAULTS, referenceProblem, sizeForTier } from '../catalog';
 import { BadInputError } from '../common/errors';
-import { checkTimeout, draftImage, ImageRequest } from '../jobs/job-requests';
+import { checkTimeout } from '../jobs/job-requests';
+import { draftImage, type ImageRequest } from './image.draft';
 import { InputFile } from '../jobs/input-probe';
+import { JobInputs } from '../jobs/job.inputs';
 import { JobsService } from '../jobs/jobs.service';
 
 /** Image job creation: the spec's rules (profiles, tiers, explicit size, size_from_ref), inputs checked. */
 @Injectable()
 export class ImageService {
-  constructor(private readonly jobs: JobsService) {}
+  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs) {}
+
+  /** The JSON form: its images are URLs or data URIs, fetched once the checks that need no bytes passed. */
+  createFromRefs(req: ImageRequest & { images?: string[]; callback_url?: string | null; wait?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    const images = req.images ?? [];
+    return this.create(req, { images: images.length, load: () => this.inputs.fetchAll(images, 'images', 'image') }, signal);
+  }
 
   async create(
     req: ImageRequest & { callback_url?: string | null; wait?: boolean },
@@ -20,7 +28,7 @@ export class ImageService {
     const timeout = checkTimeout(req.timeout, IMAGE_DEFAULTS.timeout);
     this.jobs.admit(req.callback_url);
     const images = await inputs.load();
-    const probes = await this.jobs.probeImages(images);
+    const probes = await this.inputs.probeImages(images);
     let { width, height, aspect } = d;
     if (d.size_from_ref) {
       [width, height] = sizeForTier(probes[0].width, probes[0].height, d.res);

@@ -1,26 +1,12 @@
-// The spec's semantic rules for create requests (HTTP 400 with a reason a user can act on). Types were already
-// checked (422) by the DTO layer; here values are checked and defaults resolved, once: where a request becomes a job.
-// The defaults, bounds and input rules are the capability table's (catalog/capabilities.ts). Pure: no I/O.
+// The spec's semantic rules every create request shares (HTTP 400 with a reason a user can act on): the prompt, seed,
+// steps, priority, wait timeout, language and transcript. Each kind's own rules are its feature folder's drafting
+// (video/video.draft.ts, image/image.draft.ts), which calls these. Types were already checked (422) by the DTO layer;
+// here values are checked and defaults resolved, once: where a request becomes a job. Pure: no I/O.
 import { randomInt } from 'node:crypto';
 import { BadInputError } from '../common/errors';
-import {
-  DEFAULT_PRIORITY, IMAGE_DEFAULTS, IMAGE_PROFILES, IMAGE_SIZES, MAX_PRIORITY, MAX_PROMPT_CHARS, MAX_REF_TEXT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S,
-  ProfileInfo, TTS_DEFAULTS, TTS_LANGUAGES, VIDEO_AUDIO_MODES, VIDEO_DEFAULTS, VIDEO_IMAGE_MODES, VIDEO_PROFILES, VIDEO_SIZES, aspectOf, capabilitiesOf,
-  effectiveImageMode, snapFrames, videoCountsProblem, videoInputsProblem, type VideoAudioMode, type VideoImageMode,
-} from '../catalog';
+import { DEFAULT_PRIORITY, MAX_PRIORITY, MAX_PROMPT_CHARS, MAX_REF_TEXT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S, TTS_DEFAULTS, TTS_LANGUAGES, type ProfileInfo } from '../catalog';
 
-export interface VideoRequest {
-  prompt?: string; profile?: string; aspect?: string; res?: string; seconds?: number; seed?: number; steps?: number;
-  image_mode?: string; audio_mode?: string; tts_text?: string; tts_ref_text?: string; tts_language?: string;
-  timeout?: number; priority?: number;
-}
-
-export interface ImageRequest {
-  prompt?: string; negative_prompt?: string; profile?: string; aspect?: string; res?: string; size?: string;
-  size_from_ref?: boolean; seed?: number; steps?: number; cfg?: number; timeout?: number; priority?: number;
-}
-
-function oneOf(field: string, value: string, allowed: readonly string[], what = field): string {
+export function oneOf(field: string, value: string, allowed: readonly string[], what = field): string {
   if (!allowed.includes(value)) throw new BadInputError(`unknown ${what} ${JSON.stringify(value)}; use one of: ${allowed.join(', ')}`);
   return value;
 }
@@ -33,7 +19,7 @@ export function checkPrompt(prompt: string | undefined, field = 'prompt'): strin
 
 /** Checks the prompt, then the rest: a blank prompt does not hide a problem elsewhere. Both reasons come in one 400,
  * a line each (the page flags each field at once). */
-function promptAnd<T>(check: () => string, rest: (prompt: string) => T): T {
+export function promptAnd<T>(check: () => string, rest: (prompt: string) => T): T {
   let prompt = '';
   let problem: BadInputError | undefined;
   try {
@@ -86,100 +72,4 @@ export function checkTimeout(timeout: number | undefined, def: number): number {
 
 export function checkLanguage(language: string | undefined, field: string): string {
   return oneOf(field, language ?? TTS_DEFAULTS.language, TTS_LANGUAGES, field);
-}
-
-export interface VideoDraft {
-  prompt: string; profile: ProfileInfo; aspect: string; res: string; width: number; height: number; seconds: number;
-  frames: number; seed: number; steps: number; image_mode: VideoImageMode; audio_mode: VideoAudioMode;
-  tts_text: string; tts_ref_text: string; tts_language: string; mode: 't2v' | 'i2v'; priority: number;
-}
-
-/** Video create rules, given how many images and audio clips came with the request. */
-export function draftVideo(r: VideoRequest, imageCount: number, audioCount: number): VideoDraft {
-  return promptAnd(() => checkPrompt(r.prompt), (prompt) => videoDraft(r, imageCount, audioCount, prompt));
-}
-
-function videoDraft(r: VideoRequest, imageCount: number, audioCount: number, prompt: string): VideoDraft {
-  const def = VIDEO_DEFAULTS;
-  const profileName = r.profile ?? def.profile;
-  const profile = VIDEO_PROFILES.find((p) => p.profile === profileName);
-  const caps = capabilitiesOf('video', profileName);
-  if (!profile || !caps) oneOf('profile', profileName, VIDEO_PROFILES.map((p) => p.profile), 'video profile');
-  const aspect = oneOf('aspect', r.aspect ?? def.aspect, caps!.aspects);
-  const res = oneOf('res', r.res ?? def.res, caps!.res);
-  const seconds = r.seconds ?? def.seconds;
-  if (!Number.isFinite(seconds) || seconds < caps!.seconds.min || seconds > caps!.seconds.max) throw new BadInputError(`seconds must be from ${caps!.seconds.min} to ${caps!.seconds.max} (got ${seconds})`);
-  const tooMany = videoCountsProblem(caps!, imageCount, audioCount);
-  if (tooMany) throw new BadInputError(tooMany);
-  const asked = oneOf('image_mode', r.image_mode ?? def.image_mode, VIDEO_IMAGE_MODES) as VideoImageMode;
-  const audio_mode = oneOf('audio_mode', r.audio_mode ?? def.audio_mode, VIDEO_AUDIO_MODES) as VideoAudioMode;
-  const tts_text = r.tts_text ?? def.tts_text;
-  const inputs = { images: imageCount, audios: audioCount, audio_mode, tts_text: tts_text.trim() !== '' };
-  const problem = videoInputsProblem(caps!, inputs);
-  if (problem) throw new BadInputError(problem);
-  const image_mode = effectiveImageMode(caps!, asked, inputs);
-  const [width, height] = VIDEO_SIZES[aspect][res];
-  return {
-    prompt, profile: profile!, aspect, res, width, height, seconds, frames: snapFrames(seconds),
-    seed: resolveSeed(r.seed), steps: resolveSteps(r.steps, profile!), image_mode, audio_mode, tts_text,
-    tts_ref_text: checkRefText(r.tts_ref_text, 'tts_ref_text'), tts_language: checkLanguage(r.tts_language, 'tts_language'),
-    mode: imageCount > 0 ? 'i2v' : 't2v', priority: resolvePriority(r.priority),
-  };
-}
-
-export interface ImageDraft {
-  prompt: string; negative: string; profile: ProfileInfo; aspect: string; res: string; width: number; height: number;
-  size_from_ref: boolean; seed: number; steps: number; cfg: number; mode: 't2i' | 'edit'; priority: number;
-}
-
-/** Image create rules. With size_from_ref the size is set later, from the first image (see sizeForTier). */
-export function draftImage(r: ImageRequest, imageCount: number): ImageDraft {
-  return promptAnd(() => checkPrompt(r.prompt), (prompt) => imageDraft(r, imageCount, prompt));
-}
-
-function imageDraft(r: ImageRequest, imageCount: number, prompt: string): ImageDraft {
-  const def = IMAGE_DEFAULTS;
-  const profileName = r.profile ?? def.profile;
-  const profile = IMAGE_PROFILES.find((p) => p.profile === profileName);
-  const caps = capabilitiesOf('image', profileName);
-  if (!profile || !caps) oneOf('profile', profileName, IMAGE_PROFILES.map((p) => p.profile), 'image profile');
-  let aspect = oneOf('aspect', r.aspect ?? def.aspect, caps!.aspects);
-  let res = oneOf('res', r.res ?? def.res, caps!.res);
-  if (imageCount > profile!.max_images) {
-    throw new BadInputError(profile!.can_edit
-      ? `too many images: ${imageCount} given, ${profile!.profile} takes at most ${profile!.max_images}`
-      : `too many images: ${imageCount} given, ${profile!.profile} takes at most ${profile!.max_images} style references`);
-  }
-  const size_from_ref = r.size_from_ref ?? def.size_from_ref;
-  const size = (r.size ?? def.size).trim();
-  let [width, height] = IMAGE_SIZES[aspect][res];
-  if (size !== '') {
-    const m = /^(\d+)x(\d+)$/.exec(size);
-    if (!m) throw new BadInputError(`size must be <width>x<height>, e.g. 1280x720 (got ${JSON.stringify(r.size)})`);
-    [width, height] = [Number(m[1]), Number(m[2])];
-    for (const [side, v] of [['width', width], ['height', height]] as const) {
-      const { multiple_of: m, min, max } = caps!.explicit_size;
-      if (v % m !== 0 || v < min || v > max) throw new BadInputError(`size: ${side} ${v} must be a multiple of ${m} from ${min} to ${max}`);
-    }
-    if (size_from_ref) throw new BadInputError('give either size or size_from_ref, not both');
-    aspect = aspectOf(width, height);
-    res = 'custom';
-  }
-  if (size_from_ref) {
-    if (!profile!.can_edit) {
-      const editors = IMAGE_PROFILES.filter((p) => p.can_edit).map((p) => p.profile).join(' and ');
-      throw new BadInputError(`size_from_ref is for editing; ${profile!.profile} cannot edit (its images are style references): ${editors} edit`);
-    }
-    if (imageCount === 0) throw new BadInputError('size_from_ref needs at least one image to take the size from');
-  }
-  const cfgIn = r.cfg ?? def.cfg;
-  const cfg = caps!.cfg;
-  if (!Number.isFinite(cfgIn) || cfgIn < 0 || (cfgIn > 0 && cfgIn < 1) || cfgIn > cfg.max) throw new BadInputError(`cfg must be 0 (profile default, ${cfg.default}) or from 1 to ${cfg.max} (got ${cfgIn})`);
-  return {
-    prompt, negative: r.negative_prompt ?? def.negative_prompt, profile: profile!, aspect, res, width, height, size_from_ref,
-    seed: resolveSeed(r.seed), steps: resolveSteps(r.steps, profile!), cfg: cfgIn === 0 ? cfg.default : cfgIn,
-    // Style references (imgart_turbo with images) keep mode t2i: the content is not edited, only the look guided.
-    mode: imageCount > 0 && profile!.can_edit ? 'edit' : 't2i',
-    priority: resolvePriority(r.priority),
-  };
 }

@@ -3,7 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { removeStaleTemps } from '../media/files';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
-import { capabilitiesOf, IMAGE_PROFILES, MAX_INPUT_BYTES, notBuilt, VIDEO_PROFILES, type JobKind, type VideoAudioMode, type VideoImageMode } from '../catalog';
+import { capabilitiesOf, IMAGE_PROFILES, notBuilt, VIDEO_PROFILES, type JobKind, type VideoAudioMode, type VideoImageMode } from '../catalog';
 import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../http/tokens';
@@ -11,7 +11,7 @@ import { OutboundClient } from '../net/outbound';
 import { Outcome, Scheduler } from '../scheduler/scheduler';
 import type { ServedProfile, WorkerTask } from '../worker/protocol';
 import { CallbackSender } from './callback.sender';
-import { InputFile, InputProbe } from './input-probe';
+import type { InputFile } from './input-probe';
 import { newJobId } from './job-id';
 import { JobRecord, round3, shownProgress, toJobObject, type ImageJobRecord, type VideoJobRecord } from './job.model';
 import { JobStore } from './job.store';
@@ -38,7 +38,6 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     private readonly scheduler: Scheduler,
     private readonly waiters: JobWaiters,
     private readonly callbacks: CallbackSender,
-    private readonly probe: InputProbe,
     private readonly outbound: OutboundClient,
     private readonly events: JobEvents,
     private readonly metrics: KilnMetrics,
@@ -161,26 +160,6 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
       return !!s && ok(s.accepts);
     })());
     return names.length ? `; profile${names.length > 1 ? 's' : ''} ${names.join(', ')} can` : `; no ${kind} profile can yet`;
-  }
-
-  /** Fetches URL / data-URI inputs (JSON forms). */
-  async fetchInputs(refs: string[] | undefined, field: 'images' | 'audios', media: 'image' | 'audio'): Promise<InputFile[]> {
-    return Promise.all((refs ?? []).map(async (ref, i) => ({ label: `${field}[${i}]`, data: await this.outbound.fetchInput(ref, `${field}[${i}]`, media), name: ref.startsWith('data:') ? undefined : ref })));
-  }
-
-  async fetchOne(ref: string, label: string, media: 'image' | 'audio'): Promise<InputFile> {
-    return { label, data: await this.outbound.fetchInput(ref, label, media), name: ref.startsWith('data:') ? undefined : ref };
-  }
-
-  async probeImages(images: InputFile[]): Promise<{ width: number; height: number; format: string }[]> {
-    return Promise.all(images.map((f) => {
-      if (f.data.length > MAX_INPUT_BYTES) throw new BadInputError(`${f.label}: file is ${(f.data.length / 1048576).toFixed(1)} MB; images may be at most ${MAX_INPUT_BYTES / 1048576} MB`);
-      return this.probe.image(f.data, f.label);
-    }));
-  }
-
-  async checkAudioLengths(audios: InputFile[], limits: { minS: number; maxS: number }): Promise<number[]> {
-    return Promise.all(audios.map((f) => this.probe.audioSeconds(f.data, f.label, limits)));
   }
 
   /** Stores a validated job (inputs first, then the record) and queues it. Returns the record and the job object

@@ -11,7 +11,7 @@ import { BadInputError, NotFoundError, UnavailableError } from '../common/errors
 import { checkPrompt } from '../jobs/job-requests';
 import type { InputFile } from '../jobs/input-probe';
 import { JobFiles } from '../jobs/job.files';
-import { JobsService } from '../jobs/jobs.service';
+import { JobInputs } from '../jobs/job.inputs';
 import { BASE_ARGS, runFfmpeg } from '../media/ffmpeg';
 import { TtsService } from '../tts/tts.service';
 import type { OpenAiSpeechDto, SpeechFormat } from './speech.dto';
@@ -44,7 +44,7 @@ export const voiceObject = (v: SavedVoice) => ({ id: v.id, object: 'audio.voice'
 export class OpenAiSpeechService {
   constructor(
     private readonly tts: TtsService,
-    private readonly jobs: JobsService,
+    private readonly inputs: JobInputs,
     private readonly files: JobFiles,
     readonly voices: VoiceStore,
   ) {}
@@ -52,7 +52,7 @@ export class OpenAiSpeechService {
   async saveVoice(name: string, consent: string, clip: InputFile | undefined, refText?: string): Promise<SavedVoice> {
     if (!name.trim()) throw new BadInputError('name is empty; give the voice a name to use it by');
     if (!clip) throw new BadInputError('audio_sample: no clip; send the voice\'s recording (3 to 30 s) as the audio_sample file part');
-    await this.jobs.checkAudioLengths([{ ...clip, label: 'audio_sample' }], CLIP_SECONDS.speech);
+    await this.inputs.checkAudioLengths([{ ...clip, label: 'audio_sample' }], CLIP_SECONDS.speech);
     return this.voices.add(name.trim(), consent, clip, refText);
   }
 

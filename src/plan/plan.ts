@@ -1,4 +1,4 @@
-// A job's plan: the request drafted by the API's own rules (jobs/job-requests.ts), mapped to the model's task by the
+// A job's plan: the request drafted by the API's own rules (image/image.draft.ts), mapped to the model's task by the
 // worker's own function (worker/profiles), run by the model's own pipeline on the shape-only engine
 // (src/engine/plan-device.ts) over a planned checkpoint at the released sizes (layouts.ts). What it reports is what
 // the pool and the meter counted: peak GPU bytes per stage (the spec's stage names), what each load stage left
@@ -11,7 +11,7 @@ import { BadInputError } from '../common/errors';
 import { IMAGE_PROFILES, STAGE, VIDEO_PROFILES } from '../catalog';
 import { Engine } from '../engine/engine';
 import { adapterProfile, type AdapterProfile } from '../engine/plan-device';
-import { draftImage, type ImageRequest } from '../jobs/job-requests';
+import { draftImage, type ImageRequest } from '../image/image.draft';
 import { writePng } from '../media';
 import { Krea2Pipeline, krea2DemoLayout } from '../models/krea2';
 import type { Pipeline } from '../models/common/pipeline';

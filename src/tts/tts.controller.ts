@@ -4,7 +4,6 @@ import type { Response } from 'express';
 import { ApiCommon, ApiCreateErrors } from '../http/api-docs';
 import { clientGone } from '../http/request-signal';
 import { ErrorDetailDto } from '../http/error-bodies';
-import { JobsService } from '../jobs/jobs.service';
 import { filesOf, uploadFields, UploadedFiles as Files } from '../jobs/upload';
 import { SpeechResultDto, TtsDto, TtsFormDto } from './tts.dto';
 import { TtsService } from './tts.service';
@@ -14,7 +13,7 @@ import { TtsService } from './tts.service';
 @ApiExtraModels(TtsFormDto)
 @Controller('api')
 export class TtsController {
-  constructor(private readonly tts: TtsService, private readonly jobs: JobsService) {}
+  constructor(private readonly tts: TtsService) {}
 
   @Post('v1/tts')
   @HttpCode(200)
@@ -23,7 +22,7 @@ export class TtsController {
   @ApiServiceUnavailableResponse({ description: 'The speech model is not available', type: ErrorDetailDto })
   @ApiCreateErrors(false)
   speak(@Body() dto: TtsDto, @Res({ passthrough: true }) res: Response) {
-    return this.tts.speak(dto, () => this.jobs.fetchOne(dto.ref_audio, 'ref_audio', 'audio'), clientGone(res));
+    return this.tts.speakFromRef(dto, clientGone(res));
   }
 
   @Post('tts')

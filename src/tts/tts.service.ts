@@ -6,7 +6,7 @@ import { newJobId } from '../jobs/job-id';
 import { checkLanguage, checkPrompt, checkRefText } from '../jobs/job-requests';
 import { InputFile } from '../jobs/input-probe';
 import { JobFiles } from '../jobs/job.files';
-import { JobsService } from '../jobs/jobs.service';
+import { JobInputs } from '../jobs/job.inputs';
 import { Scheduler } from '../scheduler/scheduler';
 import type { SpeechTask } from '../worker/protocol';
 
@@ -16,9 +16,14 @@ export class TtsService {
   constructor(
     @Inject(SETTINGS) private readonly settings: Settings,
     private readonly scheduler: Scheduler,
-    private readonly jobs: JobsService,
+    private readonly inputs: JobInputs,
     private readonly files: JobFiles,
   ) {}
+
+  /** The JSON form: ref_audio is a URL or data URI, fetched once the checks that need no bytes passed. */
+  speakFromRef(req: { text?: string; language?: string; ref_text?: string; ref_audio: string }, signal?: AbortSignal): Promise<{ audio: string }> {
+    return this.speak(req, () => this.inputs.fetchOne(req.ref_audio, 'ref_audio', 'audio'), signal);
+  }
 
   async speak(req: { text?: string; language?: string; ref_text?: string }, loadRef: () => Promise<InputFile | undefined>, signal?: AbortSignal): Promise<{ audio: string }> {
     const text = checkPrompt(req.text, 'text');
@@ -28,7 +33,7 @@ export class TtsService {
     if (this.scheduler.serves('tts', TTS_PROFILE) === false) throw notServed();
     const ref = await loadRef();
     if (!ref) throw new BadInputError('ref_audio is required: a reference clip of 3 to 30 s');
-    await this.jobs.checkAudioLengths([ref], CLIP_SECONDS.speech);
+    await this.inputs.checkAudioLengths([ref], CLIP_SECONDS.speech);
     const id = `tts_${newJobId()}`;
     const saved = await this.files.saveSpeech(id, ref);
     // no seed: the speech endpoints have none, so every request draws a fresh one

@@ -5,7 +5,6 @@ import { ApiCommon, ApiCreateErrors, ApiIdempotency } from '../http/api-docs';
 import { IdempotencyInterceptor } from '../jobs/idempotency.interceptor';
 import { clientGone } from '../http/request-signal';
 import { JobObjectDto } from '../jobs/job.schema';
-import { JobsService } from '../jobs/jobs.service';
 import { filesOf, refuseFormWait, uploadFields, UploadedFiles as Files } from '../jobs/upload';
 import { CreateVideoFormDto, GenerateVideoDto } from './video.dto';
 import { VideoService } from './video.service';
@@ -15,7 +14,7 @@ import { VideoService } from './video.service';
 @ApiExtraModels(CreateVideoFormDto)
 @Controller('api')
 export class VideoController {
-  constructor(private readonly video: VideoService, private readonly jobs: JobsService) {}
+  constructor(private readonly video: VideoService) {}
 
   @Post('v1/generate')
   @HttpCode(200)
@@ -25,13 +24,7 @@ export class VideoController {
   @ApiOkResponse({ type: JobObjectDto })
   @ApiCreateErrors()
   generate(@Body() dto: GenerateVideoDto, @Res({ passthrough: true }) res: Response) {
-    const images = dto.images ?? [];
-    const audios = dto.audios ?? [];
-    return this.video.create(dto, {
-      images: images.length,
-      audios: audios.length,
-      load: () => Promise.all([this.jobs.fetchInputs(images, 'images', 'image'), this.jobs.fetchInputs(audios, 'audios', 'audio')]),
-    }, clientGone(res));
+    return this.video.createFromRefs(dto, clientGone(res));
   }
 
   @Post('jobs')

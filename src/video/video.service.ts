@@ -1,14 +1,24 @@
 import { Injectable } from '@nestjs/common';
 import { capabilitiesOf, keyframeProblem, VIDEO_DEFAULTS, videoReferenceProblem } from '../catalog';
 import { BadInputError } from '../common/errors';
-import { draftVideo, checkTimeout, VideoRequest } from '../jobs/job-requests';
+import { checkTimeout } from '../jobs/job-requests';
+import { draftVideo, type VideoRequest } from './video.draft';
 import { InputFile } from '../jobs/input-probe';
+import { JobInputs } from '../jobs/job.inputs';
 import { JobsService } from '../jobs/jobs.service';
 
 /** Video job creation: the spec's rules, then inputs checked (images decodable and <= 25 MB, clips 2 to 15 s). */
 @Injectable()
 export class VideoService {
-  constructor(private readonly jobs: JobsService) {}
+  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs) {}
+
+  /** The JSON form: its images and audios are URLs or data URIs, fetched once the checks that need no bytes passed. */
+  createFromRefs(req: VideoRequest & { images?: string[]; audios?: string[]; callback_url?: string | null; wait?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    const images = req.images ?? [];
+    const audios = req.audios ?? [];
+    const load = () => Promise.all([this.inputs.fetchAll(images, 'images', 'image'), this.inputs.fetchAll(audios, 'audios', 'audio')]);
+    return this.create(req, { images: images.length, audios: audios.length, load }, signal);
+  }
 
   async create(
     req: VideoRequest & { callback_url?: string | null; wait?: boolean },
@@ -20,7 +30,7 @@ export class VideoService {
     const timeout = checkTimeout(req.timeout, VIDEO_DEFAULTS.timeout);
     this.jobs.admit(req.callback_url);
     const [images, audios] = await inputs.load();
-    const probed = await this.jobs.probeImages(images);
+    const probed = await this.inputs.probeImages(images);
     if (d.image_mode === 'reference') {
       // a reference keeps its own aspect (upstream takes 1:4 to 4:1)
       probed.forEach((p, i) => {
@@ -38,7 +48,7 @@ export class VideoService {
     // the clip lengths of the profile's capability table entry
     const caps = capabilitiesOf('video', d.profile.profile)!;
     const clip = caps.audios.clip_seconds;
-    const seconds = await this.jobs.checkAudioLengths(audios, clip);
+    const seconds = await this.inputs.checkAudioLengths(audios, clip);
     // tts_text clones audios[0]'s voice with the speech model, which takes clips of 3 s and more (as POST /api/v1/tts)
     const voiceMin = caps.tts_text.voice_min_s;
     if (d.tts_text.trim() !== '' && seconds[0]! < voiceMin) {

@@ -13,7 +13,8 @@ import {
   voicesWithoutPicture, WAIT_DEFAULT_S,
 } from '../../src/catalog';
 import { BadInputError } from '../../src/common/errors';
-import { draftImage, draftVideo } from '../../src/jobs/job-requests';
+import { draftImage } from '../../src/image/image.draft';
+import { draftVideo } from '../../src/video/video.draft';
 import { MAX_KEYFRAMES } from '../../src/models/minimax_h3/sequence/keyframes';
 import { checkInputs, MAX_VOICES } from '../../src/models/minimax_h3/task';
 import { GetJobQueryDto } from '../../src/jobs/jobs.dto';

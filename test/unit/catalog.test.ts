@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { aspectOf, sizeForTier, snapFrames } from '../../src/catalog';
-import { draftImage, draftVideo } from '../../src/jobs/job-requests';
+import { draftImage } from '../../src/image/image.draft';
+import { draftVideo } from '../../src/video/video.draft';
 import { loadSettings, SettingsError } from '../../src/config/settings';
 
 test('frames snap up to 17k+5 at 24 fps', () => {
