@@ -20,7 +20,7 @@ import { wavHeader } from '../../src/media/wav';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { planDemoH3 } from '../../src/models/minimax_h3/demo';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
-import { h3Profile, loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { h3Variant, loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import { ensureDemoCheckpoint } from '../../src/weights';
 import { checkSpec, parseSizes } from './references';
 
@@ -65,7 +65,7 @@ export async function runJob(args: readonly string[]): Promise<void> {
     const i = args.indexOf(name);
     return i >= 0 ? args[i + 1] : undefined;
   };
-  const profile = h3Profile(arg('--profile') ?? 'basevid50');
+  const profile = h3Variant(arg('--profile') ?? 'basevid50');
   if (!profile.ref2va) throw new Error(`--profile ${profile.name}: no Ref2VA weights upstream; reference jobs run on basevid50, basevid50_sol`);
   const spec = { pictures: Number(arg('--references') ?? 3), voices: Number(arg('--voices') ?? 1), pictureSizes: parseSizes(arg('--picture-sizes')) };
   checkSpec(spec);

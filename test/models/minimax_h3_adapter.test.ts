@@ -12,7 +12,7 @@ import { Checkpoint } from '../../src/engine/safetensors';
 import { lowRankProduct, mergeAdapter, openH3Adapter, writeDemoAdapter } from '../../src/models/minimax_h3/transformer/adapter';
 import { parseH3Config, type H3Config } from '../../src/models/minimax_h3/transformer/config';
 import { openH3Weights } from '../../src/models/minimax_h3/transformer/native-checkpoint';
-import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import { makeRng, testEngine } from '../engine/helpers';
 import { expectClose, goldenCaseFiles, GoldenCase, goldenTests, WEIGHT_PREFIX } from './golden';
 import { caseWeights, runCase, tmpDir, writeDiffusers, type HostWeight } from './minimax_h3_profiles-fixture';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before } from 'node:test';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
-import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import { testEngine } from '../engine/helpers';
 import { checkpointHashes, writeE2eCheckpoint } from './e2e-checkpoints';
 import { goldenTests } from './golden';

@@ -18,7 +18,7 @@ import type { RunContext } from '../../src/models/common/pipeline';
 import { conditionRows } from '../../src/models/minimax_h3/conditioning/condition-rows';
 import { encodeKeyframes } from '../../src/models/minimax_h3/conditioning/keyframe-inputs';
 import { h3DirsFromRoot, keyframeNoises, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
-import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import type { VideoLatents } from '../../src/models/minimax_h3/vae/video';
 import { demoH3Root } from './minimax_h3-demo-root';
 import { testEngine } from '../engine/helpers';

@@ -20,7 +20,7 @@ import { demoTextEncoderConfig, planDemoH3 } from '../../src/models/minimax_h3/d
 import { keyframeTextPlan, visionTower } from '../../src/models/minimax_h3/text-encoder/keyframe-text';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { fl2vaPresentation } from '../../src/models/minimax_h3/text-encoder/presentation';
-import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import { TEXT_TAG, VIDEO_TAG } from '../../src/models/minimax_h3/sequence/packed-sequence';
 import { H3TextEncoderHost } from '../../src/models/minimax_h3/text-encoder/encoder';
 import { H3VisionTextEncoder } from '../../src/models/minimax_h3/text-encoder/vision';

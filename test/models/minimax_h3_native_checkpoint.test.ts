@@ -12,7 +12,7 @@ import { quantizeInt8PerChannel } from '../../src/engine/quantize';
 import { writeSafetensors, writeShardedSafetensors, type TensorEntry, type WriteTensor } from '../../src/engine/safetensors';
 import { parseH3Config, type H3Config } from '../../src/models/minimax_h3/transformer/config';
 import { nativeView, openH3Weights, splitQkv, type CheckpointLike, type QkvRows } from '../../src/models/minimax_h3/transformer/native-checkpoint';
-import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import { h3InvFreq } from '../../src/models/minimax_h3/transformer/rope';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer/transformer';
 import { testEngine } from '../engine/helpers';

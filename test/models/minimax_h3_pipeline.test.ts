@@ -16,11 +16,11 @@ import { STAGE } from '../../src/catalog';
 import { planDemoH3, type H3DemoPlan } from '../../src/models/minimax_h3/demo';
 import { DIFFUSERS_INDEX } from '../../src/models/minimax_h3/transformer/transformer';
 import { audioRows, channelsFromRows, gaussianNoise, h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type H3Task } from '../../src/models/minimax_h3/pipeline';
-import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { ensureDemoCheckpoint } from '../../src/weights';
 import type { EngineHolder } from '../../src/engine/engine';
-import { H3_PROFILE_NAMES, h3Profile } from '../../src/models/minimax_h3/profiles';
+import { H3_PROFILE_NAMES, h3Variant } from '../../src/models/minimax_h3/variants';
 import { checkProfile } from '../../src/weights';
 import { realDirs, videoProfileEntry } from '../../src/worker/profiles/video';
 import type { VideoTask as WorkerVideoTask } from '../../src/worker/protocol';
@@ -205,7 +205,7 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
 
   test('real weights: the transformer from the profile\'s checkpoint folder, every other part from MiniMax-H3/', () => {
     const weightsDir = join(dir, 'layout');
-    const fast = realDirs(h3Profile('fastvid'), checkProfile('fastvid', weightsDir));
+    const fast = realDirs(h3Variant('fastvid'), checkProfile('fastvid', weightsDir));
     assert.deepEqual(fast, {
       transformer: join(weightsDir, 'MiniMax-H3-8step', 'transformer'),
       textEncoder: join(weightsDir, 'MiniMax-H3', 'text_encoder'),
@@ -213,7 +213,7 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
       vae: join(weightsDir, 'MiniMax-H3', 'vae'),
       audioVae: join(weightsDir, 'MiniMax-H3', 'audio_vae'),
     });
-    assert.equal(realDirs(h3Profile('basevid50'), checkProfile('basevid50', weightsDir)).transformer, join(weightsDir, 'MiniMax-H3', 'transformer'));
+    assert.equal(realDirs(h3Variant('basevid50'), checkProfile('basevid50', weightsDir)).transformer, join(weightsDir, 'MiniMax-H3', 'transformer'));
   });
 
   test('noise: a pure function of (seed, stream), standard normal; audio rows are channel-major and invert', () => {

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { VIDEO_PROFILES } from '../../src/catalog';
 import { writeDemoAdapter } from '../../src/models/minimax_h3/transformer/adapter';
 import { parseH3Config } from '../../src/models/minimax_h3/transformer/config';
-import { h3Profile, h3ProfileSteps, H3_PROFILE_NAMES, H3_PROFILES, loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { h3Variant, h3VariantSteps, H3_PROFILE_NAMES, H3_VARIANTS, loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import { h3TransformerFiles } from '../../src/worker/profiles/video';
 import { AUDIO_SHIFT, FlowSchedule, h3StepPlan, VIDEO_SHIFT } from '../../src/models/minimax_h3/sampler/sigmas';
 import { defaultCatalog } from '../../src/weights/manifest';
@@ -21,11 +21,11 @@ test('profiles: the six video profiles of the catalog, steps from the catalog, D
   assert.deepEqual([...H3_PROFILE_NAMES].sort(), VIDEO_PROFILES.map((p) => p.profile).sort());
   const catalog = defaultCatalog();
   for (const name of H3_PROFILE_NAMES) {
-    const p = H3_PROFILES[name];
+    const p = H3_VARIANTS[name];
     assert.equal(p.steps, VIDEO_PROFILES.find((v) => v.profile === name)!.default_steps, `${name} steps`);
     // the base release counts grid points (50 -> 49 forwards), distilled weights evaluations (8 -> 8 forwards); the
     // shifts never merge grid points at these counts, so both schedules run exactly the planned forwards
-    const plan = h3ProfileSteps(p, p.steps);
+    const plan = h3VariantSteps(p, p.steps);
     assert.equal(p.stepCount, name.startsWith('basevid') ? 'grid-points' : 'evaluations', `${name}: step count`);
     assert.equal(plan.forwards, p.stepCount === 'evaluations' ? p.steps : p.steps - 1, `${name}: forwards`);
     for (const shift of [VIDEO_SHIFT, AUDIO_SHIFT]) assert.equal(new FlowSchedule(plan.gridPoints, shift).length, plan.forwards, `${name}: forwards at shift ${shift}`);
@@ -42,9 +42,9 @@ test('profiles: the six video profiles of the catalog, steps from the catalog, D
     assert.equal(uses('transformer_ref'), p.ref2va ? 'minimax-h3' : undefined, `${name}: transformer_ref in the first variant`);
     if (p.ref2va) assert.ok(catalog.profile(name).variants.some((v) => !v.uses.some((u) => u.components.includes('transformer_ref'))), `${name}: a variant without transformer_ref stays real`);
   }
-  assert.equal(H3_PROFILES.fastvid_fast.transformerCheckpoint, H3_PROFILES.fastvid.transformerCheckpoint, 'fastvid_fast = fastvid weights');
-  assert.ok(H3_PROFILES.fastvid_fast.steps < H3_PROFILES.fastvid.steps);
-  assert.throws(() => h3Profile('imgmain'), /unknown MiniMax H3 profile/);
+  assert.equal(H3_VARIANTS.fastvid_fast.transformerCheckpoint, H3_VARIANTS.fastvid.transformerCheckpoint, 'fastvid_fast = fastvid weights');
+  assert.ok(H3_VARIANTS.fastvid_fast.steps < H3_VARIANTS.fastvid.steps);
+  assert.throws(() => h3Variant('imgmain'), /unknown MiniMax H3 profile/);
 });
 
 test('step plans: grid points (base) and model evaluations (distilled), at every count a job may ask', () => {
@@ -84,13 +84,13 @@ test('profiles: the transformer and adapter paths of a resolved variant', () => 
       },
     },
   };
-  assert.deepEqual(h3TransformerFiles(H3_PROFILES.turbo_int8, w), { transformer: '/w/MiniMax-H3-int8/transformer/minimax_h3_fl2va_int8.safetensors', adapter: '/w/Minimax-h3-Turbo/8step/turbo_8step.safetensors' });
+  assert.deepEqual(h3TransformerFiles(H3_VARIANTS.turbo_int8, w), { transformer: '/w/MiniMax-H3-int8/transformer/minimax_h3_fl2va_int8.safetensors', adapter: '/w/Minimax-h3-Turbo/8step/turbo_8step.safetensors' });
   w.variant.components.transformer = comp('transformer', 'minimax-h3', '/w/MiniMax-H3', ['transformer/config.json', 'transformer/diffusion_pytorch_model-00001-of-00014.safetensors']);
-  assert.deepEqual(h3TransformerFiles(H3_PROFILES.basevid50, w), { transformer: '/w/MiniMax-H3/transformer' });
+  assert.deepEqual(h3TransformerFiles(H3_VARIANTS.basevid50, w), { transformer: '/w/MiniMax-H3/transformer' });
   w.variant.components.transformer_ref = comp('transformer_ref', 'minimax-h3', '/w/MiniMax-H3', ['transformer_ref/config.json']);
-  assert.deepEqual(h3TransformerFiles(H3_PROFILES.basevid50, w), { transformer: '/w/MiniMax-H3/transformer', transformerRef: '/w/MiniMax-H3/transformer_ref' });
+  assert.deepEqual(h3TransformerFiles(H3_VARIANTS.basevid50, w), { transformer: '/w/MiniMax-H3/transformer', transformerRef: '/w/MiniMax-H3/transformer_ref' });
   delete w.variant.components.transformer_ref;
-  assert.throws(() => h3TransformerFiles(H3_PROFILES.fastvid_4step_int8, w), /no adapter_4step/);
+  assert.throws(() => h3TransformerFiles(H3_VARIANTS.fastvid_4step_int8, w), /no adapter_4step/);
 });
 
 test('profiles: loadH3Transformer loads every profile from one diffusers folder (int8 and adapters as the table)', async () => {
@@ -104,7 +104,7 @@ test('profiles: loadH3Transformer loads every profile from one diffusers folder 
   const outs = new Map<string, Float32Array>();
   try {
     for (const name of H3_PROFILE_NAMES) {
-      const p = H3_PROFILES[name];
+      const p = H3_VARIANTS[name];
       const files = { transformer: join(dir, 'transformer'), adapter: p.adapter ? adapter : undefined };
       const m = await loadH3Transformer(e, name, files, { dtype: 'f32' });
       try {

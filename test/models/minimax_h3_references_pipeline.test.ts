@@ -18,7 +18,7 @@ import { conditionRows } from '../../src/models/minimax_h3/conditioning/conditio
 import { prepareReferenceMatch } from '../../src/models/minimax_h3/conditioning/image-prep';
 import { encodeKeyframes } from '../../src/models/minimax_h3/conditioning/keyframe-inputs';
 import { h3DirsFromRoot, keyframeNoises, MiniMaxH3Pipeline, type H3PipelineOptions, type H3Task } from '../../src/models/minimax_h3/pipeline';
-import { loadH3Transformer, type H3Partition } from '../../src/models/minimax_h3/profiles';
+import { loadH3Transformer, type H3Partition } from '../../src/models/minimax_h3/variants';
 import { H3TextEncoder } from '../../src/models/minimax_h3/text-encoder/encoder';
 import { TextTokenizer } from '../../src/models/tokenizer';
 import { decodeImageRgb8 } from '../../src/media';

@@ -8,7 +8,7 @@ import { test, type TestContext } from 'node:test';
 import { copyInto } from '../../src/engine/ops/layout';
 import { parseH3Config } from '../../src/models/minimax_h3/transformer/config';
 import { patchify } from '../../src/models/minimax_h3/transformer/patchify';
-import { H3_PROFILES } from '../../src/models/minimax_h3/profiles';
+import { H3_VARIANTS } from '../../src/models/minimax_h3/variants';
 import { sampleH3, type H3SampleResult } from '../../src/models/minimax_h3/sampler/sampler';
 import { relativeL1, StepCache, type StepCachePolicy } from '../../src/models/minimax_h3/sampler/step-cache';
 import { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer/transformer';
@@ -16,7 +16,7 @@ import { testEngine } from '../engine/helpers';
 import { goldenCaseFiles, GoldenCase, WEIGHT_PREFIX } from './golden';
 import { caseSequence } from './minimax_h3-golden';
 
-const STEPS = H3_PROFILES.basevid50_sol.steps;
+const STEPS = H3_VARIANTS.basevid50_sol.steps;
 
 /** Samples the t2va trajectory case's noise with `steps` grid points; final video + audio latents on the host. */
 async function sampler() {
@@ -94,9 +94,9 @@ test('step cache on the tiny transformer: 50 grid points, reuse pattern, bit-ide
     t.diagnostic(`per-step relative L1 change of the velocity: ${[0, 4, 9, 19, 29, 39, 44, 47].filter((i) => i < ch.length).map(fmt).join(', ')}; max ${Math.max(...ch).toExponential(2)}`);
 
     const policies: [string, StepCachePolicy][] = [
-      ['basevid50_sol', H3_PROFILES.basevid50_sol.stepCache!],
-      ['threshold 0.005', { ...H3_PROFILES.basevid50_sol.stepCache!, threshold: 0.005 }],
-      ['threshold 0.2, 2 in a row', { ...H3_PROFILES.basevid50_sol.stepCache!, threshold: 0.2, maxConsecutive: 2 }],
+      ['basevid50_sol', H3_VARIANTS.basevid50_sol.stepCache!],
+      ['threshold 0.005', { ...H3_VARIANTS.basevid50_sol.stepCache!, threshold: 0.005 }],
+      ['threshold 0.2, 2 in a row', { ...H3_VARIANTS.basevid50_sol.stepCache!, threshold: 0.2, maxConsecutive: 2 }],
     ];
     for (const [name, p] of policies) {
       const r = await s.run(STEPS, p);

@@ -14,7 +14,7 @@ import { BadInputError } from '../../src/common/errors';
 import type { Engine } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
-import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import { audioLatentFrames } from '../../src/models/minimax_h3/sequence/packed-sequence';
 import { cropPosterior, encodeTrack, fitTrack, readTrack, trackSamples, type Track } from '../../src/models/minimax_h3/conditioning/track-inputs';
 import { correlation, stereoWavBytes } from '../api/inputs';

@@ -15,7 +15,7 @@ import { BadInputError } from '../../src/common/errors';
 import type { Engine, EngineHolder } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { h3DirsFromRoot, MiniMaxH3Pipeline } from '../../src/models/minimax_h3/pipeline';
-import { loadH3Transformer } from '../../src/models/minimax_h3/profiles';
+import { loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import { trackSamples, type Track } from '../../src/models/minimax_h3/conditioning/track-inputs';
 import { resampleAudio } from '../../src/models/qwen3_tts/speaker-resample';
 import { floatToPcm16, SPEECH_SAMPLE_RATE, wavHeader } from '../../src/media/wav';

@@ -18,7 +18,7 @@ import type { Engine } from '../../src/engine/engine';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { ref2vaPresentation } from '../../src/models/minimax_h3/text-encoder/presentation';
-import { loadH3Transformer, type H3Partition } from '../../src/models/minimax_h3/profiles';
+import { loadH3Transformer, type H3Partition } from '../../src/models/minimax_h3/variants';
 import { encodeVoices, prepareVoice, voiceSamples } from '../../src/models/minimax_h3/conditioning/voice-inputs';
 import { readTrack } from '../../src/models/minimax_h3/conditioning/track-inputs';
 import { TextTokenizer } from '../../src/models/tokenizer';

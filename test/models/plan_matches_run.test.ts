@@ -16,7 +16,7 @@ import { measureRun, type StageCost } from '../../src/models/common/stage-meter'
 import { Krea2Pipeline, krea2DemoLayout, planDemoKrea2, type Krea2ImageTask } from '../../src/models/krea2';
 import { planDemoQwenImage21 } from '../../src/models/qwen_image21/demo';
 import { QwenImage21Pipeline, type QwenImageTask } from '../../src/models/qwen_image21/pipeline';
-import { h3Profile } from '../../src/models/minimax_h3/profiles';
+import { h3Variant } from '../../src/models/minimax_h3/variants';
 import { videoProfileEntry } from '../../src/worker/profiles/video';
 import type { VideoTask as WorkerVideoTask } from '../../src/worker/protocol';
 import { testEngine } from '../engine/helpers';
@@ -81,7 +81,7 @@ describe('a plan equals the real run on the demo checkpoints', () => {
       });
       const measured = await measure(real, make, task());
       const planned = await measure(plan, make, task());
-      if (h3Profile(profile).adapter) {
+      if (h3Variant(profile).adapter) {
         // The turbo adapter is merged as the weights are read (adapter.ts: a low-rank product on the GPU per adapted
         // linear); a plan reads no weights, so its load stage does less work than the run (a lower bound), with the
         // same memory. Every other figure is equal.

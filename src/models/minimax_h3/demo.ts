@@ -33,7 +33,7 @@ import { demoTokenizerInfo, writeDemoTokenizer } from '../tokenizer';
 import { AudioVaeDecoder, AudioVaeEncoder, parseAudioVaeConfig } from './vae/audio';
 import { writeDemoAdapter } from './transformer/adapter';
 import { parseH3Config } from './transformer/config';
-import type { H3AdapterComponent } from './profiles';
+import type { H3AdapterComponent } from './variants';
 import { H3TextEncoder, H3_TEXT_ENCODER_LAYER } from './text-encoder/encoder';
 import { MiniMaxH3Transformer } from './transformer/transformer';
 import { VideoVaeDecoder, VideoVaeEncoder } from './vae/video';

@@ -65,7 +65,7 @@ import type { MiniMaxH3Transformer } from './transformer/transformer';
 import { checkInputs, jobGeometry, type H3Task } from './task';
 import { voiceBlocks, type EncodedVoice, type Voice } from './conditioning/voice-inputs';
 import { loadAudioVae, loadVideoVae } from './vae/loaders';
-import type { H3Partition } from './profiles';
+import type { H3Partition } from './variants';
 import { readReferences, referenceBlocks, type ReferenceCanvas } from './conditioning/reference-inputs';
 import { buildReferenceSequence } from './sequence/references';
 import { referencePrompt } from '../../catalog';

@@ -1,4 +1,4 @@
-// The six 'video' entries: MiniMax H3 on the engine, one per profile of src/models/minimax_h3/profiles.ts, from the
+// The six 'video' entries: MiniMax H3 on the engine, one per profile of src/models/minimax_h3/variants.ts, from the
 // real checkpoints in WEIGHTS_DIR when the profile's variant is complete (npm run weights -- pull <profile>), else
 // from the demo checkpoint put once into DEMO_WEIGHTS_DIR (all six share it): the trained one committed under
 // assets/demo (trained-demo.ts), or a random one where the checkout lacks it or DEMO_VIDEO is random.
@@ -12,7 +12,7 @@ import type { TrainedDemoPlan } from '../../models/common/trained-demo';
 import { planTrainedDemoH3, TRAINED_H3_DEMO_GRAMMAR, TRAINED_H3_DEMO_PATH, TRAINED_H3_DEMO_SUGGESTION } from '../../models/minimax_h3/trained-demo';
 import { projectRoot } from '../../paths';
 import { h3DirsFromRoot, h3TaskOf, MiniMaxH3Pipeline, type H3Dirs, type H3Task } from '../../models/minimax_h3/pipeline';
-import { H3_PROFILE_NAMES, h3Profile, loadH3Transformer, type H3Profile, type H3TransformerFiles } from '../../models/minimax_h3/profiles';
+import { H3_PROFILE_NAMES, h3Variant, loadH3Transformer, type H3Variant, type H3TransformerFiles } from '../../models/minimax_h3/variants';
 import { componentRoot, type ProfileWeights } from '../../weights';
 import { removeQuietly, tempSibling } from '../../media/files';
 import type { Pipeline } from '../../models/common/pipeline';
@@ -53,7 +53,7 @@ function trainedDemoFor(dirs: WeightsDirs): TrainedDemoPlan | undefined {
 
 export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>,
   trained = trainedDemoFor(dirs)): ProfileEntry {
-  const profile = h3Profile(profileName);
+  const profile = h3Variant(profileName);
   const source = new WeightsSource(
     {
       profile: profile.name,
@@ -113,7 +113,7 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
 }
 
 /** The transformer and adapter paths of the variant ProfileWeights chose (checkProfile). */
-export function h3TransformerFiles(profile: H3Profile, w: ProfileWeights): H3TransformerFiles {
+export function h3TransformerFiles(profile: H3Variant, w: ProfileWeights): H3TransformerFiles {
   const comp = w.variant.components.transformer;
   if (!comp) throw new RangeError(`profile ${w.profile} variant ${w.variant.name} has no transformer component`);
   // by-hand single files (the int8 builds) are listed among the component's files; the diffusers folder is transformer/
@@ -132,7 +132,7 @@ export function h3TransformerFiles(profile: H3Profile, w: ProfileWeights): H3Tra
 
 /** The folders of a complete variant: the transformer where the profile's variant has it (the 8-step checkpoint, an
  * int8 file), every other part from its own component's checkpoint folder. */
-export function realDirs(profile: H3Profile, w: ProfileWeights): H3Dirs {
+export function realDirs(profile: H3Variant, w: ProfileWeights): H3Dirs {
   const part = (component: string, folder: string) => join(componentRoot(w, component), folder);
   const files = h3TransformerFiles(profile, w);
   return {
@@ -148,7 +148,7 @@ export function realDirs(profile: H3Profile, w: ProfileWeights): H3Dirs {
 /** Before a first load: the transformer's and VAEs' files (int8 profiles: about half the 16-bit transformer). */
 function estimateBytes(w: ProfileWeights): number {
   if (w.state !== 'real') return 256 * 2 ** 20; // the demo checkpoint is a few MB
-  const profile = h3Profile(w.profile);
+  const profile = h3Variant(w.profile);
   const dirs = realDirs(profile, w);
   // a 16-bit folder quantised at load halves; an int8 file loads as it is
   const halves = profile.weights === 'int8' && existsSync(dirs.transformer) && statSync(dirs.transformer).isDirectory();

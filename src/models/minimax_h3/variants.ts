@@ -1,4 +1,5 @@
-// The six MiniMax H3 video profiles, model side: which transformer weights each one loads (manifest checkpoint /
+// The model's variants, one for each of the six video profiles (a profile is the service's name; the variant is what it
+// means to this model): which transformer weights each one loads (manifest checkpoint /
 // variant in weights/minimax-h3.json), its default steps (src/catalog is the one source), whether its
 // linears are int8, which turbo adapter is merged in, and whether the sampler caches steps. The pipeline reads the
 // table and calls loadH3Transformer(); everything else (text encoder, VAEs) is the same for all six.
@@ -22,7 +23,7 @@ export type H3ProfileName = VideoProfileName;
 /** The turbo adapters of weights/minimax-h3.json (checkpoint minimax-h3-turbo), by manifest component. */
 export type H3AdapterComponent = 'adapter_8step' | 'adapter_4step';
 
-export interface H3Profile {
+export interface H3Variant {
   name: H3ProfileName;
   /** Default steps (the catalog's default_steps), counted as stepCount says. */
   steps: number;
@@ -49,9 +50,9 @@ function catalogSteps(name: H3ProfileName): number {
   return p.default_steps;
 }
 
-const row = (name: H3ProfileName, r: Omit<H3Profile, 'name' | 'steps'>): H3Profile => ({ name, steps: catalogSteps(name), ...r });
+const row = (name: H3ProfileName, r: Omit<H3Variant, 'name' | 'steps'>): H3Variant => ({ name, steps: catalogSteps(name), ...r });
 
-export const H3_PROFILES: Readonly<Record<H3ProfileName, H3Profile>> = {
+export const H3_VARIANTS: Readonly<Record<H3ProfileName, H3Variant>> = {
   basevid50: row('basevid50', { stepCount: 'grid-points', transformerCheckpoint: 'minimax-h3', weights: '16-bit', adapter: null, stepCache: null, ref2va: true, note: 'the official release as the diffusers pipeline runs it: 50 grid points, 49 forwards' }),
   basevid50_sol: row('basevid50_sol', {
     stepCount: 'grid-points',
@@ -69,17 +70,17 @@ export const H3_PROFILES: Readonly<Record<H3ProfileName, H3Profile>> = {
 };
 
 /** The six, in this table's order. */
-export const H3_PROFILE_NAMES = Object.keys(H3_PROFILES) as readonly H3ProfileName[];
+export const H3_PROFILE_NAMES = Object.keys(H3_VARIANTS) as readonly H3ProfileName[];
 
-export function h3Profile(name: string): H3Profile {
+export function h3Variant(name: string): H3Variant {
   if (!(H3_PROFILE_NAMES as readonly string[]).includes(name)) throw new RangeError(`unknown MiniMax H3 profile ${JSON.stringify(name)} (have ${H3_PROFILE_NAMES.join(', ')})`);
-  return H3_PROFILES[name as H3ProfileName];
+  return H3_VARIANTS[name as H3ProfileName];
 }
 
 /** How `steps` runs on a profile (grid points, forwards, the progress offset); the shift never merges grid points at
  * these counts (a test checks it). */
-export function h3ProfileSteps(profile: H3Profile | H3ProfileName, steps: number): H3StepPlan {
-  const p = typeof profile === 'string' ? h3Profile(profile) : profile;
+export function h3VariantSteps(profile: H3Variant | H3ProfileName, steps: number): H3StepPlan {
+  const p = typeof profile === 'string' ? h3Variant(profile) : profile;
   return h3StepPlan(p.stepCount, steps);
 }
 
@@ -123,10 +124,10 @@ export interface LoadH3Options {
  * Loads the transformer of `profile`: the diffusers or native checkpoint format (native-checkpoint.ts), the profile's adapter merged
  * into the weights (adapter.ts), then int8 per output channel if the profile is int8.
  */
-export async function loadH3Transformer(e: Engine, profile: H3Profile | H3ProfileName, files: H3TransformerFiles, opts: LoadH3Options & { partition?: H3Partition } = {}): Promise<MiniMaxH3Transformer> {
-  const p = typeof profile === 'string' ? h3Profile(profile) : profile;
+export async function loadH3Transformer(e: Engine, profile: H3Variant | H3ProfileName, files: H3TransformerFiles, opts: LoadH3Options & { partition?: H3Partition } = {}): Promise<MiniMaxH3Transformer> {
+  const p = typeof profile === 'string' ? h3Variant(profile) : profile;
   const ref = opts.partition === 'ref2va';
-  if (ref && !p.ref2va) throw new RangeError(`profile ${p.name} has no Ref2VA weights upstream (reference pictures run on ${H3_PROFILE_NAMES.filter((n) => H3_PROFILES[n].ref2va).join(', ')})`);
+  if (ref && !p.ref2va) throw new RangeError(`profile ${p.name} has no Ref2VA weights upstream (reference pictures run on ${H3_PROFILE_NAMES.filter((n) => H3_VARIANTS[n].ref2va).join(', ')})`);
   if (ref && !files.transformerRef) throw new RangeError(`profile ${p.name}: no Ref2VA transformer (transformer_ref/) in these weights, so reference pictures cannot run; npm run weights -- pull ${p.name} fetches it`);
   if (p.adapter && !files.adapter) throw new RangeError(`profile ${p.name} merges ${p.adapter}: no adapter file given`);
   const source = await openH3Weights(ref ? files.transformerRef! : files.transformer, { prefix: opts.prefix, config: opts.config ?? RELEASED_H3_CONFIG, qkvRows: opts.qkvRows });
