@@ -6,7 +6,7 @@ import { STAGE } from '../../src/catalog';
 import { commitFile, tempSibling } from '../../src/media/files';
 import type { Pipeline } from '../../src/models/common/pipeline';
 import type { PipelineModule, WorkerTask } from '../../src/worker/protocol';
-import type { ProfileEntry } from '../../src/worker/registry';
+import type { ServedEntry } from '../../src/worker/registry';
 
 /** What the output file holds: Unix milliseconds of the worker's clock (the bench runs every process on one host). */
 export interface RunClock {
@@ -19,7 +19,7 @@ export function noopPipeline(profile: string, ms: number): PipelineModule {
   return { module: __filename, export: 'makeNoopPipeline', args: [profile, ms] };
 }
 
-export function makeNoopPipeline(profile: string, ms: number): ProfileEntry {
+export function makeNoopPipeline(profile: string, ms: number): ServedEntry {
   return {
     kind: 'video',
     profile,

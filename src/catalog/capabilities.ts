@@ -224,7 +224,7 @@ export function effectiveImageMode(c: VideoCapabilities, asked: VideoImageMode, 
 // ---- what a worker accepts ----------------------------------------------------------------------------------
 
 /** What a profile's pipeline can run, so the API refuses at creation what it would fail on (a 400, not a failed job).
- * The worker reports it at hello (worker/protocol.ts ServedProfile); `acceptsFor` builds it from the table. */
+ * The worker reports it at hello (worker/protocol.ts ServedSummary); `acceptsFor` builds it from the table. */
 export interface Accepts {
   /** Steps (after the profile default is resolved). */
   steps: { min: number; max: number };

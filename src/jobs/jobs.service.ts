@@ -9,7 +9,7 @@ import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../http/tokens';
 import { OutboundClient } from '../net/outbound';
 import { Outcome, Scheduler } from '../scheduler/scheduler';
-import type { ServedProfile, WorkerTask } from '../worker/protocol';
+import type { ServedSummary, WorkerTask } from '../worker/protocol';
 import { CallbackSender } from './callback.sender';
 import type { InputFile } from './input-probe';
 import { newJobId } from './job-id';
@@ -154,7 +154,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   }
 
   /** '; profile x, y can' for the other profiles of `kind` whose worker accepts what `ok` asks, or that none can. */
-  private whoCan(kind: JobKind, profile: string, ok: (a: ServedProfile['accepts']) => boolean): string {
+  private whoCan(kind: JobKind, profile: string, ok: (a: ServedSummary['accepts']) => boolean): string {
     const names = profilesOf(kind).filter((p) => p !== profile && (() => {
       const s = this.scheduler.served(kind, p);
       return !!s && ok(s.accepts);

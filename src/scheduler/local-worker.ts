@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { DemoVideo } from '../config/settings';
-import { PROTOCOL_VERSION, WORKER_ENV, type FromWorker, type PipelineModule, type ServedProfile, type ToWorker, type WorkerTask } from '../worker/protocol';
+import { PROTOCOL_VERSION, WORKER_ENV, type FromWorker, type PipelineModule, type ServedSummary, type ToWorker, type WorkerTask } from '../worker/protocol';
 import { cpuTicks } from './process-cpu';
 import type { WorkerLink, WorkerPool, WorkerStatus } from './worker-link';
 
@@ -62,7 +62,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
   private exitReason: string | undefined;
   private heartbeat: Extract<FromWorker, { type: 'heartbeat' }> | undefined;
   private adapter: Record<string, unknown> | undefined;
-  private served: ServedProfile[] = [];
+  private served: ServedSummary[] = [];
   private restartTimer: NodeJS.Timeout | undefined;
   private readonly watchdog: NodeJS.Timeout;
 
@@ -90,7 +90,7 @@ export class LocalWorker extends EventEmitter implements WorkerLink, WorkerPool 
     return true;
   }
 
-  get profiles(): readonly ServedProfile[] {
+  get profiles(): readonly ServedSummary[] {
     return this.served;
   }
 

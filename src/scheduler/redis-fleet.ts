@@ -8,7 +8,7 @@ import { Queue, QueueEvents } from 'bullmq';
 import Redis from 'ioredis';
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
-import { PROTOCOL_VERSION, REDIS_KEYS, type Control, type FailedReason, type FromWorker, type ServedProfile, type TaskResult, type WorkerBeat, type WorkerTask } from '../worker/protocol';
+import { PROTOCOL_VERSION, REDIS_KEYS, type Control, type FailedReason, type FromWorker, type ServedSummary, type TaskResult, type WorkerBeat, type WorkerTask } from '../worker/protocol';
 import type { WorkerKeeper } from './worker-keeper';
 import type { Reconciled, TaskEvent, WorkerLink, WorkerPool, WorkerStatus } from './worker-link';
 
@@ -175,7 +175,7 @@ export class RemoteWorker extends EventEmitter implements WorkerLink {
     return this.state === 'ready' && this.redisUp();
   }
 
-  get profiles(): readonly ServedProfile[] {
+  get profiles(): readonly ServedSummary[] {
     return this.beat?.profiles ?? [];
   }
 

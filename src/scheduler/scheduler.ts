@@ -9,7 +9,7 @@
 // task's end is saved (`settle`), so a crash between two jobs never finds both running.
 import { EventEmitter } from 'node:events';
 import { DEFAULT_PRIORITY, STAGE, type TaskKind } from '../catalog';
-import type { ServedProfile, WorkerTask } from '../worker/protocol';
+import type { ServedSummary, WorkerTask } from '../worker/protocol';
 import { EtaModel, fleetEtas, profileKey, nextSeries, runningLeftS, seriesRate } from './eta';
 import { Lanes, type Waiting } from './lanes';
 import { armTimeout, lostOutcome, type Outcome, type Running } from './running';
@@ -174,14 +174,14 @@ export class Scheduler extends EventEmitter {
 
   /** The worker's word on (kind, profile): what it accepts, null if it does not serve it, undefined while no worker
    * has said what it serves (none on this host, or it is starting). */
-  served(kind: TaskKind, profile: string): ServedProfile | null | undefined {
+  served(kind: TaskKind, profile: string): ServedSummary | null | undefined {
     if (!this.pool || this.pool.links().every((l) => !l.ready && l.profiles.length === 0)) return undefined;
     return this.profiles().find((p) => p.kind === kind && p.profile === profile) ?? null;
   }
 
   /** What the workers serve (their last reports; the first worker's word on a profile several serve). */
-  profiles(): readonly ServedProfile[] {
-    const seen = new Map<string, ServedProfile>();
+  profiles(): readonly ServedSummary[] {
+    const seen = new Map<string, ServedSummary>();
     for (const l of this.pool?.links() ?? []) for (const p of l.profiles) if (!seen.has(`${p.kind}/${p.profile}`)) seen.set(`${p.kind}/${p.profile}`, p);
     return [...seen.values()];
   }

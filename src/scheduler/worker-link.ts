@@ -2,7 +2,7 @@
 // the worker process this API starts and supervises (WORKERS=local, QUEUE=local); RemoteWorker (redis-fleet.ts) one
 // of many on any host (QUEUE=redis). A WorkerPool is the set the scheduler routes among.
 import type { EventEmitter } from 'node:events';
-import type { FailedReason, FromWorker, ServedProfile, TaskResult, WorkerTask } from '../worker/protocol';
+import type { FailedReason, FromWorker, ServedSummary, TaskResult, WorkerTask } from '../worker/protocol';
 
 /** Where a task the API thought running stands on its worker, after an API restart. */
 export type Reconciled = { state: 'done'; result: TaskResult } | { state: 'failed'; reason: FailedReason } | { state: 'running' } | { state: 'gone' };
@@ -44,7 +44,7 @@ export interface WorkerLink extends EventEmitter {
   /** Said hello and not gone since: takes tasks. */
   readonly ready: boolean;
   /** What the worker serves (its last report; empty before the first hello). */
-  readonly profiles: readonly ServedProfile[];
+  readonly profiles: readonly ServedSummary[];
   /** The adapter the worker reported, with the latest memory figures; undefined until it reports. */
   gpu(): Record<string, unknown> | undefined;
   run(task: WorkerTask): void;

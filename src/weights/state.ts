@@ -1,5 +1,5 @@
 // What is on disk for a profile: every required file present with the right size ('real') or not ('missing'),
-// and the folders a pipeline loads from. Synchronous (ProfileEntry.weights() is: src/worker/registry.ts), and cheap: a stat per file plus
+// and the folders a pipeline loads from. Synchronous (ServedEntry.weights() is: src/worker/registry.ts), and cheap: a stat per file plus
 // one header read per .safetensors file whose size no manifest or pull record gives, cached by size and mtime.
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
@@ -305,7 +305,7 @@ export function checkProfile(profile: string, places: string | WeightsPlaces, ca
   return { profile, state: done ? 'real' : 'missing', variant: done ?? variants[0]!, variants, demo: p.demo };
 }
 
-/** The ProfileEntry.weights() answer: real weights, else the demo checkpoint when the pipeline has one. */
+/** The ServedEntry.weights() answer: real weights, else the demo checkpoint when the pipeline has one. */
 export function weightsState(w: ProfileWeights, demoAvailable: boolean): 'real' | 'demo' | 'missing' {
   return w.state === 'real' ? 'real' : demoAvailable ? 'demo' : 'missing';
 }

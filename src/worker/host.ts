@@ -1,13 +1,13 @@
 // How a GPU worker process talks to the API: over the IPC channel of the API that started it (ipc-host.ts), or
 // through Redis as one of many workers on any host (redis-host.ts). Both carry the same protocol (protocol.ts).
-import type { FromWorker, HostMemory, ServedProfile } from './protocol';
+import type { FromWorker, HostMemory, ServedSummary } from './protocol';
 import type { Runner } from './runner';
 
 /** What a host tells the API about this worker when it starts, and keeps telling it. */
 export interface WorkerFacts {
   name: string;
   pid: number;
-  profiles(): ServedProfile[];
+  profiles(): ServedSummary[];
   gpu: Record<string, unknown>;
   /** Models loaded and tasks running now, the GPU memory and the host memory. */
   now(): { loaded: string[]; running: string[]; memory?: Record<string, number>; host_memory?: HostMemory };

@@ -20,7 +20,7 @@ import type { WorkerHost } from './host';
 import { IpcHost } from './ipc-host';
 import { WORKER_ENV, type HostMemory, type PipelineModule } from './protocol';
 import { RedisHost } from './redis-host';
-import { ProfileRegistry, type ProfileEntry } from './registry';
+import { ProfileRegistry, type ServedEntry } from './registry';
 import { Runner } from './runner';
 
 /** Exit codes the API reads (local-worker.ts). */
@@ -118,7 +118,7 @@ function buildRegistry(settings: WorkerSettings, holder: EngineHolder, log: Logg
   const raw = env[WORKER_ENV.pipelines];
   for (const spec of raw ? (JSON.parse(raw) as PipelineModule[]) : []) {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const made = (require(spec.module) as Record<string, (...args: unknown[]) => ProfileEntry | ProfileEntry[]>)[spec.export](...(spec.args ?? []));
+    const made = (require(spec.module) as Record<string, (...args: unknown[]) => ServedEntry | ServedEntry[]>)[spec.export](...(spec.args ?? []));
     for (const entry of Array.isArray(made) ? made : [made]) registry.register(entry);
   }
   // WORKER_PROFILES: only these (a host whose GPU holds one model family, say)

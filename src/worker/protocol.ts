@@ -26,8 +26,9 @@ export type WeightsState = 'real' | 'demo' | 'missing';
  * catalog/capabilities.ts acceptsFor), so the API refuses at creation what it would fail on. */
 export type { Accepts };
 
-/** A profile the worker can run, as /api/config shows it. */
-export interface ServedProfile {
+/** What a worker says of one entry it serves (a ServedEntry of worker/registry.ts): the profile, its weights state and
+ * what it accepts, as /api/config shows it. */
+export interface ServedSummary {
   kind: TaskKind;
   profile: string;
   /** Short requests a client waits on (speech): they go ahead of queued jobs and may run at a job's safe point. */
@@ -59,9 +60,9 @@ export type ToWorker =
 /** The worker -> API events. Every event of a task carries its id. */
 export type FromWorker =
   /** First message once the worker can take tasks; `gpu` is its adapter (or why there is none): /api/health's gpu. */
-  | { type: 'hello'; version: number; pid: number; name: string; profiles: ServedProfile[]; gpu: Record<string, unknown> }
+  | { type: 'hello'; version: number; pid: number; name: string; profiles: ServedSummary[]; gpu: Record<string, unknown> }
   /** The served profiles changed (a weights pull finished, a demo checkpoint was generated). */
-  | { type: 'profiles'; profiles: ServedProfile[] }
+  | { type: 'profiles'; profiles: ServedSummary[] }
   | { type: 'started'; id: string }
   | { type: 'stage'; id: string; stage: Stage }
   | { type: 'progress'; id: string; value: number; max: number }
@@ -77,7 +78,7 @@ export type FromWorker =
   | { type: 'fatal'; message: string };
 
 /** Profile entries of the caller's own that a worker loads besides (or instead of) the built-in models: tests and
- * benches. `require(module)[export](...args)` must return a ProfileEntry or a list of them; a later entry for the
+ * benches. `require(module)[export](...args)` must return a ServedEntry or a list of them; a later entry for the
  * same (kind, profile) replaces an earlier one. A local worker gets them as JSON in KILN_WORKER_PIPELINES. */
 export interface PipelineModule {
   module: string;
@@ -115,7 +116,7 @@ export interface WorkerBeat {
   name: string;
   host: string;
   pid: number;
-  profiles: ServedProfile[];
+  profiles: ServedSummary[];
   gpu: Record<string, unknown>;
   loaded: string[];
   running: string[];

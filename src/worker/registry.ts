@@ -3,10 +3,11 @@
 import type { ProfileSuggestion, TaskKind } from '../catalog';
 import type { Pipeline } from '../models/common/pipeline';
 import { findProfile, MAX_STEPS } from '../catalog';
-import type { Accepts, ServedProfile, WeightsState, WorkerTask } from './protocol';
+import type { Accepts, ServedSummary, WeightsState, WorkerTask } from './protocol';
 
-/** How the worker serves one profile. */
-export interface ProfileEntry {
+/** How the worker serves one profile: the entry that builds its model pipeline, with the weights state and what it
+ * accepts (reported at hello as a ServedSummary). */
+export interface ServedEntry {
   kind: TaskKind;
   profile: string;
   /** Builds an unloaded pipeline that takes the protocol's task (mapped to the model's own task type inside). */
@@ -26,27 +27,27 @@ export interface ProfileEntry {
 }
 
 /** `{ suggested }` when the entry has a suggestion now, else nothing (the field stays out of the JSON). */
-function suggestionOf(e: ProfileEntry): { suggested?: ProfileSuggestion } {
+function suggestionOf(e: ServedEntry): { suggested?: ProfileSuggestion } {
   const suggested = e.suggested?.();
   return suggested ? { suggested } : {};
 }
 
 /** An entry's Accepts, the catalog's limits where it declares none. */
-export function acceptsOf(e: ProfileEntry): Accepts {
+export function acceptsOf(e: ServedEntry): Accepts {
   if (e.accepts) return e.accepts;
   const p = e.kind === 'tts' ? undefined : findProfile(e.kind, e.profile);
   return { steps: { min: 1, max: MAX_STEPS }, images: p?.max_images ?? 0, audios: p?.max_audios ?? 0 };
 }
 
 export class ProfileRegistry {
-  private readonly entries = new Map<string, ProfileEntry>();
+  private readonly entries = new Map<string, ServedEntry>();
 
   /** Adds an entry; one registered later for the same (kind, profile) replaces it. */
-  register(entry: ProfileEntry): void {
+  register(entry: ServedEntry): void {
     this.entries.set(`${entry.kind}/${entry.profile}`, entry);
   }
 
-  get(kind: string, profile: string): ProfileEntry | undefined {
+  get(kind: string, profile: string): ServedEntry | undefined {
     return this.entries.get(`${kind}/${profile}`);
   }
 
@@ -55,12 +56,12 @@ export class ProfileRegistry {
     for (const [key, e] of this.entries) if (!profiles.includes(e.profile)) this.entries.delete(key);
   }
 
-  all(): ProfileEntry[] {
+  all(): ServedEntry[] {
     return [...this.entries.values()];
   }
 
   /** What the worker tells the API it serves (hello, and when it changes). */
-  served(): ServedProfile[] {
+  served(): ServedSummary[] {
     return this.all().map((e) => ({ kind: e.kind, profile: e.profile, interactive: e.interactive === true, weights: e.weights(), note: e.note?.() ?? '', accepts: acceptsOf(e), ...suggestionOf(e) }));
   }
 }

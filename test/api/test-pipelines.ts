@@ -11,7 +11,7 @@ import { commitFile, tempSibling } from '../../src/media/files';
 import { wavHeader } from '../../src/media/wav';
 import type { Pipeline, RunContext } from '../../src/models/common/pipeline';
 import type { PipelineModule, WorkerTask } from '../../src/worker/protocol';
-import type { ProfileEntry } from '../../src/worker/registry';
+import type { ServedEntry } from '../../src/worker/registry';
 import { logEvent, waitAtGate, type ControlRef, type EventLog, type Gate } from './control';
 
 /** How a test pipeline misbehaves at its first step (the GPU worker fault tests). */
@@ -79,7 +79,7 @@ function spin(ms: number): void {
 
 // ---- built inside the GPU worker ----
 
-export function makeTestPipeline(kind: 'video' | 'image', profile: string, o: Wire): ProfileEntry {
+export function makeTestPipeline(kind: 'video' | 'image', profile: string, o: Wire): ServedEntry {
   const log = (event: string) => (o.log ? logEvent(o.log, event) : Promise.resolve());
   return {
     kind,
@@ -150,7 +150,7 @@ async function misbehave(fault: Fault): Promise<never> {
   for (;;) await sleep(50); // 'ignore-cancel', and whatever the others leave running
 }
 
-export function makeSilentSpeech(o: { gate?: ControlRef } = {}): ProfileEntry {
+export function makeSilentSpeech(o: { gate?: ControlRef } = {}): ServedEntry {
   return {
     kind: 'tts',
     profile: 'tts',

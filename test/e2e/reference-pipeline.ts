@@ -8,14 +8,14 @@ import { throwIfCancelled } from '../../src/common/errors';
 import { commitFile, tempSibling } from '../../src/media/files';
 import type { Pipeline, RunContext } from '../../src/models/common/pipeline';
 import type { PipelineModule, WorkerTask } from '../../src/worker/protocol';
-import type { ProfileEntry } from '../../src/worker/registry';
+import type { ServedEntry } from '../../src/worker/registry';
 import { waitAtGate, type ControlRef, type Gate } from '../api/control';
 
 export function negativeOfReferencePipeline(profile: string, opts: { gate?: Gate; stepMs?: number } = {}): PipelineModule {
   return { module: __filename, export: 'makeNegativeOfReference', args: [profile, { gate: opts.gate?.ref, stepMs: opts.stepMs }] };
 }
 
-export function makeNegativeOfReference(profile: string, opts: { gate?: ControlRef; stepMs?: number }): ProfileEntry {
+export function makeNegativeOfReference(profile: string, opts: { gate?: ControlRef; stepMs?: number }): ServedEntry {
   return {
     kind: 'image',
     profile,

@@ -1,7 +1,7 @@
 // The GPU worker's Runner (src/worker/runner.ts) in-process: tasks of a few kinds, and the protocol events it
 // reports gathered so tests can wait for a task's end.
 import type { FromWorker, WorkerTask } from '../../src/worker/protocol';
-import { ProfileRegistry, type ProfileEntry } from '../../src/worker/registry';
+import { ProfileRegistry, type ServedEntry } from '../../src/worker/registry';
 import { Runner, type RunnerOptions } from '../../src/worker/runner';
 
 export type Ended = Extract<FromWorker, { type: 'done' | 'failed' }>;
@@ -14,7 +14,7 @@ export const job = (id: string, profile = 'a'): WorkerTask => ({
 export const speech = (id: string): WorkerTask => ({ id, kind: 'tts', profile: 'tts', images: [], audios: [], output: '/dev/null', params: { text: id, language: 'Auto', ref_text: '' } });
 
 /** A Runner over `entries`, with every event it reports and a way to wait for a task's end. */
-export function runnerWith(entries: ProfileEntry[], o: RunnerOptions = {}) {
+export function runnerWith(entries: ServedEntry[], o: RunnerOptions = {}) {
   const registry = new ProfileRegistry();
   for (const e of entries) registry.register(e);
   const events: FromWorker[] = [];

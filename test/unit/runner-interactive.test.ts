@@ -3,13 +3,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { throwIfCancelled } from '../../src/common/errors';
-import type { ProfileEntry } from '../../src/worker/registry';
+import type { ServedEntry } from '../../src/worker/registry';
 import { job, runnerWith, speech } from './runner-helpers';
 
 /** Jobs of kind 'video' (profiles a, b) take `steps` steps and call safePoint between them; 'tts' is
  * interactive. Every load/unload/run/step lands in `log`. */
-function entries(log: string[], steps = 6): ProfileEntry[] {
-  const jobs: ProfileEntry[] = ['a', 'b'].map((profile) => ({
+function entries(log: string[], steps = 6): ServedEntry[] {
+  const jobs: ServedEntry[] = ['a', 'b'].map((profile) => ({
     kind: 'video', profile, weights: () => 'demo',
     create: () => ({
       load: async () => void log.push(`load ${profile}`),
@@ -24,7 +24,7 @@ function entries(log: string[], steps = 6): ProfileEntry[] {
       },
     }),
   }));
-  const tts: ProfileEntry = {
+  const tts: ServedEntry = {
     kind: 'tts', profile: 'tts', weights: () => 'demo', interactive: true, residentBytes: () => 1000,
     create: () => ({
       load: async () => void log.push('load tts'),
@@ -102,7 +102,7 @@ test('cancel reaches waiting speech; the job goes on', async () => {
 
 test('an interjected request can be interrupted without touching the job', async () => {
   const log: string[] = [];
-  const slow: ProfileEntry = {
+  const slow: ServedEntry = {
     kind: 'tts', profile: 'tts', weights: () => 'demo', interactive: true, residentBytes: () => 1,
     create: () => ({
       load: async () => {}, unload: async () => {},

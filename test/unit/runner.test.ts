@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { throwIfCancelled } from '../../src/common/errors';
 import type { WorkerTask } from '../../src/worker/protocol';
-import type { ProfileEntry } from '../../src/worker/registry';
+import type { ServedEntry } from '../../src/worker/registry';
 import { job, runnerWith } from './runner-helpers';
 
-function entries(steps: number, log: string[]): ProfileEntry[] {
+function entries(steps: number, log: string[]): ServedEntry[] {
   return ['a', 'b'].map((profile) => ({
     kind: 'video', profile, weights: () => 'demo',
     create: () => ({
@@ -71,7 +71,7 @@ test('a profile nobody serves fails as unavailable, naming the missing model; th
 });
 
 test('a pipeline that returns without its output file fails with that reason', async () => {
-  const entry: ProfileEntry = { kind: 'video', profile: 'a', weights: () => 'demo', create: () => ({ load: async () => {}, unload: async () => {}, run: async () => {} }) };
+  const entry: ServedEntry = { kind: 'video', profile: 'a', weights: () => 'demo', create: () => ({ load: async () => {}, unload: async () => {}, run: async () => {} }) };
   const { runner, run } = runnerWith([entry]);
   const end = await run({ ...job('1'), output: '/nonexistent/out.mp4' });
   assert.deepEqual([end.type, end.type === 'failed' && end.message], ['failed', 'the pipeline finished without writing its output file']);

@@ -126,7 +126,7 @@ export interface H3PipelineOptions {
   /** How reference pictures are sized (reference-inputs.ts): 'match' (default: at most the frame's area, never up) or
    * upstream diffusers' 'diffusers' (a 2048 short edge). */
   referenceCanvas?: ReferenceCanvas;
-  /** Told the GPU bytes held once loaded (ProfileEntry.residentBytes). */
+  /** Told the GPU bytes held once loaded (ServedEntry.residentBytes). */
   onLoaded?(bytes: number, dirs: H3Dirs): void;
   trace?: H3PipelineTrace;
   /** Compute dtype of the transformer, text encoder and video VAE (default f16 where the adapter has shader-f16, else

@@ -140,7 +140,7 @@ export interface Qwen3TtsPipelineOptions {
   engine(): Promise<Engine>;
   /** The checkpoint folder to load: real weights, or the demo checkpoint (generated on first use). */
   checkpoint(e: Engine, signal: AbortSignal): Promise<string>;
-  /** Told the GPU bytes held once loaded (ProfileEntry.residentBytes reports them). */
+  /** Told the GPU bytes held once loaded (ServedEntry.residentBytes reports them). */
   onLoaded?(bytes: number, dir: string): void;
   /** Sentence-chunk limit in text units (text-split.ts). */
   chunkUnits?: number;

@@ -12,7 +12,7 @@ import { projectRoot } from '../../paths';
 import { QwenImage21Pipeline } from '../../models/qwen_image21/pipeline';
 import { qwenImageTaskOf } from '../../models/qwen_image21/task';
 import { componentRoot } from '../../weights';
-import type { ProfileEntry } from '../registry';
+import type { ServedEntry } from '../registry';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** The Qwen-Image-2.1 profiles: whether the transformer's linears are quantised to int8 at load. */
@@ -21,7 +21,7 @@ export const QWEN_IMAGE21_PROFILES = { imgmain: { int8: true }, imgmain_bf16: { 
 /** GPU working set on top of the weights (prefix K/V caches, activations at 2K, VAE decode), for the fits-beside estimate. */
 const WORKING_BYTES = 6 * 2 ** 30;
 
-export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
+export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ServedEntry {
   const { int8 } = QWEN_IMAGE21_PROFILES[profile];
   // the trained demo (assets/demo) when the checkout has it, else a random one of the same architecture
   const trained = planTrainedDemoQwenImage21(join(projectRoot(), TRAINED_DEMO_PATH));
@@ -71,6 +71,6 @@ export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, d
 }
 
 /** imgmain and imgmain_bf16. */
-export function imageProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry[] {
+export function imageProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ServedEntry[] {
   return (Object.keys(QWEN_IMAGE21_PROFILES) as (keyof typeof QWEN_IMAGE21_PROFILES)[]).map((p) => imageProfileEntry(p, dirs, holder, log));
 }

@@ -9,7 +9,7 @@ import type { EngineHolder } from '../../engine/engine';
 import { planDemoKrea2 } from '../../models/krea2/demo';
 import { krea2DemoLayout, krea2Layout, Krea2Pipeline } from '../../models/krea2/pipeline';
 import { componentPath, componentRoot } from '../../weights';
-import type { ProfileEntry } from '../registry';
+import type { ServedEntry } from '../registry';
 import { krea2TaskOf } from '../../models/krea2/task';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
@@ -19,7 +19,7 @@ export const KREA2_PROFILES = { imgart_turbo: { int8: false }, imgart_turbo_int8
 /** GPU working set on top of the weights (activations at 2K, the VAE decode at 2K), for the fits-beside estimate. */
 const WORKING_BYTES = 8 * 2 ** 30;
 
-export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
+export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ServedEntry {
   const { int8 } = KREA2_PROFILES[profile];
   const source = new WeightsSource(
     {
@@ -67,6 +67,6 @@ export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: We
 }
 
 /** imgart_turbo and imgart_turbo_int8. */
-export function krea2ProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry[] {
+export function krea2ProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ServedEntry[] {
   return (Object.keys(KREA2_PROFILES) as (keyof typeof KREA2_PROFILES)[]).map((p) => krea2ProfileEntry(p, dirs, holder, log));
 }

@@ -9,7 +9,7 @@ import { planDemoQwen3Tts } from '../../models/qwen3_tts/demo';
 import { Qwen3TtsPipeline } from '../../models/qwen3_tts/pipeline';
 import { qwen3TtsTaskOf } from '../../models/qwen3_tts/task';
 import { componentRoot } from '../../weights';
-import type { ProfileEntry } from '../registry';
+import type { ServedEntry } from '../registry';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** GPU working set on top of the weights (KV caches, activations, codec chunks), for the fits-beside estimate. */
@@ -50,7 +50,7 @@ export function newSpeechPipeline(source: WeightsSource, holder: EngineHolder, o
   });
 }
 
-export function speechProfileEntry(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry {
+export function speechProfileEntry(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ServedEntry {
   const source = speechWeightsSource(dirs);
   return {
     kind: 'tts',

@@ -17,7 +17,7 @@ import { componentRoot, type ProfileWeights } from '../../weights';
 import { removeQuietly, tempSibling } from '../../media/files';
 import type { Pipeline } from '../../models/common/pipeline';
 import type { WorkerTask } from '../protocol';
-import type { ProfileEntry } from '../registry';
+import type { ServedEntry } from '../registry';
 import { newSpeechPipeline, speechWeightsSource } from './speech';
 import { speaks, spokenTrack, type SpeechFactory, type SpokenTrackOptions } from './video-speech';
 import { safetensorsBytes, WeightsSource, type WeightsDirs } from './weights-source';
@@ -52,7 +52,7 @@ function trainedDemoFor(dirs: WeightsDirs): TrainedDemoPlan | undefined {
 }
 
 export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>,
-  trained = trainedDemoFor(dirs)): ProfileEntry {
+  trained = trainedDemoFor(dirs)): ServedEntry {
   const profile = h3Variant(profileName);
   const source = new WeightsSource(
     {
@@ -156,7 +156,7 @@ function estimateBytes(w: ProfileWeights): number {
 }
 
 /** The six video profiles. */
-export function videoProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ProfileEntry[] {
+export function videoProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ServedEntry[] {
   const trained = trainedDemoFor(dirs);
   return H3_PROFILE_NAMES.map((name) => videoProfileEntry(name, dirs, holder, log, trained));
 }
