@@ -181,13 +181,13 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
       } catch (err) {
         // the inputs just saved under the taken id are saved again under the next one: these copies go, except a
         // name the job that took the id lists (a file of its own, in the same folder)
-        let theirs: Partial<JobRecord['params']> | undefined;
+        let theirs: Partial<JobRecord['inputs']> | undefined;
         try {
-          theirs = this.store.get(id)?.params;
+          theirs = this.store.get(id)?.inputs;
         } catch {
           theirs = undefined;
         }
-        const mine = [...job.params.images, ...job.params.audios].filter((n) => !theirs?.images?.includes(n) && !theirs?.audios?.includes(n));
+        const mine = [...job.inputs.images, ...job.inputs.audios].filter((n) => !theirs?.images?.includes(n) && !theirs?.audios?.includes(n));
         await this.files.removeInputs(id, mine).catch((e: unknown) => this.log.warn({ id, err: String(e) }, 'could not remove the inputs saved under a taken id'));
         if (!isUniqueViolation(err) || attempt >= 20) throw err;
         this.log.warn({ id }, 'job id taken by another process meanwhile; taking the next one');

@@ -11,6 +11,7 @@ import { pipeline } from 'node:stream/promises';
 import { VIDEO_SIZES } from '../catalog';
 import { BadInputError, NotFoundError, UnavailableError } from '../common/errors';
 import type { InputFile } from '../jobs/input-probe';
+import { JobInputs } from '../jobs/job.inputs';
 import { JobsService } from '../jobs/jobs.service';
 import { BASE_ARGS, runFfmpeg } from '../media/ffmpeg';
 import { VideoService } from '../video/video.service';
@@ -51,7 +52,7 @@ export function videoSecondsOf(seconds: string | undefined): number | undefined 
 
 @Injectable()
 export class OpenAiVideosService {
-  constructor(private readonly video: VideoService, private readonly jobs: JobsService, private readonly remixes: RemixStore) {}
+  constructor(private readonly video: VideoService, private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly remixes: RemixStore) {}
 
   /** The video object of job `job` (a Kiln job object). */
   videoObject(job: Job): Record<string, unknown> {
@@ -79,7 +80,7 @@ export class OpenAiVideosService {
       {
         images: picture || url ? 1 : 0,
         audios: 0,
-        load: async () => [picture ? [{ ...picture, label: `input_reference (${picture.name ?? 'file'})` }] : url ? [await this.jobs.fetchOne(url, 'input_reference', 'image')] : [], []],
+        load: async () => [picture ? [{ ...picture, label: `input_reference (${picture.name ?? 'file'})` }] : url ? [await this.inputs.fetchOne(url, 'input_reference', 'image')] : [], []],
       },
     );
     return this.videoObject(job);
@@ -120,10 +121,11 @@ export class OpenAiVideosService {
   async remix(id: string, prompt: string): Promise<Record<string, unknown>> {
     const src = this.videoJob(id);
     const record = this.jobs.getRecord(id);
-    if (record.image_count > 0 || record.params.audios.length > 0) {
+    if (record.kind !== 'video') throw new NotFoundError(`no video ${JSON.stringify(id)}: job ${id} is an ${record.kind} job`);
+    if (record.inputs.images.length > 0 || record.inputs.audios.length > 0) {
       throw new BadInputError(`video ${id} was made from pictures or clips, which Kiln keeps only until a job has run; create a new video with them and the new prompt`);
     }
-    const p = record.params;
+    const p = record.task;
     const job = await this.video.create(
       {
         prompt, profile: String(src.profile), aspect: String(src.aspect), res: String(src.res), seconds: src.seconds as number, seed: src.seed as number,
