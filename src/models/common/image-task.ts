@@ -1,20 +1,12 @@
 // What every image pipeline's task carries (Qwen-Image-2.1's QwenImageTask and Krea 2's Krea2ImageTask extend it with
 // what only their model reads), made from the worker's image task by imageJobTaskOf (each model's task.ts adds its own).
-import type { ImageTask } from '../../catalog';
+import type { ImageParams, ImageTask } from '../../catalog';
 import type { PngParameters } from '../../media';
 
-export interface ImageJobTask {
-  prompt: string;
-  /** Used only when cfg > 1. */
-  negative: string;
-  /** True CFG scale; <= 1 means one transformer pass per step. */
-  cfg: number;
-  /** u32; the noise is a function of it, so the same task gives the same image. */
-  seed: number;
-  steps: number;
-  /** Output size in pixels (each model's grid). */
-  width: number;
-  height: number;
+/** The worker's params it takes as they are: `negative` (used only when cfg > 1), `cfg` (true CFG scale; <= 1 means one
+ * transformer pass per step), `seed` (u32; the noise is a function of it, so the same task gives the same image),
+ * `width` and `height` (output pixels, each model's grid). */
+export interface ImageJobTask extends Pick<ImageParams, 'prompt' | 'negative' | 'cfg' | 'seed' | 'steps' | 'width' | 'height'> {
   /** Reference image files, in request order (what they mean is the model's). */
   references: string[];
   /** png, written through a temp name. */

@@ -1,6 +1,6 @@
 // One MiniMax H3 video job as the pipeline takes it (H3Task), made from the worker's video task by h3TaskOf, which
 // inputs the pipeline runs (checkInputs) and the job's latent geometry (jobGeometry).
-import { hasVoices, VIDEO_CAPABILITIES, VIDEO_DEFAULTS, voicesWithoutPicture, type VideoTask } from '../../catalog';
+import { hasVoices, VIDEO_CAPABILITIES, VIDEO_DEFAULTS, voicesWithoutPicture, type VideoParams, type VideoTask } from '../../catalog';
 import { BadInputError } from '../../common/errors';
 import type { RunContext } from '../common/pipeline';
 import { resolveGeometry, type Geometry } from './sequence/packed-sequence';
@@ -12,26 +12,19 @@ const H3_INPUTS = VIDEO_CAPABILITIES.find((c) => c.model === 'MiniMax H3')!;
 /** At most this many voices (upstream's max_audios, the contract's 3 clips): the table's. */
 export const MAX_VOICES = H3_INPUTS.audios.modes.voice.max;
 
-/** What one video job asks for (h3TaskOf makes it from the worker's task). */
-export interface H3Task {
-  prompt: string;
-  /** u32; the noise is a function of it (h3Noise), so the same task gives the same clip. */
-  seed: number;
-  /** Steps as the profile counts them (grid points or model evaluations: sigmas.ts H3StepCount). */
-  steps: number;
-  /** Pixels, from the catalog's size table. */
-  width: number;
-  height: number;
-  /** On the 17k + 5 grid (the catalog's snapFrames). */
-  frames: number;
+/** What one video job asks for (h3TaskOf makes it from the worker's task). The worker's params it takes as they are:
+ * `seed` (u32; the noise is a function of it, h3Noise, so the same task gives the same clip), `steps` (as the profile
+ * counts them: grid points or model evaluations, sigmas.ts H3StepCount), `width` and `height` (pixels, the catalog's
+ * size table), `frames` (on the 17k + 5 grid, the catalog's snapFrames). */
+export interface H3Task extends Pick<VideoParams, 'prompt' | 'seed' | 'steps' | 'width' | 'height' | 'frames'> {
   /** Image files in request order: keyframes (mode i2v, 1 to 6) when imageMode is 'keyframe' (the default), reference
    * pictures (1 to 6, the Ref2VA partition, no soundtrack) when it is 'reference'. */
   images: string[];
-  imageMode?: 'keyframe' | 'reference';
+  imageMode?: VideoParams['image_mode'];
   /** Audio files: one soundtrack clip in audioMode 'track' (held as audio conditioning and muxed unchanged), or 1 to 3
    * voices in audioMode 'voice' (the default) with reference pictures: Ref2VA audio references (voice-inputs.ts). */
   audios: string[];
-  audioMode?: 'voice' | 'track';
+  audioMode?: VideoParams['audio_mode'];
   /** A spoken soundtrack (tts_text): makes an audio file inside 编码提示词/图片, after the text encoder is freed and
    * before anything of the sampling is allocated, having freed whatever GPU memory it took; the file is then the
    * track, read exactly as audios[0] of an audio_mode track job (32 kHz stereo, cut or padded to the video). The
