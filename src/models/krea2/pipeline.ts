@@ -19,11 +19,10 @@ import type { Tensor } from '../../engine/tensor';
 import { writePng } from '../../media';
 import type { ImageJobTask } from '../common/image-task';
 import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
-import { guide } from '../common/guidance';
+import { guidedEuler } from '../common/guided-euler';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { seededNoise } from '../qwen_image21/pipeline';
-import { eulerStep } from '../qwen_image21/sampler';
 import { KREA2_STYLE_AREA, Krea2Conditioner } from './conditioner';
 import { inferKrea2Config } from './config';
 import { krea2Patchify, krea2Unpatchify } from './patchify';
@@ -139,26 +138,22 @@ export async function sampleKrea2(e: Engine, transformer: Krea2Transformer, r: K
   let x: Tensor | null = e.upload(tokens, [1, gridH * gridW, cfg.tokenDim], transformer.dtype, 'krea2 noise');
   const negative = r.cfg > 1 ? r.negative : undefined;
   const sigmas = krea2Sigmas(r.steps, { mu: KREA2_TURBO_MU });
-  const geo = transformer.geometry(r.context.shape[1]!, gridH, gridW);
-  const negGeo = negative ? transformer.geometry(negative.shape[1]!, gridH, gridW) : null;
+  let geo: ReturnType<Krea2Transformer['geometry']> | null = null;
+  let negGeo: ReturnType<Krea2Transformer['geometry']> | null = null;
   try {
-    for (let i = 0; i < r.steps; i++) {
-      throwIfCancelled(r.signal);
-      let v = transformer.forward({ img: x, context: r.context, sigma: sigmas[i]!, geometry: geo }).sample;
-      if (negative && negGeo) v = guide(e, v, transformer.forward({ img: x, context: negative, sigma: sigmas[i]!, geometry: negGeo }).sample, r.cfg);
-      const next = eulerStep(e, x, v, krea2StepSize(sigmas, i));
-      v.free();
-      x.free();
-      x = next;
-      await e.sync();
-      await r.onStep?.(i + 1, r.steps);
-    }
-    const out = x;
-    x = null;
-    return out;
+    const g = (geo = transformer.geometry(r.context.shape[1]!, gridH, gridW));
+    const ng = (negGeo = negative ? transformer.geometry(negative.shape[1]!, gridH, gridW) : null);
+    const noise = x;
+    x = null; // the loop owns it now
+    return await guidedEuler(e, {
+      x: noise, steps: r.steps, cfg: r.cfg, signal: r.signal, onStep: r.onStep,
+      velocity: (x, i) => transformer.forward({ img: x, context: r.context, sigma: sigmas[i]!, geometry: g }).sample,
+      negative: negative && ng ? (x, i) => transformer.forward({ img: x, context: negative, sigma: sigmas[i]!, geometry: ng }).sample : undefined,
+      dt: (i) => krea2StepSize(sigmas, i),
+    });
   } finally {
     x?.free();
-    geo.free();
+    geo?.free();
     negGeo?.free();
   }
 }

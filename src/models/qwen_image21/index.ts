@@ -24,5 +24,5 @@ export {
   type FlowMatchConfig,
   type Schedule,
 } from './sigmas';
-export { eulerStep } from './sampler';
+export { eulerStep } from '../common/guided-euler';
 export * from './text-encoder';

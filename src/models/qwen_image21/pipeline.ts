@@ -19,12 +19,11 @@ import { STAGE } from '../../catalog';
 import { writePng } from '../../media';
 import type { ImageJobTask } from '../common/image-task';
 import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
-import { guide } from '../common/guidance';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { imageMaskWithTarget, jointSequence, type ImageShape, type JointSequence } from './joint-sequence';
-import { eulerStep } from './sampler';
+import { guidedEuler } from '../common/guided-euler';
 import { eulerDt, flowMatchSchedule, modelTimestep, type FlowMatchConfig } from './sigmas';
 import { QwenImage21Transformer, type QwenImage21PrefixCache } from './transformer';
 import { QwenImage21Vae } from './vae';
@@ -149,21 +148,16 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
     caches.push(condCache);
     const negCache = negSequence ? transformer.createCache(negSequence) : null;
     if (negCache) caches.push(negCache);
-    for (let i = 0; i < r.steps; i++) {
-      throwIfCancelled(r.signal);
-      const timestep = modelTimestep(schedule, i);
-      let v = transformer.forward({ sequence: condSequence, encoderHiddenStates: r.cond.embeds, referenceLatents, latents: x, timestep, cache: condCache }).sample;
-      if (negCache) v = guide(e, v, transformer.forward({ sequence: negSequence!, encoderHiddenStates: r.negative!.embeds, referenceLatents, latents: x, timestep, cache: negCache }).sample, r.cfg);
-      const next = eulerStep(e, x, v, eulerDt(schedule, i));
-      v.free();
-      x.free();
-      x = next;
-      await e.sync();
-      await r.onStep?.(i + 1, r.steps);
-    }
-    const out = x;
-    x = null;
-    return out;
+    const latents = x;
+    x = null; // the loop owns it now
+    return await guidedEuler(e, {
+      x: latents, steps: r.steps, cfg: r.cfg, signal: r.signal, onStep: r.onStep,
+      velocity: (x, i) => transformer.forward({ sequence: condSequence, encoderHiddenStates: r.cond.embeds, referenceLatents, latents: x, timestep: modelTimestep(schedule, i), cache: condCache }).sample,
+      negative: negCache
+        ? (x, i) => transformer.forward({ sequence: negSequence!, encoderHiddenStates: r.negative!.embeds, referenceLatents, latents: x, timestep: modelTimestep(schedule, i), cache: negCache }).sample
+        : undefined,
+      dt: (i) => eulerDt(schedule, i),
+    });
   } finally {
     x?.free();
     for (const c of caches) c.free();
