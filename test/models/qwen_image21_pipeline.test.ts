@@ -59,7 +59,7 @@ describe('seededNoise', () => {
   });
 });
 
-describe('image tasks -> pipeline tasks (src/worker/profiles/image.ts)', () => {
+describe('image tasks -> pipeline tasks (src/models/qwen_image21/task.ts)', () => {
   test('referenceArea: the res tier\'s area; an explicit size its own area within [512^2, 2048^2]', () => {
     assert.equal(referenceArea('1K', 1344, 768), 1024 * 1024);
     assert.equal(referenceArea('2K', 2752, 1536), 2048 * 2048);
