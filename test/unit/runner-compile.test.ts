@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { KernelCache } from '../../src/engine/kernels';
-import type { ProfileEntry } from '../../src/worker/registry';
+import type { ServedEntry } from '../../src/worker/registry';
 import { job, runnerWith } from './runner-helpers';
 
 /** A device whose pipeline creation takes `ms` (as compiling does), counting the pipelines it made. */
@@ -26,7 +26,7 @@ function slowDevice(ms: number) {
 test('a run reports the seconds it spent compiling, and the part after its last progress report', async () => {
   const { device, made } = slowDevice(80);
   const kernels = new KernelCache(device, false);
-  const entry: ProfileEntry = {
+  const entry: ServedEntry = {
     kind: 'video', profile: 'a', weights: () => 'demo',
     create: () => ({
       load: async () => undefined,
