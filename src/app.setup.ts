@@ -57,7 +57,16 @@ export function configureApp(app: NestExpressApplication, settings: Settings, to
         o.body.pipe(res);
       }, next);
     });
-  } else app.use('/out', express.static(join(settings.dataDir, 'out'), { index: false, dotfiles: 'deny', fallthrough: true }));
+  } else {
+    app.use('/out', express.static(join(settings.dataDir, 'out'), { index: false, dotfiles: 'deny', fallthrough: true }));
+    // a Range outside the file: express.static passes a 416 error on (with Content-Range), which would end as a 500
+    app.use('/out', (err: { status?: number; headers?: Record<string, string> }, req: express.Request, res: express.Response, next: express.NextFunction) => {
+      if (err?.status !== 416) return next(err);
+      for (const [k, v] of Object.entries(err.headers ?? {})) res.setHeader(k, v);
+      res.removeHeader('Content-Type'); // set for the file before the range was found outside it; no body follows
+      res.status(416).end();
+    });
+  }
   app.use('/out', (req: express.Request, res: express.Response) => {
     // a file of a job OUTPUT_TTL_S removed: say so
     const id = /^\/([\w-]+)\.(png|mp4)$/.exec(req.path)?.[1];
@@ -91,6 +100,7 @@ export function configureApp(app: NestExpressApplication, settings: Settings, to
         '200': { description: 'The file, as image/png, video/mp4 or audio/wav by its name', content: Object.fromEntries(['image/png', 'video/mp4', 'audio/wav'].map((t) => [t, { schema: { type: 'string', format: 'binary' } }])) },
         '206': { description: 'The byte range asked for with Range (a player seeking in an mp4)', content: Object.fromEntries(['image/png', 'video/mp4', 'audio/wav'].map((t) => [t, { schema: { type: 'string', format: 'binary' } }])) },
         '404': { description: 'No such file', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorDetailDto' } } } },
+        '416': { description: 'The Range asked for lies outside the file; Content-Range says its size (bytes */<size>)' },
       },
     },
   };

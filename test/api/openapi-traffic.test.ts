@@ -75,6 +75,9 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     assert.equal((await t.http.delete(`/v1/videos/${remix.body.id}`).set(auth)).status, 200);
     for (const p of [`/out/${image.id}.png`, `/out/${video.id}.mp4`, speech.body.audio]) assert.equal((await t.http.get(p)).status, 200, p);
     assert.equal((await t.http.get(`/out/${video.id}.mp4`).set('Range', 'bytes=0-9')).status, 206);
+    const beyond = await t.http.get(`/out/${video.id}.mp4`).set('Range', 'bytes=99999999-');
+    assert.equal(beyond.status, 416);
+    assert.match(String(beyond.headers['content-range']), /^bytes \*\/\d+$/);
     for (const p of ['/api/status', '/api/config', '/api/health', '/metrics', '/']) assert.equal((await get(p)).status, 200, p);
     // event streams: a finished job's ends by itself; the all-jobs stream is read for a moment, then left
     assert.equal((await fetch(`${t.url}/api/jobs/${image.id}/events?token=${TOKEN}`).then(async (r) => (await r.text(), r))).status, 200);
