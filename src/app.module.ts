@@ -27,7 +27,9 @@ import { JobsService } from './jobs/jobs.service';
 import { MediaInputProbe } from './jobs/media-input-probe';
 import { OutboundClient } from './net/outbound';
 import { RootController } from './root.controller';
-import { OpenAiController } from './openai/openai.controller';
+import { OpenAiModelsController } from './openai/openai.controller';
+import { OpenAiImagesController } from './openai/images.controller';
+import { OpenAiSpeechController } from './openai/speech.controller';
 import { OpenAiImagesService } from './openai/images.service';
 import { OpenAiSpeechService } from './openai/speech.service';
 import { VoiceStore } from './openai/voices.store';
@@ -154,7 +156,7 @@ export class AppModule {
     ];
     return {
       module: AppModule,
-      controllers: [VideoController, ImageController, TtsController, JobsController, EventsController, HealthController, MetricsController, RootController, OpenAiController, OpenAiVideosController],
+      controllers: [VideoController, ImageController, TtsController, JobsController, EventsController, HealthController, MetricsController, RootController, OpenAiModelsController, OpenAiImagesController, OpenAiSpeechController, OpenAiVideosController],
       providers,
       exports: [Scheduler, JobsService],
     };
