@@ -16,6 +16,7 @@ import { TTS_PROFILE } from './catalog';
 import { InputProbe } from './jobs/input-probe';
 import { JobStore } from './jobs/job.store';
 import { EventsController } from './jobs/events.controller';
+import { EventStreams } from './jobs/event-streams';
 import { IdempotencyInterceptor } from './jobs/idempotency.interceptor';
 import { RetentionSweeper } from './jobs/retention';
 import { JobEvents } from './jobs/job.events';
@@ -126,6 +127,7 @@ export class AppModule {
       },
       JobWaiters,
       JobEvents,
+      EventStreams,
       JobFiles,
       IdempotencyInterceptor,
       RetentionSweeper,
