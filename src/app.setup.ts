@@ -101,6 +101,7 @@ export function configureApp(app: NestExpressApplication, settings: Settings, to
         '206': { description: 'The byte range asked for with Range (a player seeking in an mp4)', content: Object.fromEntries(['image/png', 'video/mp4', 'audio/wav'].map((t) => [t, { schema: { type: 'string', format: 'binary' } }])) },
         '404': { description: 'No such file', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorDetailDto' } } } },
         '416': { description: 'The Range asked for lies outside the file; Content-Range says its size (bytes */<size>)' },
+        '304': { description: 'Not modified: the file a browser holds is current (a conditional GET), no body' },
       },
     },
   };

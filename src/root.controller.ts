@@ -1,5 +1,5 @@
 import { Controller, Get, Header } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from './paths';
@@ -17,6 +17,7 @@ export class RootController {
   @Get()
   @ApiOperation({ summary: 'The bundled web page (no credential)', security: [] })
   @ApiOkResponse({ description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } })
+  @ApiResponse({ status: 304, description: 'Not modified: the page a browser holds is current (a conditional GET), no body' })
   @Header('Content-Type', 'text/html; charset=utf-8')
   @Header('Cache-Control', 'no-cache')
   index(): string {

@@ -3,7 +3,8 @@
 // cannot drift apart.
 
 import type { IMAGE_DEFAULTS, ProfileInfo, ProfileSuggestion, TTS_DEFAULTS, VIDEO_DEFAULTS } from '../../src/catalog';
-import type { JobRecord, JobStatus } from '../../src/jobs/job.model';
+import type { ImageParams, VideoParams } from '../../src/catalog/tasks';
+import type { ImageJobRecord, JobRecord, JobStatus, VideoJobRecord } from '../../src/jobs/job.model';
 
 export type Weights = 'real' | 'demo' | 'missing';
 
@@ -55,11 +56,15 @@ export interface Config {
 
 export type { JobStatus };
 
-/** The job object (toJobObject on the server): the stored record's public fields, which fields appear depending on
- * kind and status, plus the live and output fields it adds. */
+/** The job object (toJobObject on the server): the stored record's public fields and its task's, which fields appear
+ * depending on kind and status, plus the live and output fields it adds. */
 export interface Job
-  extends Pick<JobRecord, 'id' | 'kind' | 'status' | 'prompt' | 'profile' | 'mode' | 'aspect' | 'res' | 'size' | 'seed' | 'steps' | 'image_count' | 'created'>,
-    Partial<Pick<JobRecord, 'seconds' | 'frames' | 'exec_s' | 'negative' | 'cfg' | 'size_from_ref' | 'finished' | 'error' | 'callback_status'>> {
+  extends Pick<JobRecord, 'id' | 'kind' | 'status' | 'profile' | 'aspect' | 'res' | 'size' | 'created'>,
+    Pick<VideoParams & ImageParams, 'prompt' | 'mode' | 'seed' | 'steps'>,
+    Partial<Pick<JobRecord, 'exec_s' | 'finished' | 'error' | 'callback_status'>>,
+    Partial<Pick<VideoJobRecord, 'seconds'> & Pick<VideoParams, 'frames'> & Pick<ImageParams, 'negative' | 'cfg'> & Pick<ImageJobRecord, 'size_from_ref'>> {
+  /** How many pictures the job was given (its inputs' count). */
+  image_count: number;
   position?: number;
   /** Extension: expected seconds until the job finishes (queued and running). */
   eta_s?: number;

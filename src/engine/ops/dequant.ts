@@ -7,6 +7,7 @@
 import type { Engine } from '../engine';
 import { GGML_TYPES, type GgmlQuant } from '../gguf';
 import { Params } from '../kernels';
+import { outputTensor } from './checks';
 import { grid1d } from '../recorder';
 import type { Tensor } from '../tensor';
 
@@ -20,7 +21,9 @@ export function dequantInto(e: Engine, type: GgmlQuant, blocks: Tensor, bytes: n
   const { id, block, bytes: bs } = GGML_TYPES[type];
   if (blocks.dtype !== 'i8' || !blocks.isContiguous || blocks.offset !== 0) throw new RangeError(`dequant ${type}: blocks ${blocks} must be a whole contiguous i8 tensor`);
   if (bytes % bs !== 0 || bytes > blocks.numel) throw new RangeError(`dequant ${type}: ${bytes} bytes are not whole ${bs}-byte blocks within ${blocks}`);
-  if (out.dtype === 'i8' || !out.isContiguous) throw new RangeError(`dequant ${type}: out ${out} must be a contiguous f32 or f16 tensor`);
+  if (out.dtype === 'i8') throw new RangeError(`dequant ${type}: out ${out} must be f32 or f16`);
+  // contiguous and not sharing the blocks' storage; any offset (the kernel adds out.offset to every write)
+  outputTensor(e, `dequant ${type}`, out.shape, out.dtype, out, [blocks], true);
   const n = (bytes / bs) * block;
   if (outOffset < 0 || outOffset + n > out.numel) throw new RangeError(`dequant ${type}: ${n} values at ${outOffset} overrun ${out}`);
   if (n === 0) return;
