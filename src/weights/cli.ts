@@ -129,27 +129,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stdout.write(`${a.profile} (${r.variant}): ${r.ok ? 'all files check out' : 'NOT OK'}\n`);
       return r.ok ? 0 : 1;
     }
-    const s = a.cache ? await pullProfileToCache(a.profile, {
-      hubCacheDir: settings.hubCacheDir,
-      weightsDir: settings.weightsDir,
-      endpoint: io.env.HF_ENDPOINT?.trim() || DEFAULT_ENDPOINT,
-      token: io.env.HF_TOKEN?.trim() || undefined,
-      variant: a.variant,
-      all: a.all,
-      out: io.stdout,
-      catalog,
-    }) : await pullProfile(a.profile, {
-      weightsDir: settings.weightsDir,
-      endpoint: io.env.HF_ENDPOINT?.trim() || DEFAULT_ENDPOINT,
-      token: io.env.HF_TOKEN?.trim() || undefined,
-      variant: a.variant,
-      all: a.all,
-      out: io.stdout,
-      signal: io.signal,
-      catalog,
-      retryDelayMs: io.retryDelayMs,
-      intervalMs: io.intervalMs,
-    });
+    // what both pulls take: where the profile's files come from and what to fetch
+    const from = {
+      weightsDir: settings.weightsDir, endpoint: io.env.HF_ENDPOINT?.trim() || DEFAULT_ENDPOINT, token: io.env.HF_TOKEN?.trim() || undefined,
+      variant: a.variant, all: a.all, out: io.stdout, catalog,
+    };
+    const s = a.cache
+      ? await pullProfileToCache(a.profile, { ...from, hubCacheDir: settings.hubCacheDir })
+      : await pullProfile(a.profile, { ...from, signal: io.signal, retryDelayMs: io.retryDelayMs, intervalMs: io.intervalMs });
     io.stdout.write(`${a.profile} (${s.variant}): ${s.downloaded.length} downloaded, ${s.skipped.length} already there\n`);
     for (const u of s.unavailable) io.stdout.write(`cannot download: ${u}\n`);
     if (s.weights.state === 'real') {
