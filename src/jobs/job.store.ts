@@ -42,7 +42,8 @@ export class JobStore {
       record TEXT NOT NULL
     );
     CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status);
-    CREATE TABLE IF NOT EXISTS expired (id TEXT PRIMARY KEY, at REAL NOT NULL);`);
+    CREATE TABLE IF NOT EXISTS expired (id TEXT PRIMARY KEY, at REAL NOT NULL);
+    CREATE TABLE IF NOT EXISTS reserved_ids (id TEXT PRIMARY KEY, at REAL NOT NULL);`);
     this.migrate();
     this.deliveries = new DeliveryStore(this.db);
     this.runtimes = new RuntimeStore(this.db);
@@ -60,6 +61,8 @@ export class JobStore {
       tombstone: this.db.prepare('INSERT OR REPLACE INTO expired (id, at) VALUES (?, ?)'),
       expiredAt: this.db.prepare('SELECT at FROM expired WHERE id = ?'),
       pruneTombstones: this.db.prepare('DELETE FROM expired WHERE at < ?'),
+      reserve: this.db.prepare('INSERT INTO reserved_ids (id, at) SELECT @id, @at WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE id = @id) ON CONFLICT (id) DO NOTHING'),
+      pruneReserved: this.db.prepare('DELETE FROM reserved_ids WHERE at < ?'),
     };
   }
 
@@ -87,6 +90,13 @@ export class JobStore {
   get(id: string): JobRecord | undefined {
     const row = this.stmts.get.get(id) as { record: string } | undefined;
     return row ? parse(row) : undefined;
+  }
+
+  /** Takes a new job's id for this process before anything is saved under it (its inputs' folder): false when a job
+   * or another process (any process on this database) has it already. A reservation outlives its job until
+   * pruneTombstones forgets it, so an id is not handed out twice. */
+  reserveId(id: string, at = Date.now() / 1000): boolean {
+    return this.stmts.reserve.run({ id, at }).changes === 1;
   }
 
   has(id: string): boolean {
@@ -119,9 +129,10 @@ export class JobStore {
     return (this.stmts.expiredAt.get(id) as { at: number } | undefined)?.at;
   }
 
-  /** Forgets expiries older than `before`. */
+  /** Forgets expiries, and id reservations, older than `before`. */
   pruneTombstones(before: number): void {
     this.stmts.pruneTombstones.run(before);
+    this.stmts.pruneReserved.run(before);
   }
 
   count(): number {

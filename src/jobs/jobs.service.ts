@@ -162,43 +162,26 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     return names.length ? `; profile${names.length > 1 ? 's' : ''} ${names.join(', ')} can` : `; no ${kind} profile can yet`;
   }
 
-  /** Stores a validated job (inputs first, then the record) and queues it. Returns the record and the job object
-   * as created (queued, with its position): the scheduler may hand it to a worker at the next tick. */
+  /** Stores a validated job (its id reserved, its inputs, then the record) and queues it. Returns the record and the
+   * job object as created (queued, with its position): the scheduler may hand it to a worker at the next tick. */
   async submit(fields: NewJob, images: InputFile[], audios: InputFile[]): Promise<{ job: JobRecord; created: Record<string, unknown> }> {
-    for (let attempt = 1; ; attempt++) {
-      // ids are unique within this process (job-id.ts); another process on the same store may still have taken one
-      let id = newJobId();
-      while (this.store.has(id)) id = newJobId();
-      const job = {
-        ...fields,
-        id,
-        status: 'queued',
-        created: round3(Date.now() / 1000),
-        inputs: { images: await this.files.saveInputs(id, images, 'image'), audios: await this.files.saveInputs(id, audios, 'audio') },
-      } as JobRecord;
-      try {
-        this.store.insert(job);
-      } catch (err) {
-        // the inputs just saved under the taken id are saved again under the next one: these copies go, except a
-        // name the job that took the id lists (a file of its own, in the same folder)
-        let theirs: Partial<JobRecord['inputs']> | undefined;
-        try {
-          theirs = this.store.get(id)?.inputs;
-        } catch {
-          theirs = undefined;
-        }
-        const mine = [...job.inputs.images, ...job.inputs.audios].filter((n) => !theirs?.images?.includes(n) && !theirs?.audios?.includes(n));
-        await this.files.removeInputs(id, mine).catch((e: unknown) => this.log.warn({ id, err: String(e) }, 'could not remove the inputs saved under a taken id'));
-        if (!isUniqueViolation(err) || attempt >= 20) throw err;
-        this.log.warn({ id }, 'job id taken by another process meanwhile; taking the next one');
-        continue;
-      }
-      this.scheduler.enqueue(this.taskFor(job), job.priority);
-      const created = this.view(job);
-      this.events.publish(id, 'queued', created);
-      this.log.info({ id, kind: job.kind, profile: job.profile }, 'job queued');
-      return { job, created };
+    // ids are unique within this process (job-id.ts); another process on the same database may have reserved one:
+    // the reservation comes before the inputs are saved, so no two creates ever write into one id's folder
+    let id = newJobId();
+    while (!this.store.reserveId(id)) id = newJobId();
+    const inputs = { images: await this.files.saveInputs(id, images, 'image'), audios: await this.files.saveInputs(id, audios, 'audio') };
+    const job = { ...fields, id, status: 'queued', created: round3(Date.now() / 1000), inputs } as JobRecord;
+    try {
+      this.store.insert(job);
+    } catch (err) {
+      await this.files.removeInputs(id, [...inputs.images, ...inputs.audios]).catch((e: unknown) => this.log.warn({ id, err: String(e) }, 'could not remove the inputs of a job not stored'));
+      throw err;
     }
+    this.scheduler.enqueue(this.taskFor(job), job.priority);
+    const created = this.view(job);
+    this.events.publish(id, 'queued', created);
+    this.log.info({ id, kind: job.kind, profile: job.profile }, 'job queued');
+    return { job, created };
   }
 
   /** The job as the GPU worker's task: its stored task and its files. */
@@ -383,11 +366,6 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
 type Unsaved<R> = R extends unknown ? Omit<R, 'id' | 'status' | 'created' | 'inputs'> : never;
 /** A drafted job before it is stored: its id, status, creation time and saved input names are submit's. */
 export type NewJob = Unsaved<VideoJobRecord> | Unsaved<ImageJobRecord>;
-
-/** better-sqlite3's error for a second row with the same id. */
-function isUniqueViolation(err: unknown): boolean {
-  return (err as { code?: string } | null)?.code === 'SQLITE_CONSTRAINT_UNIQUE' || /UNIQUE constraint failed/.test(String((err as Error)?.message));
-}
 
 /** "job X expired at 2026-11-24T10:00:00.000Z and was deleted (OUTPUT_TTL_S=3600)" */
 export function expiredText(what: string, at: number, ttlS: number): string {

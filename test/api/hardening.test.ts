@@ -2,14 +2,13 @@
 // compressed body inflated before the token was checked, inputs the model cannot take accepted at creation,
 // orphaned inputs, and a WAV whose header lies about its size.
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { deflateSync, gzipSync } from 'node:zlib';
-import type { JobRecord } from '../../src/jobs/job.model';
-import { JobFiles } from '../../src/jobs/job.files';
+import * as jobIds from '../../src/jobs/job-id';
 import { JobStore } from '../../src/jobs/job.store';
 import { auth, startApp, TestApp, TOKEN, until } from './harness';
 import { dataUri, pngBytes, wavBytes } from './inputs';
@@ -84,32 +83,30 @@ describe('request shapes that answered 500', () => {
     for (const id of ids) await t.http.delete(`/api/jobs/${id}`).set(auth); // leave the queue empty for the next tests
   });
 
-  // issue 47 item 1: another process on the same store (here a second JobStore on DATA_DIR, as a second API process
-  // opens it) takes the new id while this one saves the inputs. The create takes the next id; what it had saved under
-  // the taken one is removed (it was left there).
-  test('an id another process takes meanwhile: the create takes the next, the inputs saved under the taken one go', async () => {
+  // issue 47 item 1: another process on the same database (here a second JobStore on DATA_DIR, as a second API process
+  // opens it) has reserved the id this one draws next and is saving its inputs under it. The create takes the next
+  // id and never writes into the other's folder. (Before: it saved its inputs there, overwriting the other job's
+  // image-0.png, and only then found the id taken at insert.)
+  test('an id another process has reserved: the create takes the next, and the other\'s inputs are untouched', async () => {
     const other = new JobStore(t.dataDir);
-    const files = (t.jobs as unknown as { files: JobFiles }).files;
-    const save = files.saveInputs.bind(files);
-    let taken = '';
-    files.saveInputs = async (id, list, prefix) => {
-      const names = await save(id, list, prefix);
-      if (!taken && prefix === 'image') {
-        taken = id;
-        other.insert({ id, kind: 'image', status: 'done', created: Date.now() / 1000, prompt: 'theirs', params: { images: [], audios: [] } } as unknown as JobRecord);
-      }
-      return names;
-    };
+    const ids = jobIds as { newJobId: typeof jobIds.newJobId };
+    const draw = ids.newJobId;
+    const theirs = '20991231_235959_9999'; // not one this process hands out meanwhile
+    assert.equal(other.reserveId(theirs), true);
+    mkdirSync(join(t.dataDir, 'inputs', theirs), { recursive: true });
+    writeFileSync(join(t.dataDir, 'inputs', theirs, 'image-0.png'), 'theirs');
+    let drawn = 0;
+    ids.newJobId = (now?: Date) => (drawn++ === 0 ? theirs : draw(now));
     try {
       const res = await t.http.post('/api/images').set(auth).field('prompt', 'mine').field('size', '256x256').field('steps', '1').attach('images', await pngBytes(8, 8), 'a.png');
       assert.equal(res.status, 200, JSON.stringify(res.body));
-      assert.ok(taken && res.body.id !== taken, `${taken} then ${res.body.id}`);
+      assert.ok(drawn >= 2 && res.body.id !== theirs, `${theirs} then ${res.body.id}`);
       assert.match(res.body.id, /^\d{8}_\d{6}_\d{4}$/);
-      assert.equal(existsSync(join(t.dataDir, 'inputs', taken)), false, 'the inputs saved under the taken id are removed');
+      assert.equal(readFileSync(join(t.dataDir, 'inputs', theirs, 'image-0.png'), 'utf8'), 'theirs', 'the other process\'s input is untouched');
       assert.equal((await until(t, res.body.id, (j) => j.status === 'done', 20_000)).image_count, 1);
     } finally {
-      delete (files as { saveInputs?: unknown }).saveInputs;
-      if (taken) other.delete(taken);
+      ids.newJobId = draw;
+      rmSync(join(t.dataDir, 'inputs', theirs), { recursive: true, force: true });
       other.close();
     }
   });
