@@ -5,6 +5,8 @@
 //   npm test -- test/engine api   only test files whose path contains one of the filters; type errors
 //                                 are printed but do not stop the run (several people edit at once)
 // Each run compiles into its own build/run-<pid>/ so concurrent runs never clobber each other.
+// Files named *.alone.test.ts assert wall-clock behaviour (an ETA against the time a job really takes): they run
+// after all the others, one at a time, so that no other test file's load skews what they measure.
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, statSync, rmSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
@@ -50,11 +52,11 @@ if (files.length === 0) {
 }
 process.env.XDG_RUNTIME_DIR ??= '/tmp';
 const conc = process.env.KILN_TEST_CONCURRENCY ?? '2';
-const run = (list, tapFile) =>
+const run = (list, tapFile, concurrency = conc) =>
   spawnSync(
     process.execPath,
     [
-      '--test', `--test-concurrency=${conc}`,
+      '--test', `--test-concurrency=${concurrency}`,
       `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`, '--test-reporter-destination=stdout',
       '--test-reporter=tap', `--test-reporter-destination=${tapFile}`,
       ...list,
@@ -65,17 +67,28 @@ const run = (list, tapFile) =>
 // a file hung in native code (every thread in a futex wait) gets SIGABRT and runs again: scripts/test-watchdog.mjs
 const watchdog = spawn(process.execPath, [join(root, 'scripts/test-watchdog.mjs'), out, process.env.KILN_TEST_STALL_S ?? '300'], { stdio: 'inherit' });
 process.on('exit', () => watchdog.kill());
-const status = run(files, join(out, 'report.tap'));
-if (status === 0) process.exit(0);
-
-// A known Dawn/lavapipe fault: now and then a test process aborts in native teardown at exit (a glibc mutex
-// assertion in a driver thread) after its tests ran. When every failure of the run is a whole file killed by a
-// signal (no failed assertion anywhere), those files run once more, alone, and must pass completely. Any
-// failed test, or a file that crashes twice, fails the run.
-const crashed = crashedFiles(readFileSync(join(out, 'report.tap'), 'utf8'));
-if (!crashed) process.exit(status);
-console.error(`\ntest: ${crashed.length} test process(es) killed by a signal with no failed test: ${crashed.join(', ')}; running them again (known Dawn/lavapipe teardown abort, see docs/engine.md)`);
-process.exit(run(crashed, join(out, 'rerun.tap')));
+const alone = files.filter((f) => f.endsWith('.alone.test.js'));
+const phases = [
+  { list: files.filter((f) => !alone.includes(f)), name: 'report', concurrency: conc },
+  { list: alone, name: 'alone', concurrency: '1' },
+];
+let failed = 0;
+for (const { list, name, concurrency } of phases) {
+  if (list.length === 0) continue;
+  if (name === 'alone') console.error(`\ntest: ${list.length} file(s) that measure wall-clock time, one at a time with nothing else running`);
+  let status = run(list, join(out, `${name}.tap`), concurrency);
+  // A known Dawn/lavapipe fault: now and then a test process aborts in native teardown at exit (a glibc mutex
+  // assertion in a driver thread) after its tests ran. When every failure of the run is a whole file killed by a
+  // signal (no failed assertion anywhere), those files run once more, alone, and must pass completely. Any
+  // failed test, or a file that crashes twice, fails the run.
+  const crashed = status === 0 ? undefined : crashedFiles(readFileSync(join(out, `${name}.tap`), 'utf8'));
+  if (crashed) {
+    console.error(`\ntest: ${crashed.length} test process(es) killed by a signal with no failed test: ${crashed.join(', ')}; running them again (known Dawn/lavapipe teardown abort, see docs/engine.md)`);
+    status = run(crashed, join(out, `${name}-rerun.tap`), '1');
+  }
+  if (status !== 0) failed = status;
+}
+process.exit(failed);
 
 /** The files of a TAP report whose only failures are file-level processes killed by a signal, or undefined. */
 function crashedFiles(tap) {
