@@ -8,3 +8,4 @@ export * from './stages';
 export * from './video';
 export * from './reference-prompt';
 export * from './tasks';
+export * from './dialogue';

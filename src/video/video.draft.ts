@@ -4,7 +4,7 @@
 import { BadInputError } from '../common/errors';
 import {
   VIDEO_AUDIO_MODES, VIDEO_DEFAULTS, VIDEO_IMAGE_MODES, VIDEO_PROFILES, VIDEO_SIZES, capabilitiesOf, effectiveImageMode, snapFrames,
-  videoCountsProblem, videoInputsProblem, type ProfileInfo, type VideoAudioMode, type VideoImageMode,
+  videoCountsProblem, videoInputsProblem, voiceAloneSpeech, voicesWithoutPicture, type ProfileInfo, type VideoAudioMode, type VideoImageMode,
 } from '../catalog';
 import { checkLanguage, checkPrompt, checkRefText, oneOf, promptAnd, resolvePriority, resolveSeed, resolveSteps } from '../jobs/job-requests';
 
@@ -18,6 +18,8 @@ export interface VideoDraft {
   prompt: string; profile: ProfileInfo; aspect: string; res: string; width: number; height: number; seconds: number;
   frames: number; seed: number; steps: number; image_mode: VideoImageMode; audio_mode: VideoAudioMode;
   tts_text: string; tts_ref_text: string; tts_language: string; mode: 't2v' | 'i2v'; priority: number;
+  /** A voice without pictures: tts_text is the prompt's quoted dialogue, spoken in audios[0]'s voice (catalog/dialogue.ts). */
+  voice_alone: boolean;
 }
 
 /** Video create rules, given how many images and audio clips came with the request. */
@@ -39,8 +41,15 @@ function videoDraft(r: VideoRequest, imageCount: number, audioCount: number, pro
   if (tooMany) throw new BadInputError(tooMany);
   const asked = oneOf('image_mode', r.image_mode ?? def.image_mode, VIDEO_IMAGE_MODES) as VideoImageMode;
   const audio_mode = oneOf('audio_mode', r.audio_mode ?? def.audio_mode, VIDEO_AUDIO_MODES) as VideoAudioMode;
-  const tts_text = r.tts_text ?? def.tts_text;
-  const inputs = { images: imageCount, audios: audioCount, audio_mode, tts_text: tts_text.trim() !== '' };
+  let tts_text = r.tts_text ?? def.tts_text;
+  let inputs = { images: imageCount, audios: audioCount, audio_mode, tts_text: tts_text.trim() !== '' };
+  const voice_alone = voicesWithoutPicture(caps!, inputs);
+  if (voice_alone) {
+    const speech = voiceAloneSpeech(prompt, audioCount);
+    if ('problem' in speech) throw new BadInputError(speech.problem);
+    tts_text = speech.text;
+    inputs = { ...inputs, tts_text: true };
+  }
   const problem = videoInputsProblem(caps!, inputs);
   if (problem) throw new BadInputError(problem);
   const image_mode = effectiveImageMode(caps!, asked, inputs);
@@ -49,6 +58,6 @@ function videoDraft(r: VideoRequest, imageCount: number, audioCount: number, pro
     prompt, profile: profile!, aspect, res, width, height, seconds, frames: snapFrames(seconds),
     seed: resolveSeed(r.seed), steps: resolveSteps(r.steps, profile!), image_mode, audio_mode, tts_text,
     tts_ref_text: checkRefText(r.tts_ref_text, 'tts_ref_text'), tts_language: checkLanguage(r.tts_language, 'tts_language'),
-    mode: imageCount > 0 ? 'i2v' : 't2v', priority: resolvePriority(r.priority),
+    mode: imageCount > 0 ? 'i2v' : 't2v', priority: resolvePriority(r.priority), voice_alone,
   };
 }

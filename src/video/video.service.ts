@@ -52,7 +52,8 @@ export class VideoService {
     // tts_text clones audios[0]'s voice with the speech model, which takes clips of 3 s and more (as POST /api/v1/tts)
     const voiceMin = caps.tts_text.voice_min_s;
     if (d.tts_text.trim() !== '' && seconds[0]! < voiceMin) {
-      throw new BadInputError(`audios[0]: the voice for tts_text is ${seconds[0]!.toFixed(2)} s long; a voice clip must be ${voiceMin} to ${clip.maxS} s`);
+      const what = d.voice_alone ? 'the voice that speaks the prompt\'s dialogue (no pictures: the speech model speaks it)' : 'the voice for tts_text';
+      throw new BadInputError(`audios[0]: ${what} is ${seconds[0]!.toFixed(2)} s long; a voice clip must be ${voiceMin} to ${clip.maxS} s`);
     }
     // voices (audio_mode voice) are MiniMax H3 references: 2 to 15 s each (above) and 15 s together
     const total = seconds.reduce((s, x) => s + x, 0);

@@ -160,7 +160,7 @@ describe("what the built-in models cannot run is refused at creation (their entr
       // voices (test/api/video-voices.test.ts) need a picture and no soundtrack
       ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only.*; profiles basevid50_sol, basevid50 can$/],
       ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^audios: with tts_text, audios\[0\] is the voice .*; more clips would be voices \(audio_mode voice\), which a job with a soundtrack does not take: 2 given$/],
-      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], audio_mode: 'voice' }, /^audios: voices \(audio_mode voice\) need at least one picture in images/],
+      ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], audio_mode: 'voice' }, /^audios: a voice without pictures speaks the prompt's quoted dialogue, and the prompt quotes none: /],
       ['/api/v1/generate', { prompt: 'x', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], audio_mode: 'track' }, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/],
     ];
     for (const [path, body, reason] of cases) {

@@ -80,7 +80,7 @@ describe('track video jobs through the API (demo weights)', () => {
       [{ audio_mode: 'track', audios: [dataUri('audio/wav', wavBytes(20))] }, /^audios\[0\]: clip is 20\.00 s long; clips must be 2 to 15 s$/],
       [{ audio_mode: 'track', audios: [dataUri('audio/wav', Buffer.from('this is not a sound at all'))] }, /^audios\[0\]: /],
       [{ audio_mode: 'track', audios: [ok, ok] }, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/],
-      [{ audios: [ok] }, /^audios: voices \(audio_mode voice\) need at least one picture in images, .*; for a clip that is the soundtrack use audio_mode track$/],
+      [{ audios: [ok] }, /^audios: a voice without pictures speaks the prompt's quoted dialogue, and the prompt quotes none: .*, or use audio_mode track for a soundtrack$/],
       [{ audios: [ok, ok], tts_text: 'hello there' }, /^audios: with tts_text, audios\[0\] is the voice the speech is spoken in and the speech is the soundtrack; more clips .* 2 given$/],
     ];
     for (const [body, reason] of cases) {

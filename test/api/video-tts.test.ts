@@ -5,7 +5,8 @@
 // voice, text and seed (synthesised again here, in this process): sound for the speech's length, then silence to the
 // video's end. With a reference picture (basevid50) the speech is the soundtrack too, and the model is told so
 // (<Audio 1> fully_copy in model_prompt). Refused at creation with a 400, nothing stored: a voice the speech model
-// cannot clone (under 3 s), 2 clips, no voice, an unknown tts_language.
+// cannot clone (under 3 s), 2 clips, no voice, an unknown tts_language. A voice without pictures (issue 50) is the
+// same path with the prompt's quoted dialogue as the text, on fastvid and fastvid_4step_int8.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -133,6 +134,35 @@ describe('tts_text video jobs through the API (demo weights)', () => {
     const r = correlation(mp4, first, Math.min(mp4.length, first.length));
     console.log(`# tts_text + 1 reference picture (Ref2VA, the speech also an audio reference): exec_s ${job.exec_s}; audio vs the first job's r ${r.toFixed(6)}`);
     assert.ok(r > 0.99, `the same voice, text and seed speak the same soundtrack: r ${r}`);
+  });
+
+  // issue 50: a voice without pictures speaks the prompt's quoted dialogue (catalog/dialogue.ts) as the tts_text path
+  test('a voice without pictures, fastvid by JSON and fastvid_4step_int8 by multipart: the prompt\'s quoted dialogue is the speech', async () => {
+    const prompt = `A man looks into the camera and says "${TEXT}"`;
+    const res = await t.http.post('/api/v1/generate').set(auth).send({
+      prompt, seconds: 1, res: '352p', seed: SEED, steps: 2, audios: [dataUri('audio/wav', voice)], tts_language: 'English',
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    // the job object shows no tts_text; that the dialogue is what was spoken is the soundtrack check below
+    assert.deepEqual([res.body.profile, res.body.mode, res.body.image_count, res.body.prompt], ['fastvid', 't2v', 0, prompt]);
+    const mp = await t.http.post('/api/jobs').set(auth)
+      .field('prompt', `「${TEXT}」 she says`).field('profile', 'fastvid_4step_int8').field('seconds', '1').field('res', '352p')
+      .field('seed', String(SEED)).field('steps', '2').field('tts_language', 'English').attach('audios', voice, 'voice.wav');
+    assert.equal(mp.status, 200, JSON.stringify(mp.body));
+    assert.deepEqual([mp.body.profile, mp.body.mode], ['fastvid_4step_int8', 't2v']);
+    assert.ok(first, 'the first test ran');
+    for (const id of [res.body.id, mp.body.id]) {
+      const job = await until(t, id, (j) => j.status === 'done' || j.status === 'failed', 300_000);
+      assert.equal(job.status, 'done', JSON.stringify(job));
+      const mp4 = decodeAudioTrack(await fetchCheckedMp4(t, job, 39, scratch), 32000, 2);
+      const r = correlation(mp4, first, Math.min(mp4.length, first.length));
+      console.log(`# a voice alone on ${job.profile}: exec_s ${job.exec_s}; audio vs the tts_text job's r ${r.toFixed(6)}`);
+      assert.ok(r > 0.99, `${job.profile}: the dialogue in the same voice and seed is the same soundtrack: r ${r}`);
+    }
+    // the speech model's 3 s voice minimum, said as what it is here
+    const short = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'He says "hi"', seconds: 1, res: '352p', audios: [dataUri('audio/wav', wavBytes(2.5))] });
+    assert.equal(short.status, 400, JSON.stringify(short.body));
+    assert.match(short.body.detail, /^audios\[0\]: the voice that speaks the prompt's dialogue \(no pictures: the speech model speaks it\) is 2\.50 s long; a voice clip must be 3 to 15 s$/);
   });
 
   test('refused with a 400 before anything is queued: a 2.5 s voice, 2 clips, no voice, a language', async () => {

@@ -74,7 +74,8 @@ describe('voice video jobs through the API (demo weights)', () => {
     const v3 = dataUri('audio/wav', wavBytes(3));
     const v8 = dataUri('audio/wav', wavBytes(8));
     const cases: [object, RegExp][] = [
-      [{ audios: [v3] }, /^audios: voices \(audio_mode voice\) need at least one picture in images, the people or scene that speaks \(MiniMax H3 takes no voice reference alone\); for a clip that is the soundtrack use audio_mode track$/],
+      [{ audios: [v3] }, /^audios: a voice without pictures speaks the prompt's quoted dialogue, and the prompt quotes none: write what is said in quotes \(A man says "good morning"\), or set tts_text, or give a picture of who speaks, or use audio_mode track for a soundtrack$/],
+      [{ prompt: 'He says "hi"', audios: [v3, v3] }, /^audios: without pictures a voice speaks the prompt's quoted dialogue as the soundtrack, so one clip is taken \(2 given\); for several speakers give their pictures/],
       [{ images: [img], audios: [v3], profile: 'fastvid' }, /^audio_mode voice: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only, not for fastvid's; .*; profiles basevid50_sol, basevid50 can$/],
       [{ images: [img], audios: [v3], profile: 'fastvid_4step_int8' }, /^audio_mode voice: profile fastvid_4step_int8 cannot run it yet: .*; profiles basevid50_sol, basevid50 can$/],
       [{ images: [img], audios: [v3, v3, v3, v3] }, /^too many audios: 4 given, a video takes at most 3$/],

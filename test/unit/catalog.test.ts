@@ -33,9 +33,11 @@ test('video drafts: voice clips with images switch image mode to reference; defa
   assert.equal(draftVideo({ prompt: 'x', audio_mode: 'track' }, 2, 1).image_mode, 'keyframe');
   // track mode: clip 1 is the soundtrack, and a second clip would have no meaning (README "API")
   assert.throws(() => draftVideo({ prompt: 'x', audio_mode: 'track' }, 0, 2), /^BadInputError: audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/);
-  // voices are Ref2VA audio references, which need a picture (upstream refuses audio-only); with tts_text a clip is
-  // the speech's voice instead
-  assert.throws(() => draftVideo({ prompt: 'x' }, 0, 1), /^BadInputError: audios: voices \(audio_mode voice\) need at least one picture in images/);
+  // voices are Ref2VA audio references, which need a picture (upstream refuses audio-only): without pictures the
+  // prompt's quoted dialogue is spoken in the clip's voice (catalog/dialogue.ts), and a prompt quoting none is a 400
+  assert.throws(() => draftVideo({ prompt: 'x' }, 0, 1), /^BadInputError: audios: a voice without pictures speaks the prompt's quoted dialogue, and the prompt quotes none/);
+  const alone = draftVideo({ prompt: 'A man says "good morning" and waves.' }, 0, 1);
+  assert.deepEqual([alone.voice_alone, alone.tts_text, alone.image_mode], [true, 'good morning', 'keyframe']);
   assert.equal(draftVideo({ prompt: 'x', tts_text: 'hi' }, 0, 1).image_mode, 'keyframe');
   assert.equal(draftVideo({ prompt: 'x', profile: 'fastvid_4step_int8' }, 0, 0).steps, 4);
   assert.equal(draftVideo({ prompt: 'x', seed: 5 }, 0, 0).seed, 5);
