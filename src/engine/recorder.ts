@@ -7,7 +7,7 @@
 // later is safe. queue.writeBuffer, however, jumps ahead of commands still being recorded: Engine.write()
 // flushes the recorder first. Do the same before any direct queue.writeBuffer of your own.
 import type { GpuDevice } from './device';
-import type { Kernel, KernelCache, Params } from './kernels';
+import { gpuQueueActivity, type Kernel, type KernelCache, type Params } from './kernels';
 import { Tensor } from './tensor';
 import { BufferUsage } from './webgpu';
 import type { Profiler } from './profiler';
@@ -151,6 +151,7 @@ export class Recorder {
     const timed = this.profiler?.resolve(this.encoder);
     if (this.debug) this.device.pushErrorScope('validation');
     this.device.queue.submit([this.encoder.finish()]);
+    gpuQueueActivity.submitted();
     if (this.debug) this.check(this.device.popErrorScope(), summarize(names));
     timed?.();
     this.encoder = null;
@@ -166,6 +167,7 @@ export class Recorder {
   async sync(): Promise<void> {
     this.flush();
     await unlessInterrupted(this.device.queue.onSubmittedWorkDone(), this.interrupt);
+    gpuQueueActivity.drained();
     const checks = [...this.kernels.pendingChecks.splice(0), ...this.checks.splice(0)];
     for (const r of await Promise.allSettled(checks)) if (r.status === 'rejected') throw r.reason;
     if (this.uncaptured) {

@@ -4,7 +4,7 @@
 // class was estimated at up to twice what it took.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KernelCache } from '../../src/engine/kernels';
+import { gpuQueueActivity, KernelCache } from '../../src/engine/kernels';
 import type { ServedEntry } from '../../src/worker/registry';
 import { job, runnerWith } from './runner-helpers';
 
@@ -49,4 +49,31 @@ test('a run reports the seconds it spent compiling, and the part after its last 
   const second = await run(job('2'));
   assert.equal(made.length, 2);
   assert.ok(second.type === 'done' && second.compile_s! < 0.01 && second.compile_tail_s! < 0.01, JSON.stringify(second));
+});
+
+test('a compile while submitted GPU work is pending is not counted: the CPU compiles while the GPU computes', async () => {
+  const { device, made } = slowDevice(80);
+  const kernels = new KernelCache(device, false);
+  const entry: ServedEntry = {
+    kind: 'video', profile: 'a', weights: () => 'demo',
+    create: () => ({
+      load: async () => undefined,
+      unload: async () => undefined,
+      run: async (_task, ctx) => {
+        gpuQueueActivity.submitted(); // a step's work submitted, not yet seen done
+        kernels.get({ shader: 'softmax', entry: 'softmax', dtype: 'f32', constants: { WG: 32 } });
+        ctx.progress(1, 1);
+        gpuQueueActivity.drained(); // a sync saw it done: the GPU is idle while the next one compiles
+        kernels.get({ shader: 'softmax', entry: 'softmax', dtype: 'f32', constants: { WG: 256 } });
+      },
+    }),
+  };
+  const { run } = runnerWith([entry]);
+  const r = await run(job('1'));
+  assert.equal(made.length, 2);
+  assert.ok(r.type === 'done', JSON.stringify(r));
+  if (r.type !== 'done') return;
+  // only the second (80 ms, after the last progress report) counts
+  assert.ok(r.compile_s! >= 0.08 && r.compile_s! < 0.16, `compile_s ${r.compile_s}`);
+  assert.ok(r.compile_tail_s! >= 0.08 && r.compile_tail_s! < 0.16, `compile_tail_s ${r.compile_tail_s}`);
 });
