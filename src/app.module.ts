@@ -11,6 +11,7 @@ import { HealthController } from './health/health.controller';
 import { HealthService } from './health/health.service';
 import { ImageController } from './image/image.controller';
 import { ImageService } from './image/image.service';
+import { LoraLibrary } from './loras/lora-library';
 import { CallbackSender } from './jobs/callback.sender';
 import { TTS_PROFILE } from './catalog';
 import { InputProbe } from './jobs/input-probe';
@@ -145,6 +146,7 @@ export class AppModule {
       JobInputs,
       VideoService,
       ImageService,
+      LoraLibrary,
       TtsService,
       OpenAiImagesService,
       OpenAiSpeechService,

@@ -13,6 +13,7 @@
 import { CLIP_SECONDS, DEFAULT_PRIORITY, MAX_INPUT_BYTES, MAX_STEPS, TRACK_MAX_AUDIOS, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VOICES_TOTAL_S } from './limits';
 import type { ImageMode, VideoMode } from './profiles';
 import { EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_RES, VIDEO_ASPECTS, VIDEO_REFERENCE_MAX_ASPECT, VIDEO_RES } from './sizes';
+import { LORA_LIMITS } from './loras';
 import { VIDEO_SECONDS } from './video';
 
 export const TTS_LANGUAGES = [
@@ -94,6 +95,15 @@ export interface VideoCapabilities {
   /** tts_text: speech in the voice of audios[0] (a clip of at least `voice_min_s`) becomes the soundtrack, so the job
    * takes one clip, that voice. */
   tts_text: { voice_clips: 1; voice_min_s: number };
+  loras: LoraCapabilities;
+}
+
+/** The LoRAs a request of the profile may name (catalog/loras.ts): at most `max`, each at a scale in `scale`;
+ * `unsupported`, with max 0, says why none. */
+export interface LoraCapabilities {
+  max: number;
+  scale: { min: number; max: number; default: number };
+  unsupported?: string;
 }
 
 /** One image profile's capabilities. */
@@ -114,6 +124,7 @@ export interface ImageCapabilities {
   explicit_size: typeof EXPLICIT_SIZE;
   images: { max: number; bytes: number };
   audios: { max: 0 };
+  loras: LoraCapabilities;
 }
 
 export type Capabilities = VideoCapabilities | ImageCapabilities;
@@ -129,6 +140,9 @@ const video = <P extends string>(profile: P, steps: number, description: string)
     modes: { voice: { max: VIDEO_MAX_AUDIOS, needs: 'ref2va', needs_picture: true, image_mode: 'reference', total_s: VOICES_TOTAL_S }, track: { min: 1, max: TRACK_MAX_AUDIOS } },
   },
   tts_text: { voice_clips: 1, voice_min_s: CLIP_SECONDS.speech.minS },
+  // MiniMax H3 takes its fixed turbo adapters, merged at load (models/minimax_h3/transformer/adapter.ts), and no
+  // per-request LoRA: its module table is not in catalog/loras.ts
+  loras: { max: 0, scale: LORA_LIMITS.scale, unsupported: 'LoRAs on video profiles are not built yet (MiniMax H3 takes only its fixed turbo adapters, at load); image profiles take them' },
 });
 
 const image = (profile: string, model: 'Qwen-Image-2.1' | 'Krea 2 Turbo', steps: number, description: string): ImageCapabilities => {
@@ -142,6 +156,7 @@ const image = (profile: string, model: 'Qwen-Image-2.1' | 'Krea 2 Turbo', steps:
     // editing takes 1 to 10 pictures; Krea 2 Turbo 0 to 3 style references
     images: { max: canEdit ? 10 : 3, bytes: MAX_INPUT_BYTES },
     audios: { max: 0 },
+    loras: LORA_LIMITS,
   };
 };
 

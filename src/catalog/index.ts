@@ -9,3 +9,4 @@ export * from './video';
 export * from './reference-prompt';
 export * from './tasks';
 export * from './dialogue';
+export * from './loras';

@@ -7,6 +7,8 @@
 // (worker/protocol.ts) and comes with a job-store migration (src/jobs/job.store.ts JOB_RECORD_FORMAT,
 // upgradeJobRecord), so a stored job still runs.
 
+import type { LoraParam } from './loras';
+
 /** Model parameters of a video job. */
 export interface VideoParams {
   prompt: string;
@@ -36,6 +38,8 @@ export interface ImageParams {
   /** The size tier ('1K', '2K') or 'custom': reference images are scaled to it. */
   res: string;
   mode: string;
+  /** LoRAs applied beside the transformer's linears for this job, in order (absent: none). */
+  loras?: LoraParam[];
 }
 
 /** A speech request's parameters; its reference clip is audios[0]. */

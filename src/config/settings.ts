@@ -25,6 +25,9 @@ export interface Settings {
   /** ComfyUI's model folders per kind, read in place where neither WEIGHTS_DIR nor the hub cache has a part:
    * COMFYUI_MODELS_DIR (a ComfyUI models/ folder) and COMFYUI_EXTRA_MODEL_PATHS (an extra_model_paths.yaml). */
   comfyFolders?: ComfyFolders;
+  /** LORA_DIR: a folder of LoRA .safetensors files a request names by file name (src/loras/); ComfyUI's loras/
+   * folders (comfyFolders.loras) are searched after it. Unset: none but ComfyUI's. */
+  loraDir?: string;
   /** Tiny random checkpoints generated when real weights are absent (src/weights/demo.ts). Default DATA_DIR/demo-weights. */
   demoWeightsDir: string;
   /** DEMO_VIDEO: which demo checkpoint the video profiles run without real weights. Default trained. */
@@ -217,6 +220,7 @@ export function loadSettings(env: Env = process.env): Settings {
     host,
     apiToken: token === '' ? undefined : token,
     ...dirsOf(env),
+    ...(env.LORA_DIR?.trim() ? { loraDir: resolve(env.LORA_DIR.trim()) } : {}),
     demoVideo: demoVideoOf(env),
     allowPrivateUrls: bool(env, 'ALLOW_PRIVATE_URLS', false),
     logLevel: logLevelOf(env),

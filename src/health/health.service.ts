@@ -11,6 +11,7 @@ import {
 } from '../catalog';
 import { JobsService } from '../jobs/jobs.service';
 import { JobWaiters } from '../jobs/job.waiters';
+import { LoraLibrary } from '../loras/lora-library';
 import { projectRoot } from '../paths';
 import { Scheduler } from '../scheduler/scheduler';
 import { GpuProbe } from './gpu.probe';
@@ -28,6 +29,7 @@ export class HealthService {
     private readonly scheduler: Scheduler,
     private readonly gpu: GpuProbe,
     private readonly waiters: JobWaiters,
+    private readonly loras: LoraLibrary,
   ) {}
 
   status() {
@@ -51,7 +53,7 @@ export class HealthService {
     return { ...p, available: false, weights: 'missing', note };
   }
 
-  config() {
+  async config() {
     return {
       version: '1.1',
       profiles: [...VIDEO_PROFILES, ...IMAGE_PROFILES].map((p) => this.profile(p)),
@@ -80,6 +82,9 @@ export class HealthService {
         max_cfg: MAX_CFG,
         defaults: IMAGE_DEFAULTS,
       },
+      // the LoRA files a request's `loras` may name (LORA_DIR, ComfyUI's loras/), each with the image profiles whose
+      // model it fits (an extension, docs/loras.md)
+      loras: await this.loras.listing(),
       limits: { image_bytes: MAX_INPUT_BYTES, prompt_chars: MAX_PROMPT_CHARS, max_steps: MAX_STEPS, wait_timeout_s: MAX_WAIT_S, max_queue: this.settings.maxQueue },
     };
   }

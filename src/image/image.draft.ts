@@ -2,17 +2,21 @@
 // checked (422) by the DTO layer; here values are checked and defaults resolved, once: where a request becomes a job.
 // The defaults, bounds and input rules are the capability table's (catalog/capabilities.ts). Pure: no I/O.
 import { BadInputError } from '../common/errors';
-import { IMAGE_DEFAULTS, IMAGE_PROFILES, IMAGE_SIZES, aspectOf, capabilitiesOf, type ProfileInfo } from '../catalog';
-import { checkPrompt, oneOf, promptAnd, resolvePriority, resolveSeed, resolveSteps } from '../jobs/job-requests';
+import { IMAGE_DEFAULTS, IMAGE_PROFILES, IMAGE_SIZES, aspectOf, capabilitiesOf, type LoraChoice, type ProfileInfo } from '../catalog';
+import { checkPrompt, oneOf, promptAnd, resolveLoras, resolvePriority, resolveSeed, resolveSteps } from '../jobs/job-requests';
 
 export interface ImageRequest {
   prompt?: string; negative_prompt?: string; profile?: string; aspect?: string; res?: string; size?: string;
   size_from_ref?: boolean; seed?: number; steps?: number; cfg?: number; timeout?: number; priority?: number;
+  /** [{ name, scale? }], or its JSON text (a multipart field). */
+  loras?: unknown;
 }
 
 export interface ImageDraft {
   prompt: string; negative: string; profile: ProfileInfo; aspect: string; res: string; width: number; height: number;
   size_from_ref: boolean; seed: number; steps: number; cfg: number; mode: 't2i' | 'edit'; priority: number;
+  /** By name and scale; the LoRA library (src/loras/) finds and checks the files. */
+  loras: LoraChoice[];
 }
 
 /** Image create rules. With size_from_ref the size is set later, from the first image (see sizeForTier). */
@@ -64,5 +68,6 @@ function imageDraft(r: ImageRequest, imageCount: number, prompt: string): ImageD
     // Style references (imgart_turbo with images) keep mode t2i: the content is not edited, only the look guided.
     mode: imageCount > 0 && profile!.can_edit ? 'edit' : 't2i',
     priority: resolvePriority(r.priority),
+    loras: resolveLoras(r.loras, caps!.loras, profile!.profile),
   };
 }

@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../http/validation';
-import { EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_CAPABILITIES, IMAGE_DEFAULTS as DEF, IMAGE_PROFILES, IMAGE_RES, MAX_PRIORITY, MAX_WAIT_S } from '../catalog';
+import { EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_CAPABILITIES, IMAGE_DEFAULTS as DEF, IMAGE_PROFILES, IMAGE_RES, LORA_LIMITS, MAX_PRIORITY, MAX_WAIT_S } from '../catalog';
+import { LoraDto } from '../jobs/job.schema';
 
 const DEFAULT_PROFILE = IMAGE_CAPABILITIES.find((c) => c.profile === DEF.profile)!;
 
@@ -59,8 +60,15 @@ export class ImageFieldsDto {
   priority?: number;
 }
 
+/** The `loras` field's description (both forms). */
+export const LORAS_DESCRIPTION = `Extension: LoRAs applied to the image model for this job, in order: [{"name": ..., "scale": ...}], name as GET /api/config lists it (a file below LORA_DIR or ComfyUI's loras/ without .safetensors), scale ${LORA_LIMITS.scale.min} to ${LORA_LIMITS.scale.max} (default ${LORA_LIMITS.scale.default}; 0: off); at most ${LORA_LIMITS.max}. Video profiles take none yet`;
+
 /** POST /api/v1/image */
 export class GenerateImageDto extends ImageFieldsDto {
+  @ApiPropertyOptional({ type: [LoraDto], description: LORAS_DESCRIPTION })
+  @Optional() @IsArray()
+  loras?: LoraDto[];
+
   @ApiPropertyOptional({ type: [String], description: imagesRule() })
   @Optional() @IsArray() @IsString({ each: true })
   images?: string[];
@@ -81,4 +89,8 @@ export class GenerateImageDto extends ImageFieldsDto {
 /** POST /api/images (multipart/form-data) */
 export class CreateImageFormDto extends ImageFieldsDto {
   static multipart = true;
+
+  @ApiPropertyOptional({ description: `${LORAS_DESCRIPTION}. In a form: the array as JSON text`, example: '[{"name": "style/ink", "scale": 0.8}]' })
+  @Optional() @IsString()
+  loras?: string;
 }

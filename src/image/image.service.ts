@@ -6,11 +6,12 @@ import { draftImage, type ImageRequest } from './image.draft';
 import { InputFile } from '../jobs/input-probe';
 import { JobInputs } from '../jobs/job.inputs';
 import { JobsService } from '../jobs/jobs.service';
+import { LoraLibrary } from '../loras/lora-library';
 
 /** Image job creation: the spec's rules (profiles, tiers, explicit size, size_from_ref), inputs checked. */
 @Injectable()
 export class ImageService {
-  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs) {}
+  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly loras: LoraLibrary) {}
 
   /** The JSON form: its images are URLs or data URIs, fetched once the checks that need no bytes passed. */
   createFromRefs(req: ImageRequest & { images?: string[]; callback_url?: string | null; wait?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
@@ -25,6 +26,8 @@ export class ImageService {
   ): Promise<Record<string, unknown>> {
     const d = draftImage(req, inputs.images);
     this.jobs.checkServed('image', d.profile.profile, { steps: d.steps, images: inputs.images, audios: 0 });
+    // the LoRA files found and matched to the profile's model before anything is fetched or queued
+    const loras = await this.loras.resolve(d.profile.profile, d.loras);
     const timeout = checkTimeout(req.timeout, IMAGE_DEFAULTS.timeout);
     this.jobs.admit(req.callback_url);
     const images = await inputs.load();
@@ -45,7 +48,7 @@ export class ImageService {
       {
         kind: 'image', profile: d.profile.profile, aspect, res: d.res, size: `${width}x${height}`, size_from_ref: d.size_from_ref,
         callback_url: req.callback_url ?? null, priority: d.priority,
-        task: { prompt: d.prompt, negative: d.negative, seed: d.seed, steps: d.steps, cfg: d.cfg, width, height, res: d.res, mode: d.mode },
+        task: { prompt: d.prompt, negative: d.negative, seed: d.seed, steps: d.steps, cfg: d.cfg, width, height, res: d.res, mode: d.mode, ...(loras.length ? { loras } : {}) },
       },
       images,
       [],

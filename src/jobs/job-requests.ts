@@ -4,7 +4,7 @@
 // here values are checked and defaults resolved, once: where a request becomes a job. Pure: no I/O.
 import { randomInt } from 'node:crypto';
 import { BadInputError } from '../common/errors';
-import { DEFAULT_PRIORITY, MAX_PRIORITY, MAX_PROMPT_CHARS, MAX_REF_TEXT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S, TTS_DEFAULTS, TTS_LANGUAGES, type ProfileInfo } from '../catalog';
+import { DEFAULT_PRIORITY, MAX_PRIORITY, MAX_PROMPT_CHARS, MAX_REF_TEXT_CHARS, MAX_SEED, MAX_STEPS, MAX_WAIT_S, TTS_DEFAULTS, TTS_LANGUAGES, type LoraCapabilities, type LoraChoice, type ProfileInfo } from '../catalog';
 
 export function oneOf(field: string, value: string, allowed: readonly string[], what = field): string {
   if (!allowed.includes(value)) throw new BadInputError(`unknown ${what} ${JSON.stringify(value)}; use one of: ${allowed.join(', ')}`);
@@ -72,4 +72,42 @@ export function checkTimeout(timeout: number | undefined, def: number): number {
 
 export function checkLanguage(language: string | undefined, field: string): string {
   return oneOf(field, language ?? TTS_DEFAULTS.language, TTS_LANGUAGES, field);
+}
+
+/**
+ * The request's `loras` (a JSON array, or its JSON text from a multipart form) checked against the profile's LoRA
+ * capabilities: each `{ name, scale? }` (scale defaults to 1) within the table's count and scale range. Whether each
+ * name is a file that fits the profile's model is the LoRA library's check (src/loras/), which reads the files.
+ */
+export function resolveLoras(raw: unknown, caps: LoraCapabilities, profile: string): LoraChoice[] {
+  let v = raw;
+  if (v === undefined || v === null || v === '') return [];
+  if (typeof v === 'string') {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      throw new BadInputError('loras: expected a JSON array of {"name": ..., "scale": ...} (got text that is not JSON)');
+    }
+  }
+  if (!Array.isArray(v)) throw new BadInputError('loras: expected an array of {"name": ..., "scale": ...}');
+  if (v.length === 0) return [];
+  if (caps.unsupported) throw new BadInputError(`loras: ${caps.unsupported}`);
+  if (v.length > caps.max) throw new BadInputError(`loras: ${v.length} given, profile ${profile} takes at most ${caps.max} at once`);
+  const { min, max, default: def } = caps.scale;
+  const seen = new Set<string>();
+  return v.map((item: unknown, i) => {
+    const o = item as Record<string, unknown>;
+    if (!o || typeof o !== 'object' || Array.isArray(o)) throw new BadInputError(`loras[${i}]: expected {"name": ..., "scale": ...}`);
+    const extra = Object.keys(o).filter((k) => k !== 'name' && k !== 'scale');
+    if (extra.length) throw new BadInputError(`loras[${i}]: unknown field${extra.length > 1 ? 's' : ''} ${extra.join(', ')}; a LoRA is {"name": ..., "scale": ...}`);
+    if (typeof o.name !== 'string' || o.name.trim() === '') throw new BadInputError(`loras[${i}].name: the LoRA's file name (without .safetensors), as /api/config lists it`);
+    const name = o.name.trim().replace(/\.safetensors$/, '');
+    if (seen.has(name)) throw new BadInputError(`loras[${i}]: ${name} is named twice; give it once, with the sum of the scales`);
+    seen.add(name);
+    const scale = o.scale === undefined ? def : o.scale;
+    if (typeof scale !== 'number' || !Number.isFinite(scale) || scale < min || scale > max) {
+      throw new BadInputError(`loras[${i}].scale: ${JSON.stringify(o.scale)} is outside ${min} to ${max} (1 is the LoRA as trained, 0 turns it off)`);
+    }
+    return { name, scale };
+  });
 }

@@ -7,6 +7,11 @@ class ProgressDto {
   @ApiProperty({ type: 'integer' }) max!: number;
 }
 
+export class LoraDto {
+  @ApiProperty({ description: 'The LoRA file\'s name: its path below LORA_DIR or ComfyUI\'s loras/ without .safetensors (GET /api/config lists them)' }) name!: string;
+  @ApiProperty({ description: 'Strength: 1 as trained, 0 off' }) scale!: number;
+}
+
 export class JobObjectDto {
   @ApiProperty({ example: '20261121_101530_0427', description: 'Date, time and a short numeric suffix joined by underscores' }) id!: string;
   @ApiProperty({ enum: ['video', 'image'] }) kind!: string;
@@ -36,6 +41,7 @@ export class JobObjectDto {
   @ApiPropertyOptional({ description: 'Image jobs' }) negative?: string;
   @ApiPropertyOptional({ description: 'Image jobs' }) cfg?: number;
   @ApiPropertyOptional({ description: 'Image jobs' }) size_from_ref?: boolean;
+  @ApiPropertyOptional({ type: [LoraDto], description: 'Extension, image jobs with LoRAs: the LoRAs it ran with, by name and scale, in order (docs/loras.md)' }) loras?: LoraDto[];
   @ApiPropertyOptional({ description: 'Done or failed: Unix seconds' }) finished?: number;
   @ApiPropertyOptional({ description: 'Failed: the reason ("cancelled", "interrupted", "interrupted by restart", or what went wrong)' }) error?: string;
   @ApiPropertyOptional({ type: 'integer', description: 'HTTP status the callback target returned' }) callback_status?: number;

@@ -1,11 +1,13 @@
 // POST /v1/images/generations (JSON) and /v1/images/edits (multipart) as the official `openai` SDK sends them
 // (images.generate, images.edit): OpenAI's fields, of which Kiln honours prompt, model, n, size, response_format and
 // output_format, and takes quality, style, moderation, input_fidelity and user as the SDK may send them (nothing to do
-// with them here). seed, steps and negative_prompt are Kiln's extensions.
+// with them here). seed, steps, negative_prompt and loras are Kiln's extensions.
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDefined, IsIn, IsInt, IsString, Max, Min } from 'class-validator';
 import { IMAGE_DEFAULTS, IMAGE_PROFILES, MAX_STEPS } from '../catalog';
+import { LORAS_DESCRIPTION } from '../image/image.dto';
 import { Optional } from '../http/validation';
+import { LoraDto } from '../jobs/job.schema';
 import { OPENAI_IMAGE_MODELS } from './models';
 
 export const MAX_N = 10;
@@ -53,6 +55,10 @@ export class OpenAiImageGenerateDto {
   @ApiPropertyOptional({ description: 'Kiln extension' })
   @Optional() @IsString()
   negative_prompt?: string;
+
+  // typed by drafting (jobs/job-requests.ts resolveLoras), which takes the array or, from the edit form, its JSON text
+  @ApiPropertyOptional({ type: [LoraDto], description: `${LORAS_DESCRIPTION}. In the edit form: the array as JSON text` })
+  loras?: LoraDto[] | string;
 }
 
 /** POST /v1/images/edits: the same fields as a form; the pictures come as `image` or `image[]` file parts. */

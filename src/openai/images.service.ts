@@ -38,7 +38,7 @@ export class OpenAiImagesService {
     for (let i = 0; i < n; i++) {
       const job = await this.image.create(
         {
-          prompt: dto.prompt, profile, seed: seed + i, steps: dto.steps, negative_prompt: dto.negative_prompt,
+          prompt: dto.prompt, profile, seed: seed + i, steps: dto.steps, negative_prompt: dto.negative_prompt, loras: dto.loras,
           ...(dto.size !== undefined && dto.size !== 'auto' ? { size: dto.size } : {}),
         },
         { images: pictures?.length ?? 0, load: async () => pictures ?? [] },

@@ -6,12 +6,14 @@ import {
   VIDEO_AUDIO_MODES, VIDEO_DEFAULTS, VIDEO_IMAGE_MODES, VIDEO_PROFILES, VIDEO_SIZES, capabilitiesOf, effectiveImageMode, snapFrames,
   videoCountsProblem, videoInputsProblem, voiceAloneSpeech, voicesWithoutPicture, type ProfileInfo, type VideoAudioMode, type VideoImageMode,
 } from '../catalog';
-import { checkLanguage, checkPrompt, checkRefText, oneOf, promptAnd, resolvePriority, resolveSeed, resolveSteps } from '../jobs/job-requests';
+import { checkLanguage, checkPrompt, checkRefText, oneOf, promptAnd, resolveLoras, resolvePriority, resolveSeed, resolveSteps } from '../jobs/job-requests';
 
 export interface VideoRequest {
   prompt?: string; profile?: string; aspect?: string; res?: string; seconds?: number; seed?: number; steps?: number;
   image_mode?: string; audio_mode?: string; tts_text?: string; tts_ref_text?: string; tts_language?: string;
   timeout?: number; priority?: number;
+  /** LoRAs: refused on every video profile yet (the capability table's loras.unsupported). */
+  loras?: unknown;
 }
 
 export interface VideoDraft {
@@ -35,6 +37,7 @@ function videoDraft(r: VideoRequest, imageCount: number, audioCount: number, pro
   if (!profile || !caps) oneOf('profile', profileName, VIDEO_PROFILES.map((p) => p.profile), 'video profile');
   const aspect = oneOf('aspect', r.aspect ?? def.aspect, caps!.aspects);
   const res = oneOf('res', r.res ?? def.res, caps!.res);
+  resolveLoras(r.loras, caps!.loras, profileName);
   const seconds = r.seconds ?? def.seconds;
   if (!Number.isFinite(seconds) || seconds < caps!.seconds.min || seconds > caps!.seconds.max) throw new BadInputError(`seconds must be from ${caps!.seconds.min} to ${caps!.seconds.max} (got ${seconds})`);
   const tooMany = videoCountsProblem(caps!, imageCount, audioCount);

@@ -80,9 +80,17 @@ export class GenerateVideoDto extends VideoFieldsDto {
   @ApiPropertyOptional({ type: String, nullable: true, default: DEF.callback_url, description: 'Receives the job object as a JSON POST when the job ends' })
   @Nullable() @IsString()
   callback_url?: string | null;
+
+  @ApiPropertyOptional({ type: 'array', items: { type: 'object' }, description: 'Extension, image profiles only so far: a non-empty list is a 400 (LoRAs on video profiles are not built yet)' })
+  @Optional() @IsArray()
+  loras?: unknown[];
 }
 
 /** POST /api/jobs (multipart/form-data); files arrive separately in `images` and `audios`. */
 export class CreateVideoFormDto extends VideoFieldsDto {
   static multipart = true;
+
+  @ApiPropertyOptional({ description: 'Extension, image profiles only so far: a non-empty JSON list is a 400 (LoRAs on video profiles are not built yet)' })
+  @Optional() @IsString()
+  loras?: string;
 }

@@ -4,12 +4,13 @@
 // the same messages are what a worker on another host will exchange through a shared queue.
 //
 // This module is imported by both processes, so it holds types and plain data only: no engine, no models.
-import type { Accepts, ProfileSuggestion, Stage, TaskKind } from '../catalog';
+import type { Accepts, LoraModel, ProfileSuggestion, Stage, TaskKind } from '../catalog';
 import type { WorkerTask } from '../catalog/tasks';
 
 /** Bumped when a message changes shape; the API refuses a worker that says another version at hello. 3: a video task
- * no longer carries `seconds` (the worker runs `frames`). */
-export const PROTOCOL_VERSION = 3;
+ * no longer carries `seconds` (the worker runs `frames`). 4: an image task may carry `loras`, which a worker of 3
+ * would run without (issue 46). */
+export const PROTOCOL_VERSION = 4;
 
 // The tasks (what a worker runs: VideoTask, ImageTask, SpeechTask) are the catalog's (catalog/tasks.ts), so a model's
 // folder maps them onto its own task without importing the worker; the job store keeps their params as they are.
@@ -39,6 +40,9 @@ export interface ServedSummary {
   accepts: Accepts;
   /** What the weights it runs now were made for (a trained demo checkpoint), if narrow. */
   suggested?: ProfileSuggestion;
+  /** The model (and its sizes) a job's LoRAs are applied to, for the weights it would load now; absent: the entry
+   * takes no LoRAs. The API checks a LoRA file against it before queueing (src/loras/). */
+  lora?: LoraModel;
 }
 
 /** The worker process's host memory, in bytes: its resident set, what the host (or its cgroup) still has

@@ -1,6 +1,6 @@
 // The profiles a GPU worker serves: one entry per (kind, profile), each building the model pipeline behind it.
 // The built-in entries are in profiles/ (video, image, speech); tests add their own (main.ts, KILN_WORKER_PIPELINES).
-import type { ProfileSuggestion, TaskKind } from '../catalog';
+import type { LoraModel, ProfileSuggestion, TaskKind } from '../catalog';
 import type { Pipeline } from '../models/common/pipeline';
 import { findProfile, MAX_STEPS } from '../catalog';
 import type { Accepts, ServedSummary, WeightsState, WorkerTask } from './protocol';
@@ -24,12 +24,15 @@ export interface ServedEntry {
   accepts?: Accepts;
   /** What the weights it runs now were made for, when narrow (a trained demo): /api/config's `suggested`. */
   suggested?(): ProfileSuggestion | undefined;
+  /** The model a job's LoRAs go on, at the sizes of the weights it would load now; absent or undefined: no LoRAs. */
+  lora?(): LoraModel | undefined;
 }
 
 /** `{ suggested }` when the entry has a suggestion now, else nothing (the field stays out of the JSON). */
-function suggestionOf(e: ServedEntry): { suggested?: ProfileSuggestion } {
+function suggestionOf(e: ServedEntry): { suggested?: ProfileSuggestion; lora?: LoraModel } {
   const suggested = e.suggested?.();
-  return suggested ? { suggested } : {};
+  const lora = e.lora?.();
+  return { ...(suggested ? { suggested } : {}), ...(lora ? { lora } : {}) };
 }
 
 /** An entry's Accepts, the catalog's limits where it declares none. */

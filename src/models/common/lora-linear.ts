@@ -13,7 +13,7 @@ import { activation } from '../../engine/ops/activation';
 import { add, contiguous, mul } from '../../engine/ops/elementwise';
 import { linear as engineLinear, type Int8Weight, type LinearOptions } from '../../engine/ops/linear';
 import type { Tensor } from '../../engine/tensor';
-import { LoraError, type LoraFile } from './lora';
+import { LoraError, type LoraFile, type LoraModelNames } from './lora';
 import type { ComputeDType, LinearWeight } from './weights';
 
 /** One low-rank term on the GPU: down A (r, K) and up B (N, r) with the scale folded in. */
@@ -63,6 +63,15 @@ export function linear(e: Engine, x: Tensor, w: Tensor | Int8Weight, bias?: Tens
 export interface LoraUse {
   file: LoraFile;
   scale: number;
+}
+
+/** What a loaded model offers a job's LoRAs: its engine, its linears by module name (lora-models.ts), their compute
+ * dtype and the module table a file is read against (a pipeline's loraTarget()). */
+export interface LoraTarget {
+  e: Engine;
+  weights: ReadonlyMap<string, LinearWeight>;
+  dtype: ComputeDType;
+  names: LoraModelNames;
 }
 
 /** LoRA terms attached to a loaded model; detach() takes them off and frees them (the model is as loaded again). */

@@ -20,6 +20,8 @@ import { writePng } from '../../media';
 import type { ImageJobTask } from '../common/image-task';
 import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
 import { guidedEuler } from '../common/guided-euler';
+import type { LoraTarget } from '../common/lora-linear';
+import { krea2LoraNames, krea2LoraWeights } from '../common/lora-models';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { seededNoise } from '../qwen_image21/pipeline';
@@ -202,6 +204,13 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
 
   protected override afterLoad(m: Loaded): void {
     this.o.onLoaded?.(m.bytes, m.layout);
+  }
+
+  /** The loaded DiT's linears, for a job's LoRAs (lora-linear.ts withLoras); undefined while nothing is loaded. */
+  loraTarget(): LoraTarget | undefined {
+    const t = this.m?.transformer;
+    if (!this.m || !t) return undefined;
+    return { e: this.m.e, weights: krea2LoraWeights(t), dtype: t.dtype, names: krea2LoraNames(t.config) };
   }
 
   async run(task: Krea2ImageTask, ctx: RunContext): Promise<void> {

@@ -19,6 +19,8 @@ import { STAGE } from '../../catalog';
 import { writePng } from '../../media';
 import type { ImageJobTask } from '../common/image-task';
 import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
+import type { LoraTarget } from '../common/lora-linear';
+import { qwenImage21LoraNames, qwenImage21LoraWeights } from '../common/lora-models';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
@@ -226,6 +228,13 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
 
   protected override afterLoad(m: Loaded): void {
     this.o.onLoaded?.(m.bytes, m.dir);
+  }
+
+  /** The loaded transformer's linears, for a job's LoRAs (lora-linear.ts withLoras); undefined while nothing is loaded. */
+  loraTarget(): LoraTarget | undefined {
+    const t = this.m?.parts.transformer;
+    if (!this.m || !t) return undefined;
+    return { e: this.m.e, weights: qwenImage21LoraWeights(t), dtype: t.dtype, names: qwenImage21LoraNames(t.config) };
   }
 
   async run(task: QwenImageTask, ctx: RunContext): Promise<void> {

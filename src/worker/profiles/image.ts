@@ -6,13 +6,15 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { acceptsFor, capabilitiesOf } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
-import { planDemoQwenImage21 } from '../../models/qwen_image21/demo';
+import { DEMO_TRANSFORMER_CONFIG, planDemoQwenImage21 } from '../../models/qwen_image21/demo';
+import { parseQwenImage21Config } from '../../models/qwen_image21/config';
 import { planTrainedDemoQwenImage21, TRAINED_DEMO_GRAMMAR, TRAINED_DEMO_PATH, TRAINED_DEMO_SUGGESTION } from '../../models/qwen_image21/trained-demo';
 import { projectRoot } from '../../paths';
 import { QwenImage21Pipeline } from '../../models/qwen_image21/pipeline';
 import { qwenImageTaskOf } from '../../models/qwen_image21/task';
 import { componentRoot } from '../../weights';
 import type { ServedEntry } from '../registry';
+import { qwenImage21LoraModel, qwenImage21LoraModelAt, withTaskLoras } from './loras';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** The Qwen-Image-2.1 profiles: whether the transformer's linears are quantised to int8 at load. */
@@ -53,22 +55,28 @@ export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, d
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
     suggested: () => (trained && source.state() === 'demo' ? TRAINED_DEMO_SUGGESTION : undefined),
-    create: () =>
-      taskPipeline(
-        new QwenImage21Pipeline({
-          int8,
-          engine: () => holder.get(),
-          checkpoint: (e) => source.choose(e, { real: (w) => componentRoot(w, 'transformer'), demo: (root) => root, plan: async (e) => trained ?? planDemoQwenImage21(e) }),
-          onLoaded: (bytes, dir) => {
-            source.loaded(bytes);
-            log?.info({ dir, profile, gpu_bytes: bytes }, 'image model loaded');
-          },
-        }),
-        'image',
-        qwenImageTaskOf,
-      ),
+    // the transformer config of the checkpoint it would load now
+    lora: () => {
+      const w = source.weights();
+      if (w.state === 'real') return qwenImage21LoraModelAt(join(componentRoot(w, 'transformer'), 'transformer', 'config.json'));
+      return trained ? qwenImage21LoraModelAt(join(projectRoot(), TRAINED_DEMO_PATH, 'transformer', 'config.json')) : RANDOM_DEMO_LORA_MODEL;
+    },
+    create: () => {
+      const pipeline = new QwenImage21Pipeline({
+        int8,
+        engine: () => holder.get(),
+        checkpoint: (e) => source.choose(e, { real: (w) => componentRoot(w, 'transformer'), demo: (root) => root, plan: async (e) => trained ?? planDemoQwenImage21(e) }),
+        onLoaded: (bytes, dir) => {
+          source.loaded(bytes);
+          log?.info({ dir, profile, gpu_bytes: bytes }, 'image model loaded');
+        },
+      });
+      return withTaskLoras(taskPipeline(pipeline, 'image', qwenImageTaskOf), () => pipeline.loraTarget());
+    },
   };
 }
+
+const RANDOM_DEMO_LORA_MODEL = qwenImage21LoraModel(parseQwenImage21Config(DEMO_TRANSFORMER_CONFIG));
 
 /** imgmain and imgmain_bf16. */
 export function imageProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ServedEntry[] {

@@ -6,11 +6,13 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { acceptsFor, capabilitiesOf } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
-import { planDemoKrea2 } from '../../models/krea2/demo';
+import { KREA2_LARGE_WIDE, parseKrea2Config } from '../../models/krea2/config';
+import { DEMO_KREA2_DIT, planDemoKrea2 } from '../../models/krea2/demo';
 import { krea2DemoLayout, krea2Layout, Krea2Pipeline } from '../../models/krea2/pipeline';
 import { componentPath, componentRoot } from '../../weights';
 import type { ServedEntry } from '../registry';
 import { krea2TaskOf } from '../../models/krea2/task';
+import { krea2LoraModel, withTaskLoras } from './loras';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** The Krea 2 Turbo profiles: whether the DiT's linears are quantised to int8 at load. */
@@ -44,27 +46,30 @@ export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: We
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
-    create: () =>
-      taskPipeline(
-        new Krea2Pipeline({
-          int8,
-          engine: () => holder.get(),
-          layout: (e) =>
-            source.choose(e, {
-              real: (w) => krea2Layout(componentPath(w, 'transformer', 'transformer'), componentRoot(w, 'text_encoder'), join(componentRoot(w, 'vae'), 'vae')),
-              demo: (root) => krea2DemoLayout(root),
-              plan: planDemoKrea2,
-            }),
-          onLoaded: (bytes, layout) => {
-            source.loaded(bytes);
-            log?.info({ layout, profile, gpu_bytes: bytes }, 'image model loaded');
-          },
-        }),
-        'image',
-        krea2TaskOf,
-      ),
+    // the released file is single_mmdit_large_wide's (its config is read off its shapes at load: the same sizes)
+    lora: () => (source.state() === 'real' ? RELEASED_LORA_MODEL : DEMO_LORA_MODEL),
+    create: () => {
+      const pipeline = new Krea2Pipeline({
+        int8,
+        engine: () => holder.get(),
+        layout: (e) =>
+          source.choose(e, {
+            real: (w) => krea2Layout(componentPath(w, 'transformer', 'transformer'), componentRoot(w, 'text_encoder'), join(componentRoot(w, 'vae'), 'vae')),
+            demo: (root) => krea2DemoLayout(root),
+            plan: planDemoKrea2,
+          }),
+        onLoaded: (bytes, layout) => {
+          source.loaded(bytes);
+          log?.info({ layout, profile, gpu_bytes: bytes }, 'image model loaded');
+        },
+      });
+      return withTaskLoras(taskPipeline(pipeline, 'image', krea2TaskOf), () => pipeline.loraTarget());
+    },
   };
 }
+
+const RELEASED_LORA_MODEL = krea2LoraModel(parseKrea2Config(KREA2_LARGE_WIDE));
+const DEMO_LORA_MODEL = krea2LoraModel(parseKrea2Config(DEMO_KREA2_DIT));
 
 /** imgart_turbo and imgart_turbo_int8. */
 export function krea2ProfileEntries(dirs: WeightsDirs, holder: EngineHolder, log?: Pick<Logger, 'info'>): ServedEntry[] {

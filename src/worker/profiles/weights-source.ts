@@ -62,6 +62,11 @@ export class WeightsSource {
     return weightsState(this.check(), true);
   }
 
+  /** What the folders hold now (checked at most once a second). */
+  weights(): ProfileWeights {
+    return this.check();
+  }
+
   note(): string {
     const w = this.check();
     if (w.state === 'real') return `${this.spec.model} ${weightsNote(w)}`;

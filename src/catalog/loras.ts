@@ -1,0 +1,325 @@
+// LoRA files against the image models' linears, by key names and shapes only (issue 46): the module tables of Krea 2
+// and Qwen-Image-2.1, the community names each file style uses for them, and the check of a file's tensors against
+// one model. Pure, so both processes run the same rules: the API on a file's header before anything is queued
+// (src/loras/), the worker when it reads the file to apply it (models/common/lora.ts readLora, whose messages these
+// are). docs/loras.md.
+//
+// Key styles (one module stem, then its tensors):
+//   diffusers / PEFT   <stem>.lora_A.weight [r, K], <stem>.lora_B.weight [N, r], optional <stem>.alpha
+//                      stems behind a wrapper: transformer. (diffusers' save_lora_weights), diffusion_model.
+//                      (ComfyUI / reference trainers), base_model.model. (PEFT / ai-toolkit)
+//   kohya              lora_unet_<module path with _ for .>.lora_down.weight [r, K], .lora_up.weight [N, r], .alpha
+//                      (also lora_transformer_<...>, the prefix kohya-style trainers write for DiT models)
+//
+// Krea 2 (native = krea-ai/krea-2 SingleStreamDiT names, what the released file and its reference trainer / ComfyUI /
+// ai-toolkit LoRAs use): first, tmlp.{0,2}, tproj.1, blocks.N.attn.{wq,wk,wv,gate,wo}, blocks.N.mlp.{gate,up,down},
+// txtfusion.{layerwise_blocks,refiner_blocks}.N.attn.* / .mlp.*, txtfusion.projector, txtmlp.{1,3}, last.linear.
+// diffusers' Krea2Transformer2DModel names (diffusers' own LoRA files, `_convert_non_diffusers_krea2_lora_to_diffusers`
+// in reverse): img_in, time_embed.linear_{1,2}, time_mod_proj, transformer_blocks.N.attn.{to_q,to_k,to_v,to_gate,
+// to_out.0}, transformer_blocks.N.ff.{gate,up,down}, text_fusion.<stage>.N.attn.* / .ff.*, text_fusion.projector,
+// txt_in.linear_{1,2}, final_layer.linear.
+// Qwen-Image-2.1: Kiln's names are diffusers' (QwenImage21Transformer2DModel): transformer_blocks.N.attn.{to_q,to_k,
+// to_v,to_out.0}, transformer_blocks.N.img_mlp.{proj,gate_layer,out}, img_in, txt_in.{in_layer,out_layer},
+// time_text_embed.timestep_embedder.linear_{1,2}, modulation.1, norm_out.linear, proj_out.
+
+export type LoraKeyStyle = 'peft' | 'kohya';
+
+/** The LoRA-able linears of one model: Kiln's module names (its checkpoint keys without `.weight`) and shapes. */
+export interface LoraModelNames {
+  /** Short id ("krea2", "qwen_image21"). */
+  model: string;
+  /** For messages ("Krea 2"). */
+  label: string;
+  /** Kiln module name -> [out N, in K]. */
+  modules: ReadonlyMap<string, readonly [number, number]>;
+  /** Another community's name of a module (diffusers' for Krea 2, ...) -> Kiln's; undefined when it is none. */
+  alias(stem: string): string | undefined;
+  /** Every alias stem of `module` the model knows (for the kohya underscore table). */
+  aliasesOf(module: string): string[];
+}
+
+/** The Krea 2 config fields its linears' shapes follow (models/krea2/config.ts Krea2Config has them all, and the
+ * fusion stages' block count). */
+export interface Krea2LoraDims {
+  features: number; headDim: number; tokenDim: number; tdim: number; txtdim: number; txtlayers: number; layers: number;
+  heads: number; kvheads: number; mlpDim: number; txtheads: number; txtkvheads: number; txtHeadDim: number; txtMlpDim: number;
+  fusionBlocks: number;
+}
+
+/** The Qwen-Image-2.1 config fields its linears' shapes follow (models/qwen_image21/config.ts QwenImage21Config). */
+export interface QwenImage21LoraDims {
+  dim: number; mlpRatio: number; contextInDim: number; inChannels: number; outChannels: number; numLayers: number;
+}
+
+/** Which model (and at which sizes) a profile's LoRAs are applied to: what a GPU worker reports per image profile
+ * (worker/protocol.ts ServedSummary.lora), so the API checks a file against the checkpoint that will run it. */
+export type LoraModel = { model: 'krea2'; dims: Krea2LoraDims } | { model: 'qwen_image21'; dims: QwenImage21LoraDims };
+
+type Shape = readonly [number, number];
+
+function names(model: string, label: string, modules: Map<string, Shape>, toKiln: [RegExp, string][], fromKiln: [RegExp, string][]): LoraModelNames {
+  const rewrite = (table: [RegExp, string][], s: string): string | undefined => {
+    for (const [re, to] of table) if (re.test(s)) return s.replace(re, to);
+    return undefined;
+  };
+  return {
+    model,
+    label,
+    modules,
+    alias(stem) {
+      const m = rewrite(toKiln, stem);
+      return m !== undefined && modules.has(m) ? m : undefined;
+    },
+    aliasesOf(module) {
+      const a = rewrite(fromKiln, module);
+      return a === undefined ? [] : [a];
+    },
+  };
+}
+
+const KREA2_ATTN: Record<string, string> = { wq: 'to_q', wk: 'to_k', wv: 'to_v', gate: 'to_gate', wo: 'to_out.0' };
+const KREA2_TOP: Record<string, string> = {
+  first: 'img_in',
+  'tmlp.0': 'time_embed.linear_1',
+  'tmlp.2': 'time_embed.linear_2',
+  'tproj.1': 'time_mod_proj',
+  'txtmlp.1': 'txt_in.linear_1',
+  'txtmlp.3': 'txt_in.linear_2',
+  'last.linear': 'final_layer.linear',
+  'txtfusion.projector': 'text_fusion.projector',
+};
+const esc = (s: string) => s.replace(/\./g, '\\.');
+
+/** diffusers -> native, and native -> diffusers, as ordered rewrite rules. */
+function krea2Rules(): { toKiln: [RegExp, string][]; fromKiln: [RegExp, string][] } {
+  const toKiln: [RegExp, string][] = [];
+  const fromKiln: [RegExp, string][] = [];
+  for (const [n, d] of Object.entries(KREA2_TOP)) {
+    toKiln.push([new RegExp(`^${esc(d)}$`), n]);
+    fromKiln.push([new RegExp(`^${esc(n)}$`), d]);
+  }
+  for (const [n, d] of Object.entries(KREA2_ATTN)) {
+    toKiln.push([new RegExp(`^transformer_blocks\\.(\\d+)\\.attn\\.${esc(d)}$`), `blocks.$1.attn.${n}`]);
+    toKiln.push([new RegExp(`^text_fusion\\.(layerwise_blocks|refiner_blocks)\\.(\\d+)\\.attn\\.${esc(d)}$`), `txtfusion.$1.$2.attn.${n}`]);
+    fromKiln.push([new RegExp(`^blocks\\.(\\d+)\\.attn\\.${n}$`), `transformer_blocks.$1.attn.${d}`]);
+    fromKiln.push([new RegExp(`^txtfusion\\.(layerwise_blocks|refiner_blocks)\\.(\\d+)\\.attn\\.${n}$`), `text_fusion.$1.$2.attn.${d}`]);
+  }
+  toKiln.push([/^transformer_blocks\.(\d+)\.ff\.(gate|up|down)$/, 'blocks.$1.mlp.$2']);
+  toKiln.push([/^text_fusion\.(layerwise_blocks|refiner_blocks)\.(\d+)\.ff\.(gate|up|down)$/, 'txtfusion.$1.$2.mlp.$3']);
+  fromKiln.push([/^blocks\.(\d+)\.mlp\.(gate|up|down)$/, 'transformer_blocks.$1.ff.$2']);
+  fromKiln.push([/^txtfusion\.(layerwise_blocks|refiner_blocks)\.(\d+)\.mlp\.(gate|up|down)$/, 'text_fusion.$1.$2.ff.$3']);
+  return { toKiln, fromKiln };
+}
+
+/** Krea 2's LoRA-able linears (every linear of the DiT, its text fusion and its text projection). */
+export function krea2LoraModules(d: Krea2LoraDims): LoraModelNames {
+  const D = d.features;
+  const m = new Map<string, Shape>([
+    ['first', [D, d.tokenDim]],
+    ['tmlp.0', [D, d.tdim]],
+    ['tmlp.2', [D, D]],
+    ['tproj.1', [6 * D, D]],
+    ['txtmlp.1', [D, d.txtdim]],
+    ['txtmlp.3', [D, D]],
+    ['last.linear', [d.tokenDim, D]],
+    ['txtfusion.projector', [1, d.txtlayers]],
+  ]);
+  const block = (p: string, dim: number, heads: number, kv: number, headDim: number, mlp: number) => {
+    m.set(`${p}attn.wq`, [heads * headDim, dim]);
+    m.set(`${p}attn.wk`, [kv * headDim, dim]);
+    m.set(`${p}attn.wv`, [kv * headDim, dim]);
+    m.set(`${p}attn.gate`, [dim, dim]);
+    m.set(`${p}attn.wo`, [dim, heads * headDim]);
+    m.set(`${p}mlp.gate`, [mlp, dim]);
+    m.set(`${p}mlp.up`, [mlp, dim]);
+    m.set(`${p}mlp.down`, [dim, mlp]);
+  };
+  for (let i = 0; i < d.layers; i++) block(`blocks.${i}.`, D, d.heads, d.kvheads, d.headDim, d.mlpDim);
+  for (const stage of ['layerwise_blocks', 'refiner_blocks']) {
+    for (let i = 0; i < d.fusionBlocks; i++) block(`txtfusion.${stage}.${i}.`, d.txtdim, d.txtheads, d.txtkvheads, d.txtHeadDim, d.txtMlpDim);
+  }
+  const { toKiln, fromKiln } = krea2Rules();
+  return names('krea2', 'Krea 2', m, toKiln, fromKiln);
+}
+
+/** Qwen-Image-2.1's LoRA-able linears (Kiln's names are diffusers' own). */
+export function qwenImage21LoraModules(d: QwenImage21LoraDims): LoraModelNames {
+  const D = d.dim;
+  const hidden = D * d.mlpRatio;
+  const m = new Map<string, Shape>([
+    ['time_text_embed.timestep_embedder.linear_1', [D, 256]],
+    ['time_text_embed.timestep_embedder.linear_2', [D, D]],
+    ['txt_in.in_layer', [D, d.contextInDim]],
+    ['txt_in.out_layer', [D, D]],
+    ['img_in', [D, d.inChannels]],
+    ['modulation.1', [4 * D, D]],
+    ['norm_out.linear', [D, D]],
+    ['proj_out', [d.outChannels, D]],
+  ]);
+  for (let i = 0; i < d.numLayers; i++) {
+    const p = `transformer_blocks.${i}.`;
+    for (const n of ['to_q', 'to_k', 'to_v', 'to_out.0']) m.set(`${p}attn.${n}`, [D, D]);
+    m.set(`${p}img_mlp.proj`, [hidden, D]);
+    m.set(`${p}img_mlp.gate_layer`, [hidden, D]);
+    m.set(`${p}img_mlp.out`, [D, hidden]);
+  }
+  return names('qwen_image21', 'Qwen-Image-2.1', m, [], []);
+}
+
+/** The module table of a worker's report. */
+export function loraModulesOf(m: LoraModel): LoraModelNames {
+  return m.model === 'krea2' ? krea2LoraModules(m.dims) : qwenImage21LoraModules(m.dims);
+}
+
+const WRAPPERS = ['base_model.model.', 'diffusion_model.', 'model.diffusion_model.', 'transformer.'];
+const KOHYA_PREFIXES = ['lora_unet_', 'lora_transformer_'];
+const TEXT_ENCODER = /^(lora_te\d?_|text_encoder(_\d)?\.|te\d?\.|lora_te)/;
+const ROLES: [suffix: string, role: 'down' | 'up' | 'alpha', style: LoraKeyStyle | null][] = [
+  ['.lora_A.weight', 'down', 'peft'],
+  ['.lora_B.weight', 'up', 'peft'],
+  ['.lora_down.weight', 'down', 'kohya'],
+  ['.lora_up.weight', 'up', 'kohya'],
+  ['.alpha', 'alpha', null],
+];
+
+const few = (xs: string[], n = 4) => `${xs.slice(0, n).join(', ')}${xs.length > n ? `, ... (${xs.length} in all)` : ''}`;
+export const underscored = (name: string) => name.replace(/\./g, '_');
+
+/** Kiln's module for a stem as the file names it (wrappers stripped, kohya underscores resolved); undefined if none. */
+export function resolveModule(names: LoraModelNames, stem: string): string | undefined {
+  for (const p of KOHYA_PREFIXES) {
+    if (stem.startsWith(p)) return kohyaTable(names).get(stem.slice(p.length));
+  }
+  let s = stem;
+  for (let again = true; again; ) {
+    again = false;
+    for (const w of WRAPPERS) {
+      if (s.startsWith(w)) {
+        s = s.slice(w.length);
+        again = true;
+      }
+    }
+  }
+  if (names.modules.has(s)) return s;
+  return names.alias(s);
+}
+
+const kohyaTables = new WeakMap<LoraModelNames, Map<string, string>>();
+
+/** underscored name (Kiln's, or any alias) -> Kiln module; a name two modules share would be ambiguous: refused. */
+function kohyaTable(names: LoraModelNames): Map<string, string> {
+  let t = kohyaTables.get(names);
+  if (t) return t;
+  t = new Map();
+  const clash = new Set<string>();
+  for (const m of names.modules.keys()) {
+    for (const n of [m, ...names.aliasesOf(m)]) {
+      const u = underscored(n);
+      if (t.has(u) && t.get(u) !== m) clash.add(u);
+      t.set(u, m);
+    }
+  }
+  for (const u of clash) t.delete(u);
+  kohyaTables.set(names, t);
+  return t;
+}
+
+/** One low-rank pair of a file, mapped onto a Kiln module: the keys to read. */
+export interface LoraPairPlan {
+  /** Kiln module name (e.g. "blocks.3.attn.wq"). */
+  module: string;
+  /** The stem as the file names it. */
+  source: string;
+  down: string;
+  up: string;
+  alpha?: string;
+  rank: number;
+}
+
+export type LoraPlan = { style: LoraKeyStyle; pairs: LoraPairPlan[] } | { problem: string };
+
+/**
+ * A LoRA file's tensors (key -> shape, as its header says) checked against `names`' modules: the pairs to read, or
+ * the problem, naming the file (`path`). `others`: the other models Kiln knows, named when the file's modules are
+ * theirs. Refused: tensors that are not low-rank pairs (DoRA magnitudes, full "diff" patches, LoCon mid tensors,
+ * biases), text-encoder parts, a module no linear of the model has, half a pair, two pairs for one module, a pair whose
+ * shape does not fit its linear. Alpha values (stored data) are the reader's to check.
+ */
+export function planLora(path: string, shapes: ReadonlyMap<string, readonly number[]>, names: LoraModelNames, others: readonly LoraModelNames[] = []): LoraPlan {
+  const groups = new Map<string, { down?: string; up?: string; alpha?: string; style?: LoraKeyStyle }>();
+  const strange: string[] = [];
+  const textEncoder: string[] = [];
+  for (const key of shapes.keys()) {
+    const role = ROLES.find(([s]) => key.endsWith(s));
+    if (!role) {
+      strange.push(key);
+      continue;
+    }
+    const stem = key.slice(0, -role[0].length);
+    if (TEXT_ENCODER.test(stem)) {
+      textEncoder.push(key);
+      continue;
+    }
+    const g = groups.get(stem) ?? {};
+    g[role[1]] = key;
+    if (role[2]) g.style = role[2];
+    groups.set(stem, g);
+  }
+  if (strange.length) {
+    return { problem: `${path}: ${strange.length} tensors are not low-rank LoRA pairs (${few(strange)}); Kiln applies lora_A/lora_B or lora_down/lora_up pairs (with alpha) only` };
+  }
+  if (textEncoder.length) return { problem: `${path}: has text-encoder tensors (${few(textEncoder)}); Kiln applies LoRAs to the ${names.label} transformer only` };
+  if (groups.size === 0) return { problem: `${path}: no LoRA tensors` };
+  const styles = new Set([...groups.values()].map((g) => g.style));
+  const unmatched: string[] = [];
+  const stems = new Map<string, string>();
+  for (const stem of groups.keys()) {
+    const m = resolveModule(names, stem);
+    if (m === undefined) unmatched.push(stem);
+    else stems.set(stem, m);
+  }
+  if (unmatched.length) {
+    const fits = others.filter((o) => o.model !== names.model && unmatched.every((s) => resolveModule(o, s) !== undefined));
+    const whose = fits.length ? `: they are ${fits.map((o) => o.label).join(' / ')} modules, a LoRA for another model` : '';
+    const what = unmatched.length === groups.size ? `none of its ${groups.size} modules is` : `${unmatched.length} of its ${groups.size} modules are not`;
+    return { problem: `${path}: ${what} a ${names.label} linear (${few(unmatched)})${whose}` };
+  }
+  const pairs: LoraPairPlan[] = [];
+  const byModule = new Map<string, string>();
+  for (const [stem, g] of groups) {
+    const module = stems.get(stem)!;
+    if (!g.down || !g.up) return { problem: `${path}: ${stem} has ${g.down ? 'no up (lora_B / lora_up)' : 'no down (lora_A / lora_down)'} matrix` };
+    if (byModule.has(module)) return { problem: `${path}: two pairs for ${names.label}'s ${module} (${byModule.get(module)}, ${stem})` };
+    byModule.set(module, stem);
+    const ds = shapes.get(g.down)!;
+    const us = shapes.get(g.up)!;
+    const [N, K] = names.modules.get(module)!;
+    const rank = ds[0]!;
+    if (ds.length !== 2 || us.length !== 2 || us[1] !== rank || !(rank >= 1)) {
+      return { problem: `${path}: ${stem}: down [${ds}] and up [${us}] are not a rank-r pair` };
+    }
+    if (ds[1] !== K || us[0] !== N) {
+      return { problem: `${path}: ${stem}: the pair is [${us[0]}, ${ds[1]}] (out, in), ${names.label}'s ${module} is [${N}, ${K}]: a LoRA for another size or model` };
+    }
+    pairs.push({ module, source: stem, down: g.down, up: g.up, ...(g.alpha ? { alpha: g.alpha } : {}), rank });
+  }
+  return { style: styles.has('kohya') ? 'kohya' : 'peft', pairs };
+}
+
+/** What a request may ask of LoRAs on an image profile (the capability table's `loras`). Scale: ComfyUI's LoraLoader
+ * and diffusers' set_adapters take any number, but the strengths LoRAs are published and used at lie within about
+ * -2..2; beyond +-4 a term outweighs the base weight it sits beside and the picture is noise, so that is refused as
+ * a mistake rather than run. Count: each LoRA adds two thin GEMMs per adapted linear per step; six covers the stacks
+ * (a style, a character, a step distillation, ...) people combine. */
+export const LORA_LIMITS = { max: 6, scale: { min: -4, max: 4, default: 1 } } as const;
+
+/** A LoRA as a request names it, and as a job keeps it: its name in the LoRA folders (src/loras/) and its scale. */
+export interface LoraChoice {
+  name: string;
+  scale: number;
+}
+
+/** A job's LoRA as the worker gets it (catalog/tasks.ts ImageParams.loras): the file the API checked, by path. */
+export interface LoraParam extends LoraChoice {
+  path: string;
+}
