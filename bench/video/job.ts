@@ -18,7 +18,7 @@ import { snapFrames, VIDEO_SIZES, type Stage } from '../../src/catalog';
 import { Engine } from '../../src/engine/engine';
 import { wavHeader } from '../../src/media/wav';
 import type { RunContext } from '../../src/models/common/pipeline';
-import { planDemoH3 } from '../../src/models/minimax_h3/demo';
+import { DEMO_ADAPTERS, DEMO_REF_ADAPTERS, planDemoH3 } from '../../src/models/minimax_h3/demo';
 import { h3DirsFromRoot, MiniMaxH3Pipeline, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { h3Variant, loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import { ensureDemoCheckpoint } from '../../src/weights';
@@ -66,7 +66,6 @@ export async function runJob(args: readonly string[]): Promise<void> {
     return i >= 0 ? args[i + 1] : undefined;
   };
   const profile = h3Variant(arg('--profile') ?? 'basevid50');
-  if (!profile.ref2va) throw new Error(`--profile ${profile.name}: no Ref2VA weights upstream; reference jobs run on basevid50, basevid50_sol`);
   const spec = { pictures: Number(arg('--references') ?? 3), voices: Number(arg('--voices') ?? 1), pictureSizes: parseSizes(arg('--picture-sizes')) };
   checkSpec(spec);
   const [caseSpec] = (arg('--cases') ?? '480p:5').split(',');
@@ -108,7 +107,12 @@ export async function runJob(args: readonly string[]): Promise<void> {
     const pipeline = new MiniMaxH3Pipeline({
       engine: async () => e,
       dirs: async () => h3DirsFromRoot(root!),
-      loadTransformer: (eng, dirs, o) => loadH3Transformer(eng, profile, { transformer: dirs.transformer, transformerRef: dirs.transformerRef }, { dtype: o.dtype, partition: o.partition }),
+      // a distilled or turbo profile merges its Ref2VA adapter, kept where the demo layout keeps it (also under --root)
+      loadTransformer: (eng, dirs, o) => loadH3Transformer(eng, profile, {
+        transformer: dirs.transformer, transformerRef: dirs.transformerRef,
+        adapter: profile.adapter ? join(root!, DEMO_ADAPTERS[profile.adapter]) : undefined,
+        refAdapter: profile.references.adapter ? join(root!, DEMO_REF_ADAPTERS[profile.references.adapter]) : undefined,
+      }, { dtype: o.dtype, partition: o.partition }),
       textEncoderInt8: profile.weights === 'int8',
       sampler: profile.stepCache ? { stepCache: profile.stepCache } : undefined,
       trace: (event, { inUseBytes }) => segments.at(-1)?.events.push({ event, at: performance.now(), inUse: inUseBytes }),

@@ -152,13 +152,11 @@ describe("what the built-in models cannot run is refused at creation (their entr
   after(() => t.close(true));
   const post = (path: string, body: object) => t.http.post(path).set(auth).send(body);
 
-  test('steps below the model\'s minimum, inputs not built yet: 400s that say so, no job stored', async () => {
+  test('steps below the model\'s minimum, inputs a mode cannot take: 400s that say so, no job stored', async () => {
     const cases: [string, object, RegExp][] = [
       ['/api/v1/image', { prompt: 'x', size: '256x256', steps: 1 }, /^steps: profile imgmain runs 2 to 200 steps \(got 1\)$/],
-      // keyframes, tracks and tts_text run (test/api/video-keyframes.test.ts, video-track.test.ts, video-tts.test.ts);
-      // reference pictures and voices on the profiles without Ref2VA weights (the distilled and turbo ones) do not;
-      // voices (test/api/video-voices.test.ts) need a picture and no soundtrack
-      ['/api/v1/generate', { prompt: 'x', images: [dataUri('image/png', await pngBytes())], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only.*; profiles basevid50_sol, basevid50 can$/],
+      // keyframes, tracks, tts_text, references and voices run on every profile (test/api/video-keyframes.test.ts,
+      // video-track, video-tts, video-references, video-voices); a voice without pictures needs quoted dialogue
       ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], tts_text: 'hello' }, /^audios: with tts_text, audios\[0\] is the voice .*; more clips would be voices \(audio_mode voice\), which a job with a soundtrack does not take: 2 given$/],
       ['/api/v1/generate', { prompt: 'x', profile: 'basevid50', audios: [dataUri('audio/wav', wavBytes(3))], audio_mode: 'voice' }, /^audios: a voice without pictures speaks the prompt's quoted dialogue, and the prompt quotes none: /],
       ['/api/v1/generate', { prompt: 'x', audios: [dataUri('audio/wav', wavBytes(3)), dataUri('audio/wav', wavBytes(3))], audio_mode: 'track' }, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/],
@@ -168,9 +166,10 @@ describe("what the built-in models cannot run is refused at creation (their entr
       assert.equal(res.status, 400, `${JSON.stringify(body).slice(0, 80)}: ${JSON.stringify(res.body)}`);
       assert.match(res.body.detail, reason);
     }
-    const multipart = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').field('image_mode', 'reference').attach('images', await pngBytes(), 'a.png');
+    const multipart = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').field('audio_mode', 'track')
+      .attach('audios', wavBytes(3), 'a.wav').attach('audios', wavBytes(3), 'b.wav');
     assert.equal(multipart.status, 400);
-    assert.match(multipart.body.detail, /^image_mode reference: profile fastvid cannot run it yet/);
+    assert.match(multipart.body.detail, /^audios: audio_mode track takes 1 clip \(the soundtrack\); 2 given$/);
     assert.equal((await t.http.get('/api/jobs').set(auth)).body.length, 0);
   });
 });

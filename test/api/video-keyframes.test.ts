@@ -2,8 +2,7 @@
 // by POST /api/v1/generate (data URI), 2 by multipart POST /api/jobs, 3 (guides) by /api/v1/generate; each runs to an
 // mp4 with H.264 at the job's size and frame count, 24 fps, and a stereo 32 kHz AAC track, and the job says mode i2v
 // and its image_count. Refused at creation with a 400, nothing stored: 7 images, a file that is not an image, a sliver
-// whose cover scale onto the frame would pass 67 megapixels, and what the default profile cannot run (image_mode
-// reference and voices: no Ref2VA weights for fastvid, naming who can, tts_text with reference pictures too).
+// whose cover scale onto the frame would pass 67 megapixels.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { fetchCheckedMp4 } from './video-output';
 import { auth, startAppOnDemoWeights, TestApp, until } from './harness';
-import { dataUri, wavBytes } from './inputs';
+import { dataUri } from './inputs';
 
 /** A 200x120 png of a diagonal gradient in the hue `r` (keyframes of different content and aspect). */
 async function picture(r: number): Promise<Buffer> {
@@ -76,7 +75,7 @@ describe('keyframe video jobs through the API (demo weights)', () => {
     console.log(`# 3 keyframes, 352p 1 s, 2 steps (model loaded): exec_s ${job.exec_s}`);
   });
 
-  test('refused with a 400 before anything is queued: 7 images, a non-image, and what is not built yet', async () => {
+  test('refused with a 400 before anything is queued: 7 images, a non-image, a sliver', async () => {
     const before = (await t.http.get('/api/jobs').set(auth)).body.length;
     const img = dataUri('image/png', pics[0]!);
     const sliver = await sharp({ create: { width: 8000, height: 10, channels: 3, background: { r: 9, g: 99, b: 199 } } }).png().toBuffer();
@@ -84,11 +83,6 @@ describe('keyframe video jobs through the API (demo weights)', () => {
       [{ images: pics.map((p) => dataUri('image/png', p)) }, /^too many images: 7 given, a video takes at most 6$/],
       [{ images: [img, dataUri('image/png', Buffer.from('this is not a picture'))] }, /^images\[1\]: /],
       [{ images: [dataUri('image/png', sliver)] }, /^images\[0\]: a 8000x10 picture would be scaled to 281600x352 to cover the 608x352 frame before its crop, over 67 megapixels; crop it closer to the frame's aspect$/],
-      [{ images: [img], image_mode: 'reference' }, /^image_mode reference: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only.*; profiles basevid50_sol, basevid50 can$/],
-      // with a clip in voice mode the image mode switches to reference; the voice is named first
-      [{ images: [img], audios: [dataUri('audio/wav', wavBytes(3))] }, /^audio_mode voice: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights.*; profiles basevid50_sol, basevid50 can$/],
-      // tts_text's voice does not switch the image mode: reference pictures with it are named as such
-      [{ images: [img], image_mode: 'reference', audios: [dataUri('audio/wav', wavBytes(3))], tts_text: 'hello there' }, /^image_mode reference: profile fastvid cannot run it yet: .*; profiles basevid50_sol, basevid50 can$/],
     ];
     for (const [body, reason] of cases) {
       const res = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'x', seconds: 1, res: '352p', ...body });

@@ -1,11 +1,12 @@
 // Voice video jobs (audio_mode voice, the default, with pictures: the image mode switches to reference) through the
-// real app on the demo MiniMax H3 checkpoint, on the profiles with upstream Ref2VA weights: a picture + 1 voice by
+// real app on the demo MiniMax H3 checkpoint, on basevid50 and basevid50_sol (the distilled and turbo profiles:
+// video-references.test.ts): a picture + 1 voice by
 // POST /api/v1/generate (data URIs) and a picture + 2 voices by multipart POST /api/jobs each run to an mp4 with
 // H.264 at the job's size and frame count, 24 fps, a stereo 32 kHz AAC track; `prompt` is the text sent and the
 // extension `model_prompt` the text the model was given (a <Picture n> line, then an "<Audio n> is the voice-timbre
-// reference ..." line for each one the prompt does not name). Refused at creation with a 400, nothing stored: voices
-// without a picture, voices on a profile without Ref2VA weights (naming the two that have them), 4 clips, a clip
-// outside 2 to 15 s, voices longer than 15 s together.
+// reference ..." line for each one the prompt does not name). Refused at creation with a 400, nothing stored: a voice
+// without pictures whose prompt quotes nothing, two without pictures, 4 clips, a clip outside 2 to 15 s, voices
+// longer than 15 s together.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -68,7 +69,7 @@ describe('voice video jobs through the API (demo weights)', () => {
     console.log(`# 1 picture + 2 voices, 352p 1 s, 2 steps: exec_s ${job.exec_s}`);
   });
 
-  test('refused with a 400 before anything is queued: no picture, no Ref2VA weights, 4 clips, a clip outside 2 to 15 s, 15 s together', async () => {
+  test('refused with a 400 before anything is queued: no picture, 4 clips, a clip outside 2 to 15 s, 15 s together', async () => {
     const before = (await t.http.get('/api/jobs').set(auth)).body.length;
     const img = dataUri('image/png', png);
     const v3 = dataUri('audio/wav', wavBytes(3));
@@ -76,8 +77,6 @@ describe('voice video jobs through the API (demo weights)', () => {
     const cases: [object, RegExp][] = [
       [{ audios: [v3] }, /^audios: a voice without pictures speaks the prompt's quoted dialogue, and the prompt quotes none: write what is said in quotes \(A man says "good morning"\), or set tts_text, or give a picture of who speaks, or use audio_mode track for a soundtrack$/],
       [{ prompt: 'He says "hi"', audios: [v3, v3] }, /^audios: without pictures a voice speaks the prompt's quoted dialogue as the soundtrack, so one clip is taken \(2 given\); for several speakers give their pictures/],
-      [{ images: [img], audios: [v3], profile: 'fastvid' }, /^audio_mode voice: profile fastvid cannot run it yet: reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only, not for fastvid's; .*; profiles basevid50_sol, basevid50 can$/],
-      [{ images: [img], audios: [v3], profile: 'fastvid_4step_int8' }, /^audio_mode voice: profile fastvid_4step_int8 cannot run it yet: .*; profiles basevid50_sol, basevid50 can$/],
       [{ images: [img], audios: [v3, v3, v3, v3] }, /^too many audios: 4 given, a video takes at most 3$/],
       [{ images: [img], audios: [v3, dataUri('audio/wav', wavBytes(1))] }, /^audios\[1\]: clip is 1\.00 s long; clips must be 2 to 15 s$/],
       [{ images: [img], audios: [dataUri('audio/wav', wavBytes(20))] }, /^audios\[0\]: clip is 20\.00 s long; clips must be 2 to 15 s$/],

@@ -9,7 +9,7 @@ import { VIDEO_PROFILES } from '../../src/catalog';
 import { writeDemoAdapter } from '../../src/models/minimax_h3/transformer/adapter';
 import { parseH3Config } from '../../src/models/minimax_h3/transformer/config';
 import { h3Variant, h3VariantSteps, H3_PROFILE_NAMES, H3_VARIANTS, loadH3Transformer } from '../../src/models/minimax_h3/variants';
-import { h3TransformerFiles } from '../../src/worker/profiles/video';
+import { h3TransformerFiles, referenceWeights } from '../../src/worker/profiles/video';
 import { AUDIO_SHIFT, FlowSchedule, h3StepPlan, VIDEO_SHIFT } from '../../src/models/minimax_h3/sampler/sigmas';
 import { defaultCatalog } from '../../src/weights/manifest';
 import type { ProfileWeights } from '../../src/weights/state';
@@ -34,13 +34,17 @@ test('profiles: the six video profiles of the catalog, steps from the catalog, D
     const uses = (component: string) => first.uses.find((u) => u.components.includes(component))?.checkpoint;
     assert.equal(uses('transformer'), p.transformerCheckpoint, `${name}: the manifest's preferred DiT`);
     if (p.adapter) assert.equal(uses(p.adapter), 'minimax-h3-turbo', `${name}: the manifest's adapter`);
-    else assert.ok(!first.uses.some((u) => u.checkpoint === 'minimax-h3-turbo'), `${name}: no adapter in the manifest`);
+    else assert.ok(!first.uses.some((u) => u.checkpoint === 'minimax-h3-turbo' && u.components.some((c) => c.startsWith('adapter_'))), `${name}: no turbo adapter in the manifest`);
     assert.equal(p.weights === 'int8', name.includes('int8'), `${name}: int8 as its name says`);
     assert.equal(p.stepCache !== null, name === 'basevid50_sol', `${name}: step cache only for _sol`);
-    // Ref2VA (reference pictures): upstream publishes it for the base release only; pull fetches it with transformer/
-    assert.equal(p.ref2va, name.startsWith('basevid50'), `${name}: Ref2VA weights upstream`);
-    assert.equal(uses('transformer_ref'), p.ref2va ? 'minimax-h3' : undefined, `${name}: transformer_ref in the first variant`);
-    if (p.ref2va) assert.ok(catalog.profile(name).variants.some((v) => !v.uses.some((u) => u.components.includes('transformer_ref'))), `${name}: a variant without transformer_ref stays real`);
+    // references run on every profile on the base release's Ref2VA DiT, which pull fetches with the first variant, the
+    // distilled and turbo ones with their Ref2VA adapter (8-step at shift 6, the 4-step v0.1 at 12)
+    assert.equal(uses('transformer_ref'), 'minimax-h3', `${name}: transformer_ref in the first variant`);
+    assert.ok(catalog.profile(name).variants.some((v) => !v.uses.some((u) => u.components.includes('transformer_ref'))), `${name}: a variant without transformer_ref stays real`);
+    const refAdapter = name.startsWith('basevid50') ? null : name === 'fastvid_4step_int8' ? 'ref_adapter_4step' : 'ref_adapter_8step';
+    assert.equal(p.references.adapter, refAdapter, `${name}: its Ref2VA adapter`);
+    if (refAdapter) assert.equal(uses(refAdapter), 'minimax-h3-turbo', `${name}: the Ref2VA adapter in the first variant`);
+    assert.equal(p.references.videoShift, refAdapter === 'ref_adapter_8step' ? 6 : VIDEO_SHIFT, `${name}: the references' video shift`);
   }
   assert.equal(H3_VARIANTS.fastvid_fast.transformerCheckpoint, H3_VARIANTS.fastvid.transformerCheckpoint, 'fastvid_fast = fastvid weights');
   assert.ok(H3_VARIANTS.fastvid_fast.steps < H3_VARIANTS.fastvid.steps);
@@ -89,7 +93,13 @@ test('profiles: the transformer and adapter paths of a resolved variant', () => 
   assert.deepEqual(h3TransformerFiles(H3_VARIANTS.basevid50, w), { transformer: '/w/MiniMax-H3/transformer' });
   w.variant.components.transformer_ref = comp('transformer_ref', 'minimax-h3', '/w/MiniMax-H3', ['transformer_ref/config.json']);
   assert.deepEqual(h3TransformerFiles(H3_VARIANTS.basevid50, w), { transformer: '/w/MiniMax-H3/transformer', transformerRef: '/w/MiniMax-H3/transformer_ref' });
+  assert.equal(referenceWeights(H3_VARIANTS.basevid50, w), true);
+  assert.match((referenceWeights(H3_VARIANTS.turbo_int8, w) as { missing: string }).missing, /^which these weights lack: the Ref2VA adapter ref_adapter_8step \(a \.safetensors file in Minimax-h3-Turbo\/ref2va-8step\/ of lightx2v\/Minimax-h3-Turbo\); npm run weights -- pull turbo_int8/);
+  w.variant.components.ref_adapter_8step = comp('ref_adapter_8step', 'minimax-h3-turbo', '/w/Minimax-h3-Turbo', ['ref2va-8step/ref.safetensors']);
+  assert.deepEqual(h3TransformerFiles(H3_VARIANTS.turbo_int8, w), { transformer: '/w/MiniMax-H3/transformer', transformerRef: '/w/MiniMax-H3/transformer_ref', refAdapter: '/w/Minimax-h3-Turbo/ref2va-8step/ref.safetensors', adapter: '/w/Minimax-h3-Turbo/8step/turbo_8step.safetensors' });
+  assert.equal(referenceWeights(H3_VARIANTS.turbo_int8, w), true);
   delete w.variant.components.transformer_ref;
+  assert.match((referenceWeights(H3_VARIANTS.basevid50, w) as { missing: string }).missing, /lack: transformer_ref\/ of MiniMaxAI\/MiniMax-H3;/);
   assert.throws(() => h3TransformerFiles(H3_VARIANTS.fastvid_4step_int8, w), /no adapter_4step/);
 });
 
@@ -126,8 +136,38 @@ test('profiles: loadH3Transformer loads every profile from one diffusers folder 
   }
 });
 
-test('profiles: the Ref2VA partition is refused where upstream publishes none, and where the weights lack it', async () => {
+test('profiles: the Ref2VA partition on every profile, with its Ref2VA adapter and shift; refused where the weights lack them', async () => {
   const e = await testEngine();
-  await assert.rejects(loadH3Transformer(e, 'fastvid', { transformer: '/absent', transformerRef: '/absent' }, { partition: 'ref2va' }), /profile fastvid has no Ref2VA weights upstream \(reference pictures run on basevid50, basevid50_sol\)/);
+  await assert.rejects(loadH3Transformer(e, 'fastvid', { transformer: '/absent', transformerRef: '/absent' }, { partition: 'ref2va' }), /profile fastvid merges ref_adapter_8step for reference jobs: no adapter file given/);
   await assert.rejects(loadH3Transformer(e, 'basevid50', { transformer: '/absent' }, { partition: 'ref2va' }), /profile basevid50: no Ref2VA transformer \(transformer_ref\/\)/);
+  const c = await GoldenCase.open(goldenCaseFiles('minimax_h3', 'transformer')[0]!);
+  const cfg = parseH3Config(c.config, c.path);
+  const dir = tmpDir('profiles-ref');
+  await writeDiffusers(join(dir, 'transformer_ref'), c.config, await caseWeights(c));
+  const ref8 = join(dir, 'ref8.safetensors');
+  const ref4 = join(dir, 'ref4.safetensors');
+  await writeDemoAdapter(ref8, cfg, { rank: 2, seed: 5 });
+  await writeDemoAdapter(ref4, cfg, { rank: 2, seed: 6 });
+  const outs = new Map<string, Float32Array>();
+  try {
+    for (const name of H3_PROFILE_NAMES) {
+      const p = H3_VARIANTS[name];
+      // the FL2VA side's turbo adapter is not needed for a reference job: only transformer_ref and the Ref2VA adapter
+      const refAdapter = p.references.adapter === 'ref_adapter_8step' ? ref8 : p.references.adapter ? ref4 : undefined;
+      const m = await loadH3Transformer(e, name, { transformer: '/absent', transformerRef: join(dir, 'transformer_ref'), refAdapter }, { dtype: 'f32', partition: 'ref2va' });
+      try {
+        assert.deepEqual([m.stepCount, m.videoShift, 'q' in m.transformer_blocks[0]!.attn.to_q], [p.stepCount, p.references.videoShift, p.weights === 'int8'], `${name}: steps, shift, int8`);
+        outs.set(name, (await runCase(e, m, c)).video);
+      } finally {
+        m.free();
+      }
+    }
+    // the base release runs transformer_ref as published; the adapter changes it; the 8-step profiles share theirs
+    assert.deepEqual(outs.get('basevid50'), outs.get('basevid50_sol'));
+    assert.notDeepEqual(outs.get('fastvid'), outs.get('basevid50'));
+    assert.deepEqual(outs.get('fastvid'), outs.get('fastvid_fast'));
+    assert.notDeepEqual(outs.get('fastvid_4step_int8'), outs.get('turbo_int8'));
+  } finally {
+    await c.close();
+  }
 });

@@ -122,9 +122,9 @@ test('a worker\'s accepts is the table entry plus the run-time facts: the Ref2VA
   const withRef = acceptsFor(c, { ref2va: true });
   assert.deepEqual({ ...withRef, inputsNote: undefined }, { steps: { min: 1, max: MAX_STEPS }, images: 6, audios: 3, imageModes: ['keyframe', 'reference'], audioModes: ['track', 'voice'], ttsText: true, inputsNote: undefined });
   assert.equal(withRef.inputsNote, 'text to video, keyframes (image_mode keyframe, 1 to 6 images), reference pictures (image_mode reference, 1 to 6) with 0 to 3 voices (audio_mode voice) or a soundtrack, a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) run');
-  const without = acceptsFor(capabilitiesOf('video', 'fastvid')!, { ref2va: { missing: "which upstream publishes for the base release only, not for fastvid's" } });
+  const without = acceptsFor(capabilitiesOf('video', 'fastvid')!, { ref2va: { missing: 'which these weights lack: transformer_ref/ of MiniMaxAI/MiniMax-H3' } });
   assert.deepEqual([without.images, without.audios, without.imageModes, without.audioModes], [6, 1, ['keyframe'], ['track']]);
-  assert.equal(without.inputsNote, "reference pictures and voices need the Ref2VA weights, which upstream publishes for the base release only, not for fastvid's; text to video, keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) run");
+  assert.equal(without.inputsNote, "reference pictures and voices need the Ref2VA weights, which these weights lack: transformer_ref/ of MiniMaxAI/MiniMax-H3; text to video, keyframes (image_mode keyframe, 1 to 6 images), a soundtrack (audio_mode track, 1 clip) and speech as the soundtrack (tts_text, in the voice of audios[0]) run");
   assert.deepEqual(acceptsFor(capabilitiesOf('image', 'imgmain')!), { steps: { min: 2, max: MAX_STEPS }, images: 10, audios: 0 });
   assert.deepEqual(acceptsFor(capabilitiesOf('image', 'imgart_turbo')!), { steps: { min: 1, max: MAX_STEPS }, images: 3, audios: 0 });
 });

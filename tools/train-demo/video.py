@@ -1517,7 +1517,9 @@ def write_zero_adapters(out: str, cfg: dict, rank: int = 4, seed: int = SEED + 7
         block(f"blocks.{i}")
     for i in range(cfg["num_refiner_layers"]):
         block(f"token_refiner.blocks.{i}")
-    for name in ("8step/demo_turbo_8step.safetensors", "4step/demo_turbo_4step.safetensors"):
+    # the turbo adapters, and the Ref2VA adapters the distilled and turbo profiles merge into transformer_ref/
+    for name in ("8step/demo_turbo_8step.safetensors", "4step/demo_turbo_4step.safetensors",
+                 "ref2va-8step/demo_ref2va_8step.safetensors", "ref2va-4step/demo_ref2va_4step.safetensors"):
         path = os.path.join(out, "Minimax-h3-Turbo", name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         save_file(t, path, metadata={"format": "kiln demo MiniMax H3 turbo adapter (zero delta, tools/train-demo/video.py)"})

@@ -33,7 +33,7 @@ import { demoTokenizerInfo, writeDemoTokenizer } from '../tokenizer';
 import { AudioVaeDecoder, AudioVaeEncoder, parseAudioVaeConfig } from './vae/audio';
 import { writeDemoAdapter } from './transformer/adapter';
 import { parseH3Config } from './transformer/config';
-import type { H3AdapterComponent } from './variants';
+import type { H3AdapterComponent, H3RefAdapterComponent } from './variants';
 import { H3TextEncoder, H3_TEXT_ENCODER_LAYER } from './text-encoder/encoder';
 import { MiniMaxH3Transformer } from './transformer/transformer';
 import { VideoVaeDecoder, VideoVaeEncoder } from './vae/video';
@@ -42,7 +42,7 @@ import { VideoVaeDecoder, VideoVaeEncoder } from './vae/video';
 const DEMO_FORMAT = 2;
 const DEMO_SEED = 20261121;
 /** The DiT partitions the demo holds (a new one regenerates existing demo folders through the version). */
-const DEMO_PARTITIONS = 'fl2va+ref2va';
+const DEMO_PARTITIONS = 'fl2va+ref2va+ref-adapters';
 /** The sharded parts are cut into about this many shards (the real ones have 14, 14 and 3). */
 const DEMO_SHARDS = 3;
 /** diffusers' shard names: diffusion_pytorch_model-0000i-of-0000n.safetensors behind transformer.ts DIFFUSERS_INDEX. */
@@ -114,6 +114,13 @@ export const DEMO_AUDIO_VAE_CONFIG = {
 export const DEMO_ADAPTERS: Record<H3AdapterComponent, string> = {
   adapter_8step: 'Minimax-h3-Turbo/8step/demo_turbo_8step.safetensors',
   adapter_4step: 'Minimax-h3-Turbo/4step/demo_turbo_4step.safetensors',
+};
+
+/** Where the demo checkpoint keeps each Ref2VA adapter (relative to its root), merged into transformer_ref/ for the
+ * distilled and turbo profiles' reference jobs (variants.ts H3ReferenceRun). */
+export const DEMO_REF_ADAPTERS: Record<H3RefAdapterComponent, string> = {
+  ref_adapter_8step: 'Minimax-h3-Turbo/ref2va-8step/demo_ref2va_8step.safetensors',
+  ref_adapter_4step: 'Minimax-h3-Turbo/ref2va-4step/demo_ref2va_4step.safetensors',
 };
 
 const SCHEDULER = (shift: number) => ({ _class_name: 'MiniMaxH3Scheduler', _diffusers_version: '0.36.0.dev0', shift });
@@ -219,6 +226,11 @@ export async function planDemoH3(e: Engine): Promise<H3DemoPlan> {
     await json('transformer_ref/config.json', DEMO_TRANSFORMER_CONFIG);
     const ref = tensors(keys.transformer, trDtype);
     await writeShardedSafetensors(join(dir, 'transformer_ref'), ref, shardBytesFor(ref, DEMO_SHARDS), meta, DIFFUSERS_STEM);
+    // the Ref2VA adapters the distilled and turbo profiles merge into it (own seeds: nothing above changes)
+    for (const [component, seed] of [['ref_adapter_8step', 18], ['ref_adapter_4step', 14]] as const) {
+      await mkdir(join(dir, DEMO_REF_ADAPTERS[component], '..'), { recursive: true });
+      await writeDemoAdapter(join(dir, DEMO_REF_ADAPTERS[component]), parseH3Config(DEMO_TRANSFORMER_CONFIG), { seed: DEMO_SEED + seed });
+    }
   };
   // the parts written are named in the version (not in the digest, which every file's metadata carries)
   return { version: `${DEMO_FORMAT}-${digest}-${DEMO_PARTITIONS}`, keys, write };

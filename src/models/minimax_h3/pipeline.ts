@@ -331,6 +331,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
       this.trace('sampling');
       try {
         await sampleH3(e, transformer, seq, text, video, audio, {
+          videoShift: transformer.videoShift, // the Ref2VA adapters' own (variants.ts H3ReferenceRun)
           ...this.o.sampler,
           steps: plan.gridPoints,
           sigmas: this.o.sigmas?.(plan.gridPoints),

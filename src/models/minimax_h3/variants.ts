@@ -14,7 +14,7 @@ import type { H3Config } from './transformer/config';
 import { MiniMaxH3Transformer, type H3LoadOptions } from './transformer/transformer';
 import { mergeAdapter, openH3Adapter } from './transformer/adapter';
 import { openH3Weights, RELEASED_H3_CONFIG, type QkvRows } from './transformer/native-checkpoint';
-import { h3StepPlan, type H3StepCount, type H3StepPlan } from './sampler/sigmas';
+import { h3StepPlan, VIDEO_SHIFT, type H3StepCount, type H3StepPlan } from './sampler/sigmas';
 import { SOL_STEP_CACHE, type StepCachePolicy } from './sampler/step-cache';
 
 /** The catalog's video profiles (its capability table writes their names once): this table has a row for each. */
@@ -22,6 +22,24 @@ export type H3ProfileName = VideoProfileName;
 
 /** The turbo adapters of weights/minimax-h3.json (checkpoint minimax-h3-turbo), by manifest component. */
 export type H3AdapterComponent = 'adapter_8step' | 'adapter_4step';
+/** The Ref2VA step-distillation adapters (the same checkpoint), merged into transformer_ref/ for reference jobs. */
+export type H3RefAdapterComponent = 'ref_adapter_8step' | 'ref_adapter_4step';
+
+/** How a profile runs reference jobs (image_mode reference, voices): on the base release's Ref2VA DiT
+ * (transformer_ref/, the only published Ref2VA weights), with the published Ref2VA step-distillation adapter merged
+ * in where the profile is distilled, sampled at that adapter's video shift (audio: 3 throughout). */
+export interface H3ReferenceRun {
+  adapter: H3RefAdapterComponent | null;
+  videoShift: number;
+}
+
+/** The base release: no adapter, the release's own schedule (shift 12). */
+const BASE_REFERENCES: H3ReferenceRun = { adapter: null, videoShift: VIDEO_SHIFT };
+/** The Ref2V 8-step v1.0 768p adapter: 8 evaluations; its shift is not published, 6 as every v1.0 768p turbo adapter
+ * of the same release (h3-conditioning.md 6: FL2VA 4- and 8-step v1.0 768p run 6 / 3). */
+const REF_8STEP: H3ReferenceRun = { adapter: 'ref_adapter_8step', videoShift: 6 };
+/** The Ref2VA 4-step v0.1 adapter (544p): 4 evaluations at shifts 12 / 3, as its card gives. */
+const REF_4STEP: H3ReferenceRun = { adapter: 'ref_adapter_4step', videoShift: VIDEO_SHIFT };
 
 export interface H3Variant {
   name: H3ProfileName;
@@ -37,10 +55,8 @@ export interface H3Variant {
   adapter: H3AdapterComponent | null;
   /** Step caching in the sampler (basevid50_sol), or none: pass to sampleH3 as `stepCache`. */
   stepCache: StepCachePolicy | null;
-  /** Whether upstream publishes Ref2VA weights for it (reference pictures, image_mode reference): the base release's
-   * `transformer_ref/` (native `Ref2VA/transformer/`). The distilled and turbo profiles have none: no distilled
-   * Ref2VA DiT is known, and the Ref2VA turbo adapters' files were not seen here (docs "References in the service"). */
-  ref2va: boolean;
+  /** How its reference jobs run (every profile runs them: docs/models/minimax-h3.md "References on every profile"). */
+  references: H3ReferenceRun;
   note: string;
 }
 
@@ -53,20 +69,20 @@ function catalogSteps(name: H3ProfileName): number {
 const row = (name: H3ProfileName, r: Omit<H3Variant, 'name' | 'steps'>): H3Variant => ({ name, steps: catalogSteps(name), ...r });
 
 export const H3_VARIANTS: Readonly<Record<H3ProfileName, H3Variant>> = {
-  basevid50: row('basevid50', { stepCount: 'grid-points', transformerCheckpoint: 'minimax-h3', weights: '16-bit', adapter: null, stepCache: null, ref2va: true, note: 'the official release as the diffusers pipeline runs it: 50 grid points, 49 forwards' }),
+  basevid50: row('basevid50', { stepCount: 'grid-points', transformerCheckpoint: 'minimax-h3', weights: '16-bit', adapter: null, stepCache: null, references: BASE_REFERENCES, note: 'the official release as the diffusers pipeline runs it: 50 grid points, 49 forwards' }),
   basevid50_sol: row('basevid50_sol', {
     stepCount: 'grid-points',
     transformerCheckpoint: 'minimax-h3',
     weights: '16-bit',
     adapter: null,
     stepCache: SOL_STEP_CACHE,
-    ref2va: true,
+    references: BASE_REFERENCES,
     note: 'basevid50 with velocity reuse between adjacent steps where the velocity barely changes (step-cache.ts)',
   }),
-  fastvid: row('fastvid', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, ref2va: false, note: '8-step distilled DiT (spec default): 8 forwards' }),
-  turbo_int8: row('turbo_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_8step', stepCache: null, ref2va: false, note: 'base DiT + the 8-step turbo adapter merged at load, then int8: 8 forwards' }),
-  fastvid_4step_int8: row('fastvid_4step_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_4step', stepCache: null, ref2va: false, note: 'base DiT + the 4-step turbo adapter merged at load, then int8: 4 forwards' }),
-  fastvid_fast: row('fastvid_fast', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, ref2va: false, note: "fastvid's distilled weights at 6 forwards instead of 8" }),
+  fastvid: row('fastvid', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, references: REF_8STEP, note: '8-step distilled DiT (spec default): 8 forwards' }),
+  turbo_int8: row('turbo_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_8step', stepCache: null, references: REF_8STEP, note: 'base DiT + the 8-step turbo adapter merged at load, then int8: 8 forwards' }),
+  fastvid_4step_int8: row('fastvid_4step_int8', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3', weights: 'int8', adapter: 'adapter_4step', stepCache: null, references: REF_4STEP, note: 'base DiT + the 4-step turbo adapter merged at load, then int8: 4 forwards' }),
+  fastvid_fast: row('fastvid_fast', { stepCount: 'evaluations', transformerCheckpoint: 'minimax-h3-8step', weights: '16-bit', adapter: null, stepCache: null, references: REF_8STEP, note: "fastvid's distilled weights at 6 forwards instead of 8" }),
 };
 
 /** The six, in this table's order. */
@@ -98,6 +114,8 @@ export interface H3TransformerFiles {
   transformerRef?: string;
   /** The turbo adapter's .safetensors file (required by profiles with an adapter). */
   adapter?: string;
+  /** The Ref2VA adapter's .safetensors file (required for reference jobs by profiles whose references name one). */
+  refAdapter?: string;
 }
 
 export interface LoadH3Options {
@@ -127,14 +145,17 @@ export interface LoadH3Options {
 export async function loadH3Transformer(e: Engine, profile: H3Variant | H3ProfileName, files: H3TransformerFiles, opts: LoadH3Options & { partition?: H3Partition } = {}): Promise<MiniMaxH3Transformer> {
   const p = typeof profile === 'string' ? h3Variant(profile) : profile;
   const ref = opts.partition === 'ref2va';
-  if (ref && !p.ref2va) throw new RangeError(`profile ${p.name} has no Ref2VA weights upstream (reference pictures run on ${H3_PROFILE_NAMES.filter((n) => H3_VARIANTS[n].ref2va).join(', ')})`);
   if (ref && !files.transformerRef) throw new RangeError(`profile ${p.name}: no Ref2VA transformer (transformer_ref/) in these weights, so reference pictures cannot run; npm run weights -- pull ${p.name} fetches it`);
-  if (p.adapter && !files.adapter) throw new RangeError(`profile ${p.name} merges ${p.adapter}: no adapter file given`);
+  // a reference job: transformer_ref/ with the profile's Ref2VA adapter (none on the base release); else the FL2VA DiT
+  // with its turbo adapter
+  const adapter = ref ? p.references.adapter : p.adapter;
+  const adapterFile = ref ? files.refAdapter : files.adapter;
+  if (adapter && !adapterFile) throw new RangeError(`profile ${p.name} merges ${adapter}${ref ? ' for reference jobs' : ''}: no adapter file given`);
   const source = await openH3Weights(ref ? files.transformerRef! : files.transformer, { prefix: opts.prefix, config: opts.config ?? RELEASED_H3_CONFIG, qkvRows: opts.qkvRows });
   try {
     const config = source.config ?? opts.config ?? RELEASED_H3_CONFIG;
     // the adapter is merged in float32 before quantisation (the low-rank product on the GPU)
-    const merged = p.adapter ? mergeAdapter(source, await openH3Adapter(files.adapter!, config, { qkvRows: opts.adapterQkvRows }), { engine: e, strength: opts.adapterStrength }) : source;
+    const merged = adapter ? mergeAdapter(source, await openH3Adapter(adapterFile!, config, { qkvRows: opts.adapterQkvRows }), { engine: e, strength: opts.adapterStrength }) : source;
     const int8 = opts.int8 ?? p.weights === 'int8';
     // int8 profiles aim at the spec's ~32 GB: their 13 GB of adaln_proj weights wait on the host, streamed once per
     // table build (sampler.ts builds a distilled job's tables once); 16-bit profiles keep them resident
@@ -142,6 +163,7 @@ export async function loadH3Transformer(e: Engine, profile: H3Variant | H3Profil
     // the source presents diffusers key names whatever the stored format
     const model = await MiniMaxH3Transformer.load(e, merged.checkpoint(), { ...config, format: 'diffusers' }, load);
     model.stepCount = p.stepCount;
+    model.videoShift = ref ? p.references.videoShift : VIDEO_SHIFT;
     return model;
   } finally {
     await source.close();

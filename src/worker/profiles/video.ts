@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { acceptsFor, capabilitiesOf } from '../../catalog';
 import type { EngineHolder } from '../../engine/engine';
-import { DEMO_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
+import { DEMO_ADAPTERS, DEMO_REF_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
 import type { TrainedDemoPlan } from '../../models/common/trained-demo';
 import { planTrainedDemoH3, TRAINED_H3_DEMO_GRAMMAR, TRAINED_H3_DEMO_PATH, TRAINED_H3_DEMO_SUGGESTION } from '../../models/minimax_h3/trained-demo';
 import { projectRoot } from '../../paths';
@@ -75,9 +75,10 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
     profile: profile.name,
     // the capability table's entry, with what only this worker knows: whether the profile has the Ref2VA weights that
     // reference pictures (image_mode reference) and voices (audio_mode voice) run on
-    accepts: acceptsFor(capabilitiesOf('video', profile.name)!, {
-      ref2va: profile.ref2va ? true : { missing: `which upstream publishes for the base release only, not for ${profile.name}'s` },
-    }),
+    // (read at each hello: a pull that completes a +ref2va variant shows at the next worker start)
+    get accepts() {
+      return acceptsFor(capabilitiesOf('video', profile.name)!, { ref2va: referenceWeights(profile, source.profileWeights()) });
+    },
     weights: () => source.state(),
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
@@ -94,7 +95,12 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
               return realDirs(profile, w);
             },
             demo: (root) => {
-              files = { transformer: join(root, 'transformer'), transformerRef: join(root, 'transformer_ref'), adapter: profile.adapter ? join(root, DEMO_ADAPTERS[profile.adapter]) : undefined };
+              const refAdapter = profile.references.adapter;
+              files = {
+                transformer: join(root, 'transformer'), transformerRef: join(root, 'transformer_ref'),
+                adapter: profile.adapter ? join(root, DEMO_ADAPTERS[profile.adapter]) : undefined,
+                refAdapter: refAdapter ? join(root, DEMO_REF_ADAPTERS[refAdapter]) : undefined,
+              };
               return h3DirsFromRoot(root);
             },
             plan: async (e) => trained ?? planDemoH3(e),
@@ -122,12 +128,29 @@ export function h3TransformerFiles(profile: H3Variant, w: ProfileWeights): H3Tra
   const transformer = comp.file ?? (single && comp.checkpoint === 'minimax-h3-int8' ? single.abs : join(comp.root, 'transformer'));
   // the Ref2VA partition where the variant has it (the base release's first variant: transformer_ref/ beside transformer/)
   const ref = w.variant.components.transformer_ref;
-  const base: H3TransformerFiles = ref ? { transformer, transformerRef: join(ref.root, 'transformer_ref') } : { transformer };
-  if (!profile.adapter) return base;
-  const a = w.variant.components[profile.adapter];
-  const file = a?.files.find((f) => f.path.endsWith('.safetensors') && f.state === 'ok');
-  if (!file) throw new RangeError(`profile ${w.profile}: no ${profile.adapter} .safetensors file in variant ${w.variant.name}`);
-  return { ...base, adapter: file.abs };
+  const adapterFile = (component: string) => w.variant.components[component]?.files.find((f) => f.path.endsWith('.safetensors') && f.state === 'ok')?.abs;
+  const files: H3TransformerFiles = ref ? { transformer, transformerRef: join(ref.root, 'transformer_ref') } : { transformer };
+  // the Ref2VA adapter where the variant has it (the +ref2va variants)
+  const refAdapter = profile.references.adapter ? adapterFile(profile.references.adapter) : undefined;
+  if (refAdapter) files.refAdapter = refAdapter;
+  if (!profile.adapter) return files;
+  const adapter = adapterFile(profile.adapter);
+  if (!adapter) throw new RangeError(`profile ${w.profile}: no ${profile.adapter} .safetensors file in variant ${w.variant.name}`);
+  return { ...files, adapter };
+}
+
+/** Whether the weights a profile runs on have what its reference jobs need (the runtime fact ref2va): the demo
+ * checkpoint has everything; real weights need transformer_ref/ and the profile's Ref2VA adapter, else what is
+ * missing, named as the 400 says it. */
+export function referenceWeights(profile: H3Variant, w: ProfileWeights): true | { missing: string } {
+  if (w.state !== 'real') return true;
+  const files = h3TransformerFiles(profile, w);
+  const lacks: string[] = [];
+  if (!files.transformerRef) lacks.push('transformer_ref/ of MiniMaxAI/MiniMax-H3');
+  const adapter = profile.references.adapter;
+  if (adapter && !files.refAdapter) lacks.push(`the Ref2VA adapter ${adapter} (a .safetensors file in Minimax-h3-Turbo/${adapter === 'ref_adapter_8step' ? 'ref2va-8step' : 'ref2va-4step'}/ of lightx2v/Minimax-h3-Turbo)`);
+  if (lacks.length === 0) return true;
+  return { missing: `which these weights lack: ${lacks.join(' and ')}; npm run weights -- pull ${profile.name} fetches what the hub names (weights/minimax-h3.json)` };
 }
 
 /** The folders of a complete variant: the transformer where the profile's variant has it (the 8-step checkpoint, an

@@ -58,6 +58,11 @@ export class WeightsSource {
     this.check = profileChecker(spec.profile, dirs);
   }
 
+  /** The profile's weights as last checked (at most a second old). */
+  profileWeights(): ProfileWeights {
+    return this.check();
+  }
+
   state(): WeightsState {
     return weightsState(this.check(), true);
   }

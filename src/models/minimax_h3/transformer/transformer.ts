@@ -26,7 +26,7 @@ import { videoPatchDim, type H3Config } from './config';
 import { checkPackedSequence, MODALITIES, type PackedSequence } from '../sequence/packed-sequence';
 import { RowModulation } from './modulation';
 import { h3InvFreq, h3RopeTable } from './rope';
-import type { H3StepCount } from '../sampler/sigmas';
+import { VIDEO_SHIFT, type H3StepCount } from '../sampler/sigmas';
 
 /** The diffusers index name of transformer/ (Checkpoint.open(dir) looks for model.safetensors.index.json). */
 export const DIFFUSERS_INDEX = 'diffusion_pytorch_model.safetensors.index.json';
@@ -90,6 +90,8 @@ export class MiniMaxH3Transformer {
   /** What a job's `steps` counts for these weights (sigmas.ts H3StepCount): the base release's grid points unless the
    * loader says the weights are distilled (profiles.ts loadH3Transformer sets it from the profile). */
   stepCount: H3StepCount = 'grid-points';
+  /** The video schedule's shift these weights sample at (sigmas.ts; the Ref2VA adapters name their own). */
+  videoShift: number = VIDEO_SHIFT;
 
   private constructor(
     readonly e: Engine,
