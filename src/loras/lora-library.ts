@@ -1,6 +1,8 @@
 // The LoRA files a request can name (issue 46, docs/loras.md): every .safetensors under LORA_DIR, then under ComfyUI's
 // loras/ folders (COMFYUI_MODELS_DIR, COMFYUI_EXTRA_MODEL_PATHS), named by their path below the folder without
-// .safetensors ("style/ink" for LORA_DIR/style/ink.safetensors); a name two folders have is the first folder's.
+// .safetensors ("style/ink" for LORA_DIR/style/ink.safetensors); a name two folders have is the first folder's. Then
+// the Hugging Face cache, read in place: the files of a repo's `main` snapshot whose header holds LoRA pairs, named
+// "<owner>/<repo>/<path without .safetensors>" (or "<owner>/<repo>" where the snapshot has one).
 // A file is judged by its header alone (key names and shapes: catalog/loras.ts planLora, the rules the worker's reader
 // applies), read once per path, size and modification time, against the model each image profile's worker reports
 // (ServedSummary.lora). /api/config lists them with the profiles they fit; a job's LoRAs are checked here before it
@@ -13,11 +15,16 @@ import { loraModulesOf, planLora, type LoraChoice, type LoraModel, type LoraMode
 import { BadInputError } from '../common/errors';
 import { SETTINGS, type Settings } from '../config/settings';
 import { Scheduler } from '../scheduler/scheduler';
+import { hubSnapshot } from '../weights/hub-cache';
 
 /** A header larger than this is not a LoRA's (a LoRA of a 20B model at rank 128 has a few thousand keys: ~1 MB). */
 const MAX_HEADER_BYTES = 64 * 2 ** 20;
 /** Subfolder levels searched below each folder (people sort LoRAs into folders by model and kind). */
 const DEPTH = 3;
+/** A cached file larger than this is a model's weights, not a LoRA: its header is not read. */
+const MAX_HUB_LORA_BYTES = 4 * 2 ** 30;
+/** A key of a LoRA pair (catalog/loras.ts's key styles). */
+const LORA_KEY = /\.lora_(A|B|down|up)\.weight$/;
 
 export interface LoraFileEntry {
   name: string;
@@ -67,9 +74,45 @@ export class LoraLibrary {
     return [...(this.settings.loraDir ? [this.settings.loraDir] : []), ...(this.settings.comfyFolders?.loras ?? [])];
   }
 
-  /** Every LoRA file, by name (the first folder's where two have one), sorted by name. */
+  /** Every LoRA file, by name (the first folder's where two have one; the folders' before the cache's), sorted. */
   async files(): Promise<LoraFileEntry[]> {
     const found = new Map<string, LoraFileEntry>();
+    await this.folderFiles(found);
+    for (const f of await this.hubFiles()) if (!found.has(f.name)) found.set(f.name, f);
+    return [...found.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** The LoRAs of the Hugging Face cache: in each model repo's `main` snapshot, the files (up to 4 GiB) whose header
+   * has LoRA pairs; one such file in a repo is named by the repo alone. */
+  private async hubFiles(): Promise<LoraFileEntry[]> {
+    const cache = this.settings.hubCacheDir;
+    let repos: string[];
+    try {
+      repos = (await readdir(cache)).filter((d) => d.startsWith('models--'));
+    } catch {
+      return [];
+    }
+    const out: LoraFileEntry[] = [];
+    for (const folder of repos.sort()) {
+      const repo = folder.slice('models--'.length).split('--').join('/');
+      const snap = hubSnapshot(cache, repo, 'main');
+      if (!snap) continue;
+      const mine: LoraFileEntry[] = [];
+      for (const rel of await listSafetensors(snap, DEPTH)) {
+        const path = join(snap, rel);
+        const st = await stat(path).catch(() => undefined);
+        if (!st || st.size > MAX_HUB_LORA_BYTES) continue;
+        const f = { name: `${repo}/${rel.slice(0, -'.safetensors'.length)}`, path, bytes: st.size, mtimeMs: st.mtimeMs };
+        const h = await this.header(f);
+        if ('shapes' in h && [...h.shapes.keys()].some((k) => LORA_KEY.test(k))) mine.push(f);
+      }
+      if (mine.length === 1) mine[0]!.name = repo;
+      out.push(...mine);
+    }
+    return out;
+  }
+
+  private async folderFiles(found: Map<string, LoraFileEntry>): Promise<void> {
     for (const folder of this.folders()) {
       for (const rel of await listSafetensors(folder, DEPTH)) {
         const name = rel.slice(0, -'.safetensors'.length);
@@ -83,7 +126,6 @@ export class LoraLibrary {
         }
       }
     }
-    return [...found.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /** /api/config's `loras`: each file with the image profiles whose model it fits (by the workers' reports). */
@@ -130,7 +172,8 @@ export class LoraLibrary {
 
   /** "known: a, b, c (LORA_DIR=..., ...)" or where to put files when there are none. */
   private known(names: string[], asked: string): string {
-    const where = this.folders().length ? `looked in ${this.folders().join(', ')}` : 'no LoRA folder is set (LORA_DIR, or COMFYUI_MODELS_DIR for ComfyUI\'s models/loras)';
+    const folders = [...this.folders(), `the Hugging Face cache ${this.settings.hubCacheDir}`];
+    const where = `looked in ${folders.join(', ')}${this.folders().length ? '' : '; no LoRA folder is set (LORA_DIR, or COMFYUI_MODELS_DIR for ComfyUI\'s models/loras)'}`;
     if (names.length === 0) return `there are no LoRA files (${where})`;
     const stem = asked.toLowerCase();
     const near = names.filter((n) => n.toLowerCase().includes(stem) || stem.includes(n.toLowerCase().split('/').pop()!));

@@ -75,3 +75,22 @@ test('a file is judged by its header, read again only when its size or modificat
   assert.match((await lib.listing()).find((l) => l.name === 'broken')!.error!, /shorter than a safetensors header/);
   assert.deepEqual([...(await readSafetensorsShapes(p)).entries()], [['diffusion_model.blocks.0.attn.wq.lora_A.weight', [2, D]], ['diffusion_model.blocks.0.attn.wq.lora_B.weight', [D + 8, 2]]]);
 });
+
+test('the Hugging Face cache: LoRA files of each repo\'s main snapshot, by repo (one file) or repo/file; model weights left out', async () => {
+  const hub = join(root, 'hub');
+  const snap = async (repo: string, commit: string, files: Record<string, Record<string, WriteTensor>>) => {
+    const folder = join(hub, `models--${repo.replace('/', '--')}`);
+    mkdirSync(join(folder, 'refs'), { recursive: true });
+    writeFileSync(join(folder, 'refs', 'main'), commit);
+    for (const [rel, t] of Object.entries(files)) await writeSafetensors(join(folder, 'snapshots', commit, rel), t);
+  };
+  await snap('alice/ink-lora', 'c1'.repeat(20), { 'pytorch_lora_weights.safetensors': pair('transformer.transformer_blocks.0.attn.to_q', 2) });
+  await snap('bob/two', 'c2'.repeat(20), { 'a.safetensors': pair('diffusion_model.blocks.1.attn.wq', 2), 'sub/b.safetensors': pair('diffusion_model.blocks.0.attn.wq', 4) });
+  await snap('carol/model', 'c3'.repeat(20), { 'model.safetensors': { 'blocks.0.attn.wq.weight': { dtype: 'F32', shape: [D, D], data: new Float32Array(D * D) } } });
+  mkdirSync(join(hub, 'models--dave--nothing-yet', 'snapshots'), { recursive: true }); // no refs/main
+  const lib = new LoraLibrary(loadSettings({ HF_HUB_CACHE: hub }), scheduler([summary('imgart_turbo')]));
+  assert.deepEqual((await lib.listing()).map((l) => [l.name, l.profiles]), [['alice/ink-lora', ['imgart_turbo']], ['bob/two/a', ['imgart_turbo']], ['bob/two/sub/b', ['imgart_turbo']]]);
+  const [r] = await lib.resolve('imgart_turbo', [{ name: 'alice/ink-lora', scale: 1 }]);
+  assert.equal(r!.path, join(hub, 'models--alice--ink-lora', 'snapshots', 'c1'.repeat(20), 'pytorch_lora_weights.safetensors'));
+  await assert.rejects(lib.resolve('imgart_turbo', [{ name: 'carol/model/model', scale: 1 }]), /no LoRA named .*the Hugging Face cache/);
+});
