@@ -11,11 +11,16 @@
 //   peak GPU        the engine pool's peak bytes in use (weights included)
 // With KILN_PROFILE=1, after each size's step times: the GPU time of one more step per kernel and grid
 // (src/engine/profiler.ts), so a run says where the step goes (GEMM shapes, attention, the rest).
+// --lora-rank R: after each size's step, the same step with a random rank-R LoRA on every DiT linear attached
+// beside it (models/common/lora-linear.ts, as a job's LoRAs run), and what the low-rank terms add (docs/loras.md).
 // --layers N keeps the first N DiT blocks (of 28) and text layers (taps beyond them are taken from the last one
 // loaded); --demo-sizes runs the demo checkpoint's sizes instead (a smoke run for adapters that cannot hold the real
 // tensors: on lavapipe one DiT MLP weight, 16384 x 6144 in f16, is past the 128 MiB binding limit).
 import { Engine } from '../../src/engine/engine';
 import { formatProfile } from '../../src/engine/profiler';
+import type { LoraFile, LoraPair } from '../../src/models/common/lora';
+import { attachLoras } from '../../src/models/common/lora-linear';
+import { krea2LoraNames, krea2LoraWeights } from '../../src/models/common/lora-models';
 import { WeightSynth } from '../../src/models/common/random-weights';
 import { SyntheticCheckpoint } from '../../src/models/common/synthetic-checkpoint';
 import {
@@ -36,6 +41,23 @@ export interface Krea2BenchOptions {
   promptTokens: number;
   job: boolean;
   demoSizes: boolean;
+  loraRank?: number;
+}
+
+/** A random LoRA of rank r on every linear of `names` that `weights` has (small values: the timing is the point). */
+function randomLora(names: ReturnType<typeof krea2LoraNames>, weights: ReadonlyMap<string, unknown>, r: number): LoraFile {
+  const pairs = new Map<string, LoraPair>();
+  let bytes = 0;
+  let seed = 1;
+  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32 - 0.5) * 0.01;
+  for (const [module, [N, K]] of names.modules) {
+    if (!weights.has(module)) continue;
+    const down = Float32Array.from({ length: r * K }, rnd);
+    const up = Float32Array.from({ length: N * r }, rnd);
+    bytes += (down.length + up.length) * 4;
+    pairs.set(module, { module, source: module, down, up, rank: r, factor: 1 });
+  }
+  return { path: `random rank-${r} LoRA`, model: 'krea2', style: 'peft', pairs, bytes };
 }
 
 const now = () => performance.now();
@@ -120,6 +142,20 @@ export async function benchKrea2(o: Krea2BenchOptions): Promise<void> {
             const big = flops >= 1e11;
             console.log(`step @ ${size}x${size} (${h * h} image + ${context.shape[1]} text tokens): ${fmt(best)}, ${big ? `${(flops / 1e12).toFixed(2)} TFLOP` : `${(flops / 1e9).toFixed(3)} GFLOP`} -> ` +
               `${big ? `${(rate / 1e12).toFixed(1)} TFLOP/s` : `${(rate / 1e9).toFixed(2)} GFLOP/s`} (first: ${fmt(first)})`);
+            if (o.loraRank) {
+              const weights = krea2LoraWeights(transformer);
+              const file = randomLora(krea2LoraNames(dit), weights, o.loraRank);
+              const on = attachLoras(e, weights, [{ file, scale: 1 }], transformer.dtype);
+              try {
+                const firstLora = await step();
+                let bestLora = Infinity;
+                for (let i = 0; i < 3; i++) bestLora = Math.min(bestLora, await step());
+                console.log(`step @ ${size}x${size} with a rank-${o.loraRank} LoRA on ${on.linears} linears (${(on.bytes / 2 ** 20).toFixed(1)} MiB of terms): ${fmt(bestLora)}, ` +
+                  `+${fmt(bestLora - best)} (${(((bestLora - best) / best) * 100).toFixed(1)} %) (first: ${fmt(firstLora)})`);
+              } finally {
+                on.detach();
+              }
+            }
             if (e.profiler) {
               await e.profiler.reset();
               await step();

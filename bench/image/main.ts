@@ -1,6 +1,6 @@
 // npm run bench:image [-- --profile imgmain|imgmain_bf16|both|imgart_turbo|imgart_turbo_int8|krea|all] [--layers N]
 //                     [--sizes 1024,2048] [--job-size 1024] [--vae-size PX, 0: none] [--steps 25] [--prompt-tokens N]
-//                     [--no-job] [--demo-sizes]   (--sizes '' skips the step timings)
+//                     [--no-job] [--demo-sizes] [--lora-rank R]   (--sizes '' skips the step timings)
 // The Krea 2 Turbo profiles (imgart_turbo*, krea = both of them) are krea2.ts's cases (8 steps unless --steps).
 // Qwen-Image-2.1 at the real sizes (transformer: the class defaults = the reported config.json; text encoder: the
 // reported Qwen3-VL-8B text config; VAE: the reported vae/config.json) with random weights made in memory
@@ -197,7 +197,7 @@ async function main(): Promise<void> {
     const kSteps = Number(arg('--steps') ?? KREA2_BENCH_STEPS);
     const demoSizes = args.includes('--demo-sizes');
     console.log(`date: ${new Date().toISOString()}  Krea 2 Turbo, random weights at the ${demoSizes ? 'demo' : 'real'} sizes; steps at ${sizes.join(', ')} px, job at ${jobSize} px, ${kSteps} steps, prompt ${promptTokens} tokens`);
-    await benchKrea2({ profile: profiles[0]!, layers: layersArg ? Number(layersArg) : undefined, sizes, jobSize, steps: kSteps, promptTokens, job, demoSizes });
+    await benchKrea2({ profile: profiles[0]!, layers: layersArg ? Number(layersArg) : undefined, sizes, jobSize, steps: kSteps, promptTokens, job, demoSizes, loraRank: arg('--lora-rank') ? Number(arg('--lora-rank')) : undefined });
     return;
   }
   console.log(`date: ${new Date().toISOString()}  Qwen-Image-2.1, random weights at the real sizes; steps at ${sizes.join(', ')} px, job at ${jobSize} px, ${steps} steps, prompt ${promptTokens} tokens`);
