@@ -95,6 +95,8 @@ export interface WorkerSettings {
    * the driver: undefined keeps the engine's default (half the RAM on a software adapter, else 64 GiB). Shown in
    * /api/health (gpu.memory.budgetBytes); npm run plan reads it too. */
   gpuMemoryBudgetBytes?: number;
+  /** PREVIEWS: live previews while a job samples (default on; off gives every cycle to sampling). */
+  previews: boolean;
 }
 
 /** The video profiles' demo checkpoint: `trained`, the one committed under assets/demo/minimax-h3 (it draws the demo
@@ -256,7 +258,7 @@ export function loadWorkerSettings(env: Env = process.env): WorkerSettings {
   const budget = gpuMemoryBudgetOf(env);
   return {
     ...dirsOf(env), demoVideo: demoVideoOf(env), logLevel: logLevelOf(env), workerName: name, cluster: cluster(env), workerProfiles: profiles,
-    stallS: int(env, 'WORKER_STALL_S', 60, 2, 3600), ...(budget !== undefined ? { gpuMemoryBudgetBytes: budget } : {}),
+    stallS: int(env, 'WORKER_STALL_S', 60, 2, 3600), previews: bool(env, 'PREVIEWS', true), ...(budget !== undefined ? { gpuMemoryBudgetBytes: budget } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3';
 
 /** Job events (README "Live job events"): `queued`, `running`, `stage`, `progress`, `done`, `failed`. */
-export type JobEventType = 'queued' | 'running' | 'stage' | 'progress' | 'done' | 'failed';
+export type JobEventType = 'queued' | 'running' | 'stage' | 'progress' | 'preview' | 'done' | 'failed';
 
 export interface StoredEvent {
   /** Global order over all jobs (the id of GET /api/events). */

@@ -22,10 +22,10 @@ export class EventsController {
   constructor(private readonly streams: EventStreams) {}
 
   @Get('jobs/:job_id/events')
-  @ApiOperation({ summary: 'One job\'s events as server-sent events: queued, running, stage, progress, then done or failed, which ends the stream. id: is the job\'s event number; Last-Event-ID or ?after=N resumes after it' })
+  @ApiOperation({ summary: 'One job\'s events as server-sent events: queued, running, stage, progress, preview (extension: a live preview to fetch), then done or failed, which ends the stream. id: is the job\'s event number; Last-Event-ID or ?after=N resumes after it' })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'Resume after this event (EventSource sends it when it reconnects)' })
   // the stream on 200 only: its errors (404, 422) are JSON bodies
-  @ApiOkResponse({ description: 'text/event-stream; data: is the job object, or for stage and progress {id, status, stage, progress, elapsed, eta_s}', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ApiOkResponse({ description: 'text/event-stream; data: is the job object, or for stage and progress {id, status, stage, progress, elapsed, eta_s}, or for preview {id, step, max, width, height, url}', content: { 'text/event-stream': { schema: { type: 'string' } } } })
   @ApiNotFoundResponse({ type: ErrorDetailDto })
   @ApiQueryErrors()
   async jobEvents(@Param('job_id') id: string, @Query() q: EventsQueryDto, @Headers('last-event-id') lastEventId: string | undefined, @Res() res: Response): Promise<void> {

@@ -60,6 +60,21 @@ export class JobsController {
     return new StreamableFile(f.body, { type: 'image/png', disposition: `attachment; filename="${f.name}"` });
   }
 
+  @Get(':job_id/preview')
+  @ApiOperation({ summary: 'Extension: the running job\'s latest live preview, a small webp of where sampling is going (the job\'s events announce each one). 404 for an unknown job or when it has none now: before its first preview, after it ends, or with PREVIEWS=off' })
+  @ApiOkResponse({
+    description: 'The preview (webp, longer side 256 px, the output\'s aspect); X-Preview-Step says after which sampling step',
+    content: { 'image/webp': { schema: { type: 'string', format: 'binary' } } },
+    headers: { 'X-Preview-Step': { description: 'The sampling step it shows, of the job\'s steps', schema: { type: 'integer' } } },
+  })
+  @ApiNotFoundResponse({ description: 'Unknown job, or no preview now', type: ErrorDetailDto })
+  preview(@Param('job_id') id: string, @Res({ passthrough: true }) res: Response) {
+    const p = this.jobs.latestPreview(id);
+    res.setHeader('Cache-Control', 'no-store');
+    res.setHeader('X-Preview-Step', String(p.step));
+    return new StreamableFile(p.webp, { type: 'image/webp' });
+  }
+
   @Delete(':job_id')
   @ApiOperation({ summary: 'Cancel (queued), interrupt (running) or delete (done/failed) a job' })
   @ApiOkResponse({ type: DeleteResultDto })

@@ -8,7 +8,7 @@ import { BadInputError, NotFoundError, QueueFullError } from '../common/errors';
 import { SETTINGS, Settings } from '../config/settings';
 import { LOGGER } from '../http/tokens';
 import { OutboundClient } from '../net/outbound';
-import { Outcome, Scheduler } from '../scheduler/scheduler';
+import { Outcome, Scheduler, type LivePreview } from '../scheduler/scheduler';
 import type { ServedSummary, WorkerTask } from '../worker/protocol';
 import { CallbackSender } from './callback.sender';
 import type { InputFile } from './input-probe';
@@ -30,6 +30,7 @@ const profilesOf = (kind: JobKind): string[] => (kind === 'video' ? VIDEO_PROFIL
 export class JobsService implements OnModuleInit, OnApplicationShutdown {
   readonly outDir: string;
   readonly inputsDir: string;
+  private readonly previews = new Map<string, LivePreview>();
 
   constructor(
     @Inject(SETTINGS) private readonly settings: Settings,
@@ -47,6 +48,7 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     this.inputsDir = files.inputsDir;
     scheduler.on('started', (task, started, worker) => this.onStarted(task, started, worker));
     scheduler.on('progress', (task) => this.onProgress(task));
+    scheduler.on('preview', (task, frame) => this.onPreview(task, frame));
     scheduler.on('requeued', (task) => this.onRequeued(task));
     // A job's end is saved before the next job starts (the scheduler waits for this).
     scheduler.settleWith((task, outcome) => this.tracked(this.onFinished(task, outcome)));
@@ -324,7 +326,28 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
     this.events.publish(task.id, type, delta);
   }
 
+  /** Keeps a running job's latest preview (in memory: one small webp per running job, dropped when it ends) and
+   * tells its event stream, with the URL to fetch it rather than the picture. */
+  private onPreview(task: WorkerTask, frame: LivePreview): void {
+    if (task.kind === 'tts' || !this.scheduler.running(task.id)) return;
+    this.previews.set(task.id, frame);
+    this.events.publish(task.id, 'preview', { id: task.id, step: frame.step, max: frame.max, width: frame.width, height: frame.height, url: `/api/jobs/${task.id}/preview` });
+  }
+
+  /** A job's latest live preview; 404 for an unknown job, or one without a preview now (not sampling yet, ended, or
+   * previews off). */
+  latestPreview(id: string): LivePreview {
+    const job = this.getRecord(id);
+    const p = this.previews.get(id);
+    if (!p) {
+      const why = job.status === 'running' ? 'a preview comes every few sampling steps (PREVIEWS=off turns them off)' : `previews are shown while a job samples; this one is ${job.status}`;
+      throw new NotFoundError(`job ${id} has no preview now: ${why}`);
+    }
+    return p;
+  }
+
   private async onFinished(task: WorkerTask, outcome: Outcome): Promise<void> {
+    this.previews.delete(task.id);
     const job = this.store.get(task.id);
     if (job) await this.finish(job, outcome);
   }

@@ -15,10 +15,21 @@ import { Lanes, type Waiting } from './lanes';
 import { armTimeout, lostOutcome, type Outcome, type Running } from './running';
 import type { TaskEvent, WorkerLink, WorkerPool, WorkerStatus } from './worker-link';
 
+/** A running job's latest live preview (issue 46): a webp of where sampling is going after step `step` of `max`. */
+export interface LivePreview {
+  step: number;
+  max: number;
+  width: number;
+  height: number;
+  webp: Buffer;
+}
+
 export interface SchedulerEvents {
   /** A task left the queue and went to a worker (its name): positions of all queued tasks moved. */
   started: (task: WorkerTask, started: number, worker: string) => void;
   progress: (task: WorkerTask) => void;
+  /** A live preview of the running task (a webp). */
+  preview: (task: WorkerTask, frame: LivePreview) => void;
   /** A task ended (`started` is when it went to the worker). */
   finished: (task: WorkerTask, outcome: Outcome) => void;
   /** A queued task was removed before it ran. */
@@ -330,6 +341,8 @@ export class Scheduler extends EventEmitter {
         r[which] = nextSeries(r[which], e.max, at);
         return void this.emit('progress', r.task);
       }
+      case 'preview':
+        return void this.emit('preview', r.task, { step: e.step, max: e.max, width: e.width, height: e.height, webp: Buffer.from(e.webp, 'base64') });
       case 'loaded':
         r.loadS = e.load_s;
         this.eta.recordLoad(profileKey(r.task), e.load_s);

@@ -77,7 +77,11 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
       // A lost device leaves native state behind that a new device in this process may trip over: start afresh.
       if ((event.type === 'done' || event.type === 'failed') && holder.lost) die('the GPU device was lost');
     },
-    { fitsBeside: (bytes) => holder.peek()?.canFit(bytes) ?? false, log: (msg, extra) => log.warn(extra ?? {}, msg), bindSignal: (signal) => holder.interruptOn(signal) },
+    {
+      fitsBeside: (bytes) => holder.peek()?.canFit(bytes) ?? false, log: (msg, extra) => log.warn(extra ?? {}, msg), bindSignal: (signal) => holder.interruptOn(signal),
+      // previews travel over the API's IPC channel; a Redis worker does not send them (not built: README "Previews")
+      previews: settings.previews && !redisUrl,
+    },
   );
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(runner));
 

@@ -70,6 +70,8 @@ export type FromWorker =
   | { type: 'started'; id: string }
   | { type: 'stage'; id: string; stage: Stage }
   | { type: 'progress'; id: string; value: number; max: number }
+  /** A live preview (PREVIEWS on): a webp of where sampling is going after step `step` of `max`, base64. */
+  | { type: 'preview'; id: string; step: number; max: number; width: number; height: number; webp: string }
   /** A model was loaded for the task (`load_s` seconds, `gpu_bytes` held). */
   | { type: 'loaded'; id: string; profile: string; load_s: number; gpu_bytes: number }
   /** compile_s: seconds of the run spent compiling shaders (one-off: the ETA leaves it out of the class's time);

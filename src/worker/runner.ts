@@ -5,7 +5,7 @@ import { BadInputError, CancelledError } from '../common/errors';
 import { stat } from 'node:fs/promises';
 import { notBuilt, STAGE } from '../catalog';
 import { kernelCompileS } from '../engine/kernels';
-import type { Pipeline, RunContext } from '../models/common/pipeline';
+import type { Pipeline, PreviewFrame, RunContext } from '../models/common/pipeline';
 import type { FailCode, FromWorker, WorkerTask } from './protocol';
 import type { ProfileRegistry } from './registry';
 
@@ -28,6 +28,8 @@ export interface RunnerOptions {
   /** Called as a task starts with its signal; returns what undoes it when the task ends (the worker makes GPU waits
    * give up when the signal fires: EngineHolder.interruptOn). */
   bindSignal?: (signal: AbortSignal) => () => void;
+  /** Live previews (PREVIEWS): pipelines get ctx.preview and their previews are reported. Default off. */
+  previews?: boolean;
 }
 
 /**
@@ -52,6 +54,7 @@ export class Runner {
   private readonly fitsBeside: (bytes: number) => boolean;
   private readonly log: (msg: string, extra?: object) => void;
   private readonly bindSignal: (signal: AbortSignal) => () => void;
+  private readonly previews: boolean;
 
   constructor(
     private readonly registry: ProfileRegistry,
@@ -61,6 +64,7 @@ export class Runner {
     this.fitsBeside = o.fitsBeside ?? (() => false);
     this.log = o.log ?? (() => {});
     this.bindSignal = o.bindSignal ?? (() => () => {});
+    this.previews = o.previews ?? false;
   }
 
   enqueue(task: WorkerTask): void {
@@ -148,6 +152,9 @@ export class Runner {
         r.compiledAtProgress = kernelCompileS();
         this.report({ type: 'progress', id, value, max });
       },
+      ...(this.previews
+        ? { preview: (p: PreviewFrame) => this.report({ type: 'preview', id, step: p.step, max: p.max, width: p.width, height: p.height, webp: p.webp.toString('base64') }) }
+        : {}),
       // Interactive requests have no safe points of their own: nothing runs inside them.
       safePoint: beside || this.isInteractive(r.task) ? async () => {} : () => this.serveInteractive(),
     };

@@ -45,6 +45,8 @@ test('the worker reads the directories and log level as the API does, and its na
   assert.throws(() => loadWorkerSettings({ WORKER_NAME: 'a b' }), /^Error: WORKER_NAME=|WORKER_NAME=/);
   assert.equal(loadWorkerSettings({}).gpuMemoryBudgetBytes, undefined, 'GPU_MEMORY_BUDGET unset: the engine\'s default');
   assert.equal(loadWorkerSettings({ GPU_MEMORY_BUDGET: '16GiB' }).gpuMemoryBudgetBytes, 16 * 2 ** 30);
+  assert.deepEqual([loadWorkerSettings({}).previews, loadWorkerSettings({ PREVIEWS: 'false' }).previews, loadWorkerSettings({ PREVIEWS: 'on' }).previews], [true, false, true], 'PREVIEWS');
+  assert.throws(() => loadWorkerSettings({ PREVIEWS: 'sometimes' }), /PREVIEWS="sometimes": expected 1\/0/);
   assert.equal(loadWorkerSettings({ GPU_MEMORY_BUDGET: '24 GB' }).gpuMemoryBudgetBytes, 24e9);
   assert.throws(() => loadWorkerSettings({ GPU_MEMORY_BUDGET: 'lots' }), /GPU_MEMORY_BUDGET: "lots" is not a size/);
   assert.throws(() => loadWorkerSettings({ GPU_MEMORY_BUDGET: '1024' }), /GPU_MEMORY_BUDGET=1024: at least 256MiB/);

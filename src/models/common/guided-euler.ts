@@ -34,6 +34,15 @@ export interface GuidedEulerLoop {
   signal?: AbortSignal;
   /** After each step (its GPU work finished): progress and the runner's safe point. */
   onStep?(done: number, total: number): Promise<void> | void;
+  /** Live previews: after the steps `at` names, the denoised estimate x0 = x - sigma(i) v of that step (the loop
+   * frees it after `show`). */
+  denoised?: DenoisedPreview & { sigma(i: number): number };
+}
+
+/** What a pipeline does with the sampler's denoised estimates (latent-preview.ts). */
+export interface DenoisedPreview {
+  at(done: number): boolean;
+  show(x0: Tensor, done: number): Promise<void>;
 }
 
 /** Runs the loop; returns the final latents (the caller frees them). */
@@ -44,11 +53,19 @@ export async function guidedEuler(e: Engine, o: GuidedEulerLoop): Promise<Tensor
       throwIfCancelled(o.signal);
       let v = o.velocity(x, i);
       if (o.negative) v = guide(e, v, o.negative(x, i), o.cfg);
+      const x0 = o.denoised?.at(i + 1) ? eulerStep(e, x, v, -o.denoised.sigma(i)) : null;
       const next = eulerStep(e, x, v, o.dt(i));
       v.free();
       x.free();
       x = next;
       await e.sync();
+      if (x0) {
+        try {
+          await o.denoised!.show(x0, i + 1);
+        } finally {
+          x0.free();
+        }
+      }
       await o.onStep?.(i + 1, o.steps);
     }
     const out = x;

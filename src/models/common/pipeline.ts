@@ -14,6 +14,18 @@ export interface RunContext {
    * beside this pipeline, when their model fits in GPU memory next to it. Call it where no GPU work of this job
    * is pending that the interactive request could disturb (tensors stay allocated; that is fine). */
   safePoint(): Promise<void>;
+  /** Live previews (issue 46), absent when they are off: a small webp of where sampling is going, after step `step`
+   * of `max`. */
+  preview?(p: PreviewFrame): void;
+}
+
+/** One live preview: a webp whose aspect is the output's. */
+export interface PreviewFrame {
+  step: number;
+  max: number;
+  webp: Buffer;
+  width: number;
+  height: number;
 }
 
 /** One model, loaded once and run for many tasks. The runner keeps at most one loaded per slot: a task for

@@ -19,7 +19,8 @@ import type { Tensor } from '../../engine/tensor';
 import { writePng } from '../../media';
 import type { ImageJobTask } from '../common/image-task';
 import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
-import { guidedEuler } from '../common/guided-euler';
+import { guidedEuler, type DenoisedPreview } from '../common/guided-euler';
+import { denoisedPreview, fitLatentProjection, projectLatents, type LatentProjection } from '../common/latent-preview';
 import type { LoraTarget } from '../common/lora-linear';
 import { krea2LoraNames, krea2LoraWeights } from '../common/lora-models';
 import { loadReferenceImages } from '../common/reference-images';
@@ -89,6 +90,8 @@ interface Loaded {
   conditioner: Krea2Conditioner;
   vae: Krea2Vae;
   bytes: number;
+  /** Previews' latent-to-RGB projection, once fitted. */
+  projection?: Promise<LatentProjection>;
 }
 
 /** The latent noise of a seed: (1, C, h, w) channel-major, value (c, y, x) = draw c h w + y w + x of the seed's stream. */
@@ -101,6 +104,13 @@ export function krea2Noise(seed: number, channels: number, h: number, w: number)
 }
 
 /** sampling.py's picture: clamp to [-1, 1], (x + 1) / 2 * 255 truncated to 8 bits; (H, W, 3) channels-last in. */
+/** (C, n) channel-major values as (n, C). */
+function channelLast(planar: Float32Array, channels: number, n: number): Float32Array {
+  const out = new Float32Array(planar.length);
+  for (let c = 0; c < channels; c++) for (let t = 0; t < n; t++) out[t * channels + c] = planar[c * n + t]!;
+  return out;
+}
+
 export function krea2Rgb8(data: Float32Array): Uint8Array {
   const out = new Uint8Array(data.length);
   for (let i = 0; i < data.length; i++) out[i] = Math.floor((Math.min(1, Math.max(-1, data[i]!)) * 0.5 + 0.5) * 255);
@@ -121,6 +131,8 @@ export interface Krea2SampleRequest {
   signal?: AbortSignal;
   /** After each step (its GPU work finished): progress and the runner's safe point. */
   onStep?(done: number, total: number): Promise<void> | void;
+  /** Live previews of the denoised estimate (1, N, C p^2) patch tokens. */
+  preview?: DenoisedPreview;
 }
 
 /**
@@ -152,6 +164,7 @@ export async function sampleKrea2(e: Engine, transformer: Krea2Transformer, r: K
       velocity: (x, i) => transformer.forward({ img: x, context: r.context, sigma: sigmas[i]!, geometry: g }).sample,
       negative: negative && ng ? (x, i) => transformer.forward({ img: x, context: negative, sigma: sigmas[i]!, geometry: ng }).sample : undefined,
       dt: (i) => krea2StepSize(sigmas, i),
+      denoised: r.preview && { ...r.preview, sigma: (i) => sigmas[i]! },
     });
   } finally {
     x?.free();
@@ -251,6 +264,7 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
         noise: this.o.noise?.(task, cfg.channels, h, w) ?? krea2Noise(task.seed, cfg.channels, h, w),
         signal: ctx.signal,
         onStep: stepReporter(ctx),
+        preview: denoisedPreview(ctx, task.steps, async (x0) => projectLatents(await this.projection(m), channelLast(krea2Unpatchify(await e.read(x0), shape, cfg.patch), cfg.channels, h * w), h, w)),
       });
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);
@@ -260,9 +274,7 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       x.free();
       x = null;
       this.o.onSampled?.(latent);
-      const nhwc = new Float32Array(latent.length);
-      for (let c = 0; c < cfg.channels; c++) for (let t = 0; t < h * w; t++) nhwc[t * cfg.channels + c] = latent[c * h * w + t]!;
-      const z = e.upload(nhwc, [1, h, w, cfg.channels], m.vae.dtype, 'krea2 latent');
+      const z = e.upload(channelLast(latent, cfg.channels, h * w), [1, h, w, cfg.channels], m.vae.dtype, 'krea2 latent');
       let pixels: Float32Array;
       try {
         const out = m.vae.decode(z); // (1, 8h, 8w, 3)
@@ -281,6 +293,25 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       x?.free();
       for (const t of held) t.free();
     }
+  }
+
+  /** The loaded model's latent-to-RGB projection for previews, fitted at its first preview against its own VAE. */
+  private projection(m: Loaded): Promise<LatentProjection> {
+    const C = m.transformer.config.channels;
+    m.projection ??= fitLatentProjection({
+      channels: C, grid: 16, samples: 2, seed: 46,
+      decode: async (lat, g) => {
+        const z = m.e.upload(lat, [1, g, g, C], m.vae.dtype, 'krea2 preview fit');
+        const out = m.vae.decode(z); // (1, 8g, 8g, 3)
+        z.free();
+        try {
+          return { rgb: krea2Rgb8(await m.e.read(out)), width: out.shape[2]!, height: out.shape[1]! };
+        } finally {
+          out.free();
+        }
+      },
+    });
+    return m.projection;
   }
 
   protected freeModel(m: Loaded): void {

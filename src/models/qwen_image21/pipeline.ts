@@ -25,7 +25,8 @@ import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import { imageMaskWithTarget, jointSequence, type ImageShape, type JointSequence } from './joint-sequence';
-import { guidedEuler } from '../common/guided-euler';
+import { guidedEuler, type DenoisedPreview } from '../common/guided-euler';
+import { denoisedPreview, fitLatentProjection, pictureFromPlanar, projectLatents, type LatentProjection } from '../common/latent-preview';
 import { eulerDt, flowMatchSchedule, modelTimestep, type FlowMatchConfig } from './sigmas';
 import { QwenImage21Transformer, type QwenImage21PrefixCache } from './transformer';
 import { QwenImage21Vae } from './vae';
@@ -103,6 +104,8 @@ export interface SampleRequest {
   onStep?(done: number, total: number): Promise<void> | void;
   /** Initial latents (h * w, C) to use instead of seededNoise (the end-to-end golden gives upstream's draw to both). */
   noise?: Float32Array;
+  /** Live previews of the denoised estimate (1, h * w, C). */
+  preview?: DenoisedPreview;
 }
 
 /** The text-only joint sequence of a conditioning of `rows` tokens and a target of h x w latent tokens. */
@@ -159,6 +162,7 @@ export async function sampleLatents(e: Engine, transformer: QwenImage21Transform
         ? (x, i) => transformer.forward({ sequence: negSequence!, encoderHiddenStates: r.negative!.embeds, referenceLatents, latents: x, timestep: modelTimestep(schedule, i), cache: negCache }).sample
         : undefined,
       dt: (i) => eulerDt(schedule, i),
+      denoised: r.preview && { ...r.preview, sigma: (i) => schedule.sigmas[i]! },
     });
   } finally {
     x?.free();
@@ -175,6 +179,8 @@ interface Loaded {
   parts: QwenImage21Parts;
   vae: QwenImage21Vae;
   bytes: number;
+  /** Previews' latent-to-RGB projection, once fitted. */
+  projection?: Promise<LatentProjection>;
 }
 
 export interface QwenImage21PipelineOptions {
@@ -269,6 +275,7 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
         noise: this.o.noise?.(task, transformer.config.inChannels, grid.h, grid.w),
         cond, negative, references, cfg: task.cfg, seed: task.seed, steps: task.steps, width: task.width, height: task.height, signal: ctx.signal,
         onStep: stepReporter(ctx),
+        preview: denoisedPreview(ctx, task.steps, async (x0) => projectLatents(await this.projection(m), await e.read(x0), grid.h, grid.w)),
       });
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);
@@ -295,6 +302,25 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
       latents?.free();
       for (const t of held) t.free();
     }
+  }
+
+  /** The loaded model's latent-to-RGB projection for previews, fitted at its first preview against its own VAE. */
+  private projection(m: Loaded): Promise<LatentProjection> {
+    m.projection ??= fitLatentProjection({
+      channels: m.parts.transformer.config.inChannels, grid: 16, samples: 2, seed: 46,
+      decode: async (lat, g) => {
+        const t = m.e.upload(lat, [1, g, g, m.parts.transformer.config.inChannels], m.parts.transformer.dtype, 'qi21 preview fit');
+        const px = m.vae.decode(t);
+        t.free();
+        const [, H, W, channels] = px.shape as [number, number, number, number];
+        try {
+          return pictureFromPlanar(rgbOverWhite(await m.e.read(px), H, W, channels), W, H);
+        } finally {
+          px.free();
+        }
+      },
+    });
+    return m.projection;
   }
 
   protected freeModel(m: Loaded): void {

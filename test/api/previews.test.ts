@@ -1,0 +1,65 @@
+// Live previews (issue 46) through the real app on the demo checkpoints: while an image job samples (imgmain:
+// Qwen-Image-2.1; imgart_turbo: Krea 2), its event stream announces `preview` events every few steps with a URL, and
+// GET /api/jobs/{id}/preview answers the latest as a webp whose aspect is the output's (X-Preview-Step: its step);
+// 404 for an unknown job and once the job has ended.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import sharp from 'sharp';
+import { auth, startAppOnDemoWeights, TestApp, TOKEN } from './harness';
+import { readEvents } from './sse';
+
+describe('live previews while image jobs sample (demo weights)', () => {
+  let t: TestApp;
+  before(async () => (t = await startAppOnDemoWeights()));
+  after(() => t.close(true));
+
+  for (const [profile, steps] of [['imgmain', 10], ['imgart_turbo', 8]] as const) {
+    test(`${profile}: preview events with a URL, each a decodable webp of the output's 3:2 aspect; 404 after the end`, async () => {
+      const res = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'a red circle on a blue background', profile, size: '384x256', steps, seed: 9 });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const id = res.body.id as string;
+      const fetched: Promise<{ status: number; step?: string; width?: number; height?: number; type?: string }>[] = [];
+      let seen = 0;
+      const stream = await readEvents(`${t.url}/api/jobs/${id}/events?token=${TOKEN}`, {
+        timeoutMs: 300_000,
+        // each new preview event: fetch it at once, while the job still runs
+        stop: (evs) => {
+          for (const ev of evs.filter((e) => e.event === 'preview').slice(seen)) {
+            seen++;
+            fetched.push(
+              fetch(`${t.url}${ev.data.url}`, { headers: auth }).then(async (r) => {
+                if (r.status !== 200) return { status: r.status };
+                const meta = await sharp(Buffer.from(await r.arrayBuffer())).metadata();
+                return { status: 200, step: r.headers.get('x-preview-step') ?? undefined, width: meta.width, height: meta.height, type: r.headers.get('content-type') ?? undefined };
+              }),
+            );
+          }
+          return false;
+        },
+      });
+      const end = stream.events.at(-1)!;
+      assert.equal(end.event, 'done', JSON.stringify(end));
+      const previews = stream.events.filter((e) => e.event === 'preview').map((e) => e.data);
+      // about five, evenly spread, never the last step (the output follows it)
+      const expected = steps === 10 ? [2, 4, 6, 8] : [2, 4, 6];
+      assert.deepEqual(previews.map((p) => p.step), expected, JSON.stringify(previews));
+      for (const p of previews) assert.deepEqual([p.id, p.max, p.url, p.width, p.height], [id, steps, `/api/jobs/${id}/preview`, 256, 171]);
+      const got = await Promise.all(fetched);
+      const ok = got.filter((g) => g.status === 200);
+      assert.ok(ok.length >= 1, `at least one preview fetched while the job ran: ${JSON.stringify(got)}`);
+      for (const g of ok) {
+        assert.deepEqual([g.type, g.width, g.height], ['image/webp', 256, 171], JSON.stringify(g));
+        assert.ok(expected.includes(Number(g.step)), JSON.stringify(g));
+      }
+      console.log(`# ${profile} 384x256 ${steps} steps: previews at ${previews.map((p) => p.step).join(', ')}; fetched ${got.map((g) => g.status).join(' ')}`);
+      const gone = await t.http.get(`/api/jobs/${id}/preview`).set(auth);
+      assert.equal(gone.status, 404);
+      assert.match(gone.body.detail, /has no preview now: previews are shown while a job samples; this one is done$/);
+    });
+  }
+
+  test('an unknown job: 404', async () => {
+    const res = await t.http.get('/api/jobs/20990101_000000_0000/preview').set(auth);
+    assert.equal(res.status, 404);
+  });
+});
