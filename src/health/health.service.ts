@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { SETTINGS, Settings } from '../config/settings';
 import {
   CLIP_SECONDS, EXPLICIT_SIZE, FPS, IMAGE_ASPECTS, IMAGE_DEFAULTS, IMAGE_PROFILES, IMAGE_RES, IMAGE_SIZES, MAX_CFG, MAX_INPUT_BYTES, MAX_PROMPT_CHARS, MAX_STEPS,
-  MAX_WAIT_S, ProfileInfo, TTS_DEFAULTS, TTS_LANGUAGES, TTS_MODEL, TTS_PROFILE, VIDEO_ASPECTS, VIDEO_AUDIO_MODES, VIDEO_DEFAULTS, VIDEO_IMAGE_MODES,
+  LORA_LIMITS, MAX_WAIT_S, ProfileInfo, TTS_DEFAULTS, TTS_LANGUAGES, TTS_MODEL, TTS_PROFILE, VIDEO_ASPECTS, VIDEO_AUDIO_MODES, VIDEO_DEFAULTS, VIDEO_IMAGE_MODES,
   VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, VIDEO_SIZES, snapFrames,
 } from '../catalog';
 import { JobsService } from '../jobs/jobs.service';
@@ -80,6 +80,8 @@ export class HealthService {
         explicit_size: EXPLICIT_SIZE,
         max_images: Object.fromEntries(IMAGE_PROFILES.map((p) => [p.profile, p.max_images])),
         max_cfg: MAX_CFG,
+        // what a request's `loras` may hold (the capability table's; docs/loras.md)
+        lora_limits: LORA_LIMITS,
         defaults: IMAGE_DEFAULTS,
       },
       // the LoRA files a request's `loras` may name (LORA_DIR, ComfyUI's loras/), each with the image profiles whose

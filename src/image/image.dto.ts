@@ -2,7 +2,6 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../http/validation';
 import { EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_CAPABILITIES, IMAGE_DEFAULTS as DEF, IMAGE_PROFILES, IMAGE_RES, LORA_LIMITS, MAX_PRIORITY, MAX_WAIT_S } from '../catalog';
-import { LoraDto } from '../jobs/job.schema';
 
 const DEFAULT_PROFILE = IMAGE_CAPABILITIES.find((c) => c.profile === DEF.profile)!;
 
@@ -60,14 +59,23 @@ export class ImageFieldsDto {
   priority?: number;
 }
 
+/** One LoRA of a request (drafting checks it: jobs/job-requests.ts resolveLoras). */
+export class LoraRequestDto {
+  @ApiProperty({ description: 'The LoRA\'s name as GET /api/config lists it: its path below LORA_DIR or ComfyUI\'s loras/ without .safetensors, or owner/repo[/file] in the Hugging Face cache' })
+  name!: string;
+
+  @ApiPropertyOptional({ default: LORA_LIMITS.scale.default, minimum: LORA_LIMITS.scale.min, maximum: LORA_LIMITS.scale.max, description: '1 as trained, 0 off' })
+  scale?: number;
+}
+
 /** The `loras` field's description (both forms). */
 export const LORAS_DESCRIPTION = `Extension: LoRAs applied to the image model for this job, in order: [{"name": ..., "scale": ...}], name as GET /api/config lists it (a file below LORA_DIR or ComfyUI's loras/ without .safetensors), scale ${LORA_LIMITS.scale.min} to ${LORA_LIMITS.scale.max} (default ${LORA_LIMITS.scale.default}; 0: off); at most ${LORA_LIMITS.max}. Video profiles take none yet`;
 
 /** POST /api/v1/image */
 export class GenerateImageDto extends ImageFieldsDto {
-  @ApiPropertyOptional({ type: [LoraDto], description: LORAS_DESCRIPTION })
+  @ApiPropertyOptional({ type: [LoraRequestDto], maxItems: LORA_LIMITS.max, description: LORAS_DESCRIPTION })
   @Optional() @IsArray()
-  loras?: LoraDto[];
+  loras?: LoraRequestDto[];
 
   @ApiPropertyOptional({ type: [String], description: imagesRule() })
   @Optional() @IsArray() @IsString({ each: true })

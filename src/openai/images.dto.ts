@@ -5,9 +5,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsDefined, IsIn, IsInt, IsString, Max, Min } from 'class-validator';
 import { IMAGE_DEFAULTS, IMAGE_PROFILES, MAX_STEPS } from '../catalog';
-import { LORAS_DESCRIPTION } from '../image/image.dto';
+import { LORAS_DESCRIPTION, LoraRequestDto } from '../image/image.dto';
 import { Optional } from '../http/validation';
-import { LoraDto } from '../jobs/job.schema';
 import { OPENAI_IMAGE_MODELS } from './models';
 
 export const MAX_N = 10;
@@ -57,8 +56,8 @@ export class OpenAiImageGenerateDto {
   negative_prompt?: string;
 
   // typed by drafting (jobs/job-requests.ts resolveLoras), which takes the array or, from the edit form, its JSON text
-  @ApiPropertyOptional({ type: [LoraDto], description: `${LORAS_DESCRIPTION}. In the edit form: the array as JSON text` })
-  loras?: LoraDto[] | string;
+  @ApiPropertyOptional({ type: [LoraRequestDto], description: `${LORAS_DESCRIPTION}. In the edit form: the array as JSON text` })
+  loras?: LoraRequestDto[] | string;
 }
 
 /** POST /v1/images/edits: the same fields as a form; the pictures come as `image` or `image[]` file parts. */

@@ -95,6 +95,7 @@ describe('LoRAs per request (demo weights)', () => {
     assert.deepEqual(by.qwen_kohya.profiles, ['imgmain', 'imgmain_bf16']);
     assert.deepEqual(by.dora.profiles, []);
     assert.ok(by['krea/ink'].bytes > 0);
+    assert.deepEqual(cfg.image.lora_limits, { max: 6, scale: { min: -4, max: 4, default: 1 } });
   });
 
   test('a LoRA changes the picture; the same seed and LoRA give the same bytes; scale 0 is the picture without it', async () => {
