@@ -19,7 +19,7 @@ const tf = (n: number) => (n >= 1e12 ? `${(n / 1e12).toFixed(2)} TFLOP` : `${(n 
 
 export function formatPlan(p: JobPlan): string[] {
   const out = [
-    `${p.kind} job on ${p.profile} (${p.model}) at ${p.job.width}x${p.job.height}, ${p.job.steps} steps, cfg ${p.job.cfg}${p.job.images ? `, ${p.job.images} images` : ''}; adapter ${p.adapter.name}`,
+    `${p.kind} job on ${p.profile} (${p.model}) at ${p.job.width}x${p.job.height}${p.job.frames ? `, ${p.job.frames} frames (${p.job.seconds} s)` : ''}, ${p.job.steps} steps${p.job.cfg !== undefined ? `, cfg ${p.job.cfg}` : ''}${p.job.images ? `, ${p.job.images} images${p.job.image_mode ? ` (${p.job.image_mode})` : ''}` : ''}${p.job.audios ? `, ${p.job.audios} clips (${p.job.audio_mode})` : ''}; adapter ${p.adapter.name}`,
     `peak GPU memory: ${fmtBytes(p.peak_gpu_bytes)} (${p.fits ? 'fits' : 'does NOT fit'} the ${fmtBytes(p.budget_bytes)} budget)`,
     `resident after loading: ${p.resident.map((r) => `${r.stage} ${fmtBytes(r.bytes)}`).join(', ')}`,
     '',

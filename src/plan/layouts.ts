@@ -10,6 +10,7 @@ import { recordKrea2Keys, releasedKrea2Sizes, writeKrea2Checkpoint } from '../mo
 import { readQwenImage21Configs } from '../models/qwen_image21/checkpoint';
 import { recordQwenImage21Keys, writeQwenImage21Checkpoint, writeQwenImage21ConfigFiles } from '../models/qwen_image21/demo';
 import { releasedQwenImage21Files } from '../models/qwen_image21/released';
+import { recordReleasedH3Keys, releasedH3Configs, writePlannedH3Checkpoint } from '../models/minimax_h3/released';
 
 /** Where planned checkpoints are kept: KILN_PLAN_CACHE, else a folder in the system's temp dir. */
 export function planCacheDir(): string {
@@ -61,6 +62,21 @@ export async function plannedQwenImage21Root(): Promise<string> {
       // f16, as the plans run: the 8B's embedding table then fits one binding (in f32 it would be read from the file)
       const keys = await recordQwenImage21Keys(e, await readQwenImage21Configs(dir), 'f16');
       await writeQwenImage21Checkpoint(dir, files, keys, null, { format: 'pt', kiln_plan: 'reported Qwen-Image-2.1 sizes, no weights (a plan)' });
+    } finally {
+      e.destroy();
+    }
+  });
+}
+
+/** The released MiniMax H3 checkpoint root in the diffusers layout (models/minimax_h3/released.ts), planned: every
+ * video profile loads its parts from it (the distilled DiT and the int8 builds have the base DiT's shapes). */
+export async function plannedH3Root(): Promise<string> {
+  const configs = releasedH3Configs();
+  return cached('minimax-h3', [2, configs], async (dir) => {
+    const e = Engine.createShapeOnly('h200');
+    try {
+      const keys = await recordReleasedH3Keys(e, configs);
+      await writePlannedH3Checkpoint(dir, configs, keys, { format: 'pt', kiln_plan: 'released MiniMax H3 sizes, no weights (a plan)' });
     } finally {
       e.destroy();
     }

@@ -1,5 +1,5 @@
-// A job's plan: the request drafted by the API's own rules (image/image.draft.ts), mapped to the model's task by the
-// worker's own function (worker/profiles), run by the model's own pipeline on the shape-only engine
+// A job's plan: the request drafted by the API's own rules (image/image.draft.ts, video/video.draft.ts), mapped to the
+// model's task by the worker's own function (worker/profiles), run by the model's own pipeline on the shape-only engine
 // (src/engine/plan-device.ts) over a planned checkpoint at the released sizes (layouts.ts). What it reports is what
 // the pool and the meter counted: peak GPU bytes per stage (the spec's stage names), what each load stage left
 // resident, FLOPs, bytes bound and dispatches per stage and per sampling step, and a predicted sampling time where
@@ -12,7 +12,8 @@ import { IMAGE_PROFILES, STAGE, VIDEO_PROFILES } from '../catalog';
 import { Engine } from '../engine/engine';
 import { adapterProfile, type AdapterProfile } from '../engine/plan-device';
 import { draftImage, type ImageRequest } from '../image/image.draft';
-import { writePng } from '../media';
+import { draftVideo, type VideoRequest } from '../video/video.draft';
+import { writePng, writeWav } from '../media';
 import { Krea2Pipeline, krea2DemoLayout } from '../models/krea2';
 import type { Pipeline } from '../models/common/pipeline';
 import { measureRun, type StageCost } from '../models/common/stage-meter';
@@ -21,15 +22,21 @@ import { QWEN_IMAGE21_PROFILES } from '../worker/profiles/image';
 import { qwenImageTaskOf } from '../models/qwen_image21/task';
 import { KREA2_PROFILES } from '../worker/profiles/krea2';
 import { krea2TaskOf } from '../models/krea2/task';
-import type { ImageTask } from '../worker/protocol';
+import { h3DirsFromRoot } from '../models/minimax_h3/pipeline';
+import { h3Variant } from '../models/minimax_h3/variants';
+import { acceptsFor, capabilitiesOf } from '../catalog';
+import { h3ProfilePipeline, h3RootFiles, videoTaskPipeline } from '../worker/profiles/video';
+import type { ImageTask, VideoTask } from '../worker/protocol';
 import { calibrationFor } from './calibration';
-import { plannedKrea2Root, plannedQwenImage21Root } from './layouts';
+import { plannedH3Root, plannedKrea2Root, plannedQwenImage21Root } from './layouts';
 
 /** A request as the JSON API takes it, plus `kind` where the fields do not say it; media inputs by size. */
-export type PlanRequest = ImageRequest & {
+export type PlanRequest = ImageRequest & VideoRequest & {
   kind?: 'image' | 'video' | 'tts';
   /** Input pictures: "WxH" strings or { width, height } (their sizes count; their contents do not). */
   images?: (string | { width: number; height: number })[];
+  /** Input clips (video): lengths in seconds, or { seconds } (their lengths count; their contents do not). */
+  audios?: (number | { seconds: number })[];
   [field: string]: unknown;
 };
 
@@ -44,12 +51,27 @@ export interface StagePlan {
   steps: number;
 }
 
+/** What the plan ran: the drafted job's sizes and settings (image: cfg; video: frames, seconds, modes, clips). */
+export interface PlannedJob {
+  width: number;
+  height: number;
+  steps: number;
+  images: number;
+  cfg?: number;
+  frames?: number;
+  seconds?: number;
+  audios?: number;
+  mode?: string;
+  image_mode?: string;
+  audio_mode?: string;
+}
+
 export interface JobPlan {
-  kind: 'image';
+  kind: 'image' | 'video';
   profile: string;
   model: string;
   adapter: { id: string; name: string };
-  job: { width: number; height: number; steps: number; cfg: number; images: number };
+  job: PlannedJob;
   peak_gpu_bytes: number;
   /** The budget the plan was checked against (bytes), and whether the peak fits it. */
   budget_bytes: number;
@@ -101,11 +123,31 @@ function imageSizes(r: PlanRequest): { width: number; height: number }[] {
   });
 }
 
+function clipLengths(r: PlanRequest): number[] {
+  return (r.audios ?? []).map((a, i) => {
+    const s = typeof a === 'number' ? a : a?.seconds;
+    if (typeof s !== 'number' || !Number.isFinite(s) || s <= 0 || s > 600) throw new BadInputError(`audios[${i}]: give a clip's length in seconds, as a number or { "seconds" } (got ${JSON.stringify(a)})`);
+    return s;
+  });
+}
+
+/** Writes flat grey pictures of the given sizes into `dir` (a plan's inputs: their sizes count, not their contents). */
+async function greyPictures(dir: string, sizes: { width: number; height: number }[]): Promise<string[]> {
+  const paths: string[] = [];
+  for (const [i, s] of sizes.entries()) {
+    const p = join(dir, `image${i}.png`);
+    await writePng(p, { data: new Uint8Array(s.width * s.height * 3).fill(128), width: s.width, height: s.height }, { prompt: '', profile: '', seed: 0, steps: 0 });
+    paths.push(p);
+  }
+  return paths;
+}
+
 export async function planJob(r: PlanRequest, o: PlanOptions = {}): Promise<JobPlan> {
   const kind = kindOf(r);
-  if (kind !== 'image') throw new BadInputError(`plans for ${kind} jobs are not built yet; image jobs are`);
+  if (kind === 'tts') throw new BadInputError(`plans for ${kind} jobs are not built yet; image and video jobs are`);
   const adapter = typeof o.adapter === 'object' ? o.adapter : adapterProfile(o.adapter ?? 'h200');
   const budget = o.budgetBytes ?? Math.floor(adapter.memoryBytes * 0.95);
+  if (kind === 'video') return planVideo(r, adapter, budget);
   const sizes = imageSizes(r);
   const draft = draftImage(r, sizes.length);
   const profile = draft.profile.profile;
@@ -116,18 +158,73 @@ export async function planJob(r: PlanRequest, o: PlanOptions = {}): Promise<JobP
   const e = Engine.createShapeOnly(adapter);
   try {
     // the pictures' contents do not matter to a plan, their sizes do: flat grey files of those sizes
-    const images: string[] = [];
-    for (const [i, s] of sizes.entries()) {
-      const p = join(scratch, `image${i}.png`);
-      await writePng(p, { data: new Uint8Array(s.width * s.height * 3).fill(128), width: s.width, height: s.height }, { prompt: '', profile, seed: 0, steps: 0 });
-      images.push(p);
-    }
+    const images = await greyPictures(scratch, sizes);
     const task: ImageTask = {
       id: 'plan', profile, kind: 'image', images, audios: [], output: join(scratch, 'out.png'),
       params: { prompt: draft.prompt, negative: draft.negative, seed: draft.seed, steps: draft.steps, cfg: draft.cfg, width: draft.width, height: draft.height, res: draft.res, mode: draft.mode },
     };
     const stages = await measurePlanned(e, task);
-    return report(stages, { adapter, budget, profile, model: draft.profile.model ?? profile, job: { width: draft.width, height: draft.height, steps: draft.steps, cfg: draft.cfg, images: sizes.length } });
+    return report(stages, {
+      adapter, budget, profile, model: draft.profile.model ?? profile, kind: 'image', job: { width: draft.width, height: draft.height, steps: draft.steps, cfg: draft.cfg, images: sizes.length },
+      notes: ['the prompt is tokenized by a byte-level stand-in for the real tokenizer (not shipped): the text side is an upper bound'],
+    });
+  } finally {
+    e.destroy();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** A video job: drafted by the API's rules (draftVideo), held to what the worker's entry accepts (acceptsFor with the
+ * released weights' run-time facts), run through the worker's own pipeline (h3ProfilePipeline, videoTaskPipeline and so
+ * h3TaskOf) over the planned released checkpoint. */
+async function planVideo(r: PlanRequest, adapter: AdapterProfile, budget: number): Promise<JobPlan> {
+  const sizes = imageSizes(r);
+  const clips = clipLengths(r);
+  const d = draftVideo(r, sizes.length, clips.length);
+  const profile = d.profile.profile;
+  const variant = h3Variant(profile);
+  // the planned checkpoint is the whole release (both DiT partitions, every adapter): the worker's run-time facts hold
+  const accepts = acceptsFor(capabilitiesOf('video', profile)!, { ref2va: true });
+  const tts = d.tts_text.trim() !== '';
+  if (sizes.length > 0 && accepts.imageModes && !accepts.imageModes.includes(d.image_mode)) throw new BadInputError(`image_mode ${d.image_mode}: profile ${profile} cannot run it: ${accepts.inputsNote}`);
+  if (clips.length > 0 && !tts && accepts.audioModes && !accepts.audioModes.includes(d.audio_mode)) throw new BadInputError(`audio_mode ${d.audio_mode}: profile ${profile} cannot run it: ${accepts.inputsNote}`);
+  if (tts) throw new BadInputError('plans of a video job with speech (tts_text, or a voice without pictures) are not built yet: plan it without, and the speech as a tts request');
+  const scratch = mkdtempSync(join(tmpdir(), 'kiln-plan-'));
+  const e = Engine.createShapeOnly(adapter);
+  try {
+    const images = await greyPictures(scratch, sizes);
+    const audios: string[] = [];
+    for (const [i, seconds] of clips.entries()) {
+      // silence of the clip's length, at 32 kHz stereo (what the model's audio side takes)
+      const p = join(scratch, `audio${i}.wav`);
+      await writeWav(p, { data: new Float32Array(Math.round(seconds * 32000) * 2), sampleRate: 32000, channels: 2, layout: 'interleaved' });
+      audios.push(p);
+    }
+    const task: VideoTask = {
+      id: 'plan', kind: 'video', profile, images, audios, output: join(scratch, 'out.mp4'),
+      params: {
+        prompt: d.prompt, seed: d.seed, steps: d.steps, width: d.width, height: d.height, frames: d.frames, mode: d.mode,
+        image_mode: d.image_mode, audio_mode: d.audio_mode, tts_text: d.tts_text, tts_ref_text: d.tts_ref_text, tts_language: d.tts_language,
+      },
+    };
+    const root = await plannedH3Root();
+    const pipe = videoTaskPipeline(h3ProfilePipeline(variant, { engine: async () => e, locate: async () => ({ dirs: h3DirsFromRoot(root), files: h3RootFiles(variant, root) }) }), () => {
+      throw new Error('a plan has no speech model');
+    });
+    let stages: StageCost[];
+    try {
+      stages = await measureRun(e, pipe, task);
+    } finally {
+      await pipe.unload();
+    }
+    return report(stages, {
+      adapter, budget, profile, model: d.profile.model ?? 'MiniMax H3', kind: 'video',
+      job: { width: d.width, height: d.height, frames: d.frames, seconds: d.seconds, steps: d.steps, images: sizes.length, audios: clips.length, mode: d.mode, image_mode: d.image_mode, audio_mode: d.audio_mode },
+      notes: [
+        'the prompt is tokenized by a byte-level stand-in for the real tokenizer (not published): the text side is an upper bound',
+        ...(variant.adapter ? [`the ${variant.adapter} turbo adapter is merged as weights are read, which a plan never does: the load stage's work leaves out the merge (its memory is the same)`] : []),
+      ],
+    });
   } finally {
     e.destroy();
     rmSync(scratch, { recursive: true, force: true });
@@ -156,7 +253,7 @@ async function measurePlanned(e: Engine, task: ImageTask): Promise<StageCost[]> 
   throw new BadInputError(`plans for profile ${task.profile} are not built yet`);
 }
 
-function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: number; profile: string; model: string; job: JobPlan['job'] }): JobPlan {
+function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: number; profile: string; model: string; kind: JobPlan['kind']; job: PlannedJob; notes: string[] }): JobPlan {
   const rows: StagePlan[] = stages.map((s) => ({
     stage: s.stage, peak_gpu_bytes: s.peakGpuBytes, held_gpu_bytes: s.heldGpuBytes, flops: s.work.flops, bytes: s.work.bytes, dispatches: s.work.dispatches, steps: s.steps,
   }));
@@ -175,12 +272,12 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
     ? { sampling_s: sampling.flops / cal.flopsPerSecond, basis: cal.basis }
     : { none: `no measured rate for ${c.profile} on ${c.adapter.name}; docs/performance.md lists the measured ones` };
   return {
-    kind: 'image', profile: c.profile, model: c.model, adapter: { id: c.adapter.id, name: c.adapter.name }, job: c.job,
+    kind: c.kind, profile: c.profile, model: c.model, adapter: { id: c.adapter.id, name: c.adapter.name }, job: c.job,
     peak_gpu_bytes: peak, budget_bytes: c.budget, fits: peak <= c.budget,
     stages: rows, resident, flops: sum((s) => s.flops), bytes: sum((s) => s.bytes), dispatches: sum((s) => s.dispatches),
     per_step: perStep, predicted,
     offload: { streamed: [], host_to_gpu_bytes_per_step: 0, note: 'block offload is not built yet: a job over the budget does not fit' },
-    notes: ['the prompt is tokenized by a byte-level stand-in for the real tokenizer (not shipped): the text side is an upper bound'],
+    notes: c.notes,
   };
 }
 

@@ -89,7 +89,7 @@ test('adaln_proj on the host: the model keeps the exact bytes the resident path 
         for (const b of model.transformer_blocks) {
           const p: AdaLNProjection = b.adaln_proj.linear;
           assert.ok(isHostLinear(p), `${v.name}: adaln_proj is resident by default`);
-          assert.equal(p.host.weight.byteLength + (p.host.scales?.byteLength ?? 0), one.raw, v.name);
+          assert.equal(p.host.weight!.byteLength + (p.host.scales?.byteLength ?? 0), one.raw, v.name);
           assert.equal(p.host.weightDtype, v.int8 ? 'i8' : v.dtype, v.name);
           assert.ok(p.bias, `${v.name}: the bias stays on the GPU`);
         }

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { STAGE } from '../../src/catalog';
+import { snapFrames, STAGE } from '../../src/catalog';
 import { BadInputError } from '../../src/common/errors';
 import { parseBytes } from '../../src/common/bytes';
 import { kindOf, planJob, type JobPlan } from '../../src/plan/plan';
@@ -73,7 +73,7 @@ describe('plans at the released sizes', () => {
   });
 
   test('bad requests are refused with what to change', async () => {
-    await assert.rejects(planJob({ prompt: 'x', kind: 'video' }), (e: Error) => e instanceof BadInputError && /plans for video jobs are not built yet/.test(e.message));
+    await assert.rejects(planJob({ prompt: 'x', kind: 'tts' }), (e: Error) => e instanceof BadInputError && /plans for tts jobs are not built yet/.test(e.message));
     await assert.rejects(planJob({ prompt: 'x', profile: 'imgmain', images: ['512x512'] }), /plans for editing on imgmain are not built yet/);
     await assert.rejects(planJob({ prompt: 'x', size: '1000x1000', profile: 'imgart_turbo' }), /multiple of/);
     await assert.rejects(planJob({ prompt: 'x', profile: 'imgart_turbo', images: ['big'] }), /images\[0\]/);
@@ -82,6 +82,37 @@ describe('plans at the released sizes', () => {
     assert.equal(kindOf({ prompt: 'x', seconds: 5 }), 'video');
     assert.deepEqual(['16GiB', '12 GB', '1024', '0.5KiB'].map((s) => parseBytes(s)), [16 * GiB, 12e9, 1024, 512]);
     assert.throws(() => parseBytes('lots'), /not a size/);
+  });
+
+  test('video at the released MiniMax H3 sizes: drafted by the API\'s rules, the spec\'s stages, int8 holds less than 16-bit', async () => {
+    const req = { prompt: 'a red kite over the sea', res: '352p', seconds: 1, seed: 1 };
+    const fast = await planJob({ ...req, profile: 'fastvid' });
+    const int8 = await planJob({ ...req, profile: 'fastvid_4step_int8' });
+    assert.equal(fast.kind, 'video');
+    assert.deepEqual([fast.job.width, fast.job.height, fast.job.frames, fast.job.steps], [608, 352, snapFrames(1), 8], 'the catalog\'s 352p 16:9 size, 1 s on the frame grid, fastvid\'s 8 steps');
+    assert.deepEqual(fast.stages.map((s) => s.stage), [STAGE.loadModel, STAGE.loadTextEncoder, STAGE.encode, STAGE.sample, STAGE.videoDecode, STAGE.audioDecode, STAGE.package, STAGE.save]);
+    assert.equal(fast.stages.find((s) => s.stage === STAGE.sample)!.steps, 8);
+    assert.equal(int8.stages.find((s) => s.stage === STAGE.sample)!.steps, 4);
+    const model = (p: JobPlan) => p.resident.find((r) => r.stage === STAGE.loadModel)!.bytes;
+    const text = (p: JobPlan) => p.resident.find((r) => r.stage === STAGE.loadTextEncoder)!.bytes;
+    // the released DiT is 66.3 GB of BF16 (its index's total_size) and the text encoder 50 of the 32B's 64 layers
+    assert.ok(model(fast) > 61.5 * GiB && model(fast) < 75 * GiB, `16-bit DiT + VAEs ${model(fast) / GiB} GiB`);
+    assert.ok(model(int8) < 0.45 * model(fast), `int8 DiT (adaln_proj on the host) + VAEs ${model(int8) / GiB} GiB vs ${model(fast) / GiB} GiB`);
+    assert.ok(text(int8) < 0.55 * text(fast) && text(fast) > 40 * GiB, `text encoder ${text(int8) / GiB} vs ${text(fast) / GiB} GiB`);
+    assert.ok(fast.per_step!.flops > 0 && fast.peak_gpu_bytes === Math.max(...fast.stages.map((s) => s.peak_gpu_bytes)));
+    // pictures given by size count: a keyframe is encoded (video VAE encoder, the vision tower) in the encode stage
+    const kf = await planJob({ ...req, profile: 'fastvid', images: ['640x360'] });
+    const enc = (p: JobPlan) => p.stages.find((s) => s.stage === STAGE.encode)!.flops;
+    assert.equal(kf.job.mode, 'i2v');
+    assert.ok(enc(kf) > enc(fast), `encode ${enc(kf) / 1e12} vs ${enc(fast) / 1e12} TFLOP`);
+  });
+
+  test('video requests the table or the worker refuses are 400s from drafting, as the API answers them', async () => {
+    const bad = (r: Record<string, unknown>, re: RegExp) => assert.rejects(planJob({ prompt: 'a kite', kind: 'video', ...r }), (e: Error) => e instanceof BadInputError && re.test(e.message));
+    await bad({ profile: 'fastvid', res: '1080p' }, /res/);
+    await bad({ profile: 'fastvid', seconds: 60 }, /seconds must be from/);
+    await bad({ profile: 'fastvid', images: Array(12).fill('512x512') }, /images/);
+    await bad({ profile: 'fastvid', audios: ['long'] }, /audios\[0\]/);
   });
 
   test('npm run plan -- --json prints one object with the fields machines read; a bad request exits 2 saying why', async () => {
@@ -93,5 +124,11 @@ describe('plans at the released sizes', () => {
     assert.ok(p.stages.every((s) => typeof s.stage === 'string' && s.peak_gpu_bytes > 0));
     assert.deepEqual(Object.keys(p.offload).sort(), ['host_to_gpu_bytes_per_step', 'note', 'streamed']);
     await assert.rejects(run('npm', ['run', '--silent', 'plan', '--', '{"prompt": "x", "kind": "tts"}']), (e: { code: number; stderr: string }) => e.code === 2 && /plans for tts jobs are not built yet/.test(e.stderr));
+    // a video request (small and fast: 352p, 1 s) through the CLI npm run plan just built (build/plan)
+    const cli = join(__dirname, '..', '..', '..', 'plan', 'src', 'plan', 'cli.js');
+    const video = JSON.parse((await run('node', [cli, '{"prompt": "a lighthouse", "profile": "turbo_int8", "res": "352p", "seconds": 1}', '--json'], { env: { ...process.env, KILN_PLAN_CACHE: cache } })).stdout) as JobPlan;
+    assert.equal(video.kind, 'video');
+    assert.ok(video.peak_gpu_bytes > 20 * GiB && video.stages.length === 8 && video.stages.every((s) => s.peak_gpu_bytes > 0));
+    await assert.rejects(run('node', [cli, '{"prompt": "x", "profile": "turbo_int8", "res": "1080p"}']), (e: { code: number; stderr: string }) => e.code === 2 && /unknown res "1080p"/.test(e.stderr));
   });
 });

@@ -112,7 +112,7 @@ test('models import the engine, shared model code, the catalog, media and common
 });
 
 test('the planner (npm run plan) takes the API\'s request rules and the worker\'s mappings, never HTTP or the job store', () => {
-  const allowed = (to: string) => /^(engine|models|catalog|media|common|plan|worker\/profiles)(\/|$)/.test(to) || ['jobs/job-requests', 'image/image.draft'].includes(to) || to === 'worker/protocol' || to === 'paths';
+  const allowed = (to: string) => /^(engine|models|catalog|media|common|plan|worker\/profiles)(\/|$)/.test(to) || ['jobs/job-requests', 'image/image.draft', 'video/video.draft'].includes(to) || to === 'worker/protocol' || to === 'paths';
   const wrong = sourceImports('plan').filter(({ file, spec }) => {
     const to = landsIn(file, spec);
     return (to !== undefined && !allowed(to)) || spec.startsWith('@nestjs/');

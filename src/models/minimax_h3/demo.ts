@@ -29,6 +29,7 @@ import { demoDigest, demoMeta } from '../common/demo-checkpoint';
 import { WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3';
+import { parseQwen3VlVisionConfig, Qwen3VlVisionModel } from '../qwen3_vl_vision';
 import { demoTokenizerInfo, writeDemoTokenizer } from '../tokenizer';
 import { AudioVaeDecoder, AudioVaeEncoder, parseAudioVaeConfig } from './vae/audio';
 import { writeDemoAdapter } from './transformer/adapter';
@@ -153,23 +154,39 @@ export interface H3DemoKeys {
   audioVae: Keys;
 }
 
-/** Runs each part's loader on `e` against a recording synthetic checkpoint (zeros) and returns what it read. */
-export async function recordH3Keys(e: Engine, textEncoderConfig: Record<string, unknown>): Promise<H3DemoKeys> {
+/** The configs of a checkpoint's parts (config.json of transformer/, text_encoder/, vae/, audio_vae/). */
+export interface H3CheckpointConfigs {
+  transformer: Record<string, unknown>;
+  textEncoder: Record<string, unknown>;
+  vae: Record<string, unknown>;
+  audioVae: Record<string, unknown>;
+}
+
+/** Runs each part's loader on `e` against a recording synthetic checkpoint (zeros) and returns what it read: the demo's
+ * parts, or those of `configs` (released.ts), with the text encoder's vision tower where its config has one. */
+export async function recordH3Keys(e: Engine, textEncoderConfig: Record<string, unknown>, configs?: Omit<H3CheckpointConfigs, 'textEncoder'>, dtype: 'f32' | 'f16' = 'f32'): Promise<H3DemoKeys> {
   const synth = (label: string, has?: (n: string) => boolean) => new SyntheticCheckpoint({ label, dtype: 'F32', fill: zeroFill, has });
+  const trConfig = configs?.transformer ?? DEMO_TRANSFORMER_CONFIG;
+  const vaeConfig = configs?.vae ?? (DEMO_VAE_CONFIG as unknown as Record<string, unknown>);
+  const audioConfig = configs?.audioVae ?? DEMO_AUDIO_VAE_CONFIG;
 
   const tr = synth('transformer');
-  (await MiniMaxH3Transformer.load(e, tr.checkpoint, parseH3Config(DEMO_TRANSFORMER_CONFIG, 'demo transformer config'), { dtype: 'f32' })).free();
+  (await MiniMaxH3Transformer.load(e, tr.checkpoint, parseH3Config(trConfig, 'transformer config'), { dtype })).free();
   const te = synth('text_encoder');
-  (await H3TextEncoder.load(e, te.checkpoint, parseQwen3Config(textEncoderConfig, 'text', 'demo text_encoder config'), { dtype: 'f32' })).free();
+  (await H3TextEncoder.load(e, te.checkpoint, parseQwen3Config(textEncoderConfig, 'text', 'text_encoder config'), { dtype })).free();
+  if (textEncoderConfig.vision_config) {
+    const vision = parseQwen3VlVisionConfig(textEncoderConfig, 'text_encoder config');
+    (await Qwen3VlVisionModel.load(e, te.checkpoint, vision, { dtype, prefix: vision.keyPrefix })).free();
+  }
   const vae = synth('vae');
-  (await VideoVaeDecoder.load(e, vae.checkpoint, DEMO_VAE_CONFIG as unknown as Record<string, unknown>, { dtype: 'f32' })).free();
-  (await VideoVaeEncoder.load(e, vae.checkpoint, DEMO_VAE_CONFIG as unknown as Record<string, unknown>, { dtype: 'f32' })).free();
+  (await VideoVaeDecoder.load(e, vae.checkpoint, vaeConfig, { dtype })).free();
+  (await VideoVaeEncoder.load(e, vae.checkpoint, vaeConfig, { dtype })).free();
   // as released: the convs as weight-norm pairs, plain weights for dec_in_proj, the encoder's attention projection and
   // its mean / logs heads; no resampling filters (checked only when present)
   const plain = ['dec_in_proj.', 'pre_block.', 'mean_proj.', 'logs_proj.'];
   const audio = synth('audio_vae', (n) => !n.endsWith('.filter') && !n.startsWith('dec_in_proj.weight_') && !(n.endsWith('.weight') && !plain.some((p) => n.startsWith(p))));
-  (await AudioVaeDecoder.load(e, audio.checkpoint, parseAudioVaeConfig(DEMO_AUDIO_VAE_CONFIG, 'demo audio_vae config'), { dtype: 'f32' })).free();
-  (await AudioVaeEncoder.load(e, audio.checkpoint, DEMO_AUDIO_VAE_CONFIG, { dtype: 'f32' })).free();
+  (await AudioVaeDecoder.load(e, audio.checkpoint, parseAudioVaeConfig(audioConfig, 'audio_vae config'), { dtype })).free();
+  (await AudioVaeEncoder.load(e, audio.checkpoint, audioConfig, { dtype })).free();
   return { transformer: tr.shapes(), textEncoder: te.shapes(), vae: vae.shapes(), audioVae: audio.shapes() };
 }
 

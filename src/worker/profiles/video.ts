@@ -6,12 +6,12 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { acceptsFor, capabilitiesOf } from '../../catalog';
-import type { EngineHolder } from '../../engine/engine';
+import type { Engine, EngineHolder } from '../../engine/engine';
 import { DEMO_ADAPTERS, DEMO_REF_ADAPTERS, planDemoH3 } from '../../models/minimax_h3/demo';
 import type { TrainedDemoPlan } from '../../models/common/trained-demo';
 import { planTrainedDemoH3, TRAINED_H3_DEMO_GRAMMAR, TRAINED_H3_DEMO_PATH, TRAINED_H3_DEMO_SUGGESTION } from '../../models/minimax_h3/trained-demo';
 import { projectRoot } from '../../paths';
-import { h3DirsFromRoot, h3TaskOf, MiniMaxH3Pipeline, type H3Dirs, type H3Task } from '../../models/minimax_h3/pipeline';
+import { h3DirsFromRoot, h3TaskOf, MiniMaxH3Pipeline, type H3Dirs, type H3PipelineOptions, type H3Task } from '../../models/minimax_h3/pipeline';
 import { H3_PROFILE_NAMES, h3Variant, loadH3Transformer, type H3Variant, type H3TransformerFiles } from '../../models/minimax_h3/variants';
 import { componentRoot, type ProfileWeights } from '../../weights';
 import { removeQuietly, tempSibling } from '../../media/files';
@@ -84,30 +84,15 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
     residentBytes: () => source.residentBytes(),
     suggested: () => (trained && source.state() === 'demo' ? TRAINED_H3_DEMO_SUGGESTION : undefined),
     create: () => {
-      // which transformer files the load takes: the real variant's, or the demo checkpoint's (decided at load time)
-      let files: H3TransformerFiles | undefined;
-      const pipeline = new MiniMaxH3Pipeline({
+      const pipeline = h3ProfilePipeline(profile, {
         engine: () => holder.get(),
-        dirs: (e) =>
-          source.choose<H3Dirs>(e, {
-            real: (w) => {
-              files = h3TransformerFiles(profile, w);
-              return realDirs(profile, w);
-            },
-            demo: (root) => {
-              const refAdapter = profile.references.adapter;
-              files = {
-                transformer: join(root, 'transformer'), transformerRef: join(root, 'transformer_ref'),
-                adapter: profile.adapter ? join(root, DEMO_ADAPTERS[profile.adapter]) : undefined,
-                refAdapter: refAdapter ? join(root, DEMO_REF_ADAPTERS[refAdapter]) : undefined,
-              };
-              return h3DirsFromRoot(root);
-            },
+        // the real variant's folders and transformer files, or the demo checkpoint's (decided at load time)
+        locate: (e) =>
+          source.choose(e, {
+            real: (w) => ({ dirs: realDirs(profile, w), files: h3TransformerFiles(profile, w) }),
+            demo: (root) => ({ dirs: h3DirsFromRoot(root), files: h3RootFiles(profile, root) }),
             plan: async (e) => trained ?? planDemoH3(e),
           }),
-        loadTransformer: (e, _dirs, o) => loadH3Transformer(e, profile, files!, { dtype: o.dtype, partition: o.partition }),
-        textEncoderInt8: profile.weights === 'int8',
-        sampler: profile.stepCache ? { stepCache: profile.stepCache } : undefined,
         onLoaded: (bytes, loaded) => {
           source.loaded(bytes);
           log?.info({ profile: profile.name, transformer: loaded.transformer, gpu_bytes: bytes }, 'video model loaded');
@@ -115,6 +100,39 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
       });
       return videoTaskPipeline(pipeline, ({ onAudio }) => newSpeechPipeline(speechSource, holder, { log, onAudio }));
     },
+  };
+}
+
+/** A profile's MiniMax H3 pipeline over the folders `locate` gives (the worker's weights, a plan's checkpoint in
+ * src/plan): the variant's transformer loader (adapter merge, int8), int8 text encoder and step cache. */
+export function h3ProfilePipeline(profile: H3Variant, o: {
+  engine(): Promise<Engine>;
+  locate(e: Engine): Promise<{ dirs: H3Dirs; files: H3TransformerFiles }>;
+  onLoaded?: H3PipelineOptions['onLoaded'];
+}): MiniMaxH3Pipeline {
+  let files: H3TransformerFiles | undefined;
+  return new MiniMaxH3Pipeline({
+    engine: o.engine,
+    dirs: async (e) => {
+      const found = await o.locate(e);
+      files = found.files;
+      return found.dirs;
+    },
+    loadTransformer: (e, _dirs, l) => loadH3Transformer(e, profile, files!, { dtype: l.dtype, partition: l.partition }),
+    textEncoderInt8: profile.weights === 'int8',
+    sampler: profile.stepCache ? { stepCache: profile.stepCache } : undefined,
+    onLoaded: o.onLoaded,
+  });
+}
+
+/** The transformer files of a checkpoint root in the diffusers layout with the turbo and Ref2VA adapters where the demo
+ * keeps them (DEMO_ADAPTERS, DEMO_REF_ADAPTERS): the demo checkpoint and a plan's. */
+export function h3RootFiles(profile: H3Variant, root: string): H3TransformerFiles {
+  const refAdapter = profile.references.adapter;
+  return {
+    transformer: join(root, 'transformer'), transformerRef: join(root, 'transformer_ref'),
+    adapter: profile.adapter ? join(root, DEMO_ADAPTERS[profile.adapter]) : undefined,
+    refAdapter: refAdapter ? join(root, DEMO_REF_ADAPTERS[refAdapter]) : undefined,
   };
 }
 

@@ -61,12 +61,15 @@ class ProjectionStage {
       this.key = key;
     }
     const w = this.weight!;
+    // a plan's projection holds no bytes (blocks.ts loadHostLinearModule): the same writes, empty, count the stage's size
+    const write = (t: Tensor, bytes: Uint8Array | null) => {
+      e.writeBytes(t, 0, bytes ?? new Uint8Array(0));
+      this.streamedBytes += bytes ? bytes.byteLength : t.numel * t.bytesPerElement;
+    };
     if ('q' in w) {
-      e.writeBytes(w.q, 0, h.weight);
-      e.writeBytes(w.scales, 0, h.scales!);
-      this.streamedBytes += h.scales!.byteLength;
-    } else e.writeBytes(w, 0, h.weight);
-    this.streamedBytes += h.weight.byteLength;
+      write(w.q, h.weight);
+      write(w.scales, h.scales);
+    } else write(w, h.weight);
     return { weight: w, bias: m.bias };
   }
 

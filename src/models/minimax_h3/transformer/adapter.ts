@@ -190,7 +190,7 @@ export function mergeAdapter(source: H3WeightSource, adapter: H3Adapter, opts: {
  * stacked qkv rows) for `config`'s transformer: the demo checkpoints of turbo_int8 / fastvid_4step_int8. Values are
  * small (|delta| ~ `magnitude`) so the merged demo model stays close to its base.
  */
-export async function writeDemoAdapter(path: string, config: H3Config, opts: { rank?: number; seed?: number; magnitude?: number } = {}): Promise<void> {
+export async function writeDemoAdapter(path: string, config: H3Config, opts: { rank?: number; seed?: number; magnitude?: number; holes?: boolean } = {}): Promise<void> {
   const r = opts.rank ?? 4;
   let s = (opts.seed ?? 1) >>> 0;
   const rand = () => {
@@ -206,8 +206,9 @@ export async function writeDemoAdapter(path: string, config: H3Config, opts: { r
   const inner = config.numHeads * config.headDim;
   const t: Record<string, WriteTensor> = {};
   const pair = (stem: string, N: number, K: number) => {
-    t[`diffusion_model.${stem}.lora_A.weight`] = { dtype: 'F32', shape: [r, K], data: Float32Array.from({ length: r * K }, () => amp * rand()) };
-    t[`diffusion_model.${stem}.lora_B.weight`] = { dtype: 'F32', shape: [N, r], data: Float32Array.from({ length: N * r }, () => amp * rand()) };
+    // holes: the headers alone (a planned checkpoint, src/plan), read back as zeros
+    t[`diffusion_model.${stem}.lora_A.weight`] = { dtype: 'F32', shape: [r, K], data: opts.holes ? null : Float32Array.from({ length: r * K }, () => amp * rand()) };
+    t[`diffusion_model.${stem}.lora_B.weight`] = { dtype: 'F32', shape: [N, r], data: opts.holes ? null : Float32Array.from({ length: N * r }, () => amp * rand()) };
   };
   const block = (p: string) => {
     pair(`${p}.attn.qkv_proj`, 3 * inner, H);

@@ -44,7 +44,8 @@ export function freeLinearModule(m: Linear): void {
  * 13B parameters of the released model used only to build the AdaLN tables).
  */
 export interface HostLinear {
-  host: { N: number; K: number; weightDtype: DType; weight: Uint8Array; scales: Uint8Array | null; scaleDtype: ComputeDType };
+  /** weight null: loaded on a shape-only engine (a plan), which holds no bytes; int8 scales are then null too. */
+  host: { N: number; K: number; weightDtype: DType; weight: Uint8Array | null; scales: Uint8Array | null; scaleDtype: ComputeDType };
   bias: Tensor | null;
 }
 
@@ -59,7 +60,11 @@ export function isHostLinear(m: AdaLNProjection): m is HostLinear {
 export async function loadHostLinearModule(w: WeightLoader, p: string, n: number, k: number, bias: boolean): Promise<HostLinear> {
   const key = keyOf(w, `${p}weight`);
   let host: HostLinear['host'];
-  if (w.int8) {
+  if (w.e.shapeOnly) {
+    // a plan: the shape checked, no bytes held (13 GB int8 / 26 GB 16-bit of host memory at the released size)
+    w.ckpt.entry(key, [n, k]);
+    host = { N: n, K: k, weightDtype: w.int8 ? 'i8' : w.dtype, weight: null, scales: null, scaleDtype: w.dtype };
+  } else if (w.int8) {
     w.ckpt.entry(key, [n, k]); // shape check with the checkpoint's message
     const q = await quantizeInt8FromCheckpoint(w.ckpt, key, n, k);
     host = { N: n, K: k, weightDtype: 'i8', weight: new Uint8Array(q.q.buffer, q.q.byteOffset, q.q.byteLength), scales: encode(q.scales, w.dtype), scaleDtype: w.dtype };

@@ -113,23 +113,25 @@ export class VideoVaeDecoder {
     const z = this.denormalise(host, plan.padTokens);
     const chunkFrames = g.tokensChunk * c.patchT;
     const frameSize = h * c.patch * w * c.patch * 3;
-    const post = opts.output === 'raw' ? null : toRgb;
+    const post = opts.output === 'raw' || this.e.shapeOnly ? null : toRgb;
+    // a plan (shape-only engine) decodes every clip as the run does, and hands on one frame of zeros for each
+    const zero = this.e.shapeOnly ? new Float32Array(frameSize) : null;
     let emitted = 0;
     let overlap: Float32Array[] | null = null;
     let capture = opts.capture;
     for (const clip of plan.clips) {
       const px = await this.decodeClip(z, T + plan.padTokens, h, w, clip.start, clip.length, opts.tiling ?? RELEASED_TILING, capture);
       capture = undefined;
-      const frame = (k: number) => px.data.subarray(k * frameSize, (k + 1) * frameSize);
+      const frame = (k: number) => zero ?? px.data.subarray(k * frameSize, (k + 1) * frameSize).slice();
       // j = 0: frames [prePad, chunkFrames) of the clip, their head cross-faded with the previous chunk's overlap
       const first: Float32Array[] = [];
-      for (let k = g.framePrePadding; k < Math.min(chunkFrames, px.frames); k++) first.push(Float32Array.from(frame(k)));
+      for (let k = g.framePrePadding; k < Math.min(chunkFrames, px.frames); k++) first.push(frame(k));
       if (overlap) blendFrames(overlap, first, g.frameOverlap);
       // j = 1 (token_drop > 0): frames [chunkFrames + prePad, clip end) are the next chunk's overlap
       overlap = null;
       if (c.tokenDrop > 0) {
         overlap = [];
-        for (let k = chunkFrames + g.framePrePadding; k < Math.min(2 * chunkFrames, px.frames); k++) overlap.push(Float32Array.from(frame(k)));
+        for (let k = chunkFrames + g.framePrePadding; k < Math.min(2 * chunkFrames, px.frames); k++) overlap.push(frame(k));
       }
       for (const f of first) {
         if (emitted >= plan.frames) return;
@@ -208,6 +210,8 @@ export class VideoVaeDecoder {
         t.sin.free();
       });
     }
+    // a plan (shape-only engine): the tiles' GPU work is recorded above; their pixels are zeros, not blended on the host
+    if (this.e.shapeOnly) return { frames: rows[0]![0]!.frames, height: H, width: W, data: new Float32Array(0) };
     return rows.length === 1 && rows[0]!.length === 1 ? rows[0]![0]! : stitchTiles(rows, ys.overlaps, xs.overlaps);
   }
 
@@ -217,7 +221,7 @@ export class VideoVaeDecoder {
     const C = c.latentChannels;
     const N = len * th * tw;
     const tokens = new Float32Array(N * C); // [N, C], tokens (t, y, x) row-major
-    for (let t = 0; t < len; t++) {
+    for (let t = 0; t < (this.e.shapeOnly ? 0 : len); t++) {
       for (let y = 0; y < th; y++) {
         for (let x = 0; x < tw; x++) {
           const n = (t * th + y) * tw + x;
@@ -237,6 +241,8 @@ export class VideoVaeDecoder {
     } finally {
       zt.free();
     }
+    // a plan reads zeros: the tile's size, without the host's un-patchify
+    if (this.e.shapeOnly) return { frames: len * c.patchT, height: th * c.patch, width: tw * c.patch, data: new Float32Array(0) };
     return unpatchify(rowsHost, c.outChannels, len, th, tw, c.patchT, c.patch);
   }
 }
