@@ -2,6 +2,7 @@
 // They stand in for models only in tests, inside the real GPU worker process: a test passes `testPipeline(...)`
 // (a PipelineModule: this file, an export and plain-data arguments) to startApp, and the worker calls the make*
 // export to build the entry. Gates and logs reach back into the test process (control.ts).
+import { previewWebp, type RgbPicture } from '../../src/models/common/latent-preview';
 import { writeFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { STAGE } from '../../src/catalog';
@@ -44,11 +45,14 @@ export interface TestPipelineOptions {
   /** video: a real mp4 (ffmpeg's test pattern at the task's aspect, its frame count at 24 fps, with sound)
    * instead of a byte file, for tests that read the video back. */
   mp4?: boolean;
+  /** After each step but the last, a live preview through ctx.preview: a webp of a red-to-blue gradient at the task's
+   * aspect, made by the real previewWebp (the page test shows it). */
+  previews?: boolean;
 }
 
 type Wire = Omit<TestPipelineOptions, 'gate' | 'log'> & { gate?: ControlRef; log?: ControlRef };
 
-const wire = (o: TestPipelineOptions): Wire => ({ stepMs: o.stepMs, fail: o.fail, fault: o.fault, busyMs: o.busyMs, mp4: o.mp4, gate: o.gate?.ref, log: o.log?.ref });
+const wire = (o: TestPipelineOptions): Wire => ({ stepMs: o.stepMs, fail: o.fail, fault: o.fault, busyMs: o.busyMs, mp4: o.mp4, previews: o.previews, gate: o.gate?.ref, log: o.log?.ref });
 
 /** Steps `steps` times, then writes a small png (image) or a byte file (video). */
 export function testPipeline(kind: 'video' | 'image', profile: string, opts: TestPipelineOptions = {}): PipelineModule {
@@ -108,6 +112,7 @@ export function makeTestPipeline(kind: 'video' | 'image', profile: string, o: Wi
             await sleep(o.stepMs ?? 2);
             throwIfCancelled(ctx.signal);
             ctx.progress(i + 1, steps);
+            if (o.previews && ctx.preview && i + 1 < steps) ctx.preview({ step: i + 1, max: steps, ...(await previewWebp(gradient(task.params.width, task.params.height, (i + 1) / steps))) });
           }
           if (o.fail) throw new Error(o.fail);
           ctx.stage(STAGE.save);
@@ -126,6 +131,15 @@ export function makeTestPipeline(kind: 'video' | 'image', profile: string, o: Wi
       };
     },
   };
+}
+
+/** A w x h picture (scaled to 1/8) whose red falls and blue rises left to right, brighter as `t` grows. */
+function gradient(width: number, height: number, t: number): RgbPicture {
+  const w = Math.max(1, Math.round(width / 8));
+  const hh = Math.max(1, Math.round(height / 8));
+  const rgb = new Uint8Array(w * hh * 3);
+  for (let y = 0; y < hh; y++) for (let x = 0; x < w; x++) rgb.set([Math.round(255 * (1 - x / w)), Math.round(120 * t), Math.round((255 * x) / w)], (y * w + x) * 3);
+  return { rgb, width: w, height: hh };
 }
 
 /** ffmpeg's test pattern, 1/8 of the task's size (even sides), `frames` frames at 24 fps, a 440 Hz tone. */

@@ -8,7 +8,8 @@ import { auth, startApp, TOKEN } from '../api/harness';
 import { makeGate } from '../api/control';
 import { ensureClientBuilt } from './client-build';
 import { gradientPng } from './fixtures';
-import { CHROMIUM, enterToken, expectText, open, skip, text, until } from './page-helpers';
+import { CHROMIUM, enterToken, expectText, open, shot, skip, text, until } from './page-helpers';
+import { testPipeline } from '../api/test-pipelines';
 import { negativeOfReferencePipeline } from './reference-pipeline';
 
 describe('live job cards (Chromium)', { skip }, () => {
@@ -62,6 +63,49 @@ describe('live job cards (Chromium)', { skip }, () => {
       assert.deepEqual(o.errors, []);
     } finally {
       release();
+      gate.openAll();
+      await o.close();
+      await t.close(true);
+    }
+  });
+  // issue 46: the card shows the running job's live preview from its preview events, and drops it when it ends
+  it('a running job shows its latest live preview under the progress bar; gone once it is done', { timeout: 60_000 }, async () => {
+    const gate = makeGate();
+    const t = await startApp({ builtinPipelines: false, pipelines: [testPipeline('image', 'imgmain', { gate, previews: true })] });
+    const o = await open(browser, t.url);
+    const { page } = o;
+    try {
+      await enterToken(page, TOKEN);
+      await page.locator('#create').waitFor();
+      const id = (await t.http.post('/api/v1/image').set(auth).send({ prompt: 'a preview', size: '384x256', steps: 3 }).expect(200)).body.id as string;
+      await until('the job waiting at its first step', async () => gate.waiting > 0 || undefined);
+      gate.open(); // step 1 runs and its preview follows; the job waits at step 2's gate
+      const img = page.locator(`article.job[data-job-id="${id}"] img.job-preview`);
+      // the server has it (GET /api/jobs/{id}/preview), then the page shows it
+      const served = await until('the preview served', async () => {
+        const r = await t.http.get(`/api/jobs/${id}/preview`).set(auth);
+        return r.status === 200 ? r : undefined;
+      });
+      assert.equal(served.headers['x-preview-step'], '1');
+      await img.waitFor({ state: 'visible' });
+      const shown = await until('the preview loaded', async () => {
+        type Img = { complete: boolean; naturalWidth: number; naturalHeight: number; alt: string; getAttribute(n: string): string | null };
+        const s = await img.evaluate((el) => {
+          const i = el as unknown as Img;
+          return i.complete && i.naturalWidth > 0 ? { w: i.naturalWidth, h: i.naturalHeight, alt: i.alt, src: i.getAttribute('src') } : undefined;
+        });
+        return s ?? undefined;
+      });
+      // the 384x256 output's aspect at a 256 px longer side, fetched with the token, after step 1 of 3
+      assert.deepEqual([shown.w, shown.h], [256, 171]);
+      assert.equal(shown.alt, `preview of job ${id} after step 1 of 3`);
+      assert.match(shown.src!, new RegExp(`^/api/jobs/${id}/preview\\?step=1&token=`));
+      await shot(page, 'live-preview.png');
+      gate.openAll();
+      await expectText(page.locator(`article.job[data-job-id="${id}"] [data-role=status]`), /^done$/, 20_000);
+      await img.waitFor({ state: 'hidden' });
+      assert.deepEqual(o.errors, []);
+    } finally {
       gate.openAll();
       await o.close();
       await t.close(true);

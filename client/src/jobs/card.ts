@@ -24,6 +24,8 @@ export class JobCard {
   private readonly head = h('header', { class: 'job-head' });
   private readonly prompt = h('p', { class: 'job-prompt' });
   private readonly live = h('div', { class: 'job-live' });
+  /** The running job's latest live preview (its events announce each; README "Live previews"). */
+  private readonly preview = h('img', { class: 'job-preview', alt: '', hidden: true });
   private readonly result = h('div', { class: 'job-result' });
   private readonly error = h('p', { class: 'job-error', role: 'status', hidden: true });
   private readonly params = h('dl', { class: 'params' });
@@ -36,7 +38,7 @@ export class JobCard {
 
   constructor(public job: Job, private readonly act: CardActions) {
     this.el = h('article', { class: 'job', id: `job-${job.id}`, 'data-job-id': job.id },
-      this.head, this.prompt, this.live, this.result, this.error,
+      this.head, this.prompt, this.live, this.preview, this.result, this.error,
       h('details', { class: 'job-params' }, h('summary', null, 'Parameters'), this.params),
       this.actions);
     this.update(job);
@@ -56,11 +58,23 @@ export class JobCard {
     this.prompt.textContent = job.prompt;
     this.prompt.title = job.prompt;
     this.renderLive();
+    if (job.status !== 'running' && !this.preview.hidden) {
+      this.preview.hidden = true;
+      this.preview.removeAttribute('src');
+    }
     this.renderResult();
     this.error.hidden = job.status !== 'failed';
     this.error.textContent = job.status === 'failed' ? failure(job.error) : '';
     this.renderParams();
     if (this.actionsFor !== job.status) this.renderActions();
+  }
+
+  /** Shows a live preview of the running job (`src` carries the token: an img cannot send a header). */
+  showPreview(src: string, step: number, max: number): void {
+    if (this.job.status !== 'running') return;
+    this.preview.src = src;
+    this.preview.alt = `preview of job ${this.job.id} after step ${step} of ${max}`;
+    this.preview.hidden = false;
   }
 
   /** Once a second: the running job's elapsed time, the queued job's waiting time. */

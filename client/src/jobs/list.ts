@@ -32,6 +32,8 @@ export class JobList {
   /** Which jobs were queued or running at the last poll, to tell the status line when that changes. */
   private activeKey = '';
 
+  /** The latest live preview of each running job, by id (dropped once its card shows the job ended). */
+  private readonly previews = new Map<string, { step: number; max: number; url: string }>();
   constructor(
     private readonly api: Api,
     private readonly act: Omit<CardActions, 'remove'>,
@@ -64,6 +66,7 @@ export class JobList {
     es.onopen = () => (this.live = true);
     es.onerror = () => (this.live = false);
     for (const type of ['queued', 'running', 'done', 'failed']) es.addEventListener(type, () => this.refreshSoon());
+    es.addEventListener('preview', (e) => this.onPreview(e as MessageEvent<string>));
     for (const type of ['stage', 'progress']) {
       es.addEventListener(type, (e) => {
         const delta = JSON.parse((e as MessageEvent<string>).data) as Partial<Job> & { id: string };
@@ -73,6 +76,22 @@ export class JobList {
         else this.refreshSoon();
       });
     }
+  }
+
+  /** A live preview: the running job's card shows it (the step in the URL makes each one a new picture). Kept by job,
+   * so a card the list draws after the event (a job posted elsewhere) shows it too. */
+  private onPreview(e: MessageEvent<string>): void {
+    const p = JSON.parse(e.data) as { id: string; step: number; max: number; url: string };
+    this.previews.set(p.id, p);
+    this.showPreview(p.id);
+  }
+
+  private showPreview(id: string): void {
+    const p = this.previews.get(id);
+    const card = this.cards.get(id);
+    if (!p || !card) return;
+    if (card.job.status === 'running') card.showPreview(this.api.streamUrl(`${p.url}?step=${p.step}`), p.step, p.max);
+    else this.previews.delete(id);
   }
 
   /** One list refresh for a burst of events. */
@@ -139,6 +158,7 @@ export class JobList {
       else {
         card = new JobCard(job, { ...this.act, remove: (j) => this.remove(j) });
         this.cards.set(job.id, card);
+        this.showPreview(job.id);
       }
       // Keep DOM order = list order without moving nodes that are already in place (a playing video would stop).
       const want: Element | null = prev ? prev.nextElementSibling : this.items.firstElementChild;
