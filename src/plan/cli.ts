@@ -18,8 +18,12 @@ const padColumns = (text: string, width: number) => text + ' '.repeat(Math.max(1
 const tf = (n: number) => (n >= 1e12 ? `${(n / 1e12).toFixed(2)} TFLOP` : `${(n / 1e9).toFixed(2)} GFLOP`);
 
 export function formatPlan(p: JobPlan): string[] {
+  const j = p.job;
+  const what = p.kind === 'tts'
+    ? `tts request on ${p.profile} (${p.model}): ${j.text_chars} characters of text${j.seconds ? ` spoken for ${j.seconds} s` : ''}, a ${j.ref_seconds} s reference clip, language ${j.language}; adapter ${p.adapter.name}`
+    : undefined;
   const out = [
-    `${p.kind} job on ${p.profile} (${p.model}) at ${p.job.width}x${p.job.height}${p.job.frames ? `, ${p.job.frames} frames (${p.job.seconds} s)` : ''}, ${p.job.steps} steps${p.job.cfg !== undefined ? `, cfg ${p.job.cfg}` : ''}${p.job.images ? `, ${p.job.images} images${p.job.image_mode ? ` (${p.job.image_mode})` : ''}` : ''}${p.job.audios ? `, ${p.job.audios} clips (${p.job.audio_mode})` : ''}; adapter ${p.adapter.name}`,
+    what ?? `${p.kind} job on ${p.profile} (${p.model}) at ${p.job.width}x${p.job.height}${p.job.frames ? `, ${p.job.frames} frames (${p.job.seconds} s)` : ''}, ${p.job.steps} steps${p.job.cfg !== undefined ? `, cfg ${p.job.cfg}` : ''}${p.job.images ? `, ${p.job.images} images${p.job.image_mode ? ` (${p.job.image_mode})` : ''}` : ''}${p.job.audios ? `, ${p.job.audios} clips (${p.job.audio_mode})` : ''}; adapter ${p.adapter.name}`,
     `peak GPU memory: ${fmtBytes(p.peak_gpu_bytes)} (${p.fits ? 'fits' : 'does NOT fit'} the ${fmtBytes(p.budget_bytes)} budget)`,
     `resident after loading: ${p.resident.map((r) => `${r.stage} ${fmtBytes(r.bytes)}`).join(', ')}`,
     '',

@@ -11,6 +11,8 @@ import { readQwenImage21Configs } from '../models/qwen_image21/checkpoint';
 import { recordQwenImage21Keys, writeQwenImage21Checkpoint, writeQwenImage21ConfigFiles } from '../models/qwen_image21/demo';
 import { releasedQwenImage21Files } from '../models/qwen_image21/released';
 import { recordReleasedH3Keys, releasedH3Configs, writePlannedH3Checkpoint } from '../models/minimax_h3/released';
+import { qwen3TtsConfigsOf, recordQwen3TtsKeys, writeQwen3TtsCheckpoint } from '../models/qwen3_tts/demo';
+import { RELEASED_SPEECH_TOKENIZER_CONFIG, releasedQwen3TtsConfig } from '../models/qwen3_tts/released';
 
 /** Where planned checkpoints are kept: KILN_PLAN_CACHE, else a folder in the system's temp dir. */
 export function planCacheDir(): string {
@@ -77,6 +79,21 @@ export async function plannedH3Root(): Promise<string> {
     try {
       const keys = await recordReleasedH3Keys(e, configs);
       await writePlannedH3Checkpoint(dir, configs, keys, { format: 'pt', kiln_plan: 'released MiniMax H3 sizes, no weights (a plan)' });
+    } finally {
+      e.destroy();
+    }
+  });
+}
+
+/** The released Qwen3-TTS-12Hz-1.7B-Base folder (models/qwen3_tts/released.ts), planned: the tts profile's model and
+ * the speech of a video job's tts_text. */
+export async function plannedQwen3TtsRoot(): Promise<string> {
+  const config = releasedQwen3TtsConfig();
+  return cached('qwen3-tts-1.7b', [1, config, RELEASED_SPEECH_TOKENIZER_CONFIG], async (dir) => {
+    const e = Engine.createShapeOnly('h200');
+    try {
+      const keys = await recordQwen3TtsKeys(e, qwen3TtsConfigsOf(config, RELEASED_SPEECH_TOKENIZER_CONFIG));
+      await writeQwen3TtsCheckpoint(dir, { config, speechTokenizer: RELEASED_SPEECH_TOKENIZER_CONFIG }, keys, null, { format: 'pt', kiln_plan: 'released Qwen3-TTS-12Hz-1.7B-Base sizes, no weights (a plan)' });
     } finally {
       e.destroy();
     }

@@ -26,9 +26,14 @@ import { h3DirsFromRoot } from '../models/minimax_h3/pipeline';
 import { h3Variant } from '../models/minimax_h3/variants';
 import { acceptsFor, capabilitiesOf } from '../catalog';
 import { h3ProfilePipeline, h3RootFiles, videoTaskPipeline } from '../worker/profiles/video';
-import type { ImageTask, VideoTask } from '../worker/protocol';
+import type { ImageTask, SpeechTask, VideoTask } from '../worker/protocol';
+import { Qwen3TtsPipeline } from '../models/qwen3_tts/pipeline';
+import { qwen3TtsTaskOf } from '../models/qwen3_tts/task';
+import { taskPipeline } from '../worker/profiles/weights-source';
+import { checkLanguage, checkPrompt, checkRefText } from '../jobs/job-requests';
+import { CLIP_SECONDS, TTS_PROFILE } from '../catalog';
 import { calibrationFor } from './calibration';
-import { plannedH3Root, plannedKrea2Root, plannedQwenImage21Root } from './layouts';
+import { plannedH3Root, plannedKrea2Root, plannedQwen3TtsRoot, plannedQwenImage21Root } from './layouts';
 
 /** A request as the JSON API takes it, plus `kind` where the fields do not say it; media inputs by size. */
 export type PlanRequest = ImageRequest & VideoRequest & {
@@ -37,6 +42,9 @@ export type PlanRequest = ImageRequest & VideoRequest & {
   images?: (string | { width: number; height: number })[];
   /** Input clips (video): lengths in seconds, or { seconds } (their lengths count; their contents do not). */
   audios?: (number | { seconds: number })[];
+  /** Speech: the reference clip's length in seconds (or { seconds }); absent: a 10 s clip. `seconds` (speech): how
+   * long the speech lasts (absent: as long as the pipeline lets the text run). */
+  ref_audio?: number | { seconds: number };
   [field: string]: unknown;
 };
 
@@ -53,10 +61,14 @@ export interface StagePlan {
 
 /** What the plan ran: the drafted job's sizes and settings (image: cfg; video: frames, seconds, modes, clips). */
 export interface PlannedJob {
-  width: number;
-  height: number;
-  steps: number;
-  images: number;
+  width?: number;
+  height?: number;
+  steps?: number;
+  images?: number;
+  /** Speech: the text's length in characters, the reference clip's seconds (10 when none was given). */
+  text_chars?: number;
+  ref_seconds?: number;
+  language?: string;
   cfg?: number;
   frames?: number;
   seconds?: number;
@@ -67,7 +79,7 @@ export interface PlannedJob {
 }
 
 export interface JobPlan {
-  kind: 'image' | 'video';
+  kind: 'image' | 'video' | 'tts';
   profile: string;
   model: string;
   adapter: { id: string; name: string };
@@ -144,10 +156,10 @@ async function greyPictures(dir: string, sizes: { width: number; height: number 
 
 export async function planJob(r: PlanRequest, o: PlanOptions = {}): Promise<JobPlan> {
   const kind = kindOf(r);
-  if (kind === 'tts') throw new BadInputError(`plans for ${kind} jobs are not built yet; image and video jobs are`);
   const adapter = typeof o.adapter === 'object' ? o.adapter : adapterProfile(o.adapter ?? 'h200');
   const budget = o.budgetBytes ?? Math.floor(adapter.memoryBytes * 0.95);
   if (kind === 'video') return planVideo(r, adapter, budget);
+  if (kind === 'tts') return planSpeech(r, adapter, budget);
   const sizes = imageSizes(r);
   const draft = draftImage(r, sizes.length);
   const profile = draft.profile.profile;
@@ -188,7 +200,6 @@ async function planVideo(r: PlanRequest, adapter: AdapterProfile, budget: number
   const tts = d.tts_text.trim() !== '';
   if (sizes.length > 0 && accepts.imageModes && !accepts.imageModes.includes(d.image_mode)) throw new BadInputError(`image_mode ${d.image_mode}: profile ${profile} cannot run it: ${accepts.inputsNote}`);
   if (clips.length > 0 && !tts && accepts.audioModes && !accepts.audioModes.includes(d.audio_mode)) throw new BadInputError(`audio_mode ${d.audio_mode}: profile ${profile} cannot run it: ${accepts.inputsNote}`);
-  if (tts) throw new BadInputError('plans of a video job with speech (tts_text, or a voice without pictures) are not built yet: plan it without, and the speech as a tts request');
   const scratch = mkdtempSync(join(tmpdir(), 'kiln-plan-'));
   const e = Engine.createShapeOnly(adapter);
   try {
@@ -208,9 +219,10 @@ async function planVideo(r: PlanRequest, adapter: AdapterProfile, budget: number
       },
     };
     const root = await plannedH3Root();
-    const pipe = videoTaskPipeline(h3ProfilePipeline(variant, { engine: async () => e, locate: async () => ({ dirs: h3DirsFromRoot(root), files: h3RootFiles(variant, root) }) }), () => {
-      throw new Error('a plan has no speech model');
-    });
+    // tts_text speaks first, inside the text stage, with the speech model (the worker's composition, video-speech.ts)
+    const ttsRoot = tts ? await plannedQwen3TtsRoot() : '';
+    const speech = ({ onAudio }: { onAudio?: (samples: Float32Array) => void }) => new Qwen3TtsPipeline({ engine: async () => e, checkpoint: async () => ttsRoot, onAudio });
+    const pipe = videoTaskPipeline(h3ProfilePipeline(variant, { engine: async () => e, locate: async () => ({ dirs: h3DirsFromRoot(root), files: h3RootFiles(variant, root) }) }), speech);
     let stages: StageCost[];
     try {
       stages = await measureRun(e, pipe, task);
@@ -222,7 +234,60 @@ async function planVideo(r: PlanRequest, adapter: AdapterProfile, budget: number
       job: { width: d.width, height: d.height, frames: d.frames, seconds: d.seconds, steps: d.steps, images: sizes.length, audios: clips.length, mode: d.mode, image_mode: d.image_mode, audio_mode: d.audio_mode },
       notes: [
         'the prompt is tokenized by a byte-level stand-in for the real tokenizer (not published): the text side is an upper bound',
+        ...(tts ? [SPEECH_LENGTH_NOTE] : []),
         ...(variant.adapter ? [`the ${variant.adapter} turbo adapter is merged as weights are read, which a plan never does: the load stage's work leaves out the merge (its memory is the same)`] : []),
+      ],
+    });
+  } finally {
+    e.destroy();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+const SPEECH_LENGTH_NOTE = 'speech: a plan\'s model never picks the end of speech, so it speaks for the most frames the pipeline allows the text (3 s plus 0.3 s a text unit, pipeline.ts maxNewTokensFor): an upper bound';
+
+/** The reference clip's length: `ref_audio` as seconds, else 10 s; within the speech clip limits, as the API checks. */
+function refSeconds(r: PlanRequest): number {
+  const a = r.ref_audio;
+  const s = a === undefined ? 10 : typeof a === 'number' ? a : a?.seconds;
+  const { minS, maxS } = CLIP_SECONDS.speech;
+  if (typeof s !== 'number' || !Number.isFinite(s) || s < minS || s > maxS) throw new BadInputError(`ref_audio: give the reference clip's length in seconds, ${minS} to ${maxS}, as a number or { "seconds" } (got ${JSON.stringify(a)})`);
+  return s;
+}
+
+/** A speech request: checked as POST /api/v1/tts checks it, a silent reference clip of its length (10 s when none is
+ * given), run through the tts entry's pipeline (Qwen3TtsPipeline, qwen3TtsTaskOf) over the planned 1.7B checkpoint. */
+async function planSpeech(r: PlanRequest, adapter: AdapterProfile, budget: number): Promise<JobPlan> {
+  const text = checkPrompt(r.text as string | undefined, 'text');
+  const language = checkLanguage(r.language as string | undefined, 'language');
+  const refText = checkRefText(r.ref_text as string | undefined, 'ref_text');
+  const seconds = refSeconds(r);
+  // the speech's length: `seconds` where given (a plan's model never ends it by itself), else the pipeline's cap
+  const speak = r.seconds;
+  if (speak !== undefined && (typeof speak !== 'number' || !Number.isFinite(speak) || speak <= 0 || speak > 600)) throw new BadInputError(`seconds: the speech's length to plan for, more than 0 and at most 600 (got ${JSON.stringify(speak)})`);
+  const scratch = mkdtempSync(join(tmpdir(), 'kiln-plan-'));
+  const e = Engine.createShapeOnly(adapter);
+  try {
+    const clip = join(scratch, 'ref.wav');
+    await writeWav(clip, { data: new Float32Array(Math.round(seconds * 24000)), sampleRate: 24000, channels: 1, layout: 'interleaved' });
+    const task: SpeechTask = { id: 'plan', kind: 'tts', profile: TTS_PROFILE, params: { text, language, ref_text: refText, seed: 0 }, images: [], audios: [clip], output: join(scratch, 'out.wav') };
+    const root = await plannedQwen3TtsRoot();
+    // frames at 12.5 Hz, one talker token more (generate.ts); the pipeline caps it by the text (maxNewTokensFor) as ever
+    const generation = speak === undefined ? undefined : { maxNewTokens: Math.ceil(speak * 12.5) + 1 };
+    const pipe = taskPipeline(new Qwen3TtsPipeline({ engine: async () => e, checkpoint: async () => root, generation }), 'tts', qwen3TtsTaskOf);
+    let stages: StageCost[];
+    try {
+      stages = await measureRun(e, pipe, task);
+    } finally {
+      await pipe.unload();
+    }
+    return report(stages, {
+      adapter, budget, profile: TTS_PROFILE, model: 'Qwen3-TTS-12Hz-1.7B-Base', kind: 'tts',
+      job: { text_chars: [...text].length, ref_seconds: seconds, language, ...(speak !== undefined ? { seconds: speak } : {}) },
+      notes: [
+        ...(r.ref_audio === undefined ? ['no ref_audio given: a 10 s reference clip is assumed'] : []),
+        speak === undefined ? SPEECH_LENGTH_NOTE : `speech: ${speak} s asked (seconds), at most what the pipeline allows the text (3 s plus 0.3 s a text unit)`,
+        'the text is tokenized by a byte-level stand-in for the real tokenizer: the text side is an upper bound',
       ],
     });
   } finally {

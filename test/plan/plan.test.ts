@@ -73,7 +73,7 @@ describe('plans at the released sizes', () => {
   });
 
   test('bad requests are refused with what to change', async () => {
-    await assert.rejects(planJob({ prompt: 'x', kind: 'tts' }), (e: Error) => e instanceof BadInputError && /plans for tts jobs are not built yet/.test(e.message));
+    await assert.rejects(planJob({ text: 'x', ref_audio: 1 }), (e: Error) => e instanceof BadInputError && /ref_audio: give the reference clip's length in seconds, 3 to 30/.test(e.message));
     await assert.rejects(planJob({ prompt: 'x', profile: 'imgmain', images: ['512x512'] }), /plans for editing on imgmain are not built yet/);
     await assert.rejects(planJob({ prompt: 'x', size: '1000x1000', profile: 'imgart_turbo' }), /multiple of/);
     await assert.rejects(planJob({ prompt: 'x', profile: 'imgart_turbo', images: ['big'] }), /images\[0\]/);
@@ -107,6 +107,27 @@ describe('plans at the released sizes', () => {
     assert.ok(enc(kf) > enc(fast), `encode ${enc(kf) / 1e12} vs ${enc(fast) / 1e12} TFLOP`);
   });
 
+  test('speech at the released Qwen3-TTS-12Hz-1.7B sizes: a 10 s reference clip assumed, `seconds` sets how long it speaks; a video\'s tts_text speaks in its encode stage', async () => {
+    const p = await planJob({ text: 'Hello there, this is a plan.', seconds: 4 });
+    assert.equal(p.kind, 'tts');
+    assert.equal(p.job.ref_seconds, 10);
+    assert.ok(p.notes.some((n) => /a 10 s reference clip is assumed/.test(n)));
+    assert.deepEqual(p.stages.map((s) => s.stage), [STAGE.loadModel, STAGE.encode, STAGE.sample, STAGE.audioDecode, STAGE.save]);
+    assert.equal(p.stages.find((s) => s.stage === STAGE.sample)!.steps, 50, '4 s at 12.5 codec frames a second');
+    const model = p.resident.find((r) => r.stage === STAGE.loadModel)!.bytes;
+    // the 1.7B talker and code predictor in f16 (about 3.9 GB) with the f32 codec and speaker encoder
+    assert.ok(model > 3.5 * GiB && model < 6 * GiB, `resident ${model / GiB} GiB`);
+    const longer = await planJob({ text: 'Hello there, this is a plan.', seconds: 8, ref_audio: 20 });
+    assert.equal(longer.stages.find((s) => s.stage === STAGE.sample)!.steps, 100);
+    assert.ok(longer.flops > p.flops && longer.job.ref_seconds === 20);
+    await assert.rejects(planJob({ text: ' ', kind: 'tts' }), /text/);
+    const req = { prompt: 'a man says hi', profile: 'fastvid', res: '352p', seconds: 1, seed: 1 };
+    const spoken = await planJob({ ...req, tts_text: 'Hi.', audios: [5] });
+    const silent = await planJob(req);
+    const enc = (j: JobPlan) => j.stages.find((s) => s.stage === STAGE.encode)!;
+    assert.ok(enc(spoken).steps > 0 && enc(spoken).flops > enc(silent).flops + 0.1e12, 'the speech model spoke inside the encode stage');
+  });
+
   test('video requests the table or the worker refuses are 400s from drafting, as the API answers them', async () => {
     const bad = (r: Record<string, unknown>, re: RegExp) => assert.rejects(planJob({ prompt: 'a kite', kind: 'video', ...r }), (e: Error) => e instanceof BadInputError && re.test(e.message));
     await bad({ profile: 'fastvid', res: '1080p' }, /res/);
@@ -123,7 +144,7 @@ describe('plans at the released sizes', () => {
     assert.ok(p.peak_gpu_bytes > 30 * GiB && p.flops > 900e12 && p.dispatches > 1000);
     assert.ok(p.stages.every((s) => typeof s.stage === 'string' && s.peak_gpu_bytes > 0));
     assert.deepEqual(Object.keys(p.offload).sort(), ['host_to_gpu_bytes_per_step', 'note', 'streamed']);
-    await assert.rejects(run('npm', ['run', '--silent', 'plan', '--', '{"prompt": "x", "kind": "tts"}']), (e: { code: number; stderr: string }) => e.code === 2 && /plans for tts jobs are not built yet/.test(e.stderr));
+    await assert.rejects(run('npm', ['run', '--silent', 'plan', '--', '{"kind": "tts", "text": " "}']), (e: { code: number; stderr: string }) => e.code === 2 && /text/.test(e.stderr));
     // a video request (small and fast: 352p, 1 s) through the CLI npm run plan just built (build/plan)
     const cli = join(__dirname, '..', '..', '..', 'plan', 'src', 'plan', 'cli.js');
     const video = JSON.parse((await run('node', [cli, '{"prompt": "a lighthouse", "profile": "turbo_int8", "res": "352p", "seconds": 1}', '--json'], { env: { ...process.env, KILN_PLAN_CACHE: cache } })).stdout) as JobPlan;

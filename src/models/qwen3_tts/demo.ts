@@ -62,7 +62,7 @@ const REAL_LANGUAGE_IDS: Record<string, number> = {
 
 /** The tokenizer's special tokens plus "assistant" (one token in the real vocabulary, id 77091; the prompt
  * template needs it whole). */
-const DEMO_TOKENS = [...DEMO_SPECIAL_TOKENS, 'assistant'];
+export const DEMO_TTS_TOKENS = [...DEMO_SPECIAL_TOKENS, 'assistant'];
 
 export function demoConfigJson(tok: DemoTokenizerInfo): Record<string, unknown> {
   const id = (t: string) => demoTokenId(tok, t);
@@ -150,7 +150,7 @@ export interface DemoPlan {
 
 /** Works out the demo checkpoint (tokenizer ids, configs, the loaders' key list) without writing it. */
 export async function planDemoQwen3Tts(e: Engine): Promise<DemoPlan> {
-  const configJson = demoConfigJson(demoTokenizerInfo({ specialTokens: DEMO_TOKENS }));
+  const configJson = demoConfigJson(demoTokenizerInfo({ specialTokens: DEMO_TTS_TOKENS }));
   const configs: Qwen3TtsConfigs = {
     model: parseQwen3TtsConfig(configJson, 'demo config.json'),
     generation: parseGenerationConfig(DEMO_GENERATION_CONFIG, 'demo generation_config.json'),
@@ -158,19 +158,39 @@ export async function planDemoQwen3Tts(e: Engine): Promise<DemoPlan> {
   };
   const keys = await recordQwen3TtsKeys(e, configs);
   const digest = demoDigest([DEMO_FORMAT, DEMO_SEED, configJson, DEMO_SPEECH_TOKENIZER_CONFIG, [...keys.model], [...keys.speech]]);
-  const write = async (dir: string) => {
-    await writeDemoTokenizer(dir, { specialTokens: DEMO_TOKENS });
-    const json = (name: string, v: unknown) => writeFile(join(dir, name), `${JSON.stringify(v, null, 2)}\n`);
-    await json('config.json', configJson);
-    await json('generation_config.json', DEMO_GENERATION_CONFIG);
-    await json('preprocessor_config.json', PREPROCESSOR);
-    await mkdir(join(dir, 'speech_tokenizer'), { recursive: true });
-    await json('speech_tokenizer/config.json', DEMO_SPEECH_TOKENIZER_CONFIG);
-    await json('speech_tokenizer/preprocessor_config.json', SPEECH_PREPROCESSOR);
-    const synth = new WeightSynth(DEMO_SEED);
-    const meta = demoMeta(`random Qwen3-TTS weights (${DEMO_TTS_NAME} ${digest}); the speech is noise`);
-    await writeSafetensors(join(dir, 'model.safetensors'), synth.tensors(keys.model, 'BF16'), meta);
-    await writeSafetensors(join(dir, 'speech_tokenizer', 'model.safetensors'), synth.tensors(keys.speech, 'F32'), meta);
-  };
+  const write = (dir: string) =>
+    writeQwen3TtsCheckpoint(dir, { config: configJson, speechTokenizer: DEMO_SPEECH_TOKENIZER_CONFIG }, keys, new WeightSynth(DEMO_SEED), demoMeta(`random Qwen3-TTS weights (${DEMO_TTS_NAME} ${digest}); the speech is noise`));
   return { version: `${DEMO_FORMAT}-${digest}`, configs, keys, write };
+}
+
+/** Parses the three config files a checkpoint folder holds (the demo's or the released ones, released.ts). */
+export function qwen3TtsConfigsOf(config: Record<string, unknown>, speechTokenizer: Record<string, unknown>): Qwen3TtsConfigs {
+  return {
+    model: parseQwen3TtsConfig(config, 'config.json'),
+    generation: parseGenerationConfig(DEMO_GENERATION_CONFIG, 'generation_config.json'),
+    speechTokenizer: parseSpeechTokenizerConfig(speechTokenizer, 'speech_tokenizer/config.json'),
+  };
+}
+
+/** Writes a checkpoint folder in the published format: the demo tokenizer, the configs, and the recorded keys with
+ * random values (synth) or with no bytes at all (null: a planned checkpoint, src/plan). */
+export async function writeQwen3TtsCheckpoint(
+  dir: string,
+  c: { config: Record<string, unknown>; speechTokenizer: Record<string, unknown> },
+  keys: { model: Map<string, number[]>; speech: Map<string, number[]> },
+  synth: WeightSynth | null,
+  meta: Record<string, string>,
+): Promise<void> {
+  await writeDemoTokenizer(dir, { specialTokens: DEMO_TTS_TOKENS });
+  const json = (name: string, v: unknown) => writeFile(join(dir, name), `${JSON.stringify(v, null, 2)}\n`);
+  await json('config.json', c.config);
+  await json('generation_config.json', DEMO_GENERATION_CONFIG);
+  await json('preprocessor_config.json', PREPROCESSOR);
+  await mkdir(join(dir, 'speech_tokenizer'), { recursive: true });
+  await json('speech_tokenizer/config.json', c.speechTokenizer);
+  await json('speech_tokenizer/preprocessor_config.json', SPEECH_PREPROCESSOR);
+  const tensors = (shapes: Map<string, number[]>, dtype: 'BF16' | 'F32') =>
+    synth ? synth.tensors(shapes, dtype) : Object.fromEntries([...shapes].map(([k, shape]) => [k, { dtype, shape, data: null }]));
+  await writeSafetensors(join(dir, 'model.safetensors'), tensors(keys.model, 'BF16'), meta);
+  await writeSafetensors(join(dir, 'speech_tokenizer', 'model.safetensors'), tensors(keys.speech, 'F32'), meta);
 }
