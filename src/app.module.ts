@@ -34,7 +34,7 @@ import { OpenAiImagesController } from './openai/images.controller';
 import { OpenAiSpeechController } from './openai/speech.controller';
 import { OpenAiImagesService } from './openai/images.service';
 import { OpenAiSpeechService } from './openai/speech.service';
-import { VoiceStore } from './openai/voices.store';
+import { VoiceStore } from './tts/voices.store';
 import { OpenAiVideosController } from './openai/videos.controller';
 import { OpenAiVideosService } from './openai/videos.service';
 import { RemixStore } from './openai/remixes.store';

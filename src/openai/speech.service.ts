@@ -15,7 +15,7 @@ import { JobInputs } from '../jobs/job.inputs';
 import { BASE_ARGS, runFfmpeg } from '../media/ffmpeg';
 import { TtsService } from '../tts/tts.service';
 import type { OpenAiSpeechDto, SpeechFormat } from './speech.dto';
-import { VoiceStore, type SavedVoice } from './voices.store';
+import { VoiceStore, type SavedVoice } from '../tts/voices.store';
 
 export const OPENAI_SPEECH_MODELS = ['tts-1', 'tts-1-hd', 'gpt-4o-mini-tts'] as const;
 

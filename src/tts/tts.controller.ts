@@ -30,11 +30,11 @@ export class TtsController {
   @UseInterceptors(uploadFields('ref_audio'))
   @ApiOperation({ summary: 'Voice-clone speech (multipart); answers with the same speech result as the JSON form' })
   @ApiConsumes('multipart/form-data')
-  @ApiBody({ schema: { allOf: [{ $ref: getSchemaPath(TtsFormDto) }, { type: 'object', required: ['ref_audio'], properties: { ref_audio: { type: 'string', format: 'binary' } } }] } })
+  @ApiBody({ schema: { allOf: [{ $ref: getSchemaPath(TtsFormDto) }, { type: 'object', properties: { ref_audio: { type: 'string', format: 'binary', description: 'The reference clip; required unless voice names a saved voice' } } }] } })
   @ApiOkResponse({ type: SpeechResultDto })
   @ApiServiceUnavailableResponse({ description: 'The speech model is not available', type: ErrorDetailDto })
   @ApiCreateErrors(false)
   speakForm(@Body() dto: TtsFormDto, @UploadedFiles() files: Files, @Res({ passthrough: true }) res: Response) {
-    return this.tts.speak(dto, async () => filesOf(files, 'ref_audio').map((f) => ({ ...f, label: 'ref_audio' }))[0], clientGone(res));
+    return this.tts.speakFromForm(dto, filesOf(files, 'ref_audio').map((f) => ({ ...f, label: 'ref_audio' }))[0], clientGone(res));
   }
 }

@@ -9,6 +9,9 @@ import { JobFiles } from '../jobs/job.files';
 import { JobInputs } from '../jobs/job.inputs';
 import { Scheduler } from '../scheduler/scheduler';
 import type { SpeechTask } from '../worker/protocol';
+import { VoiceStore } from './voices.store';
+
+interface SpeechRequest { text?: string; language?: string; ref_text?: string; voice?: string }
 
 /** Speech is synchronous for the client but runs through the same single-GPU queue as every job. */
 @Injectable()
@@ -18,21 +21,41 @@ export class TtsService {
     private readonly scheduler: Scheduler,
     private readonly inputs: JobInputs,
     private readonly files: JobFiles,
+    private readonly voices: VoiceStore,
   ) {}
 
-  /** The JSON form: ref_audio is a URL or data URI, fetched once the checks that need no bytes passed. */
-  speakFromRef(req: { text?: string; language?: string; ref_text?: string; ref_audio: string }, signal?: AbortSignal): Promise<{ audio: string }> {
-    return this.speak(req, () => this.inputs.fetchOne(req.ref_audio, 'ref_audio', 'audio'), signal);
+  /** The JSON form: ref_audio is a URL or data URI, fetched once the checks that need no bytes passed; or `voice`
+   * names a saved voice in its place. */
+  speakFromRef(req: SpeechRequest & { ref_audio?: string }, signal?: AbortSignal): Promise<{ audio: string }> {
+    const saved = this.savedVoice(req, req.ref_audio !== undefined);
+    if (saved) return this.speak(saved.req, async () => saved.clip, signal);
+    return this.speak(req, async () => (req.ref_audio === undefined ? undefined : this.inputs.fetchOne(req.ref_audio, 'ref_audio', 'audio')), signal);
   }
 
-  async speak(req: { text?: string; language?: string; ref_text?: string }, loadRef: () => Promise<InputFile | undefined>, signal?: AbortSignal): Promise<{ audio: string }> {
+  /** The multipart form: the clip came as the ref_audio file part, or `voice` names a saved voice in its place. */
+  speakFromForm(req: SpeechRequest, clip: InputFile | undefined, signal?: AbortSignal): Promise<{ audio: string }> {
+    const saved = this.savedVoice(req, clip !== undefined);
+    return saved ? this.speak(saved.req, async () => saved.clip, signal) : this.speak(req, async () => clip, signal);
+  }
+
+  /** `voice` (an extension) in place of ref_audio: the saved voice's clip becomes the request's clip, as an upload
+   * would, and its transcript the ref_text when the request gives none. Blank: no voice. */
+  private savedVoice(req: SpeechRequest, clipGiven: boolean): { req: SpeechRequest; clip: InputFile } | undefined {
+    const key = req.voice?.trim();
+    if (!key) return undefined;
+    if (clipGiven) throw new BadInputError('give ref_audio or voice, not both: voice names a saved voice whose clip is the reference in place of ref_audio');
+    const v = this.voices.named(key);
+    return { req: { ...req, ref_text: req.ref_text?.trim() ? req.ref_text : v.ref_text }, clip: this.voices.clip(v) };
+  }
+
+  async speak(req: SpeechRequest, loadRef: () => Promise<InputFile | undefined>, signal?: AbortSignal): Promise<{ audio: string }> {
     const text = checkPrompt(req.text, 'text');
     const language = checkLanguage(req.language, 'language');
     const refText = checkRefText(req.ref_text, 'ref_text');
     if (!this.scheduler.hasWorker()) throw new UnavailableError('speech synthesis needs a GPU worker, and this API runs without one (WORKERS=none)');
     if (this.scheduler.serves('tts', TTS_PROFILE) === false) throw notServed();
     const ref = await loadRef();
-    if (!ref) throw new BadInputError('ref_audio is required: a reference clip of 3 to 30 s');
+    if (!ref) throw new BadInputError(`ref_audio is required: a reference clip of ${CLIP_SECONDS.speech.minS} to ${CLIP_SECONDS.speech.maxS} s (or voice: a saved voice's id or name)`);
     await this.inputs.checkAudioLengths([ref], CLIP_SECONDS.speech);
     const id = `tts_${newJobId()}`;
     const saved = await this.files.saveSpeech(id, ref);

@@ -14,6 +14,8 @@ export interface VideoRequest {
   timeout?: number; priority?: number;
   /** LoRAs: refused on every video profile yet (the capability table's loras.unsupported). */
   loras?: unknown;
+  /** A saved voice (tts/voices.store.ts) in place of audios[0]; VideoService swaps it for its clip before drafting. */
+  voice?: string;
 }
 
 export interface VideoDraft {

@@ -46,6 +46,14 @@ export class VideoFieldsDto {
   @Optional() @IsString()
   tts_text?: string;
 
+  @ApiPropertyOptional({
+    description: 'Kiln extension: a saved voice\'s id or name (GET /v1/audio/voices lists them, POST /v1/audio/voices saves one) in place of '
+      + 'audios[0] as the voice tts_text is spoken in (or, with no pictures, the prompt\'s quoted dialogue): its clip is audios[0], its ref_text the '
+      + 'tts_ref_text when that is not given. With clips in audios, or on a job with no speech to speak, a 400. Empty: none',
+  })
+  @Optional() @IsString()
+  voice?: string;
+
   @ApiPropertyOptional({ default: DEF.tts_ref_text, description: 'Optional transcript of audios[0]' })
   @Optional() @IsString()
   tts_ref_text?: string;

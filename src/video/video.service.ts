@@ -6,11 +6,14 @@ import { draftVideo, type VideoRequest } from './video.draft';
 import { InputFile } from '../jobs/input-probe';
 import { JobInputs } from '../jobs/job.inputs';
 import { JobsService } from '../jobs/jobs.service';
+import { VoiceStore } from '../tts/voices.store';
+
+type VideoInputs = { images: number; audios: number; load: () => Promise<[InputFile[], InputFile[]]> };
 
 /** Video job creation: the spec's rules, then inputs checked (images decodable and <= 25 MB, clips 2 to 15 s). */
 @Injectable()
 export class VideoService {
-  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs) {}
+  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly voices: VoiceStore) {}
 
   /** The JSON form: its images and audios are URLs or data URIs, fetched once the checks that need no bytes passed. */
   createFromRefs(req: VideoRequest & { images?: string[]; audios?: string[]; callback_url?: string | null; wait?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
@@ -22,10 +25,15 @@ export class VideoService {
 
   async create(
     req: VideoRequest & { callback_url?: string | null; wait?: boolean },
-    inputs: { images: number; audios: number; load: () => Promise<[InputFile[], InputFile[]]> },
+    given: VideoInputs,
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
+    const { req: r, inputs } = this.withSavedVoice(req, given);
+    req = r;
     const d = draftVideo(req, inputs.images, inputs.audios);
+    if (req.voice?.trim() && d.tts_text.trim() === '') {
+      throw new BadInputError(`voice: a saved voice stands for audios[0] only as the voice the speech model speaks in, and this job has no speech: give tts_text (or, with no pictures and audio_mode voice, quote the dialogue in the prompt); a clip for audio_mode ${d.audio_mode} goes in audios`);
+    }
     this.jobs.checkServed('video', d.profile.profile, { steps: d.steps, images: inputs.images, audios: inputs.audios, imageMode: d.image_mode, audioMode: d.audio_mode, ttsText: d.tts_text.trim() !== '' });
     const timeout = checkTimeout(req.timeout, VIDEO_DEFAULTS.timeout);
     this.jobs.admit(req.callback_url);
@@ -75,5 +83,19 @@ export class VideoService {
     );
     // the spec: creating returns the job as created (queued, with its position), whatever the scheduler does next
     return req.wait ? this.jobs.waitFor(job.id, timeout, signal) : created;
+  }
+
+  /** `voice` (an extension) in place of audios[0]: the saved voice's clip becomes the job's one clip, as an upload
+   * would (the same checks and files follow), and its transcript the tts_ref_text when the request gives none. */
+  private withSavedVoice<R extends VideoRequest>(req: R, given: VideoInputs): { req: R; inputs: VideoInputs } {
+    const key = req.voice?.trim();
+    if (!key) return { req, inputs: given };
+    if (given.audios > 0) throw new BadInputError(`give voice or audios, not both: voice names a saved voice whose clip is audios[0] (${given.audios} clip${given.audios > 1 ? 's' : ''} given)`);
+    const v = this.voices.named(key);
+    const clip = this.voices.clip(v);
+    return {
+      req: { ...req, tts_ref_text: req.tts_ref_text?.trim() ? req.tts_ref_text : (v.ref_text ?? req.tts_ref_text) },
+      inputs: { images: given.images, audios: 1, load: async () => [(await given.load())[0], [clip]] },
+    };
   }
 }

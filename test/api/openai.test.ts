@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tempoChain } from '../../src/openai/speech.service';
-import { VoiceStore } from '../../src/openai/voices.store';
+import { VoiceStore } from '../../src/tts/voices.store';
 import { probe } from '../media/helpers';
 import { pngBytes, pngSize, wavBytes } from './inputs';
 

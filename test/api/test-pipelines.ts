@@ -2,8 +2,9 @@
 // They stand in for models only in tests, inside the real GPU worker process: a test passes `testPipeline(...)`
 // (a PipelineModule: this file, an export and plain-data arguments) to startApp, and the worker calls the make*
 // export to build the entry. Gates and logs reach back into the test process (control.ts).
+import { createHash } from 'node:crypto';
 import { previewWebp, type RgbPicture } from '../../src/models/common/latent-preview';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import sharp from 'sharp';
 import { STAGE } from '../../src/catalog';
 import { throwIfCancelled } from '../../src/common/errors';
@@ -71,6 +72,26 @@ export function restartPipelines(opts: Omit<TestPipelineOptions, 'fail'>): Pipel
 /** Speech that writes one second of silence; a text containing "explode" fails. `gate`: waits there first. */
 export function silentSpeech(o: { gate?: Gate } = {}): PipelineModule {
   return { module: __filename, export: 'makeSilentSpeech', args: [{ gate: o.gate?.ref }] };
+}
+
+/** Speech whose samples are a function of everything the speech model is given (echoSpeechWav): the same wav
+ * exactly when the worker got the same clip bytes, text, ref_text and language. */
+export function echoSpeech(): PipelineModule {
+  return { module: __filename, export: 'makeEchoSpeech', args: [] };
+}
+
+/** What echoSpeech writes for a clip and params: 24 kHz mono, 0.5 s + 20 ms per character of text, 16-bit samples
+ * drawn from a generator seeded by the sha256 of the clip's bytes, text, ref_text and language. */
+export function echoSpeechWav(clip: Buffer, p: { text: string; ref_text: string; language: string }): Buffer {
+  const h = createHash('sha256').update(clip).update('\0').update(p.text).update('\0').update(p.ref_text).update('\0').update(p.language).digest();
+  let x = h.readUInt32LE(0) | 1; // xorshift32
+  const n = Math.round(24000 * (0.5 + 0.02 * p.text.length));
+  const data = Buffer.alloc(n * 2);
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13; x ^= x >>> 17; x ^= x << 5;
+    data.writeInt16LE(((x >>> 0) % 16001) - 8000, i * 2);
+  }
+  return Buffer.concat([wavHeader(24000, 1, n), data]);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -180,6 +201,26 @@ export function makeSilentSpeech(o: { gate?: ControlRef } = {}): ServedEntry {
         if (task.params.text.includes('explode')) throw new Error('synthesis broke');
         const tmp = tempSibling(task.output);
         await writeFile(tmp, Buffer.concat([wavHeader(24000, 1, 24000), Buffer.alloc(48000)]));
+        await commitFile(tmp, task.output);
+      },
+    }),
+  };
+}
+
+export function makeEchoSpeech(): ServedEntry {
+  return {
+    kind: 'tts',
+    profile: 'tts',
+    interactive: true,
+    weights: () => 'demo',
+    create: () => ({
+      load: async () => {},
+      unload: async () => {},
+      run: async (task: WorkerTask, ctx: RunContext) => {
+        if (task.kind !== 'tts') throw new Error('the speech pipeline was given a job');
+        throwIfCancelled(ctx.signal);
+        const tmp = tempSibling(task.output);
+        await writeFile(tmp, echoSpeechWav(await readFile(task.audios[0]!), task.params));
         await commitFile(tmp, task.output);
       },
     }),

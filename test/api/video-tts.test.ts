@@ -6,12 +6,14 @@
 // video's end. With a reference picture (basevid50) the speech is the soundtrack too, and the model is told so
 // (<Audio 1> fully_copy in model_prompt). Refused at creation with a 400, nothing stored: a voice the speech model
 // cannot clone (under 3 s), 2 clips, no voice, an unknown tts_language. A voice without pictures (issue 50) is the
-// same path with the prompt's quoted dialogue as the text, on fastvid and fastvid_4step_int8.
+// same path with the prompt's quoted dialogue as the text, on fastvid and fastvid_4step_int8. A saved voice (issue 45,
+// saved through the official `openai` SDK) named as `voice` in place of audios[0] speaks the same soundtrack.
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import OpenAI, { toFile } from 'openai';
 import { referencePrompt } from '../../src/catalog';
 import type { EngineHolder } from '../../src/engine/engine';
 import { floatToPcm16, SPEECH_SAMPLE_RATE, wavHeader } from '../../src/media/wav';
@@ -23,7 +25,7 @@ import { speechRequestOf } from '../../src/worker/profiles/video-speech';
 import { testEngine } from '../engine/helpers';
 import { decodeAudioTrack, rms } from '../media/helpers';
 import { fetchCheckedMp4 } from './video-output';
-import { auth, startAppOnDemoWeights, TestApp, until } from './harness';
+import { auth, startAppOnDemoWeights, TestApp, TOKEN, until } from './harness';
 import { correlation, dataUri, pngBytes, wavBytes } from './inputs';
 
 const TEXT = 'Hello there, this is a test of the speech that becomes the soundtrack.';
@@ -163,6 +165,48 @@ describe('tts_text video jobs through the API (demo weights)', () => {
     const short = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'He says "hi"', seconds: 1, res: '352p', audios: [dataUri('audio/wav', wavBytes(2.5))] });
     assert.equal(short.status, 400, JSON.stringify(short.body));
     assert.match(short.body.detail, /^audios\[0\]: the voice that speaks the prompt's dialogue \(no pictures: the speech model speaks it\) is 2\.50 s long; a voice clip must be 3 to 15 s$/);
+  });
+
+  // issue 45: a voice saved once (POST /v1/audio/voices) in place of audios[0], on Kiln's own JSON and multipart forms
+  test('voice: a saved voice in place of audios[0] speaks the same soundtrack (JSON and multipart); 400s name what to change', async () => {
+    const client = new OpenAI({ apiKey: TOKEN, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    const saved = await client.audio.voices.create({ audio_sample: await toFile(voice, 'voice.wav', { type: 'audio/wav' }), name: 'host', consent: 'c' });
+    const res = await t.http.post('/api/v1/generate').set(auth).send({
+      prompt: 'a man talks to the camera', seconds: 1, res: '352p', seed: SEED, steps: 2, voice: 'host', tts_text: TEXT, tts_language: 'English',
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const mp = await t.http.post('/api/jobs').set(auth)
+      .field('prompt', 'a man talks to the camera').field('seconds', '1').field('res', '352p').field('seed', String(SEED)).field('steps', '2')
+      .field('voice', saved.id).field('tts_text', TEXT).field('tts_language', 'English');
+    assert.equal(mp.status, 200, JSON.stringify(mp.body));
+    assert.ok(first, 'the first test ran');
+    for (const id of [res.body.id, mp.body.id]) {
+      const job = await until(t, id, (j) => j.status === 'done' || j.status === 'failed', 300_000);
+      assert.equal(job.status, 'done', JSON.stringify(job));
+      assert.deepEqual([job.mode, job.image_count], ['t2v', 0]);
+      const mp4 = decodeAudioTrack(await fetchCheckedMp4(t, job, 39, scratch), 32000, 2);
+      const r = correlation(mp4, first, Math.min(mp4.length, first.length));
+      const same = mp4.length === first.length && mp4.every((v, i) => v === first![i]);
+      console.log(`# tts_text in a saved voice (voice ${id === res.body.id ? 'by name, JSON' : 'by id, multipart'}): exec_s ${job.exec_s}; audio vs the uploaded clip's job r ${r.toFixed(6)}, decoded samples ${same ? 'bit-equal' : 'differ'}`);
+      assert.ok(r > 0.99, `the saved voice speaks what its clip uploaded speaks: r ${r}`);
+    }
+    const before = (await t.http.get('/api/jobs').set(auth)).body.length;
+    const cases: [() => any, RegExp][] = [
+      [() => t.http.post('/api/v1/generate').set(auth).send({ prompt: 'x', seconds: 1, res: '352p', tts_text: 'hi there', voice: 'nobody' }),
+        /^voice "nobody": no saved voice has that id or name; saved voices: host \(voice_\w+\) \(GET \/v1\/audio\/voices lists them; POST \/v1\/audio\/voices/],
+      [() => t.http.post('/api/v1/generate').set(auth).send({ prompt: 'x', seconds: 1, res: '352p', tts_text: 'hi there', voice: 'host', audios: [dataUri('audio/wav', voice)] }),
+        /^give voice or audios, not both: voice names a saved voice whose clip is audios\[0\] \(1 clip given\)$/],
+      [() => t.http.post('/api/jobs').set(auth).field('prompt', 'x').field('seconds', '1').field('res', '352p').field('tts_text', 'hi there').field('voice', 'host').attach('audios', voice, 'v.wav'),
+        /^give voice or audios, not both/],
+      [async () => t.http.post('/api/jobs').set(auth).field('prompt', 'a man waves').field('seconds', '1').field('res', '352p').field('voice', 'host').attach('images', await pngBytes(200, 120), 'first.png'),
+        /^voice: a saved voice stands for audios\[0\] only as the voice the speech model speaks in, and this job has no speech: give tts_text .*; a clip for audio_mode voice goes in audios$/],
+    ];
+    for (const [send, reason] of cases) {
+      const r = await send();
+      assert.equal(r.status, 400, `${reason}: ${JSON.stringify(r.body).slice(0, 300)}`);
+      assert.match(r.body.detail, reason);
+    }
+    assert.equal((await t.http.get('/api/jobs').set(auth)).body.length, before, 'no job stored');
   });
 
   test('refused with a 400 before anything is queued: a 2.5 s voice, 2 clips, no voice, a language', async () => {

@@ -1,13 +1,15 @@
 // Saved voices (POST /v1/audio/voices): a reference clip kept once and named, so a speech request names the voice
-// instead of uploading the clip every time. Kept durably in DATA_DIR/voices/: the clip, then <id>.json beside it
-// (written through a temp file and a rename, so a crash never leaves half a record; a clip without a record is
-// not a voice and is removed at the next start). A crash between the two leaves a clip and no voice: nothing lost
-// that the client was told it had.
+// instead of uploading the clip every time: OpenAI's speech (`voice`) and, as an extension, Kiln's own /api/v1/tts,
+// /api/tts and a video's tts_text (`voice` in place of the clip). Kept durably in DATA_DIR/voices/: the clip, then
+// <id>.json beside it (written through a temp file and a rename, so a crash never leaves half a record; a clip without
+// a record is not a voice and is removed at the next start). A crash between the two leaves a clip and no voice:
+// nothing lost that the client was told it had.
 import { Inject, Injectable } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { SETTINGS, type Settings } from '../config/settings';
+import { BadInputError } from '../common/errors';
 import type { InputFile } from '../jobs/input-probe';
 
 export interface SavedVoice {
@@ -64,6 +66,15 @@ export class VoiceStore {
     return all.find((v) => v.id === idOrName) ?? all.filter((v) => v.name === idOrName).pop();
   }
 
+  /** The voice a request of Kiln's own API names in `voice`, or a 400 that says how to list and save voices. */
+  named(idOrName: string): SavedVoice {
+    const found = this.find(idOrName);
+    if (found) return found;
+    const all = this.list();
+    const saved = all.slice(-20).map((v) => `${v.name} (${v.id})`).join(', ') + (all.length > 20 ? ` and ${all.length - 20} older` : '');
+    throw new BadInputError(`voice ${JSON.stringify(idOrName)}: no saved voice has that id or name; saved voices: ${saved || 'none'} (GET /v1/audio/voices lists them; POST /v1/audio/voices, multipart audio_sample, name and consent, saves one)`);
+  }
+
   remove(id: string): boolean {
     const v = this.list().find((x) => x.id === id);
     if (!v) return false;
@@ -73,6 +84,6 @@ export class VoiceStore {
   }
 
   clip(v: SavedVoice): InputFile {
-    return { label: `voice ${v.id} (${v.name})`, name: v.file, data: readFileSync(join(this.dir, v.file)) };
+    return { label: `voice ${JSON.stringify(v.name)} (${v.id})`, name: v.file, data: readFileSync(join(this.dir, v.file)) };
   }
 }
