@@ -29,7 +29,11 @@ export class OpenAiSpeechDto {
   @Optional() @IsNumber() @Min(0.25) @Max(4)
   speed?: number;
 
-  @ApiPropertyOptional({ enum: ['audio', 'sse'], default: 'audio', description: 'audio: the bytes; sse is not built yet (400)' })
+  @ApiPropertyOptional({
+    enum: ['audio', 'sse'], default: 'audio',
+    description: 'audio: the file; sse: server-sent speech.audio.delta events (base64 pieces of the same file) and a speech.audio.done with usage. '
+      + 'The speech model writes its audio at the end, so both come once the speech is made, not as it is generated',
+  })
   @Optional() @IsIn(['audio', 'sse'])
   stream_format?: 'audio' | 'sse';
 

@@ -38,6 +38,26 @@ export function tempoChain(speed: number): string {
   return parts.map((p) => `atempo=${p}`).join(',');
 }
 
+/** Audio bytes per speech.audio.delta event (before base64). */
+export const SSE_CHUNK_BYTES = 16 * 1024;
+/** Qwen3-TTS-12Hz's codec: one code frame per 1920 samples at 24 kHz. */
+const SPEECH_CODEC_HZ = 12.5;
+
+/** A PCM wav's length in seconds, from its fmt and data chunks (0 when it has none). */
+export function wavSeconds(wav: Buffer): number {
+  let rate = 0, blockAlign = 0;
+  for (let at = 12; at + 8 <= wav.length; ) {
+    const id = wav.toString('latin1', at, at + 4);
+    const size = wav.readUInt32LE(at + 4);
+    if (id === 'fmt ' && at + 20 <= wav.length) { rate = wav.readUInt32LE(at + 12); blockAlign = wav.readUInt16LE(at + 20); }
+    if (id === 'data') return rate && blockAlign ? Math.min(size, wav.length - at - 8) / blockAlign / rate : 0;
+    at += 8 + size + (size & 1);
+  }
+  return 0;
+}
+
+const sseData = (event: object) => `data: ${JSON.stringify(event)}\n\n`;
+
 export const voiceObject = (v: SavedVoice) => ({ id: v.id, object: 'audio.voice', created_at: v.created_at, name: v.name, type: 'audio_sample' });
 
 @Injectable()
@@ -60,19 +80,20 @@ export class OpenAiSpeechService {
     if (!this.voices.remove(id)) throw new NotFoundError(`no saved voice ${JSON.stringify(id)}`);
   }
 
-  async speak(dto: OpenAiSpeechDto, signal?: AbortSignal): Promise<{ body: Buffer; type: string }> {
+  /** The speech in response_format; `seconds`: the length of the speech the model made (before speed). */
+  async speak(dto: OpenAiSpeechDto, signal?: AbortSignal): Promise<{ body: Buffer; type: string; seconds: number }> {
     const model = dto.model ?? TTS_PROFILE;
     if (model !== TTS_PROFILE && !(OPENAI_SPEECH_MODELS as readonly string[]).includes(model)) {
       throw new BadInputError(`unknown model ${JSON.stringify(model)}; speech models here: ${TTS_PROFILE} (and ${OPENAI_SPEECH_MODELS.join(', ')}, which run it)`);
     }
-    if (dto.stream_format === 'sse') throw new BadInputError('stream_format sse is not built yet; ask stream_format audio (the default)');
     checkPrompt(dto.input, 'input');
     const voice = this.voiceOf(dto.voice);
     const { audio } = await this.tts.speak({ text: dto.input, language: dto.language, ref_text: voice.ref_text }, async () => this.voices.clip(voice), signal);
     const wav = await this.read(audio.replace(/^\/out\//, ''));
+    const seconds = wavSeconds(wav);
     const format = dto.response_format ?? 'mp3';
     const speed = dto.speed ?? 1;
-    if (format === 'wav' && speed === 1) return { body: wav, type: ENCODE.wav.type };
+    if (format === 'wav' && speed === 1) return { body: wav, type: ENCODE.wav.type, seconds };
     // into a file, not a pipe: flac's and wav's headers give the length only when ffmpeg can seek back to them
     const dir = await mkdtemp(join(tmpdir(), 'kiln-speech-'));
     try {
@@ -80,10 +101,29 @@ export class OpenAiSpeechService {
       const args = [...BASE_ARGS, '-loglevel', 'error', '-i', 'pipe:0', ...(speed !== 1 ? ['-filter:a', tempoChain(speed)] : []), ...ENCODE[format].args, out];
       const exit = await runFfmpeg(args, { timeoutMs: 120_000, signal, input: wav });
       if (exit.code !== 0) throw new UnavailableError(`encoding the speech as ${format} failed: ${exit.stderr}`);
-      return { body: await readFile(out), type: ENCODE[format].type };
+      return { body: await readFile(out), type: ENCODE[format].type, seconds };
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * stream_format sse: OpenAI's speech stream events (`speech.audio.delta` with base64 audio, then `speech.audio.done`
+   * with usage), one `data:` line each. Qwen3-TTS here writes the whole wav at the end of a request (the worker reports
+   * no audio before), so the events carry the finished audio, in response_format, cut into SSE_CHUNK_BYTES pieces:
+   * sent after generation, never as it is generated. Their concatenation is the file stream_format audio answers.
+   */
+  static sseEvents(audio: Buffer, input: string, seconds: number): string[] {
+    const events: string[] = [];
+    for (let at = 0; at < audio.length; at += SSE_CHUNK_BYTES) {
+      events.push(sseData({ type: 'speech.audio.delta', audio: audio.subarray(at, at + SSE_CHUNK_BYTES).toString('base64') }));
+    }
+    // Kiln counts no model tokens: input_tokens is the input's length in characters (code points), output_tokens the
+    // frames of the speech model's 12.5 Hz codec the audio spans
+    const input_tokens = [...input].length;
+    const output_tokens = Math.ceil(seconds * SPEECH_CODEC_HZ);
+    events.push(sseData({ type: 'speech.audio.done', usage: { input_tokens, output_tokens, total_tokens: input_tokens + output_tokens } }));
+    return events;
   }
 
   private voiceOf(voice: string | { id: string }): SavedVoice {

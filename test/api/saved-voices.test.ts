@@ -3,16 +3,24 @@
 // ref_audio. The worker serves echoSpeech (test-pipelines.ts): its wav is a function of the clip bytes, text, ref_text
 // and language it was given, so "the voice's clip reaches the speech model as an upload does" is checked bit for bit
 // (the real speech model draws a fresh seed per request; test/api/video-tts.test.ts compares a seeded video's speech).
+// And OpenAI's speech with stream_format sse, read by the SDK's own SSE reader: the audio concatenated is the file.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI, { toFile } from 'openai';
+import { Stream } from 'openai/streaming';
 import { auth, startApp, TOKEN, type TestApp } from './harness';
 import { dataUri, wavBytes } from './inputs';
 import { echoSpeech, echoSpeechWav } from './test-pipelines';
 
 const TEXT = 'Hello there, this is the saved voice speaking.';
+
+/** OpenAI's speech stream events (the API reference's SpeechAudioDeltaEvent / SpeechAudioDoneEvent; openai 7.60's
+ * types do not name them: audio.speech.create answers the raw Response). */
+type SpeechStreamEvent =
+  | { type: 'speech.audio.delta'; audio: string }
+  | { type: 'speech.audio.done'; usage: { input_tokens: number; output_tokens: number; total_tokens: number } };
 
 describe('saved voices on Kiln\'s own speech endpoints', () => {
   let t: TestApp;
@@ -80,5 +88,27 @@ describe('saved voices on Kiln\'s own speech endpoints', () => {
     assert.deepEqual(res.body.detail[0].loc, ['body', 'ref_audio']);
     const typed = await t.http.post('/api/v1/tts').set(auth).send({ text: 'x', voice: 'narrator', ref_audio: 5 });
     assert.equal(typed.status, 422, 'ref_audio is type-checked beside a voice too');
+  });
+
+  test('OpenAI speech, stream_format sse: speech.audio.delta events whose audio concatenated is the file, then speech.audio.done with usage', async () => {
+    const want = echoSpeechWav(clip, { text: TEXT, ref_text: '', language: 'English' });
+    const seconds = (want.length - 44) / 2 / 24000;
+    for (const format of ['wav', 'mp3', 'pcm'] as const) {
+      const file = Buffer.from(await (await client.audio.speech.create({ model: 'tts', voice: 'narrator', input: TEXT, response_format: format, language: 'English' } as OpenAI.Audio.SpeechCreateParams)).arrayBuffer());
+      if (format === 'wav') assert.ok(file.equals(want), 'the plain answer is the speech');
+      const res = await client.audio.speech.create({ model: 'gpt-4o-mini-tts', voice: { id: narrator.id }, input: TEXT, response_format: format, stream_format: 'sse', language: 'English' } as OpenAI.Audio.SpeechCreateParams);
+      assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+      const events: SpeechStreamEvent[] = [];
+      for await (const ev of Stream.fromSSEResponse<SpeechStreamEvent>(res, new AbortController())) events.push(ev);
+      const deltas = events.slice(0, -1);
+      assert.ok(deltas.length >= 1 && deltas.every((e) => e.type === 'speech.audio.delta'), `${format}: ${events.map((e) => e.type).join(', ')}`);
+      const streamed = Buffer.concat(deltas.map((e) => Buffer.from((e as { audio: string }).audio, 'base64')));
+      assert.ok(streamed.equals(file), `${format}: the ${deltas.length} deltas' ${streamed.length} bytes are the file's ${file.length}`);
+      if (format === 'wav') assert.ok(deltas.length > 1, `a ${file.length}-byte wav comes in several pieces`);
+      const done = events.at(-1)!;
+      assert.deepEqual(done, { type: 'speech.audio.done', usage: { input_tokens: TEXT.length, output_tokens: Math.ceil(seconds * 12.5), total_tokens: TEXT.length + Math.ceil(seconds * 12.5) } });
+      console.log(`# sse ${format}: ${deltas.length} deltas, ${streamed.length} bytes, bit-equal to the plain answer; usage ${JSON.stringify((done as { usage: object }).usage)}`);
+    }
+    await assert.rejects(client.audio.speech.create({ model: 'tts', voice: 'alloy', input: 'hi', stream_format: 'sse' }), (e: unknown) => e instanceof OpenAI.BadRequestError && /voice "alloy": no saved voice/.test(e.message));
   });
 });
