@@ -17,6 +17,9 @@ export interface SavedVoice {
   name: string;
   /** Unix seconds. */
   created_at: number;
+  /** Unix milliseconds, increasing within a process: the order of voices saved in the same second (absent in
+   * records written before it was kept; those order by created_at). */
+  created_ms?: number;
   /** The clip's file name in the voices folder. */
   file: string;
   /** What the SDK sends as `consent` (OpenAI: a consent recording's id), kept as given. */
@@ -28,6 +31,7 @@ export interface SavedVoice {
 @Injectable()
 export class VoiceStore {
   private readonly dir: string;
+  private lastMs = 0;
 
   /** The folder is made at the first saved voice: a service that never saves one has none. */
   constructor(@Inject(SETTINGS) settings: Pick<Settings, 'dataDir'>) {
@@ -45,7 +49,7 @@ export class VoiceStore {
     return readdirSync(this.dir)
       .filter((f) => f.endsWith('.json'))
       .map((f) => JSON.parse(readFileSync(join(this.dir, f), 'utf8')) as SavedVoice)
-      .sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1));
+      .sort((a, b) => (a.created_ms ?? a.created_at * 1000) - (b.created_ms ?? b.created_at * 1000) || (a.id < b.id ? -1 : 1));
   }
 
   add(name: string, consent: string, clip: InputFile, refText?: string): SavedVoice {
@@ -53,7 +57,8 @@ export class VoiceStore {
     const id = `voice_${randomBytes(12).toString('hex')}`;
     const file = `${id}${extname(clip.name ?? '').toLowerCase().replace(/[^.\w]/g, '').slice(0, 8) || '.bin'}`;
     writeFileSync(join(this.dir, file), clip.data);
-    const v: SavedVoice = { id, name, created_at: Math.floor(Date.now() / 1000), file, consent, ...(refText ? { ref_text: refText } : {}) };
+    const ms = (this.lastMs = Math.max(Date.now(), this.lastMs + 1));
+    const v: SavedVoice = { id, name, created_at: Math.floor(ms / 1000), created_ms: ms, file, consent, ...(refText ? { ref_text: refText } : {}) };
     const tmp = join(this.dir, `${id}.json.tmp`);
     writeFileSync(tmp, JSON.stringify(v));
     renameSync(tmp, join(this.dir, `${id}.json`));

@@ -5,11 +5,13 @@
 // (the real speech model draws a fresh seed per request; test/api/video-tts.test.ts compares a seeded video's speech).
 // And OpenAI's speech with stream_format sse, read by the SDK's own SSE reader: the audio concatenated is the file.
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import OpenAI, { toFile } from 'openai';
 import { Stream } from 'openai/streaming';
+import { VoiceStore } from '../../src/tts/voices.store';
 import { auth, startApp, TOKEN, type TestApp } from './harness';
 import { dataUri, wavBytes } from './inputs';
 import { echoSpeech, echoSpeechWav } from './test-pipelines';
@@ -111,4 +113,17 @@ describe('saved voices on Kiln\'s own speech endpoints', () => {
     }
     await assert.rejects(client.audio.speech.create({ model: 'tts', voice: 'alloy', input: 'hi', stream_format: 'sse' }), (e: unknown) => e instanceof OpenAI.BadRequestError && /voice "alloy": no saved voice/.test(e.message));
   });
+});
+
+test('the voice store keeps save order within a second (ids are random): list is oldest first, a name finds its newest', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-voices-'));
+  try {
+    const store = new VoiceStore({ dataDir: dir });
+    const clip = { label: 'c', name: 'c.wav', data: wavBytes(3) };
+    const saved = Array.from({ length: 12 }, (_, i) => store.add(i % 2 ? 'same' : `v${i}`, 'c', clip));
+    assert.deepEqual(new VoiceStore({ dataDir: dir }).list().map((v) => v.id), saved.map((v) => v.id));
+    assert.equal(store.find('same')?.id, saved[11]!.id);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
