@@ -1,5 +1,5 @@
 // Live previews (issue 46) through the real app on the demo checkpoints: while an image job samples (imgmain:
-// Qwen-Image-2.1; imgart_turbo: Krea 2), its event stream announces `preview` events every few steps with a URL, and
+// Qwen-Image-2.1; imgart_turbo: Krea 2) or a video job (fastvid: MiniMax H3, an animated webp of 3 frames), its event stream announces `preview` events every few steps with a URL, and
 // GET /api/jobs/{id}/preview answers the latest as a webp whose aspect is the output's (X-Preview-Step: its step);
 // 404 for an unknown job and once the job has ended.
 import assert from 'node:assert/strict';
@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { auth, startAppOnDemoWeights, TestApp, TOKEN } from './harness';
 import { readEvents } from './sse';
+import { videoLatentFrames } from '../../src/models/minimax_h3/sequence/packed-sequence';
 
 describe('live previews while image jobs sample (demo weights)', () => {
   let t: TestApp;
@@ -57,6 +58,44 @@ describe('live previews while image jobs sample (demo weights)', () => {
       assert.match(gone.body.detail, /has no preview now: previews are shown while a job samples; this one is done$/);
     });
   }
+
+  test('fastvid (MiniMax H3): preview events at steps 2, 4, 6 of 8, each a webp of the first, middle and last latent frames at the 608x352 output\'s aspect', async () => {
+    const res = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'a red ball moving right', seconds: 1, res: '352p', steps: 8, seed: 4 });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const id = res.body.id as string;
+    const fetched: Promise<{ status: number; width?: number; height?: number; pages?: number; step?: string }>[] = [];
+    let seen = 0;
+    const stream = await readEvents(`${t.url}/api/jobs/${id}/events?token=${TOKEN}`, {
+      timeoutMs: 300_000,
+      stop: (evs) => {
+        for (const ev of evs.filter((e) => e.event === 'preview').slice(seen)) {
+          seen++;
+          fetched.push(
+            fetch(`${t.url}${ev.data.url}`, { headers: auth }).then(async (r) => {
+              if (r.status !== 200) return { status: r.status };
+              const meta = await sharp(Buffer.from(await r.arrayBuffer()), { animated: true }).metadata();
+              return { status: 200, width: meta.width, height: meta.pageHeight ?? meta.height, pages: meta.pages, step: r.headers.get('x-preview-step') ?? undefined };
+            }),
+          );
+        }
+        return false;
+      },
+    });
+    assert.equal(stream.events.at(-1)!.event, 'done', JSON.stringify(stream.events.at(-1)));
+    const previews = stream.events.filter((e) => e.event === 'preview').map((e) => e.data);
+    assert.deepEqual(previews.map((p) => [p.step, p.max, p.width, p.height]), [[2, 8, 256, 148], [4, 8, 256, 148], [6, 8, 256, 148]]);
+    const ok = (await Promise.all(fetched)).filter((g) => g.status === 200);
+    assert.ok(ok.length >= 1, 'at least one preview fetched while the job ran');
+    // the first, middle and last latent frames as an animated webp (test/unit/latent-preview checks the frames; the
+    // random demo's damped VAE paints them all the same flat colour, and webp keeps identical frames once)
+    const T = videoLatentFrames(39);
+    const pages = new Set([0, Math.floor((T - 1) / 2), T - 1]).size;
+    for (const g of ok) {
+      assert.deepEqual([g.width, g.height], [256, 148], JSON.stringify(g));
+      assert.ok([1, pages].includes(g.pages ?? 1), JSON.stringify(g));
+    }
+    console.log(`# fastvid 352p 1 s 8 steps (${T} latent frames): previews at ${previews.map((p) => p.step).join(', ')} of ${pages} frame(s); fetched ${ok.length}`);
+  });
 
   test('an unknown job: 404', async () => {
     const res = await t.http.get('/api/jobs/20990101_000000_0000/preview').set(auth);

@@ -3,7 +3,7 @@
 // pictures); projectLatents lays frames side by side; the preview steps are about five, evenly spread, never the last.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fitLatentProjection, previewSteps, previewWebp, projectLatents } from '../../src/models/common/latent-preview';
+import { fitLatentProjection, previewAnimatedWebp, previewSteps, previewWebp, projectLatents } from '../../src/models/common/latent-preview';
 import sharp from 'sharp';
 
 test('a decoder that paints each cell weights x latent + bias (4 px blocks) is recovered within 0.02 per weight', async () => {
@@ -44,4 +44,13 @@ test('previewSteps: about five evenly spread, never the last step', () => {
   assert.deepEqual([...previewSteps(50)], [9, 18, 27, 36, 45]);
   assert.deepEqual([...previewSteps(2)], [1]);
   assert.deepEqual([...previewSteps(1)], []);
+});
+
+test('previewAnimatedWebp: a video\'s frames as one looping webp, a page per frame, each scaled as previewWebp', async () => {
+  const frame = (v: number) => ({ rgb: new Uint8Array(38 * 22 * 3).fill(v), width: 38, height: 22 });
+  const { webp, width, height } = await previewAnimatedWebp([frame(20), frame(130), frame(240)]);
+  const meta = await sharp(webp, { animated: true }).metadata();
+  assert.deepEqual([meta.format, meta.pages, meta.width, meta.pageHeight, meta.loop, width, height], ['webp', 3, 256, 148, 0, 256, 148]);
+  // one frame: a still
+  assert.equal((await sharp((await previewAnimatedWebp([frame(20)])).webp).metadata()).pages, undefined);
 });

@@ -133,6 +133,16 @@ export async function previewWebp(pic: RgbPicture, side = 256): Promise<{ webp: 
   return { webp, width, height };
 }
 
+/** A video's preview: its frames as an animated webp (0.4 s each, looping), each scaled as previewWebp scales a
+ * picture, so the preview has the output's aspect. */
+export async function previewAnimatedWebp(frames: readonly RgbPicture[], side = 256): Promise<{ webp: Buffer; width: number; height: number }> {
+  if (frames.length === 1) return previewWebp(frames[0]!, side);
+  const stills = await Promise.all(frames.map(async (f) => (await previewWebp(f, side)).webp));
+  const first = await previewWebp(frames[0]!, side);
+  const webp = await sharp(stills, { join: { animated: true } }).webp({ quality: 80, delay: 400, loop: 0 }).toBuffer();
+  return { webp, width: first.width, height: first.height };
+}
+
 /** A decoder's planar [3][height * width] output in [-1, 1] as an 8-bit picture. */
 export function pictureFromPlanar(planar: Float32Array, width: number, height: number): RgbPicture {
   const n = width * height;
@@ -143,17 +153,19 @@ export function pictureFromPlanar(planar: Float32Array, width: number, height: n
 
 /** The sampler's preview hook for a job (undefined when previews are off): at previewSteps, `picture` of the
  * denoised estimate, sent as a webp through ctx.preview. */
-export function denoisedPreview(ctx: RunContext, steps: number, picture: (x0: Tensor) => Promise<RgbPicture>): DenoisedPreview | undefined {
+export function denoisedPreview(ctx: RunContext, steps: number, picture: (x0: Tensor) => Promise<RgbPicture | RgbPicture[]>, offset = 0): DenoisedPreview | undefined {
   const send = ctx.preview;
   if (!send) return undefined;
   const at = previewSteps(steps);
   let broken = false;
+  // `offset`: added to the sampler's count to give the job's step (a grid-points profile counts its first point)
   return {
-    at: (done) => !broken && at.has(done),
+    at: (done) => !broken && at.has(done + offset),
     // a preview that fails never fails the job: the job goes on without previews, and the worker's log says why
     show: async (x0, done) => {
       try {
-        send({ step: done, max: steps, ...(await previewWebp(await picture(x0))) });
+        const pic = await picture(x0);
+        send({ step: done + offset, max: steps, ...(await (Array.isArray(pic) ? previewAnimatedWebp(pic) : previewWebp(pic))) });
       } catch (err) {
         broken = true;
         console.warn(`previews off for this job: ${err instanceof Error ? err.message : String(err)}`);

@@ -11,7 +11,9 @@
 // steps are one group): with the blocks' adaln_proj weights kept on the host (the int8 profiles), every table build
 // streams them to the GPU (~13 GB at the released size), so per-step builds would move that much on every step.
 import type { Engine } from '../../../engine/engine';
+import { add, mul } from '../../../engine/ops/elementwise';
 import { copyInto } from '../../../engine/ops/layout';
+import type { DenoisedPreview } from '../../common/guided-euler';
 import type { Tensor } from '../../../engine/tensor';
 import { KEYFRAME_NOISE_AUG, type PackedSequence } from '../sequence/packed-sequence';
 import { AUDIO_SHIFT, FlowSchedule, VIDEO_SHIFT } from './sigmas';
@@ -53,6 +55,9 @@ export interface H3SampleOptions {
   stepCache?: StepCachePolicy | null;
   /** Called after each step's update is recorded (progress; throw to cancel). */
   onStep?: (done: number, total: number) => void | Promise<void>;
+  /** Live previews: after the steps `at` names, the generated video rows' denoised estimate x0 = x + (1 - t) v
+   * [generated rows, patch] f32 (freed after `show`). */
+  denoised?: DenoisedPreview;
   /** Tests: each step's plan and velocities (freed after the call returns). */
   capture?: (step: number, name: string, t: Tensor, plan: RowTimestepPlan) => void;
 }
@@ -110,10 +115,23 @@ export async function sampleH3(e: Engine, model: MiniMaxH3Transformer, sequence:
         copyInto(e, next, x.slice(0, from, to));
         next.free();
       };
+      let x0: Tensor | null = null;
+      if (opts.denoised?.at(i + 1) && nv > nc) {
+        const sv = mul(e, out.video.slice(0, nc, nv), Math.fround(1 - vs.timesteps[i]!));
+        x0 = add(e, video.slice(0, nc, nv), sv);
+        sv.free();
+      }
       update(vs, video, out.video, nc, nv);
       update(as, audio, out.audio, nca, na);
       out.video.free();
       out.audio.free();
+      if (x0) {
+        try {
+          await opts.denoised!.show(x0, i + 1);
+        } finally {
+          x0.free();
+        }
+      }
       await opts.onStep?.(i + 1, vs.length);
     }
     return { forwards: vs.length - (cache?.reused.length ?? 0), reused: cache ? [...cache.reused] : [], changes: cache ? [...cache.changes] : [] };
