@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { auth, startApp, TestApp, TOKEN, until } from './harness';
 import { dataUri, pngBytes, wavBytes } from './inputs';
 import { Exchange, openapiProblems } from './openapi-traffic';
+import { makeGate } from './control';
 import { silentSpeech, testPipeline } from './test-pipelines';
 
 type Doc = { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
@@ -20,13 +21,16 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
   let doc: Doc;
   const traffic: Exchange[] = [];
   const tmp = mkdtempSync(join(tmpdir(), 'kiln-oas-'));
+  // holds an imgmain_bf16 job after its first step, whose live preview is then served
+  const gate = makeGate();
 
   before(async () => {
     // a 1 MB body limit: the 413 shape without sending hundreds of MB
-    t = await startApp({ builtinPipelines: false, traffic, env: { MAX_BODY_MB: '1' }, pipelines: [testPipeline('video', 'fastvid', { stepMs: 1, mp4: true }), testPipeline('image', 'imgmain', { stepMs: 1 }), silentSpeech()] });
+    t = await startApp({ builtinPipelines: false, traffic, env: { MAX_BODY_MB: '1' }, pipelines: [testPipeline('video', 'fastvid', { stepMs: 1, mp4: true }), testPipeline('image', 'imgmain', { stepMs: 1 }), testPipeline('image', 'imgmain_bf16', { gate, previews: true }), silentSpeech()] });
     doc = (await (await fetch(`${t.url}/openapi.json`)).json()) as Doc;
   });
   after(async () => {
+    gate.openAll();
     await t.close(true);
     rmSync(tmp, { recursive: true, force: true });
   });
@@ -35,6 +39,16 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     const png = await pngBytes(64, 48);
     const wav = wavBytes(3);
     const get = (p: string) => t.http.get(p).set(auth);
+    // a running job's live preview (it waits after step 1 until the preview was read)
+    const held = (await t.http.post('/api/v1/image').set(auth).send({ prompt: 'a preview', profile: 'imgmain_bf16', size: '256x256', steps: 3 })).body;
+    await until(t, held.id, (j) => j.status === 'running');
+    await new Promise<void>((resolve) => {
+      const wait = setInterval(() => gate.waiting > 0 && (clearInterval(wait), resolve()), 20);
+    });
+    gate.open();
+    for (let i = 0; i < 500 && (await get(`/api/jobs/${held.id}/preview`)).status !== 200; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal((await get(`/api/jobs/${held.id}/preview`)).status, 200);
+    gate.openAll();
     // creates, JSON and multipart
     // the OpenAI-compatible face (its errors: test/api/openai)
     assert.equal((await get('/v1/models')).status, 200);
@@ -122,6 +136,7 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
       [() => get('/api/jobs/nope/video'), 404],
       [() => get(`/api/jobs/${image.id}/video`), 404],
       [() => get('/api/jobs/nope/image'), 404],
+      [() => get('/api/jobs/nope/preview'), 404],
       [() => get('/api/jobs/nope/events'), 404],
       [() => get('/api/events?after=-4'), 422],
       [() => get('/api/events?after=x'), 422],
