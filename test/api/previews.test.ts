@@ -6,10 +6,36 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import sharp from 'sharp';
 import { auth, startAppOnDemoWeights, TestApp, TOKEN } from './harness';
-import { readEvents } from './sse';
+import { readEvents, type Sse } from './sse';
 import { videoLatentFrames } from '../../src/models/minimax_h3/sequence/packed-sequence';
 
-describe('live previews while image jobs sample (demo weights)', () => {
+/** What a preview URL answered: its status, and for a 200 the step header, type and webp geometry (a video's pages). */
+interface Fetched { status: number; step?: string; type?: string; width?: number; height?: number; pages?: number }
+
+/** Follows a job's event stream to its end, fetching each preview at once (while the job still runs). */
+async function followPreviews(t: TestApp, id: string): Promise<{ events: Sse[]; previews: any[]; fetched: Fetched[] }> {
+  const fetched: Promise<Fetched>[] = [];
+  let seen = 0;
+  const stream = await readEvents(`${t.url}/api/jobs/${id}/events?token=${TOKEN}`, {
+    timeoutMs: 300_000,
+    stop: (evs) => {
+      for (const ev of evs.filter((e) => e.event === 'preview').slice(seen)) {
+        seen++;
+        fetched.push(
+          fetch(`${t.url}${ev.data.url}`, { headers: auth }).then(async (r): Promise<Fetched> => {
+            if (r.status !== 200) return { status: r.status };
+            const meta = await sharp(Buffer.from(await r.arrayBuffer()), { animated: true }).metadata();
+            return { status: 200, step: r.headers.get('x-preview-step') ?? undefined, type: r.headers.get('content-type') ?? undefined, width: meta.width, height: meta.pageHeight ?? meta.height, pages: meta.pages };
+          }),
+        );
+      }
+      return false;
+    },
+  });
+  return { events: stream.events, previews: stream.events.filter((e) => e.event === 'preview').map((e) => e.data), fetched: await Promise.all(fetched) };
+}
+
+describe('live previews while image and video jobs sample (demo weights)', () => {
   let t: TestApp;
   before(async () => (t = await startAppOnDemoWeights()));
   after(() => t.close(true));
@@ -19,33 +45,13 @@ describe('live previews while image jobs sample (demo weights)', () => {
       const res = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'a red circle on a blue background', profile, size: '384x256', steps, seed: 9 });
       assert.equal(res.status, 200, JSON.stringify(res.body));
       const id = res.body.id as string;
-      const fetched: Promise<{ status: number; step?: string; width?: number; height?: number; type?: string }>[] = [];
-      let seen = 0;
-      const stream = await readEvents(`${t.url}/api/jobs/${id}/events?token=${TOKEN}`, {
-        timeoutMs: 300_000,
-        // each new preview event: fetch it at once, while the job still runs
-        stop: (evs) => {
-          for (const ev of evs.filter((e) => e.event === 'preview').slice(seen)) {
-            seen++;
-            fetched.push(
-              fetch(`${t.url}${ev.data.url}`, { headers: auth }).then(async (r) => {
-                if (r.status !== 200) return { status: r.status };
-                const meta = await sharp(Buffer.from(await r.arrayBuffer())).metadata();
-                return { status: 200, step: r.headers.get('x-preview-step') ?? undefined, width: meta.width, height: meta.height, type: r.headers.get('content-type') ?? undefined };
-              }),
-            );
-          }
-          return false;
-        },
-      });
-      const end = stream.events.at(-1)!;
+      const { events, previews, fetched: got } = await followPreviews(t, id);
+      const end = events.at(-1)!;
       assert.equal(end.event, 'done', JSON.stringify(end));
-      const previews = stream.events.filter((e) => e.event === 'preview').map((e) => e.data);
       // about five, evenly spread, never the last step (the output follows it)
       const expected = steps === 10 ? [2, 4, 6, 8] : [2, 4, 6];
       assert.deepEqual(previews.map((p) => p.step), expected, JSON.stringify(previews));
       for (const p of previews) assert.deepEqual([p.id, p.max, p.url, p.width, p.height], [id, steps, `/api/jobs/${id}/preview`, 256, 171]);
-      const got = await Promise.all(fetched);
       const ok = got.filter((g) => g.status === 200);
       assert.ok(ok.length >= 1, `at least one preview fetched while the job ran: ${JSON.stringify(got)}`);
       for (const g of ok) {
@@ -63,28 +69,10 @@ describe('live previews while image jobs sample (demo weights)', () => {
     const res = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'a red ball moving right', seconds: 1, res: '352p', steps: 8, seed: 4 });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const id = res.body.id as string;
-    const fetched: Promise<{ status: number; width?: number; height?: number; pages?: number; step?: string }>[] = [];
-    let seen = 0;
-    const stream = await readEvents(`${t.url}/api/jobs/${id}/events?token=${TOKEN}`, {
-      timeoutMs: 300_000,
-      stop: (evs) => {
-        for (const ev of evs.filter((e) => e.event === 'preview').slice(seen)) {
-          seen++;
-          fetched.push(
-            fetch(`${t.url}${ev.data.url}`, { headers: auth }).then(async (r) => {
-              if (r.status !== 200) return { status: r.status };
-              const meta = await sharp(Buffer.from(await r.arrayBuffer()), { animated: true }).metadata();
-              return { status: 200, width: meta.width, height: meta.pageHeight ?? meta.height, pages: meta.pages, step: r.headers.get('x-preview-step') ?? undefined };
-            }),
-          );
-        }
-        return false;
-      },
-    });
-    assert.equal(stream.events.at(-1)!.event, 'done', JSON.stringify(stream.events.at(-1)));
-    const previews = stream.events.filter((e) => e.event === 'preview').map((e) => e.data);
+    const { events, previews, fetched } = await followPreviews(t, id);
+    assert.equal(events.at(-1)!.event, 'done', JSON.stringify(events.at(-1)));
     assert.deepEqual(previews.map((p) => [p.step, p.max, p.width, p.height]), [[2, 8, 256, 148], [4, 8, 256, 148], [6, 8, 256, 148]]);
-    const ok = (await Promise.all(fetched)).filter((g) => g.status === 200);
+    const ok = fetched.filter((g) => g.status === 200);
     assert.ok(ok.length >= 1, 'at least one preview fetched while the job ran');
     // the first, middle and last latent frames as an animated webp (test/unit/latent-preview checks the frames; the
     // random demo's damped VAE paints them all the same flat colour, and webp keeps identical frames once)

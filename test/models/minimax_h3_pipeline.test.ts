@@ -206,8 +206,10 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
   test('real weights: the transformer from the profile\'s checkpoint folder, every other part from MiniMax-H3/', () => {
     const weightsDir = join(dir, 'layout');
     const fast = realDirs(h3Variant('fastvid'), checkProfile('fastvid', weightsDir));
+    // the preferred variant (distilled-8step+ref2va): reference jobs run on the base release's transformer_ref/
     assert.deepEqual(fast, {
       transformer: join(weightsDir, 'MiniMax-H3-8step', 'transformer'),
+      transformerRef: join(weightsDir, 'MiniMax-H3', 'transformer_ref'),
       textEncoder: join(weightsDir, 'MiniMax-H3', 'text_encoder'),
       tokenizer: join(weightsDir, 'MiniMax-H3', 'tokenizer'),
       vae: join(weightsDir, 'MiniMax-H3', 'vae'),
