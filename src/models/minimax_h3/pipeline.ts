@@ -44,7 +44,8 @@ import { copyInto } from '../../engine/ops/layout';
 import { commitFile, removeQuietly, tempSibling } from '../../media/files';
 import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
 import { ResidentPipeline, type RunContext } from '../common/pipeline';
-import { denoisedPreview, fitLatentProjection, projectLatents, type LatentProjection, type RgbPicture } from '../common/latent-preview';
+import { denoisedPreview, type LatentProjection } from '../common/latent-preview';
+import { fitH3Projection, h3PreviewFrames } from './preview';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { TextTokenizer } from '../tokenizer';
 import type { AudioVaeDecoder } from './vae/audio';
@@ -171,19 +172,6 @@ interface Loaded {
   bytes: number;
   /** Previews' latent-to-RGB projection, once fitted against videoVae. */
   projection?: Promise<LatentProjection>;
-}
-
-/** The fewest latent frames the video VAE decodes (its chunking needs a few). */
-function fewestLatentFrames(vae: VideoVaeDecoder, C: number, g: number): number {
-  for (let T = 1; T <= 64; T++) {
-    try {
-      vae.outputShape([C, T, g, g]);
-      return T;
-    } catch {
-      // too few for a chunk: one more
-    }
-  }
-  throw new Error('the video VAE decodes no clip of up to 64 latent frames');
 }
 
 /** The 'video' pipeline of one profile (the GPU worker serves the six: src/worker/profiles/video.ts). */
@@ -351,7 +339,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
           ...this.o.sampler,
           steps: plan.gridPoints,
           sigmas: this.o.sigmas?.(plan.gridPoints),
-          denoised: denoisedPreview(ctx, task.steps, (x0) => this.videoPreview(m, x0, C, [geo.numLatentFrames, geo.latentHeight, geo.latentWidth], patch), plan.progressOffset),
+          denoised: denoisedPreview(ctx, task.steps, async (x0) => h3PreviewFrames(e, x0, { channels: C, dims: [geo.numLatentFrames, geo.latentHeight, geo.latentWidth], patch }, await (m.projection ??= fitH3Projection(m.videoVae, C))), plan.progressOffset),
           onStep: async (done) => {
             // the step's GPU work done before it counts (the forwards are only recorded until then), and the event
             // loop turned once, so a DELETE that arrived meanwhile is seen at the check below
@@ -431,50 +419,6 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
       if (writer) await writer.abort();
       await removeQuietly(tmp);
     }
-  }
-
-  /** A preview of the generated rows' denoised estimate: the first, middle and last latent frames through the
-   * projection (an animated webp of them, latent-preview.ts). */
-  private async videoPreview(m: Loaded, x0: Tensor, C: number, dims: [number, number, number], patch: readonly [number, number, number]): Promise<RgbPicture[]> {
-    const [T, h, w] = dims;
-    const lat = unpatchify(m.e, x0, C, dims, patch); // [C, T, h, w]
-    let data: Float32Array;
-    try {
-      data = await m.e.read(lat);
-    } finally {
-      lat.free();
-    }
-    const p = await this.projection(m);
-    return [...new Set([0, Math.floor((T - 1) / 2), T - 1])].map((t) => {
-      const cells = new Float32Array(h * w * C);
-      for (let c = 0; c < C; c++) for (let i = 0; i < h * w; i++) cells[i * C + c] = data[(c * T + t) * h * w + i]!;
-      return projectLatents(p, cells, h, w);
-    });
-  }
-
-  /** The projection of the sampler's latents to RGB, fitted at the first preview against the video VAE's first frame
-   * of still clips. */
-  private projection(m: Loaded): Promise<LatentProjection> {
-    const C = m.transformer.config.inChannels;
-    m.projection ??= fitLatentProjection({
-      channels: C, grid: 16, samples: 2, seed: 46,
-      decode: async (lat, g) => {
-        // a still clip of the fewest latent frames the decoder takes: [g, g, C] -> [C, T, g, g], every frame the same
-        const T = fewestLatentFrames(m.videoVae, C, g);
-        const cm = new Float32Array(C * T * g * g);
-        for (let c = 0; c < C; c++) for (let t = 0; t < T; t++) for (let i = 0; i < g * g; i++) cm[(c * T + t) * g * g + i] = lat[i * C + c]!;
-        const shape: [number, number, number, number] = [C, T, g, g];
-        const { height, width } = m.videoVae.outputShape(shape);
-        const frames = m.videoVae.frames({ data: cm, shape });
-        const first = (await frames.next()).value as Float32Array | undefined;
-        await frames.return(undefined);
-        if (!first) throw new Error('the video VAE decoded no frame');
-        const rgb = new Uint8Array(first.length);
-        for (let i = 0; i < first.length; i++) rgb[i] = Math.round(Math.min(1, Math.max(0, first[i]!)) * 255);
-        return { rgb, width, height };
-      },
-    });
-    return m.projection;
   }
 
   override async unload(): Promise<void> {
