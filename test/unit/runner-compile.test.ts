@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { gpuQueueActivity, KernelCache } from '../../src/engine/kernels';
+import type { RunContext } from '../../src/models/common/pipeline';
 import type { ServedEntry } from '../../src/worker/registry';
 import { job, runnerWith } from './runner-helpers';
 
@@ -23,21 +24,22 @@ function slowDevice(ms: number) {
   return { device: device as unknown as GPUDevice, made };
 }
 
+/** A served entry whose run is `run` (no load or unload work). */
+function entryRunning(run: (ctx: RunContext) => void): ServedEntry {
+  return {
+    kind: 'video', profile: 'a', weights: () => 'demo',
+    create: () => ({ load: async () => undefined, unload: async () => undefined, run: async (_task, ctx) => run(ctx) }),
+  };
+}
+
 test('a run reports the seconds it spent compiling, and the part after its last progress report', async () => {
   const { device, made } = slowDevice(80);
   const kernels = new KernelCache(device, false);
-  const entry: ServedEntry = {
-    kind: 'video', profile: 'a', weights: () => 'demo',
-    create: () => ({
-      load: async () => undefined,
-      unload: async () => undefined,
-      run: async (_task, ctx) => {
-        kernels.get({ shader: 'softmax', entry: 'softmax', dtype: 'f32', constants: { WG: 64 } }); // before its steps
-        ctx.progress(1, 1);
-        kernels.get({ shader: 'softmax', entry: 'softmax', dtype: 'f32', constants: { WG: 128 } }); // after them (decoding)
-      },
-    }),
-  };
+  const entry = entryRunning((ctx) => {
+    kernels.get({ shader: 'softmax', entry: 'softmax', dtype: 'f32', constants: { WG: 64 } }); // before its steps
+    ctx.progress(1, 1);
+    kernels.get({ shader: 'softmax', entry: 'softmax', dtype: 'f32', constants: { WG: 128 } }); // after them (decoding)
+  });
   const { run } = runnerWith([entry]);
   const first = await run(job('1'));
   assert.equal(first.type, 'done');
@@ -54,20 +56,13 @@ test('a run reports the seconds it spent compiling, and the part after its last 
 test('a compile while submitted GPU work is pending is not counted: the CPU compiles while the GPU computes', async () => {
   const { device, made } = slowDevice(80);
   const kernels = new KernelCache(device, false);
-  const entry: ServedEntry = {
-    kind: 'video', profile: 'a', weights: () => 'demo',
-    create: () => ({
-      load: async () => undefined,
-      unload: async () => undefined,
-      run: async (_task, ctx) => {
-        gpuQueueActivity.submitted(); // a step's work submitted, not yet seen done
-        kernels.get({ shader: 'softmax', entry: 'softmax', dtype: 'f32', constants: { WG: 32 } });
-        ctx.progress(1, 1);
-        gpuQueueActivity.drained(); // a sync saw it done: the GPU is idle while the next one compiles
-        kernels.get({ shader: 'softmax', entry: 'softmax', dtype: 'f32', constants: { WG: 256 } });
-      },
-    }),
-  };
+  const entry = entryRunning((ctx) => {
+    gpuQueueActivity.submitted(); // a step's work submitted, not yet seen done
+    kernels.get({ shader: 'softmax', entry: 'softmax', dtype: 'f32', constants: { WG: 32 } });
+    ctx.progress(1, 1);
+    gpuQueueActivity.drained(); // a sync saw it done: the GPU is idle while the next one compiles
+    kernels.get({ shader: 'softmax', entry: 'softmax', dtype: 'f32', constants: { WG: 256 } });
+  });
   const { run } = runnerWith([entry]);
   const r = await run(job('1'));
   assert.equal(made.length, 2);

@@ -121,26 +121,33 @@ export function projectLatents(p: LatentProjection, latents: Float32Array, h: nu
   return { rgb, width, height: h };
 }
 
-/** The preview file: webp, scaled so that its longer side is `side` px (up from the latent grid, smoothly). */
-export async function previewWebp(pic: RgbPicture, side = 256): Promise<{ webp: Buffer; width: number; height: number }> {
+/** The size a picture is shown at: its longer side `side` px, its aspect kept. */
+function previewSize(pic: RgbPicture, side: number): { width: number; height: number } {
   const scale = side / Math.max(pic.width, pic.height);
-  const width = Math.max(1, Math.round(pic.width * scale));
-  const height = Math.max(1, Math.round(pic.height * scale));
-  const webp = await sharp(Buffer.from(pic.rgb.buffer, pic.rgb.byteOffset, pic.rgb.byteLength), { raw: { width: pic.width, height: pic.height, channels: 3 } })
-    .resize(width, height, { kernel: 'cubic' })
-    .webp({ quality: 80 })
-    .toBuffer();
-  return { webp, width, height };
+  return { width: Math.max(1, Math.round(pic.width * scale)), height: Math.max(1, Math.round(pic.height * scale)) };
+}
+
+/** One picture scaled to previewSize (up from the latent grid, smoothly), as an encoder input. */
+function scaled(pic: RgbPicture, size: { width: number; height: number }) {
+  return sharp(Buffer.from(pic.rgb.buffer, pic.rgb.byteOffset, pic.rgb.byteLength), { raw: { width: pic.width, height: pic.height, channels: 3 } })
+    .resize(size.width, size.height, { kernel: 'cubic' });
+}
+
+/** The preview file: webp, scaled so that its longer side is `side` px. */
+export async function previewWebp(pic: RgbPicture, side = 256): Promise<{ webp: Buffer; width: number; height: number }> {
+  const size = previewSize(pic, side);
+  return { webp: await scaled(pic, size).webp({ quality: 80 }).toBuffer(), ...size };
 }
 
 /** A video's preview: its frames as an animated webp (0.4 s each, looping), each scaled as previewWebp scales a
  * picture, so the preview has the output's aspect. */
 export async function previewAnimatedWebp(frames: readonly RgbPicture[], side = 256): Promise<{ webp: Buffer; width: number; height: number }> {
   if (frames.length === 1) return previewWebp(frames[0]!, side);
-  const stills = await Promise.all(frames.map(async (f) => (await previewWebp(f, side)).webp));
-  const first = await previewWebp(frames[0]!, side);
-  const webp = await sharp(stills, { join: { animated: true } }).webp({ quality: 80, delay: 400, loop: 0 }).toBuffer();
-  return { webp, width: first.width, height: first.height };
+  const size = previewSize(frames[0]!, side);
+  // each frame scaled once, raw, then one animated encode
+  const raws = await Promise.all(frames.map((f) => scaled(f, size).png({ compressionLevel: 0 }).toBuffer()));
+  const webp = await sharp(raws, { join: { animated: true } }).webp({ quality: 80, delay: 400, loop: 0 }).toBuffer();
+  return { webp, ...size };
 }
 
 /** A decoder's planar [3][height * width] output in [-1, 1] as an 8-bit picture. */
