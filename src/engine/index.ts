@@ -6,7 +6,8 @@ export { BufferPool, GpuOutOfMemoryError, sizeClass, type PoolStats } from './me
 export { KernelCache, KernelError, Params, withHeader, type Kernel, type KernelSpec } from './kernels';
 export { Recorder, grid1d, type Binding, type Dispatch } from './recorder';
 export { DTYPE_BYTES, type DType } from './dtype';
-export { Checkpoint, CheckpointError, writeSafetensors, writeShardedSafetensors, type SafeDType, type TensorEntry, type WriteTensor } from './safetensors';
+export { Checkpoint, CheckpointError, type SafeDType, type TensorEntry } from './safetensors';
+export { writeSafetensors, writeShardedSafetensors, type WriteTensor } from './safetensors-writer';
 export { loadTensor, loadTensors, type LoadOptions } from './load';
 export { RowTable, type RowTableOptions, type RowTablePlacement } from './row-table';
 export { quantizeInt8PerChannel, uploadInt8, type QuantizedInt8 } from './quantize';

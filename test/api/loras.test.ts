@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { krea2LoraNames, qwenImage21LoraNames } from '../../src/models/common/lora-models';
 import { parseKrea2Config } from '../../src/models/krea2';
 import { DEMO_KREA2_DIT } from '../../src/models/krea2/demo';

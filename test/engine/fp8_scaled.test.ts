@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { loadTensor } from '../../src/engine/load';
-import { Checkpoint, CheckpointError, writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { Checkpoint, CheckpointError } from '../../src/engine/safetensors';
+import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { assertClose, seeded, testEngine, type Rng } from './helpers';
 
 const dir = mkdtempSync(join(tmpdir(), 'kiln-fp8-'));

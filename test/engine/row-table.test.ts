@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bf16BitsToF32, f32ToBf16Bits, f16BitsToF32, f32ToF16Bits } from '../../src/engine/dtype';
 import { RowTable } from '../../src/engine/row-table';
-import { Checkpoint, CheckpointError, writeSafetensors, type SafeDType } from '../../src/engine/safetensors';
+import { Checkpoint, CheckpointError, type SafeDType } from '../../src/engine/safetensors';
+import { writeSafetensors } from '../../src/engine/safetensors-writer';
 import { assertClose, seeded, testEngine } from './helpers';
 
 const dir = mkdtempSync(join(tmpdir(), 'kiln-rowtable-'));

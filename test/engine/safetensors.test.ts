@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { f16BitsToF32, f32ToF16Bits as f16Round } from '../../src/engine/dtype';
 import { loadTensor } from '../../src/engine/load';
-import { Checkpoint, CheckpointError, decodeSafe, type SafeDType, writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { Checkpoint, CheckpointError, decodeSafe, type SafeDType } from '../../src/engine/safetensors';
+import { writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { assertClose, randomHost, seeded, testEngine } from './helpers';
 
 const dir = mkdtempSync(join(tmpdir(), 'kiln-st-'));

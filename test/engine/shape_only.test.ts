@@ -15,7 +15,8 @@ import { conv2d, convTranspose2d } from '../../src/engine/ops/conv';
 import { linear } from '../../src/engine/ops/linear';
 import { matmul } from '../../src/engine/ops/matmul';
 import { adapterProfile, adapterProfileOf } from '../../src/engine/plan-device';
-import { Checkpoint, writeSafetensors } from '../../src/engine/safetensors';
+import { Checkpoint } from '../../src/engine/safetensors';
+import { writeSafetensors } from '../../src/engine/safetensors-writer';
 import type { Tensor } from '../../src/engine/tensor';
 import { makeRng, testEngine } from './helpers';
 

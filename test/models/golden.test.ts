@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { writeSafetensors } from '../../src/engine/safetensors';
+import { writeSafetensors } from '../../src/engine/safetensors-writer';
 import { expectClose, expectF16, expectF32, F16_RULE, FLOAT16_UNIT, goldenCaseFiles, GoldenCase, selectRows } from './golden';
 
 const META = { config: '{"model_type":"qwen3"}', upstream: 'x 1.0', seed: '7', tolerance: '{"f32":{"atol":1e-4,"rtol":1e-4}}' };

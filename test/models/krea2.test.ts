@@ -8,7 +8,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Checkpoint, writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { Checkpoint } from '../../src/engine/safetensors';
+import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import type { Tensor } from '../../src/engine/tensor';
 import type { WeightLoader } from '../../src/models/common/weights';
 import {

@@ -6,7 +6,7 @@ import { mkdtemp, rm, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { LoraCache, LoraError, readLora, resolveModule } from '../../src/models/common/lora';
 import { krea2LoraNames, qwenImage21LoraNames } from '../../src/models/common/lora-models';
 import { parseKrea2Config } from '../../src/models/krea2';

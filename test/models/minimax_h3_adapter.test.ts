@@ -160,7 +160,7 @@ test('adapter: the GPU low-rank product equals the CPU one; malformed adapters a
 
   const { c, cfg } = await fixture();
   const dir = tmpDir('bad');
-  const { writeSafetensors } = await import('../../src/engine/safetensors');
+  const { writeSafetensors } = await import('../../src/engine/safetensors-writer');
   await writeSafetensors(join(dir, 'set.safetensors'), { 'diffusion_model.blocks.0.adaln_proj.linear.weight': { dtype: 'F32', shape: [2, 2], data: [1, 2, 3, 4] } });
   await assert.rejects(openH3Adapter(join(dir, 'set.safetensors'), cfg), /not LoRA pairs \(diffusion_model\.blocks\.0\.adaln_proj\.linear\.weight\)/);
   await writeSafetensors(join(dir, 'other.safetensors'), { 'diffusion_model.blocks.0.attn.foo.lora_A.weight': { dtype: 'F32', shape: [1, 2], data: [1, 2] }, 'diffusion_model.blocks.0.attn.foo.lora_B.weight': { dtype: 'F32', shape: [2, 1], data: [1, 2] } });

@@ -9,7 +9,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { Checkpoint, writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { Checkpoint } from '../../src/engine/safetensors';
+import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import {
   AudioVaeDecoder, foldWeightNorm, interleave, parseAudioVaeConfig, receptiveFieldFrames, type AudioVaeTrace,
 } from '../../src/models/minimax_h3/vae/audio';

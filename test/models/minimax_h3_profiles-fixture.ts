@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../../src/engine/engine';
-import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { rowTimestepPlan } from '../../src/models/minimax_h3/sampler/sampler';
 import type { MiniMaxH3Transformer } from '../../src/models/minimax_h3/transformer/transformer';
 import { oneSample, WEIGHT_PREFIX, type GoldenCase } from './golden';

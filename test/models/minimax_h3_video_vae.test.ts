@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import type { Engine } from '../../src/engine/engine';
 import { copy } from '../../src/engine/ops/layout';
-import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import type { Tensor } from '../../src/engine/tensor';
 import { decodePlan, parseVideoVaeConfig, splitTiles, temporalGeometry, VideoVaeConfigError } from '../../src/models/minimax_h3/vae/video/config';
 import { openVideoVaeCheckpoint, VIDEO_VAE_INDEX, VideoVaeDecoder, type VideoVaeDecodeOptions } from '../../src/models/minimax_h3/vae/video/decoder';

@@ -6,7 +6,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import type { Tensor } from '../../src/engine/tensor';
 import {
   imageMaskWithTarget,

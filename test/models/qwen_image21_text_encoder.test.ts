@@ -20,7 +20,7 @@ import {
 } from '../../src/models/qwen_image21/text-encoder';
 import { DEMO_SPECIAL_TOKENS, TextTokenizer, writeDemoTokenizer } from '../../src/models/tokenizer';
 import { testEngine } from '../engine/helpers';
-import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { expectClose, GoldenCase, goldenCaseFiles, goldenTests, WEIGHT_PREFIX } from './golden';
 import { goldenImages, goldenProcessor } from './qwen3_vl_vision-golden';
 

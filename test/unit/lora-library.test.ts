@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { loadSettings } from '../../src/config/settings';
-import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { LoraLibrary, readSafetensorsShapes } from '../../src/loras/lora-library';
 import { parseKrea2Config } from '../../src/models/krea2';
 import { DEMO_KREA2_DIT } from '../../src/models/krea2/demo';

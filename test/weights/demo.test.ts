@@ -4,7 +4,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFil
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { Checkpoint, writeShardedSafetensors } from '../../src/engine/safetensors';
+import { Checkpoint } from '../../src/engine/safetensors';
+import { writeShardedSafetensors } from '../../src/engine/safetensors-writer';
 import { demoCheckpointVersion, ensureDemoCheckpoint } from '../../src/weights/demo';
 
 /** A tiny random checkpoint in the sharded layout, as a model's generator would write one; counts its calls. */

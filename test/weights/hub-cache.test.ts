@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { snapshotDownload } from '@huggingface/hub';
-import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { runCli } from '../../src/weights/cli';
 import { hubCacheDirOf, hubRepoFolder, hubSnapshot } from '../../src/weights/hub-cache';
 import { parseManifest, WeightsCatalog } from '../../src/weights/manifest';

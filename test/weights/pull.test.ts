@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { runCli } from '../../src/weights/cli';
 import { ensureDemoCheckpoint } from '../../src/weights/demo';
 import { parseManifest, WeightsCatalog } from '../../src/weights/manifest';

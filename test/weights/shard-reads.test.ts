@@ -9,7 +9,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Checkpoint, CheckpointError, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors';
+import { Checkpoint, CheckpointError } from '../../src/engine/safetensors';
+import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { H3_TEXT_ENCODER_LAYER } from '../../src/models/minimax_h3/text-encoder/encoder';
 import { runCli } from '../../src/weights/cli';
 import { loadCatalog, manifestsDir, parseManifest, WeightsCatalog } from '../../src/weights/manifest';

@@ -3,7 +3,8 @@
 // activations stay O(1) through every block of any model; nobody is meant to learn anything from them.
 import { createHash } from 'node:crypto';
 import { f32ToBf16Bits, f32ToF16Bits } from '../../engine/dtype';
-import { encodeSafe, SAFE_DTYPE_BYTES, type SafeDType, type TensorEntry, type WriteTensor } from '../../engine/safetensors';
+import { SAFE_DTYPE_BYTES, type SafeDType, type TensorEntry } from '../../engine/safetensors';
+import { encodeSafe, type WriteTensor } from '../../engine/safetensors-writer';
 import { numelOf } from '../../engine/tensor';
 
 type Rule = { kind: 'normal' | 'uniform'; lo: number; scale: number };

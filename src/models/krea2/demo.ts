@@ -14,7 +14,7 @@
 import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
-import { shardBytesFor, writeSafetensors, writeShardedSafetensors } from '../../engine/safetensors';
+import { shardBytesFor, writeSafetensors, writeShardedSafetensors } from '../../engine/safetensors-writer';
 import { demoDigest, demoMeta, demoQwen3VlConfig, QWEN3_VL_DEMO_TOKENS, QWEN3_VL_PREPROCESSOR } from '../common/demo-checkpoint';
 import { checkpointTensors, WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';

@@ -13,7 +13,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Engine } from '../../engine/engine';
-import { writeSafetensors } from '../../engine/safetensors';
+import { writeSafetensors } from '../../engine/safetensors-writer';
 import { demoDigest, demoMeta, demoTokenId } from '../common/demo-checkpoint';
 import { WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill, type SyntheticCheckpointOptions } from '../common/synthetic-checkpoint';

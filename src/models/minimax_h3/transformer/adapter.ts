@@ -14,7 +14,7 @@
 // Tensors that are not low-rank pairs (full-weight "set" patches, diff / diff_b, DoRA magnitudes, curve tables of
 // pruned adapters) are refused by name: merging them wrong would render a plausible wrong video.
 import { Checkpoint, CheckpointError } from '../../../engine/safetensors';
-import { writeSafetensors, type WriteTensor } from '../../../engine/safetensors';
+import { writeSafetensors, type WriteTensor } from '../../../engine/safetensors-writer';
 import type { Engine } from '../../../engine/engine';
 import { linear } from '../../../engine/ops/linear';
 import type { H3Config } from './config';

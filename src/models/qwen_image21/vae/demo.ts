@@ -3,7 +3,7 @@
 // Keys the one-frame path never reads are listed too (upsampler / downsampler time_conv), as the real file has them.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeSafetensors, type WriteTensor } from '../../../engine/safetensors';
+import { writeSafetensors, type WriteTensor } from '../../../engine/safetensors-writer';
 import { decoderLevels, decoderMidDim, encoderLevels, encoderMidDim, parseQwenImage21VaeConfig, QWEN_IMAGE21_VAE_DEFAULTS } from './config';
 import { VAE_WEIGHTS } from './vae';
 
