@@ -92,7 +92,7 @@ describe('ensureDemoCheckpoint', () => {
     // Each child calls the compiled module with a generator that logs, writes a checkpoint, and takes 300 ms.
     const script = `
       const { ensureDemoCheckpoint } = require(${JSON.stringify(join(__dirname, '../../src/weights/demo.js'))});
-      const { writeSafetensors } = require(${JSON.stringify(join(__dirname, '../../src/engine/safetensors.js'))});
+      const { writeSafetensors } = require(${JSON.stringify(join(__dirname, '../../src/engine/safetensors-writer.js'))});
       const fs = require('node:fs'), path = require('node:path');
       ensureDemoCheckpoint({ name: 'shared', version: 3, root: ${JSON.stringify(root)}, generate: async (dir) => {
         fs.appendFileSync(${JSON.stringify(log)}, process.pid + '\\n');
