@@ -51,6 +51,7 @@ import { TtsController } from './tts/tts.controller';
 import { TtsService } from './tts/tts.service';
 import { VideoController } from './video/video.controller';
 import { VideoService } from './video/video.service';
+import { Planner } from './plan/planner';
 import type { PipelineModule } from './worker/protocol';
 
 export interface AppDeps {
@@ -144,6 +145,8 @@ export class AppModule {
       { provide: GpuProbe, useFactory: (s: Scheduler) => new WorkerGpuProbe(s), inject: [Scheduler] },
       JobsService,
       JobInputs,
+      // dry_run's plans, in child processes (the API never loads the engine)
+      { provide: Planner, useFactory: (g: GpuProbe) => new Planner({ budgetBytes: settings.gpuMemoryBudgetBytes, gpu: () => g.describe() }), inject: [GpuProbe] },
       VideoService,
       ImageService,
       LoraLibrary,

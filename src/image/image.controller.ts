@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiCommon, ApiCreateErrors, ApiIdempotency } from '../http/api-docs';
+import { ApiCommon, ApiCreateErrors, ApiIdempotency, ApiJobOrPlan } from '../http/api-docs';
 import { IdempotencyInterceptor } from '../jobs/idempotency.interceptor';
 import { clientGone } from '../http/request-signal';
 import { JobObjectDto } from '../jobs/job.schema';
@@ -21,7 +21,7 @@ export class ImageController {
   @UseInterceptors(IdempotencyInterceptor)
   @ApiIdempotency()
   @ApiOperation({ summary: 'Create an image job (JSON)' })
-  @ApiOkResponse({ type: JobObjectDto })
+  @ApiJobOrPlan()
   @ApiCreateErrors()
   generate(@Body() dto: GenerateImageDto, @Res({ passthrough: true }) res: Response) {
     return this.image.createFromRefs(dto, clientGone(res));

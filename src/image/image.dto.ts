@@ -1,6 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../http/validation';
+import { DRY_RUN_DESCRIPTION } from '../plan/plan.schema';
 import { EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_CAPABILITIES, IMAGE_DEFAULTS as DEF, IMAGE_PROFILES, IMAGE_RES, LORA_LIMITS, MAX_PRIORITY, MAX_WAIT_S } from '../catalog';
 
 const DEFAULT_PROFILE = IMAGE_CAPABILITIES.find((c) => c.profile === DEF.profile)!;
@@ -92,6 +93,10 @@ export class GenerateImageDto extends ImageFieldsDto {
   @ApiPropertyOptional({ type: String, nullable: true, default: DEF.callback_url })
   @Nullable() @IsString()
   callback_url?: string | null;
+
+  @ApiPropertyOptional({ default: false, description: DRY_RUN_DESCRIPTION })
+  @Optional() @IsBoolean()
+  dry_run?: boolean;
 }
 
 /** POST /api/images (multipart/form-data) */

@@ -7,20 +7,21 @@ import { InputFile } from '../jobs/input-probe';
 import { JobInputs } from '../jobs/job.inputs';
 import { JobsService } from '../jobs/jobs.service';
 import { LoraLibrary } from '../loras/lora-library';
+import { Planner } from '../plan/planner';
 
 /** Image job creation: the spec's rules (profiles, tiers, explicit size, size_from_ref), inputs checked. */
 @Injectable()
 export class ImageService {
-  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly loras: LoraLibrary) {}
+  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly loras: LoraLibrary, private readonly planner: Planner) {}
 
   /** The JSON form: its images are URLs or data URIs, fetched once the checks that need no bytes passed. */
-  createFromRefs(req: ImageRequest & { images?: string[]; callback_url?: string | null; wait?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
+  createFromRefs(req: ImageRequest & { images?: string[]; callback_url?: string | null; wait?: boolean; dry_run?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
     const images = req.images ?? [];
     return this.create(req, { images: images.length, load: () => this.inputs.fetchAll(images, 'images', 'image') }, signal);
   }
 
   async create(
-    req: ImageRequest & { callback_url?: string | null; wait?: boolean },
+    req: ImageRequest & { callback_url?: string | null; wait?: boolean; dry_run?: boolean },
     inputs: { images: number; load: () => Promise<InputFile[]> },
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
@@ -29,7 +30,7 @@ export class ImageService {
     // the LoRA files found and matched to the profile's model before anything is fetched or queued
     const loras = await this.loras.resolve(d.profile.profile, d.loras);
     const timeout = checkTimeout(req.timeout, IMAGE_DEFAULTS.timeout);
-    this.jobs.admit(req.callback_url);
+    this.jobs.admit(req.callback_url, !req.dry_run);
     const images = await inputs.load();
     const probes = await this.inputs.probeImages(images);
     let { width, height, aspect } = d;
@@ -43,6 +44,16 @@ export class ImageService {
         const problem = referenceProblem(`images[${i}]`, d.res, width, height, p.width, p.height);
         if (problem) throw new BadInputError(problem);
       });
+    }
+    if (req.dry_run) {
+      // the plan of the job this request would make: checked above as a create is, then planned by size (a picture's
+      // contents do not change a plan); nothing queued or stored, the fetched pictures dropped with the request
+      const plan = await this.planner.plan({
+        kind: 'image', prompt: req.prompt, negative_prompt: req.negative_prompt, profile: d.profile.profile, aspect: req.aspect, res: req.res,
+        size: d.size_from_ref ? `${width}x${height}` : req.size, steps: req.steps, cfg: req.cfg, images: probes.map((p) => ({ width: p.width, height: p.height })),
+      }, signal);
+      if (loras.length) plan.notes.push('the plan leaves the LoRAs out: their low-rank pairs (held on the GPU beside their layers) and the work they add are not counted');
+      return plan as unknown as Record<string, unknown>;
     }
     const { job, created } = await this.jobs.submit(
       {

@@ -35,7 +35,8 @@ export class IdempotencyInterceptor implements NestInterceptor {
   intercept(ctx: ExecutionContext, next: CallHandler): Observable<unknown> {
     const req = ctx.switchToHttp().getRequest<Request>();
     const key = req.headers['idempotency-key'];
-    if (key === undefined) return next.handle();
+    // a dry run creates nothing to be the same again: the key is not claimed (README "Dry runs")
+    if (key === undefined || (req.body as { dry_run?: unknown } | undefined)?.dry_run === true) return next.handle();
     if (typeof key !== 'string' || !KEY_RE.test(key)) throw new BadInputError('Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID is a good choice)');
     const keys = this.store.idempotency;
     const now = Date.now() / 1000;

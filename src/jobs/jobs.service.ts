@@ -112,8 +112,9 @@ export class JobsService implements OnModuleInit, OnApplicationShutdown {
   // ---- create -------------------------------------------------------------------------------------------
 
   /** Admission checks that need no input bytes: the queue cap and the callback URL's form. */
-  admit(callbackUrl: string | null | undefined): void {
-    if (this.scheduler.queuedCount() >= this.settings.maxQueue) {
+  admit(callbackUrl: string | null | undefined, queued = true): void {
+    // a dry run (src/plan/planner.ts) queues nothing: only its callback_url is checked
+    if (queued && this.scheduler.queuedCount() >= this.settings.maxQueue) {
       throw new QueueFullError(`the queue is full (${this.scheduler.queuedCount()} jobs waiting); try again when some have finished`);
     }
     if (callbackUrl) this.outbound.checkUrl(callbackUrl, 'callback_url', ['https:', 'http:']);

@@ -7,16 +7,17 @@ import { InputFile } from '../jobs/input-probe';
 import { JobInputs } from '../jobs/job.inputs';
 import { JobsService } from '../jobs/jobs.service';
 import { VoiceStore } from '../tts/voices.store';
+import { Planner } from '../plan/planner';
 
 type VideoInputs = { images: number; audios: number; load: () => Promise<[InputFile[], InputFile[]]> };
 
 /** Video job creation: the spec's rules, then inputs checked (images decodable and <= 25 MB, clips 2 to 15 s). */
 @Injectable()
 export class VideoService {
-  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly voices: VoiceStore) {}
+  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly voices: VoiceStore, private readonly planner: Planner) {}
 
   /** The JSON form: its images and audios are URLs or data URIs, fetched once the checks that need no bytes passed. */
-  createFromRefs(req: VideoRequest & { images?: string[]; audios?: string[]; callback_url?: string | null; wait?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
+  createFromRefs(req: VideoRequest & { images?: string[]; audios?: string[]; callback_url?: string | null; wait?: boolean; dry_run?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
     const images = req.images ?? [];
     const audios = req.audios ?? [];
     const load = () => Promise.all([this.inputs.fetchAll(images, 'images', 'image'), this.inputs.fetchAll(audios, 'audios', 'audio')]);
@@ -24,7 +25,7 @@ export class VideoService {
   }
 
   async create(
-    req: VideoRequest & { callback_url?: string | null; wait?: boolean },
+    req: VideoRequest & { callback_url?: string | null; wait?: boolean; dry_run?: boolean },
     given: VideoInputs,
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
@@ -36,7 +37,7 @@ export class VideoService {
     }
     this.jobs.checkServed('video', d.profile.profile, { steps: d.steps, images: inputs.images, audios: inputs.audios, imageMode: d.image_mode, audioMode: d.audio_mode, ttsText: d.tts_text.trim() !== '' });
     const timeout = checkTimeout(req.timeout, VIDEO_DEFAULTS.timeout);
-    this.jobs.admit(req.callback_url);
+    this.jobs.admit(req.callback_url, !req.dry_run);
     const [images, audios] = await inputs.load();
     const probed = await this.inputs.probeImages(images);
     if (d.image_mode === 'reference') {
@@ -68,6 +69,16 @@ export class VideoService {
     const together = caps.audios.modes.voice.total_s;
     if (d.audio_mode === 'voice' && d.tts_text.trim() === '' && total > together.maxS + together.toleranceS) {
       throw new BadInputError(`audios: the voices are ${seconds.map((s) => s.toFixed(2)).join(' + ')} = ${total.toFixed(2)} s long; together they may be at most ${together.maxS} s: shorten or drop one`);
+    }
+    if (req.dry_run) {
+      // the plan of the job this request would make: checked above as a create is, then planned by the pictures'
+      // sizes and the clips' lengths (their contents do not change a plan); nothing queued or stored
+      const plan = await this.planner.plan({
+        kind: 'video', prompt: req.prompt, profile: d.profile.profile, aspect: req.aspect, res: req.res, seconds: req.seconds, steps: req.steps,
+        image_mode: req.image_mode, audio_mode: req.audio_mode, tts_text: req.tts_text, tts_ref_text: req.tts_ref_text, tts_language: req.tts_language,
+        images: probed.map((p) => ({ width: p.width, height: p.height })), audios: seconds,
+      }, signal);
+      return plan as unknown as Record<string, unknown>;
     }
     const { job, created } = await this.jobs.submit(
       {

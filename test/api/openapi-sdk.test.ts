@@ -252,7 +252,8 @@ export async function calls(baseUrl: string, token: string, refAudio: string) {
   const image = await api.POST('/api/v1/image', { body: { prompt: 'a red fox in the snow' } });
   const edit = await api.POST('/api/v1/image', { body: { prompt: 'make it blue', res: '2K', wait: true, timeout: 30 } });
   const speech = await api.POST('/api/v1/tts', { body: { text: 'hello there', ref_audio: refAudio } });
-  const id: string = image.data?.id ?? '';
+  // the JSON creates answer the job, or with dry_run (an extension) its plan: a typed client tells them apart
+  const id: string = image.data && !('dry_run' in image.data) ? image.data.id : '';
   const polled = await api.GET('/api/jobs/{job_id}', { params: { path: { job_id: id }, query: { wait: true, timeout: 30 } } });
   const list = await api.GET('/api/jobs', { params: { query: { limit: 10 } } });
   const status = await api.GET('/api/status');
@@ -292,7 +293,8 @@ export function configure(baseUrl: string, token: string, place: 'bearer' | 'x-t
 
 export async function create(body: Body) {
   const r = answered(await ${f.create}({ body }));
-  const id: string | undefined = r.data?.id;
+  // the job, or with dry_run (an extension) its plan: told apart by dry_run
+  const id: string | undefined = r.data && !('dry_run' in r.data) ? r.data.id : undefined;
   void id;
   return { status: r.response.status, job: r.data, error: r.error };
 }

@@ -35,7 +35,7 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     rmSync(tmp, { recursive: true, force: true });
   });
 
-  test('every endpoint answered, and refused with each of its error statuses', { timeout: 60_000 }, async () => {
+  test('every endpoint answered, and refused with each of its error statuses', { timeout: 120_000 }, async () => {
     const png = await pngBytes(64, 48);
     const wav = wavBytes(3);
     const get = (p: string) => t.http.get(p).set(auth);
@@ -66,6 +66,13 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     const videoForm = await t.http.post('/api/jobs').set(auth).field('prompt', 'a kite').field('seconds', '1').field('res', '352p').attach('images', png, 'a.png');
     assert.equal(videoForm.status, 200, JSON.stringify(videoForm.body));
     const image = (await t.http.post('/api/v1/image').set(auth).send({ prompt: 'a fox', size: '256x256', steps: 2 })).body;
+    // dry runs: the job's plan in place of the job (src/plan/planner.ts; what they answer: test/api/dry-run)
+    const imagePlan = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'a fox', size: '256x256', steps: 2, dry_run: true });
+    assert.equal(imagePlan.status, 200, JSON.stringify(imagePlan.body));
+    assert.equal(imagePlan.body.dry_run, true);
+    const videoPlan = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'a kite', seconds: 1, res: '352p', dry_run: true });
+    assert.equal(videoPlan.status, 200, JSON.stringify(videoPlan.body));
+    assert.equal(videoPlan.body.dry_run, true);
     assert.equal((await t.http.post('/api/images').set(auth).field('prompt', 'a fox').field('size', '256x256').attach('images', png, 'a.png')).status, 200);
     const speech = await t.http.post('/api/v1/tts').set(auth).send({ text: 'hello there', ref_audio: dataUri('audio/wav', wav) });
     assert.equal(speech.status, 200, JSON.stringify(speech.body));
@@ -121,6 +128,8 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
       [() => t.http.post('/api/jobs').set(auth).field('prompt', 'a').field('res', '9000p'), 400],
       [() => t.http.post('/api/jobs').set(auth).field('prompt', 'a').field('seconds', 'five'), 422],
       [() => t.http.post('/api/v1/image').set(auth).send({ prompt: 'a', aspect: '7:1' }), 400],
+      [() => t.http.post('/api/v1/image').set(auth).send({ prompt: 'a', aspect: '7:1', dry_run: true }), 400],
+      [() => t.http.post('/api/v1/generate').set(auth).send({ prompt: 'a', seconds: 99, dry_run: true }), 400],
       [() => t.http.post('/api/v1/image').set(auth).send({ prompt: 'a', steps: 'many' }), 422],
       [() => t.http.post('/api/v1/image').set(auth).send({ prompt: '   ', size: '300x300' }), 400],
       [() => t.http.post('/api/images').set(auth).field('prompt', ''), 400],

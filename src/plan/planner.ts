@@ -1,0 +1,147 @@
+// dry_run on the create endpoints (README "Dry runs"): the API's side of a plan. The API process never loads the
+// engine (docs/architecture.md), so each plan runs in a child process (child.ts: plan.ts on the shape-only engine)
+// with a time limit; PLANNER_SLOTS run at once and PLANNER_WAITING more wait their turn, beyond that the answer is
+// 429. Answers are kept by the planned request (every field a plan reads, the prompt's text included: the
+// tokenizer's merges make its token count depend on the text, not only its length) with the adapter and budget, so
+// the same form asked again is answered at once.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { BadInputError, CancelledError, QueueFullError, UnavailableError } from '../common/errors';
+import type { JobPlan, PlanRequest } from './plan';
+
+/** Plans running at once (each is one busy core while it runs). */
+export const PLANNER_SLOTS = 1;
+/** Plans waiting for a slot before a request is answered 429. */
+export const PLANNER_WAITING = 4;
+/** One plan's time limit (a 768p 10 s video takes about 20 s on a 2-core box; 40 s when it is loaded). */
+export const PLAN_TIMEOUT_MS = 180_000;
+/** Answers kept (the most recently used). */
+const CACHE_SIZE = 64;
+
+/** A plan as dry_run answers it: the plan (what `npm run plan -- '<json>' --json` prints) marked as a dry run. */
+export type DryRunAnswer = JobPlan & { dry_run: true };
+
+export interface PlannerOptions {
+  /** GPU_MEMORY_BUDGET in bytes; undefined: the adapter's memory less 5 %. */
+  budgetBytes?: number;
+  /** The adapter the GPU worker reported (/api/health's gpu). */
+  gpu: () => Promise<Record<string, unknown> | undefined>;
+  /** The child's entry (default: child.js beside this file). */
+  script?: string;
+  timeoutMs?: number;
+}
+
+/** JSON with object keys sorted at every level. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') return `{${Object.keys(v).sort().filter((k) => (v as Record<string, unknown>)[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  return JSON.stringify(v) ?? 'null';
+}
+
+export class Planner {
+  private running = 0;
+  private readonly queue: (() => void)[] = [];
+  private readonly children = new Set<ChildProcess>();
+  private readonly cache = new Map<string, DryRunAnswer>();
+
+  constructor(private readonly o: PlannerOptions) {}
+
+  /** The plan of `request` (a PlanRequest the create path has already drafted and checked): a BadInputError where
+   * the planner refuses it, QueueFullError when PLANNER_WAITING plans wait already, UnavailableError past the time
+   * limit, CancelledError when `signal` fires (the client went away). */
+  async plan(request: PlanRequest, signal?: AbortSignal): Promise<DryRunAnswer> {
+    const gpu = await this.o.gpu();
+    const key = createHash('sha256').update(canonical({ request, budget: this.o.budgetBytes ?? null, gpu: gpu ? { available: gpu.available, name: gpu.name, software: gpu.software } : null })).digest('hex');
+    const hit = this.cache.get(key);
+    if (hit) {
+      this.cache.delete(key);
+      this.cache.set(key, hit);
+      return structuredClone(hit);
+    }
+    await this.slot(signal);
+    try {
+      const plan = await this.run({ request, ...(this.o.budgetBytes !== undefined ? { budget_bytes: this.o.budgetBytes } : {}), gpu }, signal);
+      const answer: DryRunAnswer = { dry_run: true, ...plan };
+      this.cache.set(key, answer);
+      if (this.cache.size > CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
+      return structuredClone(answer);
+    } finally {
+      this.running--;
+      this.queue.shift()?.();
+    }
+  }
+
+  /** Kills the plans in flight (the app is closing). */
+  close(): void {
+    for (const c of this.children) c.kill('SIGKILL');
+  }
+
+  onModuleDestroy(): void {
+    this.close();
+  }
+
+  private slot(signal?: AbortSignal): Promise<void> {
+    if (this.running < PLANNER_SLOTS) {
+      this.running++;
+      return Promise.resolve();
+    }
+    if (this.queue.length >= PLANNER_WAITING) {
+      return Promise.reject(new QueueFullError(`the planner is busy (${this.running} plan running, ${this.queue.length} waiting); ask again in a moment`));
+    }
+    return new Promise<void>((resolve, reject) => {
+      const go = () => {
+        signal?.removeEventListener('abort', gone);
+        this.running++;
+        resolve();
+      };
+      const gone = () => {
+        const i = this.queue.indexOf(go);
+        if (i >= 0) this.queue.splice(i, 1);
+        reject(new CancelledError('the client went away'));
+      };
+      signal?.addEventListener('abort', gone, { once: true });
+      this.queue.push(go);
+    });
+  }
+
+  private run(input: unknown, signal?: AbortSignal): Promise<JobPlan> {
+    const script = this.o.script ?? join(__dirname, 'child.js');
+    const timeoutMs = this.o.timeoutMs ?? PLAN_TIMEOUT_MS;
+    return new Promise<JobPlan>((resolve, reject) => {
+      if (signal?.aborted) return reject(new CancelledError('the client went away'));
+      const child = spawn(process.execPath, [...process.execArgv.filter((a) => !a.startsWith('--test')), script], { stdio: ['pipe', 'pipe', 'pipe'] });
+      this.children.add(child);
+      let out = '';
+      let err = '';
+      let why: Error | undefined;
+      const stop = (e: Error) => {
+        why ??= e;
+        child.kill('SIGKILL');
+      };
+      const timer = setTimeout(() => stop(new UnavailableError(`the plan took longer than ${timeoutMs / 1000} s and was stopped; try a smaller job, or npm run plan on the host`)), timeoutMs);
+      const gone = () => stop(new CancelledError('the client went away'));
+      signal?.addEventListener('abort', gone, { once: true });
+      child.stdout!.setEncoding('utf8').on('data', (c: string) => (out += c));
+      child.stderr!.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-4000)));
+      child.on('error', (e) => stop(e));
+      child.on('close', (code, sig) => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', gone);
+        this.children.delete(child);
+        if (why) return reject(why);
+        let answer: { plan?: JobPlan; bad_input?: string; error?: string } | undefined;
+        try {
+          answer = JSON.parse(out.trim().split('\n').pop() ?? '');
+        } catch {
+          answer = undefined;
+        }
+        if (answer?.plan) return resolve(answer.plan);
+        if (answer?.bad_input) return reject(new BadInputError(answer.bad_input));
+        reject(new Error(`the planner failed: ${answer?.error ?? `exited (${sig ?? `code ${code}`}): ${err.trim().split('\n').slice(-3).join(' ')}`}`));
+      });
+      child.stdin!.on('error', () => {});
+      child.stdin!.end(JSON.stringify(input));
+    });
+  }
+}

@@ -1,0 +1,100 @@
+// "dry_run": true on the JSON creates (issue 42; README "Dry runs"): the job's plan, computed in the planner's child
+// process, after the same checks a create makes (the same 400s); nothing queued or stored; without dry_run (or with
+// false) a create is what it always was. The server's traffic is checked against /openapi.json when it closes.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { auth, startAppOnDemoWeights, TestApp } from './harness';
+import { dataUri } from './inputs';
+
+const GiB = 2 ** 30;
+
+describe('dry_run: a job\'s plan through the API', () => {
+  let t: TestApp;
+  before(async () => (t = await startAppOnDemoWeights({ env: { GPU_MEMORY_BUDGET: '16GiB' } })));
+  after(() => t.close(true));
+
+  const post = (path: string, body: object, headers: Record<string, string> = {}) => t.http.post(path).set(auth).set(headers).send(body);
+  const jobs = async () => (await t.http.get('/api/jobs').set(auth)).body as unknown[];
+
+  function assertPlan(p: Record<string, any>, kind: string, profile: string): void {
+    assert.equal(p.dry_run, true);
+    assert.equal(p.kind, kind);
+    assert.equal(p.profile, profile);
+    assert.ok(p.peak_gpu_bytes > 0, 'a peak');
+    assert.ok(p.flops > 0 && p.dispatches > 0, 'work');
+    assert.ok(p.stages.length >= 3);
+    for (const s of p.stages) assert.ok(typeof s.stage === 'string' && s.peak_gpu_bytes >= 0 && s.peak_gpu_bytes <= p.peak_gpu_bytes);
+    assert.ok(p.stages.some((s: any) => s.stage === '采样' && s.steps > 0));
+    // GPU_MEMORY_BUDGET is the budget a plan is checked against
+    assert.equal(p.budget_bytes, 16 * GiB);
+    assert.equal(p.fits, p.peak_gpu_bytes <= 16 * GiB);
+    // the test server's GPU probe reports no adapter: the plan says which profile it assumed
+    assert.equal(p.adapter.id, 'h200');
+    assert.match(p.notes.join('\n'), /adapter profile assumed: NVIDIA H200/);
+    assert.equal(p.id, undefined, 'no job id');
+  }
+
+  test('an image: the plan, nothing queued; the same request again is answered from the kept plans', { timeout: 120_000 }, async () => {
+    const before = await jobs();
+    const body = { prompt: 'a red kite', profile: 'imgmain', size: '256x256', steps: 2, seed: 7, dry_run: true };
+    const res = await post('/api/v1/image', body);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assertPlan(res.body, 'image', 'imgmain');
+    assert.deepEqual({ width: res.body.job.width, height: res.body.job.height, steps: res.body.job.steps }, { width: 256, height: 256, steps: 2 });
+    // the seed does not change a plan: kept, answered at once
+    const started = Date.now();
+    const again = await post('/api/v1/image', { ...body, seed: 8 });
+    assert.equal(again.status, 200);
+    assert.ok(Date.now() - started < 2000, `answered from the kept plans (${Date.now() - started} ms)`);
+    assert.deepEqual(again.body, res.body);
+    assert.deepEqual(await jobs(), before, 'nothing queued or stored');
+  });
+
+  test('a video: the plan of its drafted size and frames; nothing queued', { timeout: 180_000 }, async () => {
+    const before = await jobs();
+    const res = await post('/api/v1/generate', { prompt: 'a kite over the sea', profile: 'fastvid', res: '352p', seconds: 1, dry_run: true });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assertPlan(res.body, 'video', 'fastvid');
+    assert.equal(res.body.job.height, 352);
+    assert.ok(res.body.job.frames > 0);
+    assert.ok(res.body.per_step.flops > 0);
+    assert.deepEqual(await jobs(), before, 'nothing queued or stored');
+  });
+
+  test('a request a create refuses is the same 400 with dry_run', async () => {
+    const cases: [string, object][] = [
+      ['/api/v1/generate', { prompt: 'x', res: '1080p' }],
+      ['/api/v1/generate', { prompt: '' }],
+      ['/api/v1/generate', { prompt: 'x', seconds: 99 }],
+      ['/api/v1/image', { prompt: 'x', size: '100x100' }],
+      ['/api/v1/image', { prompt: 'x', profile: 'nope' }],
+      ['/api/v1/image', { prompt: 'x', images: [dataUri('image/png', Buffer.from('not a png'))] }],
+      ['/api/v1/image', { prompt: 'x', callback_url: 'ftp://example.com/x' }],
+    ];
+    for (const [path, body] of cases) {
+      const plain = await post(path, body);
+      const dry = await post(path, { ...body, dry_run: true });
+      assert.equal(plain.status, 400, `${path} ${JSON.stringify(body)}: ${JSON.stringify(plain.body)}`);
+      assert.equal(dry.status, plain.status, `${path} ${JSON.stringify(body)}`);
+      assert.deepEqual(dry.body, plain.body);
+    }
+    // a type error is the same 422, dry_run's own included
+    assert.equal((await post('/api/v1/image', { prompt: 'x', dry_run: 'yes' })).status, 422);
+    assert.deepEqual(await jobs(), []);
+  });
+
+  test('dry_run false or absent creates the job as before; an Idempotency-Key is not claimed by a dry run', { timeout: 60_000 }, async () => {
+    const key = { 'Idempotency-Key': 'dry-run-key-1' };
+    const dry = await post('/api/v1/image', { prompt: 'a red kite', profile: 'imgmain', size: '256x256', steps: 2, dry_run: true }, key);
+    assert.equal(dry.status, 200);
+    assert.equal(dry.body.dry_run, true);
+    const made = await post('/api/v1/image', { prompt: 'a red kite', profile: 'imgmain', size: '256x256', steps: 2, dry_run: false }, key);
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    assert.match(made.body.id, /^\d{8}_\d{6}_\d+$/);
+    assert.equal(made.body.dry_run, undefined);
+    assert.ok(['queued', 'running', 'done'].includes(made.body.status));
+    const listed = (await jobs()) as { id: string }[];
+    assert.deepEqual(listed.map((j) => j.id), [made.body.id]);
+    await t.http.delete(`/api/jobs/${made.body.id}`).set(auth);
+  });
+});
