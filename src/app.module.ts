@@ -93,7 +93,7 @@ export class AppModule {
         provide: WORKER_POOL,
         useFactory: async (): Promise<WorkerPool | null> => {
           const own = {
-            dataDir: settings.dataDir, weightsDir: settings.weightsDir, hubCacheDir: settings.hubCacheDir, demoWeightsDir: settings.demoWeightsDir, demoVideo: settings.demoVideo, logLevel: settings.logLevel,
+            dataDir: settings.dataDir, weightsDir: settings.weightsDir, hubCacheDir: settings.hubCacheDir, demoWeightsDir: settings.demoWeightsDir, cacheDir: settings.cacheDir ?? null, demoVideo: settings.demoVideo, logLevel: settings.logLevel,
             nice: settings.workerNice, log, pipelines: worker?.pipelines, builtins: worker?.builtins,
           };
           if (settings.cluster.queue === 'redis') {

@@ -4,6 +4,7 @@ import type { TaskKind } from '../catalog';
 import { parseBytes } from '../common/bytes';
 import { ComfyConfigError, comfyFoldersOf, type ComfyFolders } from '../weights/comfyui';
 import { hubCacheDirOf } from '../weights/hub-cache';
+import { kilnCacheDirOf, kilnCacheDirProblem } from '../weights/kiln-cache';
 import { ClusterSettingsError, loadClusterSettings, loadWorkerProfiles, type ClusterSettings } from './cluster-settings';
 
 /** Every setting the service reads, parsed and validated once at boot. Nothing else reads process.env
@@ -30,6 +31,9 @@ export interface Settings {
   loraDir?: string;
   /** Tiny random checkpoints generated when real weights are absent (src/weights/demo.ts). Default DATA_DIR/demo-weights. */
   demoWeightsDir: string;
+  /** KILN_CACHE_DIR: Kiln's own cache (the int8 profiles' quantised weights, src/weights/kiln-cache.ts), never inside
+   * the hub cache or a ComfyUI folder. Default XDG_CACHE_HOME/kiln, else ~/.cache/kiln; `off`: undefined, no cache. */
+  cacheDir?: string;
   /** DEMO_VIDEO: which demo checkpoint the video profiles run without real weights. Default trained. */
   demoVideo: DemoVideo;
   /** Let input URLs and callbacks reach loopback/private/link-local addresses. Default false. */
@@ -81,6 +85,7 @@ export interface WorkerSettings {
   hubCacheDir: string;
   comfyFolders?: ComfyFolders;
   demoWeightsDir: string;
+  cacheDir?: string;
   demoVideo: DemoVideo;
   logLevel: string;
   /** Shown in /api/health. Default <host name>-<pid>. */
@@ -143,7 +148,7 @@ function demoVideoOf(env: Env): DemoVideo {
   return v;
 }
 
-function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'hubCacheDir' | 'comfyFolders' | 'demoWeightsDir'> {
+function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'hubCacheDir' | 'comfyFolders' | 'demoWeightsDir' | 'cacheDir'> {
   const dataDir = resolve(env.DATA_DIR?.trim() || './data');
   let comfyFolders: ComfyFolders | undefined;
   try {
@@ -152,12 +157,18 @@ function dirsOf(env: Env): Pick<Settings, 'dataDir' | 'weightsDir' | 'hubCacheDi
     if (err instanceof ComfyConfigError) throw new SettingsError(err.message);
     throw err;
   }
+  const hubCacheDir = resolve(hubCacheDirOf(env));
+  const cacheDir = kilnCacheDirOf(env);
+  const readOnly = [{ label: 'the Hugging Face cache', dir: hubCacheDir }, ...Object.values(comfyFolders ?? {}).flat().map((dir) => ({ label: 'the ComfyUI folder', dir }))];
+  const problem = cacheDir ? kilnCacheDirProblem(cacheDir, readOnly) : undefined;
+  if (problem) throw new SettingsError(problem);
   return {
     dataDir,
     weightsDir: resolve(env.WEIGHTS_DIR?.trim() || './weights'),
-    hubCacheDir: resolve(hubCacheDirOf(env)),
+    hubCacheDir,
     ...(comfyFolders ? { comfyFolders } : {}),
     demoWeightsDir: resolve(env.DEMO_WEIGHTS_DIR?.trim() || join(dataDir, 'demo-weights')),
+    ...(cacheDir ? { cacheDir } : {}),
   };
 }
 

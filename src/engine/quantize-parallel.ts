@@ -8,6 +8,7 @@
 // PARALLEL_MIN_ELEMENTS, or a dtype other than F32/F16/BF16) takes the one-thread path in this thread.
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { cachedInt8 } from './int8-cache';
 import { quantizeInt8PerChannel, type QuantizedInt8 } from './quantize';
 import type { QuantizeReply, QuantizeTask } from './quantize-worker';
 import { readWholeFloat32, SAFE_DTYPE_BYTES, type ChunkSource } from './safetensors';
@@ -87,9 +88,13 @@ export function parallelQuantizeCount(): number {
 
 /**
  * Tensor `name` (N, K) of `src` quantised per output channel, as quantizeInt8PerChannel(readFloat32(name)) would,
- * on loadThreads() threads when it is big.
+ * on loadThreads() threads when it is big; read from the int8 cache (int8-cache.ts) when it is on and holds it.
  */
 export async function quantizeInt8FromCheckpoint(src: ChunkSource, name: string, N: number, K: number): Promise<QuantizedInt8> {
+  return cachedInt8(src, name, N, K, () => quantizeFresh(src, name, N, K));
+}
+
+async function quantizeFresh(src: ChunkSource, name: string, N: number, K: number): Promise<QuantizedInt8> {
   const e = src.entry(name);
   const threads = loadThreads();
   const parallel = threads > 1 && N * K >= PARALLEL_MIN_ELEMENTS && (e.dtype === 'F32' || e.dtype === 'F16' || e.dtype === 'BF16');

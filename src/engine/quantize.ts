@@ -6,6 +6,10 @@ import type { Engine } from './engine';
 import type { DType } from './dtype';
 import type { Int8Weight } from './ops/linear';
 
+/** Bump when quantizeRowsInto's arithmetic (or the bytes it gives) changes: the int8 cache (int8-cache.ts) then
+ * ignores every entry an older version wrote. */
+export const QUANTIZER_VERSION = 1;
+
 export interface QuantizedInt8 {
   /** (N, K) row-major. */
   q: Int8Array;

@@ -4,10 +4,12 @@
 // "__metadata__": {str: str}} | data (offsets are relative to the end of the header).
 // GPU upload lives in load.ts; this file has no GPU dependency.
 import { open as openFile, type FileHandle } from 'node:fs/promises';
-import { existsSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { bf16BitsToF32 as bf16, f16BitsToF32 as f16, f16Table, f8e4m3ToF32 as f8, LITTLE_ENDIAN_HOST } from './dtype';
 import { attachFp8Scales, readScaledChunks, type ScaledSource } from './fp8-scaled';
+import { fileIdentity, type SourceIdentity } from './source-identity';
 import { GGML_TYPES, readGgufContents, readQuantChunks, type QuantSource } from './gguf';
 import { fmtShape, numelOf } from './tensor';
 
@@ -250,6 +252,23 @@ export class Checkpoint {
     }
   }
 
+  /**
+   * The int8 cache's identity of tensor `name` (int8-cache.ts): its file's real path and name as the place; the
+   * file's identity (size and mtime, or a hub blob's hash), the entry's dtype, shape and offsets, and an fp8 scale's
+   * or GGUF block's layout as the content.
+   */
+  async sourceIdentity(name: string): Promise<SourceIdentity | null> {
+    const e = this.entry(name);
+    const parts: unknown[] = [fileIdentity(e.file), e.dtype, e.shape, e.start, e.byteLength];
+    if (e.scaled) {
+      const s = e.scaled;
+      const scale = createHash('sha256').update(new Uint8Array(s.scale.buffer, s.scale.byteOffset, s.scale.byteLength)).digest('hex');
+      parts.push({ fp8: s.dtype, start: s.start, bytes: s.byteLength, scale: s.scaleName, values: scale, row: s.rowLength });
+    }
+    if (e.quant) parts.push({ gguf: e.quant.type, start: e.quant.start, bytes: e.quant.byteLength });
+    return { where: `${realpathSync(e.file)}#${name}`, what: JSON.stringify(parts) };
+  }
+
   /** Whole tensor as float32 (small tensors: tests, CPU-side tables). */
   async readFloat32(name: string): Promise<Float32Array> {
     return readWholeFloat32(this, name);
@@ -265,6 +284,8 @@ export class Checkpoint {
 export interface ChunkSource {
   entry(name: string): TensorEntry;
   readChunks(name: string, chunkBytes: number, onChunk: (bytes: Uint8Array, byteOffset: number) => void | Promise<void>): Promise<void>;
+  /** Where tensor `name` comes from and what its values depend on (int8-cache.ts); absent or null: not cacheable. */
+  sourceIdentity?(name: string): Promise<SourceIdentity | null>;
 }
 
 /** Tensor `name` of `src`, decoded whole to float32 in 1 MiB chunks (small tensors: tests, CPU-side tables). */

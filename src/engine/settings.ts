@@ -6,7 +6,7 @@
 // When they are read: engineSettings() reads process.env each time it is called, and it is called when an engine is
 // created (Engine.create and Engine.createShapeOnly keep the result as `engine.settings`, which the ops read), when a
 // device is opened (GpuDevice.create: the software-adapter default) and when a checkpoint tensor is quantised
-// (loadThreads). A test or bench that sets a variable before it creates an engine gets it; a variable changed under a
+// (loadThreads) or looked up in the int8 cache (cacheDir). A test or bench that sets a variable before it creates an engine gets it; a variable changed under a
 // live engine takes effect with the next engine. A KILN_LOAD_THREADS that is not a whole number >= 1 is refused at
 // the first of these reads (so at engine creation), with the message quantize-parallel.ts gave when it read it itself.
 import { availableParallelism } from 'node:os';
@@ -38,6 +38,9 @@ export interface EngineSettings {
   /** KILN_PROFILE=1: GPU time per kernel and grid (profiler.ts), each dispatch in a compute pass of its own.
    * EngineOptions.profile overrides it. */
   profile: boolean;
+  /** KILN_CACHE_DIR: the root of Kiln's own caches (int8-cache.ts keeps quantised weights in its int8/ folder).
+   * Unset, empty or `off`: no cache, unless the process sets one (useInt8Cache: the worker passes its setting). */
+  cacheDir: string | undefined;
 }
 
 /** The engine's settings from `env` (the process's environment by default), read at this call. */
@@ -52,6 +55,7 @@ export function engineSettings(env: NodeJS.ProcessEnv = process.env): EngineSett
     allowSoftwareGpu: software !== undefined && software !== '' ? /^(1|true|yes)$/i.test(software) : undefined,
     debug: env.KILN_ENGINE_DEBUG === '1',
     profile: env.KILN_PROFILE === '1',
+    cacheDir: env.KILN_CACHE_DIR && env.KILN_CACHE_DIR.trim() !== '' && env.KILN_CACHE_DIR.trim().toLowerCase() !== 'off' ? env.KILN_CACHE_DIR.trim() : undefined,
   };
 }
 

@@ -21,6 +21,9 @@ export interface LocalWorkerOptions {
   /** Passed as HF_HUB_CACHE, so the worker reads the cache the API resolved (from HF_HOME, say). */
   hubCacheDir?: string;
   demoWeightsDir: string;
+  /** Passed as KILN_CACHE_DIR (null: `off`), so the worker keeps its int8 cache where the API resolved it. Undefined:
+   * the worker's environment decides. */
+  cacheDir?: string | null;
   /** DEMO_VIDEO; unset: the worker's own default. */
   demoVideo?: DemoVideo;
   logLevel: string;
@@ -273,6 +276,7 @@ export function spawnWorker(o: Omit<LocalWorkerOptions, 'stallS' | 'busyS' | 'lo
     DATA_DIR: o.dataDir,
     WEIGHTS_DIR: o.weightsDir,
     ...(o.hubCacheDir ? { HF_HUB_CACHE: o.hubCacheDir } : {}),
+    ...(o.cacheDir !== undefined ? { KILN_CACHE_DIR: o.cacheDir ?? 'off' } : {}),
     DEMO_WEIGHTS_DIR: o.demoWeightsDir,
     ...(o.demoVideo ? { DEMO_VIDEO: o.demoVideo } : {}),
     LOG_LEVEL: o.logLevel,

@@ -63,7 +63,7 @@ export async function startApp(opts: TestAppOptions = {}): Promise<TestApp> {
   // the video profiles on the random demo unless a test asks for the trained one (DEMO_VIDEO=trained): its jobs take
   // minutes on lavapipe, and only test/api/demo-video-draws looks at what it draws
   // and never a developer's own Hugging Face cache (real weights found there would replace the demo checkpoints)
-  const settings = loadSettings({ DATA_DIR: dataDir, API_TOKEN: TOKEN, LOG_LEVEL: 'silent', DEMO_VIDEO: 'random', HF_HUB_CACHE: join(dataDir, 'no-hub-cache'), ...opts.env });
+  const settings = loadSettings({ DATA_DIR: dataDir, API_TOKEN: TOKEN, LOG_LEVEL: 'silent', DEMO_VIDEO: 'random', HF_HUB_CACHE: join(dataDir, 'no-hub-cache'), KILN_CACHE_DIR: join(dataDir, 'kiln-cache'), ...opts.env });
   const log = pino({ level: process.env.KILN_TEST_LOG ?? 'silent' });
   const worker = { pipelines: opts.pipelines, builtins: opts.builtinPipelines !== false };
   let builder = Test.createTestingModule({ imports: [AppModule.forRoot({ settings, token: TOKEN, log, worker })] })

@@ -87,7 +87,7 @@ export function startWorker(name: string, env: Record<string, string>, o: { pipe
   const child = spawn(process.execPath, [join(__dirname, '..', '..', 'src', 'worker.js')], {
     env: {
       ...process.env, DEMO_VIDEO: 'random', ...env, WORKER_NAME: name, DATA_DIR: dataDir, LOG_LEVEL: process.env.KILN_TEST_LOG ?? 'silent',
-      WEIGHTS_DIR: join(dataDir, 'no-weights'), DEMO_WEIGHTS_DIR: o.demoWeightsDir ?? join(dataDir, 'demo'),
+      WEIGHTS_DIR: join(dataDir, 'no-weights'), DEMO_WEIGHTS_DIR: o.demoWeightsDir ?? join(dataDir, 'demo'), KILN_CACHE_DIR: join(dataDir, 'kiln-cache'),
       KILN_WORKER_PIPELINES: JSON.stringify(o.pipelines ?? []), KILN_WORKER_BUILTINS: o.builtins === false ? '0' : '1',
     },
     stdio: ['ignore', 'inherit', 'inherit'],

@@ -13,6 +13,7 @@
 //   final_layer.adaln_proj.linear, condition_proj.
 // Tensors that are not low-rank pairs (full-weight "set" patches, diff / diff_b, DoRA magnitudes, curve tables of
 // pruned adapters) are refused by name: merging them wrong would render a plausible wrong video.
+import { createHash } from 'node:crypto';
 import { Checkpoint, CheckpointError } from '../../../engine/safetensors';
 import { writeSafetensors, type WriteTensor } from '../../../engine/safetensors-writer';
 import type { Engine } from '../../../engine/engine';
@@ -173,6 +174,15 @@ export function mergeAdapter(source: H3WeightSource, adapter: H3Adapter, opts: {
     }
     recipes.set(name, {
       shape,
+      // the int8 cache's identity: the base weight's, the delta's exact values (rank x (N + K) floats, the adapter
+      // file's mapping included), the strength, and where the product is computed (GPU and CPU may round apart)
+      what: async () => {
+        const w = (await base.sourceIdentity?.(name))?.what;
+        if (!w) return null;
+        const h = createHash('sha256').update(new Uint8Array(d.up.buffer, d.up.byteOffset, d.up.byteLength)).update(new Uint8Array(d.down.buffer, d.down.byteOffset, d.down.byteLength)).digest('hex');
+        const where = opts.engine ? `gpu ${opts.engine.describe().name}` : 'cpu';
+        return `merge(${w}, delta ${h} rank ${d.rank} scale ${d.scale} strength ${strength}, ${where})`;
+      },
       compute: async () => {
         const w = await base.readFloat32(name);
         const delta = await lowRankProduct(strength === 1 ? d : { ...d, scale: d.scale * strength }, N, K, opts.engine);

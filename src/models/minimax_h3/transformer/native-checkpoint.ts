@@ -15,16 +15,21 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Checkpoint, CheckpointError, type TensorEntry } from '../../../engine/safetensors';
+import type { SourceIdentity } from '../../../engine/source-identity';
 import { numelOf } from '../../../engine/tensor';
 import { parseH3Config, type H3CheckpointFormat, type H3Config } from './config';
 import { h3InvFreq } from './rope';
 import { openH3Checkpoint } from './transformer';
 
-/** The members of Checkpoint the weight loaders use (loadTensor, loadLinear). */
-export type CheckpointLike = Pick<Checkpoint, 'path' | 'has' | 'keys' | 'entry' | 'readChunks' | 'readFloat32'>;
+/** The members of Checkpoint the weight loaders use (loadTensor, loadLinear; the int8 cache's sourceIdentity). */
+export type CheckpointLike = Pick<Checkpoint, 'path' | 'has' | 'keys' | 'entry' | 'readChunks' | 'readFloat32'> & Partial<Pick<Checkpoint, 'sourceIdentity'>>;
 
-/** How a presented tensor is made: another name in the inner checkpoint, or float32 values computed on demand. */
-export type Recipe = { alias: string } | { shape: number[]; compute: () => Promise<Float32Array> };
+/**
+ * How a presented tensor is made: another name in the inner checkpoint, or float32 values computed on demand.
+ * `what`: everything the computed values depend on (the inner tensors' identities and the transform), for the int8
+ * cache (engine/int8-cache.ts); absent or null: the tensor is quantised afresh at every load.
+ */
+export type Recipe = { alias: string } | { shape: number[]; compute: () => Promise<Float32Array>; what?: () => Promise<string | null> };
 
 /**
  * A checkpoint under other names: each presented key is an alias of an inner tensor (streamed as stored, no copy)
@@ -70,6 +75,15 @@ export class KeyView implements CheckpointLike {
     const bytes = new Uint8Array((await this.computed(name, r)).buffer);
     const step = Math.max(4, Math.floor(chunkBytes / 4) * 4);
     for (let off = 0; off < bytes.byteLength; off += step) await onChunk(bytes.subarray(off, Math.min(off + step, bytes.byteLength)), off);
+  }
+
+  /** The inner tensor's identity (an alias, a passed-through key), or the recipe's (a computed one). */
+  async sourceIdentity(name: string): Promise<SourceIdentity | null> {
+    const r = this.recipes.get(name);
+    if (!r) return this.passThrough && this.inner.has(name) ? ((await this.inner.sourceIdentity?.(name)) ?? null) : null;
+    if ('alias' in r) return (await this.inner.sourceIdentity?.(r.alias)) ?? null;
+    const what = await r.what?.();
+    return what ? { where: `${this.path}#${name}`, what } : null;
   }
 
   async readFloat32(name: string): Promise<Float32Array> {
@@ -181,6 +195,14 @@ export function nativeView(ckpt: CheckpointLike, c: H3Config, src: string, out =
     if (!s) throw new CheckpointError(`${ckpt.path}: int8 tensor "${weight}" has no scale (looked for ${scaleNames(m).join(', ')})`);
     return ckptRef.readFloat32(s);
   };
+  // the int8 cache's identity of values(name): the inner tensor's (and an int8 build's scale's)
+  const valuesWhat = async (name: string): Promise<string | null> => {
+    const w = (await ckpt.sourceIdentity?.(name))?.what;
+    if (!w || ckpt.entry(name).dtype !== 'I8') return w ?? null;
+    const s = scaleNames(name.replace(/\.weight$/, '')).find((k) => ckpt.has(k));
+    const sw = s ? (await ckpt.sourceIdentity?.(s))?.what : undefined;
+    return sw ? `dequantize(${w}, ${sw})` : null;
+  };
   const claim = (name: string) => {
     used.add(name);
     const entry = ckpt.entry(name);
@@ -190,7 +212,7 @@ export function nativeView(ckpt: CheckpointLike, c: H3Config, src: string, out =
   /** A renamed tensor: streamed as stored unless it is int8 (then dequantised). */
   const rename = (ours: string, theirs: string) => {
     const e = claim(src + theirs);
-    recipes.set(out + ours, e.dtype === 'I8' ? { shape: e.shape, compute: () => values(src + theirs) } : { alias: src + theirs });
+    recipes.set(out + ours, e.dtype === 'I8' ? { shape: e.shape, compute: () => values(src + theirs), what: () => valuesWhat(src + theirs) } : { alias: src + theirs });
   };
   const linear = (ours: string, theirs: string, bias: boolean) => {
     rename(`${ours}.weight`, `${theirs}.weight`);
@@ -202,7 +224,11 @@ export function nativeView(ckpt: CheckpointLike, c: H3Config, src: string, out =
     const H = e.shape[1]!;
     if (e.shape.length !== 2 || e.shape[0] !== 3 * inner) throw new CheckpointError(`${ckpt.path}: ${qkv} is [${e.shape}], expected [${3 * inner}, H]`);
     ['to_q', 'to_k', 'to_v'].forEach((name, part) => {
-      recipes.set(`${out}${ours}.${name}.weight`, { shape: [inner, H], compute: async () => splitQkv(await values(qkv), c.numHeads, c.headDim, H, part, qkvRows) });
+      recipes.set(`${out}${ours}.${name}.weight`, {
+        shape: [inner, H],
+        compute: async () => splitQkv(await values(qkv), c.numHeads, c.headDim, H, part, qkvRows),
+        what: async () => then(await valuesWhat(qkv), (w) => `splitQkv(${w}, heads ${c.numHeads}, d ${c.headDim}, part ${part}, ${qkvRows})`),
+      });
     });
     rename(`${ours}.to_out.0.weight`, `${theirs}.out_proj.weight`);
     rename(`${ours}.norm_q.weight`, `${theirs}.q_norm.weight`);
@@ -211,7 +237,11 @@ export function nativeView(ckpt: CheckpointLike, c: H3Config, src: string, out =
   const mlp = (ours: string, theirs: string) => {
     const fc1 = `${src}${theirs}.fc1.weight`;
     const e = claim(fc1);
-    recipes.set(`${out}${ours}.net.0.proj.weight`, { shape: e.shape, compute: async () => swapHalves(await values(fc1), e.shape[0]!, e.shape[1]!) });
+    recipes.set(`${out}${ours}.net.0.proj.weight`, {
+      shape: e.shape,
+      compute: async () => swapHalves(await values(fc1), e.shape[0]!, e.shape[1]!),
+      what: async () => then(await valuesWhat(fc1), (w) => `swapHalves(${w})`),
+    });
     rename(`${ours}.net.2.weight`, `${theirs}.fc2.weight`);
   };
   const block = (ours: string, theirs: string, adaln: boolean) => {
@@ -253,6 +283,8 @@ export function nativeView(ckpt: CheckpointLike, c: H3Config, src: string, out =
   if (left.length) throw new CheckpointError(`${ckpt.path}: ${left.length} native tensors this loader does not know (${left.slice(0, 4).join(', ')}${left.length > 4 ? ', ...' : ''}): not a plain MiniMaxH3DiTModel checkpoint`);
   return new KeyView(ckpt.path, ckpt, recipes, false);
 }
+
+const then = (w: string | null, f: (w: string) => string): string | null => (w ? f(w) : null);
 
 /**
  * Part (0 q, 1 k, 2 v) of fused rows as [heads * d, cols]: 'interleaved' rows are [heads, 3, d], 'stacked' [3, heads, d].
