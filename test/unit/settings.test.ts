@@ -61,3 +61,13 @@ test('DEMO_VIDEO: trained unless random is asked, in the API and the worker alik
   refused({ DEMO_VIDEO: 'noise' }, 'DEMO_VIDEO=');
   assert.throws(() => loadWorkerSettings({ DEMO_VIDEO: 'yes' }), /DEMO_VIDEO=/);
 });
+
+test('KILN_CACHE_DIR: XDG_CACHE_HOME/kiln, else ~/.cache/kiln; off disables; never inside the hub cache or a ComfyUI folder', () => {
+  assert.equal(loadSettings({ XDG_CACHE_HOME: '/c' }).cacheDir, '/c/kiln');
+  assert.match(loadSettings({}).cacheDir ?? '', /[\\/]\.cache[\\/]kiln$/);
+  assert.equal(loadWorkerSettings({ KILN_CACHE_DIR: '/k' }).cacheDir, '/k');
+  assert.equal(loadWorkerSettings({ KILN_CACHE_DIR: 'Off' }).cacheDir, undefined);
+  refused({ KILN_CACHE_DIR: '/hub/kiln', HF_HUB_CACHE: '/hub' }, 'KILN_CACHE_DIR=/hub/kiln is inside the Hugging Face cache');
+  refused({ KILN_CACHE_DIR: '/comfy/models/vae/k', COMFYUI_MODELS_DIR: '/comfy/models' }, 'KILN_CACHE_DIR=/comfy/models/vae/k is inside the ComfyUI folder');
+  assert.equal(loadSettings({ KILN_CACHE_DIR: '/hubby', HF_HUB_CACHE: '/hub' }).cacheDir, '/hubby', 'a sibling whose name starts alike is fine');
+});
