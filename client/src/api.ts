@@ -26,6 +26,11 @@ export class Api {
     return this.send<T>('POST', path, form);
   }
 
+  /** JSON POST (the JSON creates: a dry run's plan). */
+  async postJson<T>(path: string, body: object, signal?: AbortSignal): Promise<T> {
+    return (await this.parse(await this.fetch('POST', path, JSON.stringify(body), signal))) as T;
+  }
+
   delete<T>(path: string): Promise<T> {
     return this.send<T>('DELETE', path);
   }
@@ -46,10 +51,13 @@ export class Api {
     return (await this.parse(await this.fetch(method, path, body))) as T;
   }
 
-  private async fetch(method: string, path: string, body?: FormData): Promise<Response> {
+  private async fetch(method: string, path: string, body?: FormData | string, signal?: AbortSignal): Promise<Response> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.token()}` };
+    if (typeof body === 'string') headers['Content-Type'] = 'application/json';
     try {
-      return await fetch(path, { method, body, headers: { Authorization: `Bearer ${this.token()}` }, cache: 'no-store' });
+      return await fetch(path, { method, body, headers, cache: 'no-store', signal });
     } catch (err) {
+      if (signal?.aborted) throw err;
       throw new OfflineError(`the service did not answer (${err instanceof Error ? err.message : String(err)})`);
     }
   }

@@ -1,7 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, HttpStatus } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import type { Logger } from 'pino';
-import { BadInputError, NotFoundError, QueueFullError, UnavailableError } from '../common/errors';
+import { BadInputError, CancelledError, NotFoundError, QueueFullError, UnavailableError } from '../common/errors';
 import { redactUrl } from '../common/logger';
 import { openAiErrorBody, openAiStatus } from './openai-error';
 import { ValidationFailed } from './validation';
@@ -14,6 +14,8 @@ export class HttpExceptionFilter implements ExceptionFilter {
   catch(err: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
     const req = host.switchToHttp().getRequest<Request>();
+    // the client went away while it waited (a dry run's plan is stopped with it): no one to answer, nothing went wrong
+    if (err instanceof CancelledError && (res.destroyed || req.socket?.destroyed)) return;
     const [status, body] = this.map(err);
     if (status >= 500) this.log.error({ err, method: req.method, url: redactUrl(req.originalUrl ?? req.url) }, 'request failed');
     if (res.headersSent) {

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { auth, startAppOnDemoWeights, TestApp } from './harness';
 import { dataUri } from './inputs';
+import { Planner } from '../../src/plan/planner';
 
 const GiB = 2 ** 30;
 
@@ -59,6 +60,24 @@ describe('dry_run: a job\'s plan through the API', () => {
     assert.ok(res.body.job.frames > 0);
     assert.ok(res.body.per_step.flops > 0);
     assert.deepEqual(await jobs(), before, 'nothing queued or stored');
+  });
+
+  test('a client that goes away stops its plan: the planner is free for the next at once', { timeout: 120_000 }, async () => {
+    const ac = new AbortController();
+    const gone = fetch(`${t.url}/api/v1/generate`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify({ prompt: 'a long walk', profile: 'fastvid', res: '480p', seconds: 5, dry_run: true }), signal: ac.signal });
+    await new Promise((r) => setTimeout(r, 500));
+    ac.abort();
+    await assert.rejects(gone);
+    // its child process is killed and its slot freed
+    const planner = t.app.get(Planner) as unknown as { children: Set<unknown>; running: number };
+    for (let i = 0; i < 100 && (planner.children.size > 0 || planner.running > 0); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual([planner.children.size, planner.running], [0, 0]);
+    // a plan of its own (not kept yet) runs now
+    const started = Date.now();
+    const res = await post('/api/v1/image', { prompt: 'a small fox', profile: 'imgmain', size: '256x256', steps: 3, dry_run: true });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.job.steps, 3);
+    assert.ok(Date.now() - started < 30_000, `${Date.now() - started} ms`);
   });
 
   test('a request a create refuses is the same 400 with dry_run', async () => {

@@ -17,6 +17,8 @@ export class FormView {
   readonly formError: HTMLElement;
   readonly submit: HTMLButtonElement;
   readonly result: HTMLElement;
+  /** Under the rows, with the submit button (the plan line goes here). */
+  readonly actions: HTMLElement;
   private readonly rows = new Map<string, Row>();
 
   constructor(readonly id: string, submitLabel: string) {
@@ -24,7 +26,8 @@ export class FormView {
     this.formError = h('p', { class: 'form-error', role: 'alert', hidden: true, 'data-error-for': '' });
     this.submit = h('button', { type: 'submit', class: 'primary' }, submitLabel);
     this.result = h('div', { class: 'form-result' });
-    this.form = h('form', { id, novalidate: true, class: 'job-form' }, this.body, this.formError, h('div', { class: 'actions' }, this.submit), this.result);
+    this.actions = h('div', { class: 'actions' }, this.submit);
+    this.form = h('form', { id, novalidate: true, class: 'job-form' }, this.body, this.formError, this.actions, this.result);
   }
 
   /** Adds a row for `control` (whose name attribute is `name`) labelled `label`. */

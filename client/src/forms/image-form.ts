@@ -5,7 +5,8 @@ import { h, select } from '../dom';
 import { bytes } from '../format';
 import type { Config, Job } from '../types';
 import { FilePicker } from './file-picker';
-import { appendFields, FormView, loadedNote, queuedNote, setVal } from './form-view';
+import { appendFields, FormView, loadedNote, queuedNote, setVal, val } from './form-view';
+import { dataUrl, jsonFields, PLAN_FILES_MAX_BYTES, PlanLine } from './plan-line';
 import { describeProfile, profileSelect } from './profile-field';
 
 const TEXT_FIELDS = ['prompt', 'negative_prompt', 'profile', 'aspect', 'res', 'size', 'size_from_ref', 'seed', 'steps', 'cfg'];
@@ -13,6 +14,7 @@ const TEXT_FIELDS = ['prompt', 'negative_prompt', 'profile', 'aspect', 'res', 's
 export class ImageForm {
   readonly view = new FormView('image-form', 'Queue image');
   private readonly images: FilePicker;
+  private readonly plan: PlanLine;
 
   constructor(private readonly api: Api, cfg: Config, private readonly onCreated: (job: Job) => void) {
     const c = cfg.image;
@@ -80,6 +82,20 @@ export class ImageForm {
     size.addEventListener('input', refresh);
     refresh();
     f.onSubmit(() => this.checkFiles(), () => this.send());
+    this.plan = new PlanLine(api, f.form, '/api/v1/image', () => this.planBody());
+    f.actions.prepend(this.plan.el);
+  }
+
+  /** The JSON request of the form's values for its plan (the seed does not change a plan), or why there is none. */
+  private async planBody(): Promise<Record<string, unknown> | string> {
+    const form = this.view.form;
+    if (!val(form, 'prompt').trim()) return 'Plan: write a prompt to see the job\'s peak GPU memory.';
+    if (this.images.problems().length > 0) return 'Plan: none until the chosen files are fixed.';
+    const images = this.images.files();
+    if (images.reduce((n, file) => n + file.size, 0) > PLAN_FILES_MAX_BYTES) return `Plan: not worked out with images over ${bytes(PLAN_FILES_MAX_BYTES)} together.`;
+    const body = jsonFields(form, TEXT_FIELDS.filter((n) => n !== 'seed'), ['steps', 'cfg']);
+    if (images.length) body.images = await Promise.all(images.map(dataUrl));
+    return body;
   }
 
   /** Settings of an earlier job. An explicit size (res "custom") goes back into the size field. */
@@ -103,6 +119,7 @@ export class ImageForm {
   }
 
   private checkFiles(): boolean {
+    this.plan?.schedule();
     return this.view.showFileProblems(this.images);
   }
 

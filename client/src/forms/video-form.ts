@@ -5,7 +5,8 @@ import { h, select } from '../dom';
 import { bytes } from '../format';
 import type { Config, Job } from '../types';
 import { FilePicker } from './file-picker';
-import { appendFields, FormView, loadedNote, queuedNote, setVal } from './form-view';
+import { appendFields, FormView, loadedNote, queuedNote, setVal, val } from './form-view';
+import { dataUrl, jsonFields, PLAN_FILES_MAX_BYTES, PlanLine } from './plan-line';
 import { describeProfile, profileSelect } from './profile-field';
 
 const TEXT_FIELDS = ['prompt', 'profile', 'aspect', 'res', 'seconds', 'seed', 'steps', 'image_mode', 'audio_mode', 'tts_text', 'tts_ref_text', 'tts_language'];
@@ -14,6 +15,7 @@ export class VideoForm {
   readonly view = new FormView('video-form', 'Queue video');
   private readonly images: FilePicker;
   private readonly audios: FilePicker;
+  private readonly plan: PlanLine;
 
   constructor(private readonly api: Api, cfg: Config, private readonly onCreated: (job: Job) => void) {
     const v = cfg.video;
@@ -94,6 +96,21 @@ export class VideoForm {
     f.form.addEventListener('change', refresh);
     refresh();
     f.onSubmit(() => this.checkFiles(), () => this.send());
+    this.plan = new PlanLine(api, f.form, '/api/v1/generate', () => this.planBody());
+    f.actions.prepend(this.plan.el);
+  }
+
+  /** The JSON request of the form's values for its plan (the seed does not change a plan), or why there is none. */
+  private async planBody(): Promise<Record<string, unknown> | string> {
+    const form = this.view.form;
+    if (!val(form, 'prompt').trim()) return 'Plan: write a prompt to see the job\'s peak GPU memory.';
+    if ([this.images, this.audios].some((p) => p.problems().length > 0)) return 'Plan: none until the chosen files are fixed.';
+    const [images, audios] = [this.images.files(), this.audios.files()];
+    if ([...images, ...audios].reduce((n, file) => n + file.size, 0) > PLAN_FILES_MAX_BYTES) return `Plan: not worked out with files over ${bytes(PLAN_FILES_MAX_BYTES)} together.`;
+    const body = jsonFields(form, TEXT_FIELDS.filter((n) => n !== 'seed'), ['seconds', 'steps']);
+    if (images.length) body.images = await Promise.all(images.map(dataUrl));
+    if (audios.length) body.audios = await Promise.all(audios.map(dataUrl));
+    return body;
   }
 
   /** Settings of an earlier job (its input files are not kept, so they are not restored). */
@@ -106,6 +123,7 @@ export class VideoForm {
 
   /** Both pickers are checked (and their rows updated) even when the first has problems. */
   private checkFiles(): boolean {
+    this.plan?.schedule();
     return [this.images, this.audios].map((picker) => this.view.showFileProblems(picker)).every(Boolean);
   }
 
