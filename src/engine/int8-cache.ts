@@ -29,7 +29,7 @@ import type { SourceIdentity } from './source-identity';
 export const INT8_CACHE_SUBDIR = 'int8';
 const META_WHAT = 'kiln_int8_what';
 const META_SHA = 'kiln_int8_sha256';
-const READ_CHUNK = 64 << 20;
+const READ_CHUNK = 16 << 20;
 
 /** Counts since the process started (or resetInt8CacheStats), for tests, benches and logs. */
 export interface Int8CacheStats {
@@ -105,12 +105,19 @@ export async function readInt8Entry(dir: string, key: SourceIdentity, N: number,
     }
     const out: QuantizedInt8 = { q: new Int8Array(N * K), scales: new Float32Array(N), N, K };
     const hash = createHash('sha256');
+    // straight into the result's memory; the next piece is read while this one is hashed
     const into = async (dst: Uint8Array, start: number) => {
-      for (let off = 0; off < dst.byteLength; off += READ_CHUNK) {
+      const read = async (off: number) => {
         const len = Math.min(READ_CHUNK, dst.byteLength - off);
         const { bytesRead } = await f.handle.read(dst, off, len, start + off);
         if (bytesRead !== len) throw new Error('short read');
-        hash.update(dst.subarray(off, off + len));
+      };
+      let next = dst.byteLength > 0 ? read(0) : null;
+      for (let off = 0; off < dst.byteLength; off += READ_CHUNK) {
+        await next;
+        next = off + READ_CHUNK < dst.byteLength ? read(off + READ_CHUNK) : null;
+        next?.catch(() => undefined); // awaited next turn; a failure then is the one reported
+        hash.update(dst.subarray(off, Math.min(off + READ_CHUNK, dst.byteLength)));
       }
     };
     await into(new Uint8Array(out.q.buffer), q.start);

@@ -100,19 +100,31 @@ async function quantizeFresh(src: ChunkSource, name: string, N: number, K: numbe
   const parallel = threads > 1 && N * K >= PARALLEL_MIN_ELEMENTS && (e.dtype === 'F32' || e.dtype === 'F16' || e.dtype === 'BF16');
   if (!parallel) return quantizeInt8PerChannel(await readWholeFloat32(src, name), N, K);
   if (numelOf(e.shape) !== N * K) throw new RangeError(`quantizeInt8PerChannel: ${numelOf(e.shape)} values for (N, K) = (${N}, ${K})`);
-  const raw = new SharedArrayBuffer(N * K * SAFE_DTYPE_BYTES[e.dtype]);
+  const rowBytes = K * SAFE_DTYPE_BYTES[e.dtype];
+  const raw = new SharedArrayBuffer(N * rowBytes);
   const rawBytes = new Uint8Array(raw);
-  await src.readChunks(name, 8 << 20, (bytes, off) => rawBytes.set(bytes, off));
   const q = new SharedArrayBuffer(N * K);
   const scales = new SharedArrayBuffer(N * 4);
   pool ??= new QuantizePool(threads);
-  // a few blocks per thread, so one slow thread does not hold the others up
-  const blocks = Math.min(N, pool.size * 4);
+  const workers = pool;
+  // a few blocks per thread, so one slow thread does not hold the others up; each block goes to the pool as soon as
+  // its rows are read, so quantising overlaps the rest of the read
+  const blocks = Math.min(N, workers.size * 4);
   const per = Math.ceil(N / blocks);
   const jobs: Promise<void>[] = [];
-  for (let b = 0, first = 0; first < N; b++, first += per) {
-    jobs.push(pool.run({ raw, dtype: e.dtype, K, first, rows: Math.min(per, N - first), q, scales }, b));
-  }
+  let first = 0;
+  const dispatch = (rowsRead: number) => {
+    for (; first < N && Math.min(first + per, N) <= rowsRead; first += per) {
+      const job = workers.run({ raw, dtype: e.dtype, K, first, rows: Math.min(per, N - first), q, scales }, jobs.length);
+      job.catch(() => undefined); // settled below, after the read
+      jobs.push(job);
+    }
+  };
+  await src.readChunks(name, 8 << 20, (bytes, off) => {
+    rawBytes.set(bytes, off);
+    dispatch(Math.floor((off + bytes.byteLength) / rowBytes));
+  });
+  dispatch(N);
   const results = await Promise.allSettled(jobs);
   const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed) throw failed.reason;

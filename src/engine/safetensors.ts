@@ -216,8 +216,10 @@ export class Checkpoint {
   }
 
   /**
-   * Streams a tensor's bytes in chunks of at most `chunkBytes` (whole elements), read into one reused buffer:
-   * `onChunk(bytes, byteOffset)` must consume the bytes before returning (they are overwritten next).
+   * Streams a tensor's bytes in chunks of at most `chunkBytes` (whole elements): `onChunk(bytes, byteOffset)` must
+   * consume the bytes before returning (their buffer is read into again). Two buffers take turns, so the next chunk
+   * is read from the file while `onChunk` converts, quantises or uploads this one (a cold file then loads at the
+   * slower of the disk and the conversion, not their sum).
    */
   async readChunks(name: string, chunkBytes: number, onChunk: (bytes: Uint8Array, byteOffset: number) => void | Promise<void>, scratch?: Buffer): Promise<void> {
     const e = this.entry(name);
@@ -226,12 +228,28 @@ export class Checkpoint {
     if (e.quant) return readQuantChunks(handle, e, chunkBytes, onChunk, checkpointError);
     const elem = SAFE_DTYPE_BYTES[e.dtype];
     const step = Math.max(elem, Math.floor(chunkBytes / elem) * elem);
-    const buf = scratch && scratch.byteLength >= step ? scratch : Buffer.allocUnsafe(step);
-    for (let off = 0; off < e.byteLength; off += step) {
+    const size = Math.min(step, Math.max(elem, e.byteLength));
+    const bufs = [scratch && scratch.byteLength >= size ? scratch : Buffer.allocUnsafe(size)];
+    if (e.byteLength > step) bufs.push(Buffer.allocUnsafe(size));
+    const read = async (i: number): Promise<Buffer> => {
+      const off = i * step;
       const len = Math.min(step, e.byteLength - off);
+      const buf = bufs[i % bufs.length]!;
       const { bytesRead } = await handle.read(buf, 0, len, e.start + off);
       if (bytesRead !== len) throw new CheckpointError(`${e.file}: tensor "${name}" truncated at byte ${e.start + off + bytesRead}`);
-      await onChunk(buf.subarray(0, len), off);
+      return buf.subarray(0, len);
+    };
+    const chunks = Math.ceil(e.byteLength / step);
+    let next = chunks > 0 ? read(0) : null;
+    for (let i = 0; i < chunks; i++) {
+      const bytes = await next!;
+      next = i + 1 < chunks ? read(i + 1) : null; // into the other buffer, while this one is consumed
+      try {
+        await onChunk(bytes, i * step);
+      } catch (err) {
+        await next?.catch(() => undefined);
+        throw err;
+      }
     }
   }
 

@@ -179,3 +179,35 @@ test('decodeSafe: the typed-array path (aligned) and the DataView path (odd offs
     }
   }
 });
+
+test('readChunks: the next chunk is read while this one is consumed; every byte once, in order; a consumer\'s error stops it', async () => {
+  const path = join(dir, 'chunks.safetensors');
+  const n = 1000;
+  const values = Float32Array.from({ length: n }, (_, i) => i * 0.5 - 7);
+  await writeSafetensors(path, { a: { dtype: 'F32', shape: [n], data: values } });
+  const ckpt = await Checkpoint.open(path);
+  try {
+    const want = Buffer.from(values.buffer);
+    for (const chunk of [4, 12, 400, 3996, 4000, 1 << 20]) {
+      const got = Buffer.alloc(n * 4);
+      const offsets: number[] = [];
+      // an async consumer that yields: the read-ahead must not overwrite the chunk in hand
+      await ckpt.readChunks('a', chunk, async (bytes, off) => {
+        const copy = Buffer.from(bytes);
+        await new Promise((r) => setImmediate(r));
+        assert.ok(copy.equals(bytes), `chunk ${chunk}: the bytes stay put while consumed`);
+        copy.copy(got, off);
+        offsets.push(off);
+      });
+      assert.ok(got.equals(want), `chunk ${chunk}`);
+      assert.deepEqual(offsets, Array.from({ length: Math.ceil((n * 4) / Math.min(chunk, n * 4)) }, (_, i) => i * Math.min(chunk, n * 4)));
+    }
+    let calls = 0;
+    await assert.rejects(ckpt.readChunks('a', 400, () => {
+      if (++calls === 3) throw new Error('consumer failed');
+    }), /consumer failed/);
+    assert.equal(calls, 3);
+  } finally {
+    await ckpt.close();
+  }
+});
