@@ -1,6 +1,6 @@
-// npm run weights -- list | pull <profile> [--variant <name>] [--all] | verify <profile> [--variant <name>]
-// Reads WEIGHTS_DIR, DATA_DIR, DEMO_WEIGHTS_DIR, the hub cache's HF_HUB_CACHE/HF_HOME, COMFYUI_MODELS_DIR and
-// COMFYUI_EXTRA_MODEL_PATHS (like the service) and HF_ENDPOINT, HF_TOKEN.
+// npm run weights -- list | pull <profile> [--variant <name>] [--all] | verify <profile> [--variant <name>] | clear-cache
+// Reads WEIGHTS_DIR, DATA_DIR, DEMO_WEIGHTS_DIR, the hub cache's HF_HUB_CACHE/HF_HOME, COMFYUI_MODELS_DIR,
+// COMFYUI_EXTRA_MODEL_PATHS and KILN_CACHE_DIR (like the service) and HF_ENDPOINT, HF_TOKEN.
 import { loadSettings } from '../config/settings';
 import { demoCheckpointVersion } from './demo';
 import { DownloadError } from './download';
@@ -8,6 +8,7 @@ import { defaultCatalog, ManifestError, type WeightsCatalog } from './manifest';
 import type { ProgressOut } from './progress';
 import { DEFAULT_ENDPOINT, pullProfile, verifyProfile } from './pull';
 import { pullProfileToCache } from './pull-cache';
+import { clearInt8Cache, int8CacheUsage, INT8_SUBDIR } from './kiln-cache';
 import { checkProfile, placeLabel, type ComponentStatus, type WeightsPlaces } from './state';
 
 const USAGE = `usage: npm run weights -- <command>
@@ -15,7 +16,8 @@ const USAGE = `usage: npm run weights -- <command>
   pull <profile> [--variant V] [--all]   download the profile's files from the hub (resumable; --all adds optional files)
        [--cache]                         ... into the Hugging Face cache (HF_HUB_CACHE / HF_HOME) with @huggingface/hub, not WEIGHTS_DIR
   verify <profile> [--variant V]         re-check sizes and sha256 of the files on disk
-environment: WEIGHTS_DIR (default ./weights), HF_HUB_CACHE / HF_HOME, COMFYUI_MODELS_DIR, COMFYUI_EXTRA_MODEL_PATHS, DATA_DIR, DEMO_WEIGHTS_DIR, HF_ENDPOINT (default ${DEFAULT_ENDPOINT}), HF_TOKEN`;
+  clear-cache                            delete Kiln's cache of int8 weights (KILN_CACHE_DIR/int8; re-made at the next int8 load)
+environment: WEIGHTS_DIR (default ./weights), HF_HUB_CACHE / HF_HOME, COMFYUI_MODELS_DIR, COMFYUI_EXTRA_MODEL_PATHS, DATA_DIR, DEMO_WEIGHTS_DIR, KILN_CACHE_DIR (default XDG_CACHE_HOME/kiln or ~/.cache/kiln; off: none), HF_ENDPOINT (default ${DEFAULT_ENDPOINT}), HF_TOKEN`;
 
 export interface CliIo {
   env: Record<string, string | undefined>;
@@ -45,10 +47,18 @@ function parseArgs(args: string[]): { cmd?: string; profile?: string; variant?: 
   return out;
 }
 
-function list(io: CliIo, catalog: WeightsCatalog, places: WeightsPlaces, demoDir: string): void {
+const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(bytes < 2 ** 30 ? 3 : 1)} GiB`;
+
+function list(io: CliIo, catalog: WeightsCatalog, places: WeightsPlaces, demoDir: string, cacheDir: string | undefined): void {
   const w = (s: string) => io.stdout.write(`${s}\n`);
   w(`WEIGHTS_DIR ${places.weightsDir}`);
   w(`Hugging Face cache ${places.hubCacheDir} (read in place)`);
+  if (cacheDir) {
+    const u = int8CacheUsage(cacheDir);
+    w(`Kiln cache ${cacheDir}: ${u.entries} int8 weights quantised at a first load (${gib(u.bytes)} in ${INT8_SUBDIR}/), read instead of re-quantising; npm run weights -- clear-cache empties it`);
+  } else {
+    w('Kiln cache: off (KILN_CACHE_DIR=off): the int8 profiles quantise at every load');
+  }
   const comfy = places.comfyFolders;
   const comfyKinds = comfy ? Object.entries(comfy).filter(([k]) => ['diffusion_models', 'text_encoders', 'vae'].includes(k)) : [];
   w(comfy ? `ComfyUI folders (read in place): ${comfyKinds.map(([k, f]) => `${k} ${f.join(', ')}`).join('; ') || 'none of diffusion_models, text_encoders, vae'}` : 'ComfyUI folders: none (COMFYUI_MODELS_DIR, COMFYUI_EXTRA_MODEL_PATHS unset)');
@@ -113,7 +123,16 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const settings = loadSettings(io.env);
     const catalog = io.catalog ?? defaultCatalog();
     if (a.cmd === 'list') {
-      list(io, catalog, settings, settings.demoWeightsDir);
+      list(io, catalog, settings, settings.demoWeightsDir, settings.cacheDir);
+      return 0;
+    }
+    if (a.cmd === 'clear-cache') {
+      if (!settings.cacheDir) {
+        io.stdout.write('Kiln cache: off (KILN_CACHE_DIR=off): nothing to clear\n');
+        return 0;
+      }
+      const r = clearInt8Cache(settings.cacheDir);
+      io.stdout.write(`Kiln cache ${settings.cacheDir}: deleted ${r.files} files (${gib(r.bytes)}) from ${INT8_SUBDIR}/; the int8 profiles quantise again at their next load\n`);
       return 0;
     }
     if (a.cmd !== 'pull' && a.cmd !== 'verify') {
