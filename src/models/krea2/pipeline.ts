@@ -103,14 +103,14 @@ export function krea2Noise(seed: number, channels: number, h: number, w: number)
   return out;
 }
 
-/** sampling.py's picture: clamp to [-1, 1], (x + 1) / 2 * 255 truncated to 8 bits; (H, W, 3) channels-last in. */
 /** (C, n) channel-major values as (n, C). */
-function channelLast(planar: Float32Array, channels: number, n: number): Float32Array {
+export function channelLast(planar: Float32Array, channels: number, n: number): Float32Array {
   const out = new Float32Array(planar.length);
   for (let c = 0; c < channels; c++) for (let t = 0; t < n; t++) out[t * channels + c] = planar[c * n + t]!;
   return out;
 }
 
+/** sampling.py's picture: clamp to [-1, 1], (x + 1) / 2 * 255 truncated to 8 bits; (H, W, 3) channels-last in. */
 export function krea2Rgb8(data: Float32Array): Uint8Array {
   const out = new Uint8Array(data.length);
   for (let i = 0; i < data.length; i++) out[i] = Math.floor((Math.min(1, Math.max(-1, data[i]!)) * 0.5 + 0.5) * 255);
