@@ -1,5 +1,6 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
-import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
+import { JobPlanDto } from '../plan/plan.schema';
 import type { Response } from 'express';
 import { ApiCommon, ApiCreateErrors } from '../http/api-docs';
 import { clientGone } from '../http/request-signal';
@@ -18,8 +19,10 @@ export class TtsController {
   @Post('v1/tts')
   @HttpCode(200)
   @ApiOperation({ summary: 'Voice-clone speech (JSON), answered when the wav is written' })
-  @ApiOkResponse({ type: SpeechResultDto })
-  @ApiServiceUnavailableResponse({ description: 'The speech model is not available', type: ErrorDetailDto })
+  @ApiExtraModels(SpeechResultDto, JobPlanDto)
+  @ApiOkResponse({ description: 'The speech; with "dry_run": true its plan (JobPlanDto), and nothing spoken', schema: { oneOf: [{ $ref: getSchemaPath(SpeechResultDto) }, { $ref: getSchemaPath(JobPlanDto) }] } })
+  @ApiServiceUnavailableResponse({ description: 'The speech model is not available; with dry_run, the plan took longer than its time limit', type: ErrorDetailDto })
+  @ApiTooManyRequestsResponse({ description: 'dry_run: the planner is busy', type: ErrorDetailDto })
   @ApiCreateErrors(false)
   speak(@Body() dto: TtsDto, @Res({ passthrough: true }) res: Response) {
     return this.tts.speakFromRef(dto, clientGone(res));

@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsDefined, IsString, ValidateIf } from 'class-validator';
+import { IsBoolean, IsDefined, IsString, ValidateIf } from 'class-validator';
 import { Optional } from '../http/validation';
 import { CLIP_SECONDS, TTS_DEFAULTS, TTS_LANGUAGES } from '../catalog';
+import { DRY_RUN_DESCRIPTION } from '../plan/plan.schema';
 
 export class TtsFieldsDto {
   @ApiProperty({ description: 'What the cloned voice says' })
@@ -30,6 +31,10 @@ export class TtsDto extends TtsFieldsDto {
   // required (422) only when no voice stands in for it; a value is type-checked either way
   @ValidateIf((o: { voice?: unknown }, v: unknown) => v !== undefined || o.voice === undefined) @IsDefined() @IsString()
   ref_audio?: string;
+
+  @ApiPropertyOptional({ default: false, description: DRY_RUN_DESCRIPTION.replace('(what npm', '(speech: the reference clip counts by its length; what npm') })
+  @Optional() @IsBoolean()
+  dry_run?: boolean;
 }
 
 /** POST /api/tts (multipart/form-data); the clip arrives as the file field ref_audio (or `voice` names a saved one). */

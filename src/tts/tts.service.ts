@@ -10,6 +10,7 @@ import { JobInputs } from '../jobs/job.inputs';
 import { Scheduler } from '../scheduler/scheduler';
 import type { SpeechTask } from '../worker/protocol';
 import { VoiceStore } from './voices.store';
+import { Planner } from '../plan/planner';
 
 interface SpeechRequest { text?: string; language?: string; ref_text?: string; voice?: string }
 
@@ -22,14 +23,15 @@ export class TtsService {
     private readonly inputs: JobInputs,
     private readonly files: JobFiles,
     private readonly voices: VoiceStore,
+    private readonly planner: Planner,
   ) {}
 
   /** The JSON form: ref_audio is a URL or data URI, fetched once the checks that need no bytes passed; or `voice`
    * names a saved voice in its place. */
-  speakFromRef(req: SpeechRequest & { ref_audio?: string }, signal?: AbortSignal): Promise<{ audio: string }> {
+  speakFromRef(req: SpeechRequest & { ref_audio?: string; dry_run?: boolean }, signal?: AbortSignal): Promise<{ audio: string } | Record<string, unknown>> {
     const saved = this.savedVoice(req, req.ref_audio !== undefined);
-    if (saved) return this.speak(saved.req, async () => saved.clip, signal);
-    return this.speak(req, async () => (req.ref_audio === undefined ? undefined : this.inputs.fetchOne(req.ref_audio, 'ref_audio', 'audio')), signal);
+    const loadRef = saved ? async () => saved.clip : async () => (req.ref_audio === undefined ? undefined : this.inputs.fetchOne(req.ref_audio, 'ref_audio', 'audio'));
+    return req.dry_run ? this.plan(saved?.req ?? req, loadRef, signal) : this.speak(saved?.req ?? req, loadRef, signal);
   }
 
   /** The multipart form: the clip came as the ref_audio file part, or `voice` names a saved voice in its place. */
@@ -48,7 +50,8 @@ export class TtsService {
     return { req: { ...req, ref_text: req.ref_text?.trim() ? req.ref_text : v.ref_text }, clip: this.voices.clip(v) };
   }
 
-  async speak(req: SpeechRequest, loadRef: () => Promise<InputFile | undefined>, signal?: AbortSignal): Promise<{ audio: string }> {
+  /** A request's checks, its clip loaded and its length checked: what speaking it and planning it both start with. */
+  private async checked(req: SpeechRequest, loadRef: () => Promise<InputFile | undefined>) {
     const text = checkPrompt(req.text, 'text');
     const language = checkLanguage(req.language, 'language');
     const refText = checkRefText(req.ref_text, 'ref_text');
@@ -56,7 +59,18 @@ export class TtsService {
     if (this.scheduler.serves('tts', TTS_PROFILE) === false) throw notServed();
     const ref = await loadRef();
     if (!ref) throw new BadInputError(`ref_audio is required: a reference clip of ${CLIP_SECONDS.speech.minS} to ${CLIP_SECONDS.speech.maxS} s (or voice: a saved voice's id or name)`);
-    await this.inputs.checkAudioLengths([ref], CLIP_SECONDS.speech);
+    const [seconds] = await this.inputs.checkAudioLengths([ref], CLIP_SECONDS.speech);
+    return { text, language, refText, ref, seconds: seconds! };
+  }
+
+  /** dry_run (the JSON form): the plan of this speech, its clip counted by its length; nothing run or kept. */
+  async plan(req: SpeechRequest, loadRef: () => Promise<InputFile | undefined>, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    const { text, language, refText, seconds } = await this.checked(req, loadRef);
+    return (await this.planner.plan({ kind: 'tts', text, language, ref_text: refText, ref_audio: seconds }, signal)) as unknown as Record<string, unknown>;
+  }
+
+  async speak(req: SpeechRequest, loadRef: () => Promise<InputFile | undefined>, signal?: AbortSignal): Promise<{ audio: string }> {
+    const { text, language, refText, ref } = await this.checked(req, loadRef);
     const id = `tts_${newJobId()}`;
     const saved = await this.files.saveSpeech(id, ref);
     // no seed: the speech endpoints have none, so every request draws a fresh one

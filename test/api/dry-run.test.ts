@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { auth, startAppOnDemoWeights, TestApp } from './harness';
-import { dataUri } from './inputs';
+import { dataUri, wavBytes } from './inputs';
 import { Planner } from '../../src/plan/planner';
 
 const GiB = 2 ** 30;
@@ -60,6 +60,23 @@ describe('dry_run: a job\'s plan through the API', () => {
     assert.ok(res.body.job.frames > 0);
     assert.ok(res.body.per_step.flops > 0);
     assert.deepEqual(await jobs(), before, 'nothing queued or stored');
+  });
+
+  test('speech: the plan of POST /api/v1/tts with its clip counted by length; a bad request is the same 400', { timeout: 120_000 }, async () => {
+    const clip = dataUri('audio/wav', wavBytes(4));
+    const res = await post('/api/v1/tts', { text: 'The kiln was still warm.', ref_audio: clip, dry_run: true });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.dry_run, true);
+    assert.equal(res.body.kind, 'tts');
+    assert.ok(res.body.peak_gpu_bytes > 0 && res.body.flops > 0 && res.body.dispatches > 0 && res.body.stages.length > 0);
+    assert.equal(Math.round(res.body.job.ref_seconds), 4);
+    assert.equal(res.body.audio, undefined, 'nothing spoken');
+    for (const body of [{ text: 'hi', ref_audio: clip, language: 'Klingon' }, { text: ' ', ref_audio: clip }, { text: 'hi', ref_audio: dataUri('audio/wav', wavBytes(1)) }]) {
+      const plain = await post('/api/v1/tts', body);
+      const dry = await post('/api/v1/tts', { ...body, dry_run: true });
+      assert.equal(plain.status, 400, JSON.stringify(plain.body));
+      assert.deepEqual([dry.status, dry.body], [plain.status, plain.body]);
+    }
   });
 
   test('a client that goes away stops its plan: the planner is free for the next at once', { timeout: 120_000 }, async () => {

@@ -73,6 +73,9 @@ describe('the OpenAPI document matches the real traffic of every endpoint', () =
     const videoPlan = await t.http.post('/api/v1/generate').set(auth).send({ prompt: 'a kite', seconds: 1, res: '352p', dry_run: true });
     assert.equal(videoPlan.status, 200, JSON.stringify(videoPlan.body));
     assert.equal(videoPlan.body.dry_run, true);
+    const speechPlan = await t.http.post('/api/v1/tts').set(auth).send({ text: 'hello there', ref_audio: dataUri('audio/wav', wav), dry_run: true });
+    assert.equal(speechPlan.status, 200, JSON.stringify(speechPlan.body));
+    assert.equal(speechPlan.body.dry_run, true);
     assert.equal((await t.http.post('/api/images').set(auth).field('prompt', 'a fox').field('size', '256x256').attach('images', png, 'a.png')).status, 200);
     const speech = await t.http.post('/api/v1/tts').set(auth).send({ text: 'hello there', ref_audio: dataUri('audio/wav', wav) });
     assert.equal(speech.status, 200, JSON.stringify(speech.body));
