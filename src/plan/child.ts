@@ -4,23 +4,8 @@
 //   { "plan": <JobPlan> }  |  { "bad_input": "<why, as a 400 says it>" }  |  { "error": "<what went wrong>" }
 // It runs in its own process so that the API process never loads the engine (docs/architecture.md).
 import { BadInputError } from '../common/errors';
-import { ADAPTERS, type AdapterProfile } from '../engine/plan-device';
+import { adapterFor } from './adapter-for';
 import { planJob, type PlanRequest } from './plan';
-
-/** The adapter profile a plan stands for: the one the worker reported where a profile of it is recorded (a software
- * adapter is this box's lavapipe; a known name), else the H200's, said so in a note. */
-export function adapterFor(gpu: Record<string, unknown> | undefined): { adapter: AdapterProfile; note?: string } {
-  const assumed = ADAPTERS.h200!;
-  if (!gpu || gpu.available !== true) {
-    const why = typeof gpu?.error === 'string' ? gpu.error : 'the GPU worker has not reported its adapter';
-    return { adapter: assumed, note: `adapter profile assumed: ${assumed.name} (${why})` };
-  }
-  const name = String(gpu.name ?? '');
-  if (gpu.software === true) return { adapter: ADAPTERS.lavapipe! };
-  const known = Object.values(ADAPTERS).find((a) => !a.software && name.toLowerCase().includes(a.name.toLowerCase().replace(/^nvidia /, '')));
-  if (known) return { adapter: known };
-  return { adapter: assumed, note: `adapter profile assumed: ${assumed.name} (the worker's adapter, ${JSON.stringify(name)}, has no recorded profile: src/engine/plan-device.ts ADAPTERS)` };
-}
 
 async function main(): Promise<void> {
   const chunks: Buffer[] = [];
