@@ -1,8 +1,6 @@
 import { applyDecorators } from '@nestjs/common';
-import { ApiBadRequestResponse, ApiConflictResponse, ApiExtraModels, ApiServiceUnavailableResponse, getSchemaPath, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiPayloadTooLargeResponse, ApiSecurity, ApiTooManyRequestsResponse, ApiUnauthorizedResponse, ApiUnprocessableEntityResponse, ApiUnsupportedMediaTypeResponse } from '@nestjs/swagger';
+import { ApiBadRequestResponse, ApiConflictResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiPayloadTooLargeResponse, ApiSecurity, ApiTooManyRequestsResponse, ApiUnauthorizedResponse, ApiUnprocessableEntityResponse, ApiUnsupportedMediaTypeResponse } from '@nestjs/swagger';
 import { ErrorDetailDto, ValidationErrorDto } from './error-bodies';
-import { JobObjectDto } from '../jobs/job.schema';
-import { JobPlanDto } from '../plan/plan.schema';
 
 /** The auth schemes and error bodies every /api route shares. */
 export const ApiCommon = () =>
@@ -43,13 +41,4 @@ export const ApiDownload = (mime: string, what: string) =>
   applyDecorators(
     ApiOkResponse({ description: `The ${what}, as a named download`, content: { [mime]: { schema: { type: 'string', format: 'binary' } } } }),
     ApiNotFoundResponse({ description: `Unknown job, or the ${what} is not finished yet`, type: ErrorDetailDto }),
-  );
-
-/** A JSON create that takes "dry_run" (src/plan/planner.ts): its 200 is the job, or with dry_run its plan; 503 when
- * the plan ran past its time limit. */
-export const ApiJobOrPlan = () =>
-  applyDecorators(
-    ApiExtraModels(JobObjectDto, JobPlanDto),
-    ApiOkResponse({ description: 'The job as created; with "dry_run": true its plan (JobPlanDto), and nothing created', schema: { oneOf: [{ $ref: getSchemaPath(JobObjectDto) }, { $ref: getSchemaPath(JobPlanDto) }] } }),
-    ApiServiceUnavailableResponse({ description: 'dry_run: the plan took longer than its time limit', type: ErrorDetailDto }),
   );

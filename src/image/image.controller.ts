@@ -1,7 +1,8 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
-import { ApiCommon, ApiCreateErrors, ApiIdempotency, ApiJobOrPlan } from '../http/api-docs';
+import { ApiCommon, ApiCreateErrors, ApiIdempotency } from '../http/api-docs';
+import { ApiJobOrPlan } from '../jobs/plan.schema';
 import { IdempotencyInterceptor } from '../jobs/idempotency.interceptor';
 import { clientGone } from '../http/request-signal';
 import { JobObjectDto } from '../jobs/job.schema';

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../http/validation';
-import { DRY_RUN_DESCRIPTION } from '../plan/plan.schema';
+import { DRY_RUN_DESCRIPTION } from '../jobs/plan.schema';
 import { EXPLICIT_SIZE, IMAGE_ASPECTS, IMAGE_CAPABILITIES, IMAGE_DEFAULTS as DEF, IMAGE_PROFILES, IMAGE_RES, LORA_LIMITS, MAX_PRIORITY, MAX_WAIT_S } from '../catalog';
 
 const DEFAULT_PROFILE = IMAGE_CAPABILITIES.find((c) => c.profile === DEF.profile)!;

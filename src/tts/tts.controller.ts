@@ -1,6 +1,6 @@
 import { Body, Controller, HttpCode, Post, Res, UploadedFiles, UseInterceptors } from '@nestjs/common';
 import { ApiBody, ApiConsumes, ApiExtraModels, getSchemaPath, ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
-import { JobPlanDto } from '../plan/plan.schema';
+import { JobPlanDto } from '../jobs/plan.schema';
 import type { Response } from 'express';
 import { ApiCommon, ApiCreateErrors } from '../http/api-docs';
 import { clientGone } from '../http/request-signal';

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsDefined, IsString, ValidateIf } from 'class-validator';
 import { Optional } from '../http/validation';
 import { CLIP_SECONDS, TTS_DEFAULTS, TTS_LANGUAGES } from '../catalog';
-import { DRY_RUN_DESCRIPTION } from '../plan/plan.schema';
+import { DRY_RUN_DESCRIPTION } from '../jobs/plan.schema';
 
 export class TtsFieldsDto {
   @ApiProperty({ description: 'What the cloned voice says' })

@@ -1,7 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../http/validation';
-import { DRY_RUN_DESCRIPTION } from '../plan/plan.schema';
+import { DRY_RUN_DESCRIPTION } from '../jobs/plan.schema';
 import { CLIP_SECONDS, FPS, FRAME_GRID, MAX_PRIORITY, MAX_WAIT_S, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_AUDIO_MODES, VIDEO_DEFAULTS as DEF, VIDEO_IMAGE_MODES, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, snapFrames } from '../catalog';
 
 /** Fields shared by the JSON and multipart video forms. Defaults, enums and bounds: the capability table's

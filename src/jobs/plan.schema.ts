@@ -1,7 +1,10 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { applyDecorators } from '@nestjs/common';
+import { ApiExtraModels, ApiOkResponse, ApiProperty, ApiServiceUnavailableResponse, getSchemaPath } from '@nestjs/swagger';
+import { ErrorDetailDto } from '../http/error-bodies';
+import { JobObjectDto } from './job.schema';
 
-// OpenAPI schema of a dry run's answer (documentation only; the object is plan.ts's JobPlan, built in the planner's
-// child process, with dry_run: true).
+// OpenAPI schema of a dry run's answer (documentation only; the object is plan/plan.ts's JobPlan, built in the
+// planner's child process, src/plan/planner.ts, with dry_run: true).
 
 class PlanAdapterDto {
   @ApiProperty({ example: 'h200', description: 'The adapter profile the plan stands for (src/engine/plan-device.ts)' }) id!: string;
@@ -58,3 +61,12 @@ export class JobPlanDto {
 
 /** The dry_run field's description (the JSON create forms). */
 export const DRY_RUN_DESCRIPTION = 'Extension: true answers the job\'s plan (peak GPU memory per stage, FLOPs, dispatches; what npm run plan -- \'<json>\' --json prints) instead of creating it: the request is checked as a create checks it (the same 400s), its inputs fetched and probed, and nothing is queued or stored. A plan runs in a child process: a few seconds for an image, up to about 40 s for a 768p 10 s video on a small CPU; answers are kept, so the same request again is answered at once. 429 while the planner is busy, 503 past its time limit';
+
+/** A JSON create that takes "dry_run" (src/plan/planner.ts): its 200 is the job, or with dry_run its plan; 503 when
+ * the plan ran past its time limit. */
+export const ApiJobOrPlan = () =>
+  applyDecorators(
+    ApiExtraModels(JobObjectDto, JobPlanDto),
+    ApiOkResponse({ description: 'The job as created; with "dry_run": true its plan (JobPlanDto), and nothing created', schema: { oneOf: [{ $ref: getSchemaPath(JobObjectDto) }, { $ref: getSchemaPath(JobPlanDto) }] } }),
+    ApiServiceUnavailableResponse({ description: 'dry_run: the plan took longer than its time limit', type: ErrorDetailDto }),
+  );
