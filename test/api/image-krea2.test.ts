@@ -4,6 +4,8 @@
 // says so; the png has the asked size; the same seed gives the same bytes; 1 to 3 style references (mode t2i,
 // image_count) change the picture deterministically; size_from_ref is refused naming the profiles that edit.
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { auth, startApp, startAppOnDemoWeights, TestApp, until } from './harness';
 import { dataUri, pngBytes, pngSize } from './inputs';
@@ -55,6 +57,9 @@ describe('image jobs with the real Krea 2 Turbo pipeline (demo weights)', () => 
     const r = await job({ profile: 'imgart_turbo_int8', size: '320x256', steps: 2, seed: 7 });
     assert.deepEqual([r.steps, r.mode], [2, 't2i']);
     assert.deepEqual(pngSize(await image(r.id)), { width: 320, height: 256 });
+    // the worker kept the quantised linears in the int8 cache the API's KILN_CACHE_DIR names (engine/int8-cache.ts)
+    const cached = readdirSync(join(t.dataDir, 'kiln-cache', 'int8')).filter((f) => f.endsWith('.safetensors'));
+    assert.ok(cached.length > 10, `int8 cache entries: ${cached.length}`);
   });
 
   test('style references: mode t2i, image_count counts them, deterministic, and they change the picture', async () => {
