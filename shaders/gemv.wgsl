@@ -29,6 +29,7 @@ override VEC4: bool = false;    // needs ALIGNED
 override BIAS: bool = false;
 override GATE: bool = false;
 override RESID: bool = false;
+//#include "common/saturate.wgsl"
 
 struct Params {
   R: u32, M: u32, N: u32, K: u32,
@@ -144,6 +145,6 @@ fn gemv(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid
     var y = act(red[r * WG + lid.x] * sc + bn);
     if (GATE) { y *= f32(gate[p.offs2.x + dot3(bc, p.g_b) + m * p.g_mn.x + n * p.g_mn.y]); }
     if (RESID) { y += f32(resid[p.offs2.y + dot3(bc, p.r_b) + m * p.r_mn.x + n * p.r_mn.y]); }
-    out[p.w.z + r * p.N + n] = T(y);
+    out[p.w.z + r * p.N + n] = T(finite(y));
   }
 }

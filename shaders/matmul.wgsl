@@ -28,6 +28,7 @@ override ACT: u32 = 0u;       // 0 none, 1 gelu_tanh, 2 gelu_erf, 3 silu
 override BIAS: bool = false;
 override GATE: bool = false;
 override RESID: bool = false;
+//#include "common/saturate.wgsl"
 
 struct Params {
   M: u32, N: u32, K: u32, bias_str: u32,
@@ -126,7 +127,7 @@ fn matmul(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) w
       var y = act(acc[r][c] * sc + bn);
       if (GATE) { y *= f32(gate[gbase + m * p.g_mn.x + n * p.g_mn.y]); }
       if (RESID) { y += f32(resid[rbase + m * p.r_mn.x + n * p.r_mn.y]); }
-      out[obase + m * p.N + n] = T(y);
+      out[obase + m * p.N + n] = T(finite(y));
     }
   }
 }

@@ -57,6 +57,7 @@ override ACT: u32 = 0u;
 override BIAS: bool = false;
 override GATE: bool = false;
 override RESID: bool = false;
+//#include "common/saturate.wgsl"
 override STYPE: u32 = 0u;     // int8 scale type: 0 f32, 1 f16
 
 const NT: u32 = SGM * SGN * SG;   // threads per workgroup
@@ -223,7 +224,7 @@ fn matmul(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid:
       y = act(y);
       if (GATE) { y *= f32(gate[gbase + m * p.g_mn.x + n * p.g_mn.y]); }
       if (RESID) { y += f32(resid[rbase + m * p.r_mn.x + n * p.r_mn.y]); }
-      out[obase + m * p.N + n] = T(y);
+      out[obase + m * p.N + n] = T(finite(y));
     }
     workgroupBarrier();
   }

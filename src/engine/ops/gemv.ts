@@ -65,7 +65,7 @@ export function gemv(e: Engine, g: Gemv): void {
       BTYPE: b.dtype === 'f32' ? 0 : b.dtype === 'f16' ? 1 : 2,
       STYPE: scales?.dtype === 'f16' ? 1 : 0,
       ACT: ACT_CODE[g.act],
-      ALIGNED: aligned, VEC4: vec4, BIAS: !!bias, GATE: !!gate, RESID: !!residual,
+      ALIGNED: aligned, VEC4: vec4, BIAS: !!bias, GATE: !!gate, RESID: !!residual, SATURATE: a.dtype === 'f16',
     },
   });
   e.recorder.dispatch({

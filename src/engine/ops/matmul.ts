@@ -137,7 +137,7 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
       BTYPE: b.dtype === 'f32' ? 0 : b.dtype === 'f16' ? 1 : 2,
       STYPE: scales?.dtype === 'f16' ? 1 : 0,
       ACT: ACT_CODE[opts.act ?? 'none'],
-      BIAS: !!bias, GATE: !!g, RESID: !!r,
+      BIAS: !!bias, GATE: !!g, RESID: !!r, SATURATE: a.dtype === 'f16',
     },
   });
   // Unused inputs are statically referenced by the shader, so something must be bound: `a` (read-only).

@@ -145,7 +145,7 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
     entry: 'matmul',
     dtype: g.out.dtype,
     source,
-    constants: { ACT: ACT_CODE[g.act], BIAS: !!g.bias, GATE: !!g.gate, RESID: !!g.residual, STYPE: g.scales?.dtype === 'f16' ? 1 : 0 },
+    constants: { ACT: ACT_CODE[g.act], BIAS: !!g.bias, GATE: !!g.gate, RESID: !!g.residual, SATURATE: g.out.dtype === 'f16', STYPE: g.scales?.dtype === 'f16' ? 1 : 0 },
   });
   e.recorder.dispatch({
     kernel,
