@@ -79,8 +79,8 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
     },
     {
       fitsBeside: (bytes) => holder.peek()?.canFit(bytes) ?? false, log: (msg, extra) => log.warn(extra ?? {}, msg), bindSignal: (signal) => holder.interruptOn(signal),
-      // previews travel over the API's IPC channel; a Redis worker does not send them (not built: README "Previews")
-      previews: settings.previews && !redisUrl,
+      // previews travel as the other events do: over the API's IPC channel, or as the BullMQ job's progress (redis-host.ts)
+      previews: settings.previews,
     },
   );
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void shutdown(runner));

@@ -61,7 +61,7 @@ export class RedisHost implements WorkerHost {
       void p.files.cleanup();
       p.reject(new UnrecoverableError(JSON.stringify({ code: event.code, message: event.message } satisfies FailedReason)));
     } else {
-      // started, stage, progress, loaded: the API hears them as the BullMQ job's progress
+      // started, stage, progress, loaded, preview: the API hears them as the BullMQ job's progress
       p.job.updateProgress(event as unknown as object).catch(() => {});
     }
   }

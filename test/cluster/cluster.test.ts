@@ -2,7 +2,8 @@
 // (s3rver), one API with QUEUE=redis WORKERS=none STORAGE=s3, and two GPU worker processes of this build that run
 // the real Qwen-Image-2.1 pipeline on its demo checkpoint (shared DEMO_WEIGHTS_DIR: generated once, under a lock).
 // Six jobs of two profiles spread over both workers, and every png comes back through the API's download and /out
-// paths from the object store; DELETE of a done job removes its object.
+// paths from the object store; DELETE of a done job removes its object. A worker's live previews reach the API's
+// event stream and preview endpoint through BullMQ's job progress.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { auth, startApp, until, type TestApp } from '../api/harness';
+import { followPreviews } from '../api/follow-previews';
 import { pngSize } from '../api/inputs';
 import { startRedis, startS3, startWorker, type RedisServer, type S3Server, type WorkerProcess } from './services';
 
@@ -94,6 +96,18 @@ describe('two GPU workers on Redis and S3, demo weights', () => {
     assert.equal((await t.http.delete(`/api/jobs/${gone}`).set(auth)).status, 200);
     assert.ok(!(await objects()).some((k) => k.startsWith(`jobs/${gone}/`)), 'the deleted job has no objects left');
     assert.equal((await t.http.get(jobs[0]!.image)).status, 404);
+  });
+
+  test('a job on a Redis worker sends live previews: preview events with a URL, each fetched while it runs a webp', async () => {
+    // 30 steps: previews at 5, 10, 15, 20, 25, each with many steps still to run when it is fetched
+    const res = await t.http.post('/api/v1/image').set(auth).send({ prompt: 'kiln previews', profile: 'imgmain', size: '256x256', steps: 30, seed: 9 });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const { events, previews, fetched } = await followPreviews(t, res.body.id);
+    assert.equal(events.at(-1)!.event, 'done', JSON.stringify(events.at(-1)));
+    assert.deepEqual(previews.map((p) => [p.step, p.max, p.width, p.height, p.url]), [5, 10, 15, 20, 25].map((s) => [s, 30, 256, 256, `/api/jobs/${res.body.id}/preview`]));
+    const ok = fetched.filter((f) => f.status === 200);
+    assert.ok(ok.length >= 1, `at least one preview fetched while the job ran: ${JSON.stringify(fetched)}`);
+    for (const f of ok) assert.deepEqual([f.type, f.width, f.height], ['image/webp', 256, 256], JSON.stringify(f));
   });
 
   async function objects(): Promise<string[]> {
