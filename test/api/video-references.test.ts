@@ -1,6 +1,6 @@
 // Reference video jobs (image_mode reference, mode i2v) through the real app on the demo MiniMax H3 checkpoint (the
 // pipeline swaps the demo's transformer_ref/ in, with the profile's Ref2VA adapter merged on the distilled and turbo
-// profiles: fastvid by JSON, fastvid_4step_int8 by multipart with a voice): on basevid50 1 picture
+// profiles: fastvid by JSON with and without a voice, fastvid_4step_int8 by multipart with a voice): on basevid50 1 picture
 // by POST /api/v1/generate (data URI) and 2 by multipart POST /api/jobs each run to an mp4 with H.264 at the job's
 // size and frame count, 24 fps, a stereo 32 kHz AAC track; the job says mode i2v and its image_count, `prompt` is the
 // text sent and the extension `model_prompt` the text the model was given (a "<Picture n> is a reference image: ..."
@@ -80,7 +80,7 @@ describe('reference video jobs through the API (demo weights)', () => {
 
   // issue 50: every profile runs references, on transformer_ref/ with its Ref2VA adapter merged (the demo carries them
   // in the published layout: Minimax-h3-Turbo/ref2va-8step/, ref2va-4step/)
-  test('references on the distilled and turbo profiles: fastvid (the default) by JSON, fastvid_4step_int8 by multipart with a voice, each a valid mp4', async () => {
+  test('references on the distilled and turbo profiles: fastvid (the default) by JSON with and without a voice, fastvid_4step_int8 by multipart with a voice, each a valid mp4', async () => {
     const res = await t.http.post('/api/v1/generate').set(auth)
       .send({ prompt: 'a kite over the sea', image_mode: 'reference', seconds: 1, res: '352p', seed: 5, steps: 2, images: [dataUri('image/png', pics[0]!)] });
     assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -92,11 +92,17 @@ describe('reference video jobs through the API (demo weights)', () => {
     assert.deepEqual([mp.body.profile, mp.body.mode, mp.body.image_count], ['fastvid_4step_int8', 'i2v', 1]);
     // the voice makes it a reference job, defined for the model as on basevid50
     assert.match(mp.body.model_prompt, /^<Audio 1> is the voice-timbre reference for the speaker/m);
-    for (const id of [res.body.id, mp.body.id]) {
+    // and a voice with a picture on fastvid itself, by JSON (the proof's matrix: both profiles, both modes)
+    const voiced = await t.http.post('/api/v1/generate').set(auth)
+      .send({ prompt: 'the woman from <Picture 1> says "good morning"', seconds: 1, res: '352p', seed: 7, steps: 2, images: [dataUri('image/png', pics[0]!)], audios: [dataUri('audio/wav', wavBytes(3))] });
+    assert.equal(voiced.status, 200, JSON.stringify(voiced.body));
+    assert.deepEqual([voiced.body.profile, voiced.body.mode, voiced.body.image_count], ['fastvid', 'i2v', 1]);
+    assert.match(voiced.body.model_prompt, /^<Audio 1> is the voice-timbre reference for the speaker/m);
+    for (const id of [res.body.id, mp.body.id, voiced.body.id]) {
       const job = (await t.http.get(`/api/jobs/${id}?wait=true&timeout=300`).set(auth)).body;
       assert.equal(job.status, 'done', JSON.stringify(job));
       await fetchCheckedMp4(t, job, 39, scratch);
-      console.log(`# references on ${job.profile} (352p 1 s, 2 steps, transformer_ref + its Ref2VA adapter; load included): exec_s ${job.exec_s}`);
+      console.log(`# references on ${job.profile}${id === res.body.id ? '' : ' with a voice'} (352p 1 s, 2 steps, transformer_ref + its Ref2VA adapter; load included): exec_s ${job.exec_s}`);
     }
   });
 
