@@ -14,8 +14,9 @@
 // wrong shapes or fails its sha256 is corrupt: deleted, never returned. Writes go to a temporary file in the same
 // folder, fsync'ed, then renamed over the entry, so a reader sees a whole entry or none.
 //
-// Where: useInt8Cache(dir), else KILN_CACHE_DIR from the environment (engine/settings.ts: the API puts its setting,
-// src/config/settings.ts, into the environment of the worker it starts); neither: no cache (tests and benches opt in).
+// Where: useInt8Cache(dir) (the worker passes its KILN_CACHE_DIR setting, src/config/settings.ts: default
+// XDG_CACHE_HOME/kiln, so a worker on another host caches too), else KILN_CACHE_DIR from the environment
+// (engine/settings.ts); neither: no cache (tests and benches opt in).
 // A source without an identity (the demos' SyntheticCheckpoint, a view's recipe that gives none) is never cached.
 import { createHash } from 'node:crypto';
 import { mkdir, open as openFile, rename, stat, unlink } from 'node:fs/promises';

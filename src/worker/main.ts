@@ -11,6 +11,7 @@ import type { Logger } from 'pino';
 import { createLogger } from '../common/logger';
 import { loadWorkerSettings, SettingsError, type WorkerSettings } from '../config/settings';
 import { EngineHolder } from '../engine/engine';
+import { useInt8Cache } from '../engine/int8-cache';
 import { imageProfileEntries } from './profiles/image';
 import { krea2ProfileEntries } from './profiles/krea2';
 import { speechProfileEntry } from './profiles/speech';
@@ -42,6 +43,7 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
     process.exit(EXIT.badSettings);
   }
   const log = createLogger(settings.logLevel).child({ process: 'worker', worker: settings.workerName });
+  useInt8Cache(settings.cacheDir ?? null); // the int8 profiles' quantised weights (engine/int8-cache.ts)
   const store = settings.cluster.s3 ? new S3Store(settings.cluster.s3) : undefined;
   const holder = new EngineHolder(settings.gpuMemoryBudgetBytes !== undefined ? { memoryBudgetBytes: settings.gpuMemoryBudgetBytes } : {});
   const registry = buildRegistry(settings, holder, log, env);
