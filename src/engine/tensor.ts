@@ -5,16 +5,26 @@
 import { DTYPE_BYTES, type DType } from './dtype';
 import type { PooledBuffer } from './memory';
 
-/** One GPU allocation shared by a tensor and its views. Freed once, explicitly. */
+/** One GPU allocation shared by a tensor and its views. Freed once, explicitly. Its bytes may wait in host memory
+ * for a while (host-held.ts: releaseToHost / restoreFromHost); the tensor and its views stay valid, but using them
+ * before the bytes are back is an error. */
 export class Storage {
   private freedBy: string | null = null;
+  private current: PooledBuffer | null;
 
   constructor(
-    readonly pooled: PooledBuffer,
+    pooled: PooledBuffer,
     /** Bytes the owner asked for (the pooled buffer may be larger). */
     readonly byteLength: number,
     private readonly onFree: (p: PooledBuffer) => void,
-  ) {}
+  ) {
+    this.current = pooled;
+  }
+
+  get pooled(): PooledBuffer {
+    if (!this.current) throw new Error(`tensor storage (${this.byteLength} bytes) used while its bytes are held on the host`);
+    return this.current;
+  }
 
   get buffer(): GPUBuffer {
     if (this.freedBy) throw new Error(`tensor storage used after free (${this.freedBy})`);
@@ -25,10 +35,31 @@ export class Storage {
     return this.freedBy !== null;
   }
 
+  /** True while the bytes are in host memory (between detach() and attach()). */
+  get onHost(): boolean {
+    return this.current === null && this.freedBy === null;
+  }
+
+  /** Gives up the GPU buffer (the caller returns it to the pool, its bytes kept elsewhere). */
+  detach(): PooledBuffer {
+    const p = this.pooled;
+    if (this.freedBy) throw new Error(`tensor storage detached after free (${this.freedBy})`);
+    this.current = null;
+    return p;
+  }
+
+  /** Takes a GPU buffer again (the caller writes the bytes back). */
+  attach(p: PooledBuffer): void {
+    if (this.current || this.freedBy) throw new Error('tensor storage attached while it holds a buffer or after free');
+    this.current = p;
+  }
+
   free(who: string): void {
     if (this.freedBy) return;
     this.freedBy = who;
-    this.onFree(this.pooled);
+    // bytes on the host: the buffer went back to the pool when they left
+    if (this.current) this.onFree(this.current);
+    this.current = null;
   }
 }
 

@@ -22,7 +22,8 @@ import { QWEN_IMAGE21_PROFILES } from '../worker/profiles/image';
 import { qwenImageTaskOf } from '../models/qwen_image21/task';
 import { KREA2_PROFILES } from '../worker/profiles/krea2';
 import { krea2TaskOf } from '../models/krea2/task';
-import { h3DirsFromRoot } from '../models/minimax_h3/pipeline';
+import { h3DirsFromRoot, type H3ResidencyReport } from '../models/minimax_h3/pipeline';
+import { fmtBytes } from '../engine/memory';
 import { h3Variant } from '../models/minimax_h3/variants';
 import { acceptsFor, capabilitiesOf } from '../catalog';
 import { h3ProfilePipeline, h3RootFiles, videoTaskPipeline } from '../worker/profiles/video';
@@ -97,8 +98,9 @@ export interface JobPlan {
   /** One sampling step's share (the sampling stage's work over its steps). */
   per_step: { flops: number; bytes: number; dispatches: number } | null;
   predicted: { sampling_s: number; basis: string } | { none: string };
-  /** What is streamed from host memory, and the host-to-GPU bytes per step: nothing yet (block offload is not built). */
-  offload: { streamed: string[]; host_to_gpu_bytes_per_step: number; note: string };
+  /** What is streamed from host memory and the host-to-GPU bytes per step (block offload is not built yet: none); what
+   * waits on the host for part of the job (`policy`: a video job's DiT during its text encoding) and what that uploads. */
+  offload: { streamed: string[]; host_to_gpu_bytes_per_step: number; policy: string; host_to_gpu_bytes_per_job: number; note: string };
   notes: string[];
 }
 
@@ -222,7 +224,13 @@ async function planVideo(r: PlanRequest, adapter: AdapterProfile, budget: number
     // tts_text speaks first, inside the text stage, with the speech model (the worker's composition, video-speech.ts)
     const ttsRoot = tts ? await plannedQwen3TtsRoot() : '';
     const speech = ({ onAudio }: { onAudio?: (samples: Float32Array) => void }) => new Qwen3TtsPipeline({ engine: async () => e, checkpoint: async () => ttsRoot, onAudio });
-    const pipe = videoTaskPipeline(h3ProfilePipeline(variant, { engine: async () => e, locate: async () => ({ dirs: h3DirsFromRoot(root), files: h3RootFiles(variant, root) }) }), speech);
+    // the worker's residency policy against the plan's budget (the DiT on the host while the text encoder runs, when
+    // both would not fit)
+    let residency: H3ResidencyReport | undefined;
+    const pipe = videoTaskPipeline(h3ProfilePipeline(variant, {
+      engine: async () => e, locate: async () => ({ dirs: h3DirsFromRoot(root), files: h3RootFiles(variant, root) }),
+      memoryBudgetBytes: budget, onResidency: (r) => (residency = r),
+    }), speech);
     let stages: StageCost[];
     try {
       stages = await measureRun(e, pipe, task);
@@ -237,6 +245,7 @@ async function planVideo(r: PlanRequest, adapter: AdapterProfile, budget: number
         ...(tts ? [SPEECH_LENGTH_NOTE] : []),
         ...(variant.adapter ? [`the ${variant.adapter} turbo adapter is merged as weights are read, which a plan never does: the load stage's work leaves out the merge (its memory is the same)`] : []),
       ],
+      residency,
     });
   } finally {
     e.destroy();
@@ -318,7 +327,7 @@ async function measurePlanned(e: Engine, task: ImageTask): Promise<StageCost[]> 
   throw new BadInputError(`plans for profile ${task.profile} are not built yet`);
 }
 
-function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: number; profile: string; model: string; kind: JobPlan['kind']; job: PlannedJob; notes: string[] }): JobPlan {
+function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: number; profile: string; model: string; kind: JobPlan['kind']; job: PlannedJob; notes: string[]; residency?: H3ResidencyReport }): JobPlan {
   const rows: StagePlan[] = stages.map((s) => ({
     stage: s.stage, peak_gpu_bytes: s.peakGpuBytes, held_gpu_bytes: s.heldGpuBytes, flops: s.work.flops, bytes: s.work.bytes, dispatches: s.work.dispatches, steps: s.steps,
   }));
@@ -327,7 +336,9 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
   const resident: JobPlan['resident'] = [];
   let held = 0;
   for (const s of rows) {
-    if (s.stage === STAGE.loadModel || s.stage === STAGE.loadTextEncoder) resident.push({ stage: s.stage, bytes: s.held_gpu_bytes - held });
+    // the text encoder's own bytes where the DiT left the GPU for it (the stage's held bytes net out the two)
+    const own = s.stage === STAGE.loadTextEncoder && c.residency?.dit === 'host' ? c.residency.textEncoderBytes : s.held_gpu_bytes - held;
+    if (s.stage === STAGE.loadModel || s.stage === STAGE.loadTextEncoder) resident.push({ stage: s.stage, bytes: own });
     held = s.held_gpu_bytes;
   }
   const sampling = rows.find((s) => s.stage === STAGE.sample && s.steps > 0);
@@ -341,8 +352,18 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
     peak_gpu_bytes: peak, budget_bytes: c.budget, fits: peak <= c.budget,
     stages: rows, resident, flops: sum((s) => s.flops), bytes: sum((s) => s.bytes), dispatches: sum((s) => s.dispatches),
     per_step: perStep, predicted,
-    offload: { streamed: [], host_to_gpu_bytes_per_step: 0, note: 'block offload is not built yet: a job over the budget does not fit' },
+    offload: offloadOf(c.residency),
     notes: c.notes,
   };
 }
 
+
+/** The plan's offload field: what the job's residency policy did (video), and that block offload is not built. */
+function offloadOf(r: H3ResidencyReport | undefined): JobPlan['offload'] {
+  const none = 'block offload is not built yet: a job over the budget does not fit';
+  if (!r || r.dit === 'resident') return { streamed: [], host_to_gpu_bytes_per_step: 0, policy: 'resident', host_to_gpu_bytes_per_job: 0, note: none };
+  return {
+    streamed: [], host_to_gpu_bytes_per_step: 0, policy: 'dit-on-host-while-encoding', host_to_gpu_bytes_per_job: r.hostToGpuBytes,
+    note: `the DiT's weights (${fmtBytes(r.hostToGpuBytes)}) wait in host memory while the text encoder (${fmtBytes(r.textEncoderBytes)}) is on the GPU, uploaded again once it is freed: ${r.reason}; ${none}`,
+  };
+}

@@ -15,7 +15,7 @@ import { numelOf } from '../../src/engine/tensor';
 import { STAGE } from '../../src/catalog';
 import { planDemoH3, type H3DemoPlan } from '../../src/models/minimax_h3/demo';
 import { DIFFUSERS_INDEX } from '../../src/models/minimax_h3/transformer/transformer';
-import { audioRows, channelsFromRows, gaussianNoise, h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type H3Task } from '../../src/models/minimax_h3/pipeline';
+import { audioRows, channelsFromRows, gaussianNoise, h3DirsFromRoot, MiniMaxH3Pipeline, type H3PipelineOptions, type H3ResidencyReport, type H3Task } from '../../src/models/minimax_h3/pipeline';
 import { loadH3Transformer } from '../../src/models/minimax_h3/variants';
 import type { RunContext } from '../../src/models/common/pipeline';
 import { ensureDemoCheckpoint } from '../../src/weights';
@@ -160,6 +160,41 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
     assert.equal(sha(a.outputPath), sha(b.outputPath));
     assert.notEqual(sha(a.outputPath), sha(c.outputPath));
   });
+
+  for (const int8 of [false, true]) {
+    test(`the DiT on the host while the text encoder runs${int8 ? ' (int8)' : ''}: the same file as resident, the DiT's bytes off the GPU meanwhile`, async () => {
+      const reports: H3ResidencyReport[] = [];
+      const run = async (textResidency: 'resident' | 'host', id: string) => {
+        const p = new MiniMaxH3Pipeline({
+          ...options(), textResidency, textEncoderInt8: int8, onResidency: (r) => reports.push(r),
+          loadTransformer: (eng, dirs, o) => loadH3Transformer(eng, 'fastvid', { transformer: dirs.transformer }, { dtype: o.dtype, int8 }),
+        });
+        traces.length = 0;
+        const t = task(out, { id });
+        try {
+          await p.run(t, context().ctx);
+        } finally {
+          await p.unload();
+        }
+        return { file: sha(t.outputPath), traces: traces.slice() };
+      };
+      const resident = await run('resident', `resident-${int8}`);
+      const host = await run('host', `host-${int8}`);
+      assert.equal(host.file, resident.file, 'the same clip');
+      assert.deepEqual(reports.map((r) => [r.dit, r.reason]), [['resident', 'forced (resident)'], ['host', 'forced (host)']]);
+      const [kept, moved] = reports as [H3ResidencyReport, H3ResidencyReport];
+      assert.equal(kept.hostToGpuBytes, 0);
+      assert.ok(moved.hostToGpuBytes > 0 && moved.hostToGpuBytes === moved.gpuToHostBytes, `${moved.hostToGpuBytes} bytes back`);
+      const at = (list: typeof traces, ev: string) => list.find((x) => x.event === ev)!.bytes;
+      // the encoder sits beside the VAEs alone: the DiT's pool bytes fewer than when resident
+      const ditPool = at(resident.traces, 'text encoder loaded') - at(host.traces, 'text encoder loaded');
+      assert.ok(ditPool >= moved.hostToGpuBytes, `${ditPool} pool bytes off the GPU for ${moved.hostToGpuBytes} of weights`);
+      assert.equal(at(host.traces, 'sampling'), at(resident.traces, 'sampling'), 'sampling holds the same bytes');
+      assert.deepEqual(host.traces.filter((x) => x.event.startsWith('transformer')).map((x) => x.event), ['transformer on the host', 'transformer back']);
+      // the text encoder's size as the policy counts it is what it took on the GPU
+      assert.equal(moved.textEncoderBytes, at(host.traces, 'text encoder loaded') - at(host.traces, 'transformer on the host'));
+    });
+  }
 
   test('cancel between steps: CancelledError, no output, no temp files', async () => {
     const ac = new AbortController();

@@ -4,7 +4,7 @@
 // is the same code on the same pool, without the device. A loader or pipeline that allocates differently when it
 // plans (a read it skips, a size it guesses) fails here.
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -17,7 +17,9 @@ import { Krea2Pipeline, krea2DemoLayout, planDemoKrea2, type Krea2ImageTask } fr
 import { planDemoQwenImage21 } from '../../src/models/qwen_image21/demo';
 import { QwenImage21Pipeline, type QwenImageTask } from '../../src/models/qwen_image21/pipeline';
 import { h3Variant } from '../../src/models/minimax_h3/variants';
-import { videoProfileEntry } from '../../src/worker/profiles/video';
+import { h3ProfilePipeline, h3RootFiles, videoProfileEntry, videoTaskPipeline } from '../../src/worker/profiles/video';
+import { planDemoH3 } from '../../src/models/minimax_h3/demo';
+import { h3DirsFromRoot } from '../../src/models/minimax_h3/pipeline';
 import type { VideoTask as WorkerVideoTask } from '../../src/worker/protocol';
 import { testEngine } from '../engine/helpers';
 
@@ -92,6 +94,30 @@ describe('a plan equals the real run on the demo checkpoints', () => {
       }
       assert.deepEqual(rows(planned), rows(measured));
       assert.ok(measured.some((s) => s.stage === STAGE.videoDecode && s.work.flops > 0), 'the video decode was measured');
+    });
+  }
+
+  // the DiT's weights on the host while the text encoder runs (the residency policy forced): the plan counts them off the
+  // GPU and back as the run does, int8 and 16-bit
+  for (const [profile, width, height, frames] of [['turbo_int8', 96, 64, 22], ['fastvid', 64, 64, 22]] as const) {
+    test(`MiniMax H3 ${profile} at ${width}x${height}, ${frames} frames, the DiT on the host while encoding`, async () => {
+      const root = join(dir, 'h3');
+      if (!existsSync(root)) await (await planDemoH3(real)).write(root);
+      const variant = h3Variant(profile);
+      const policies: string[] = [];
+      const make = (e: Engine) => videoTaskPipeline(h3ProfilePipeline(variant, {
+        engine: async () => e, locate: async () => ({ dirs: h3DirsFromRoot(root), files: h3RootFiles(variant, root) }),
+        textResidency: 'host', onResidency: (r) => policies.push(r.dit),
+      }), () => { throw new Error('no speech in this job'); });
+      const task = (): WorkerVideoTask => ({
+        id: 'plan', kind: 'video', profile, images: [], audios: [], output: out().replace(/png$/, 'mp4'),
+        params: { prompt: 'a cat sings', seed: 7, steps: 2, width, height, frames, mode: 't2v', image_mode: 'keyframe', audio_mode: 'voice', tts_text: '', tts_ref_text: '', tts_language: 'Auto' },
+      });
+      const measured = await measure(real, make, task());
+      const planned = await measure(plan, make, task());
+      assert.deepEqual(policies, ['host', 'host']);
+      if (variant.adapter) planned[0] = { ...planned[0]!, work: measured[0]!.work }; // the merge, as above
+      assert.deepEqual(rows(planned), rows(measured));
     });
   }
 

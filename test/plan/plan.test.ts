@@ -107,6 +107,26 @@ describe('plans at the released sizes', () => {
     assert.ok(enc(kf) > enc(fast), `encode ${enc(kf) / 1e12} vs ${enc(fast) / 1e12} TFLOP`);
   });
 
+  test('video under a 32 GiB budget: the int8 DiT waits on the host while the text encoder runs, so the job fits; a big budget keeps it resident', async () => {
+    const req = { prompt: 'a red kite over the sea', profile: 'fastvid_4step_int8', res: '352p', seconds: 1, seed: 1 };
+    const big = await planJob(req);
+    const small = await planJob(req, { budgetBytes: 32 * GiB });
+    const peakOf = (p: JobPlan, s: string) => p.stages.find((x) => x.stage === s)!.peak_gpu_bytes;
+    assert.equal(big.offload.policy, 'resident');
+    assert.equal(big.offload.host_to_gpu_bytes_per_job, 0);
+    assert.equal(big.peak_gpu_bytes, peakOf(big, STAGE.encode), 'resident: the encode stage holds the DiT beside the encoder');
+    assert.equal(small.offload.policy, 'dit-on-host-while-encoding');
+    assert.ok(small.fits && small.peak_gpu_bytes <= 32 * GiB, `peak ${small.peak_gpu_bytes / GiB} GiB`);
+    assert.ok(big.peak_gpu_bytes - small.peak_gpu_bytes > 15 * GiB, `${big.peak_gpu_bytes / GiB} -> ${small.peak_gpu_bytes / GiB} GiB`);
+    // the DiT's bytes come back once: more than 15 GiB of int8 weights uploaded again, per job
+    assert.ok(small.offload.host_to_gpu_bytes_per_job > 15 * GiB, `${small.offload.host_to_gpu_bytes_per_job / GiB} GiB`);
+    assert.match(small.offload.note, /wait in host memory while the text encoder/);
+    // the text encoder's own bytes are reported either way, and sampling does not change
+    const text = (p: JobPlan) => p.resident.find((r) => r.stage === STAGE.loadTextEncoder)!.bytes;
+    assert.equal(text(small), text(big));
+    assert.equal(peakOf(small, STAGE.sample), peakOf(big, STAGE.sample));
+  });
+
   test('speech at the released Qwen3-TTS-12Hz-1.7B sizes: a 10 s reference clip assumed, `seconds` sets how long it speaks; a video\'s tts_text speaks in its encode stage', async () => {
     const p = await planJob({ text: 'Hello there, this is a plan.', seconds: 4 });
     assert.equal(p.kind, 'tts');
@@ -143,7 +163,7 @@ describe('plans at the released sizes', () => {
     assert.equal(p.fits, false);
     assert.ok(p.peak_gpu_bytes > 30 * GiB && p.flops > 900e12 && p.dispatches > 1000);
     assert.ok(p.stages.every((s) => typeof s.stage === 'string' && s.peak_gpu_bytes > 0));
-    assert.deepEqual(Object.keys(p.offload).sort(), ['host_to_gpu_bytes_per_step', 'note', 'streamed']);
+    assert.deepEqual(Object.keys(p.offload).sort(), ['host_to_gpu_bytes_per_job', 'host_to_gpu_bytes_per_step', 'note', 'policy', 'streamed']);
     await assert.rejects(run('npm', ['run', '--silent', 'plan', '--', '{"kind": "tts", "text": " "}']), (e: { code: number; stderr: string }) => e.code === 2 && /text/.test(e.stderr));
     // a video request (small and fast: 352p, 1 s) through the CLI npm run plan just built (build/plan)
     const cli = join(__dirname, '..', '..', '..', 'plan', 'src', 'plan', 'cli.js');

@@ -3,7 +3,9 @@
 //   load (once per profile)   transformer (the profile's loader: adapter merge, int8), video VAE, audio VAE, tokenizer
 //   加载文本编码器             the Qwen3-VL text encoder (layers < 50) onto the GPU per job: read and prepared (bf16 ->
 //                              dtype, int8 quantised) on the first job only, then uploaded from the host copy
-//                              (H3TextEncoderHost) that unload() drops
+//                              (H3TextEncoderHost) that unload() drops; where the resident weights and the encoder
+//                              would exceed the memory budget (textResidency 'auto'), the DiT's weights are read back
+//                              to host memory first and uploaded again once the encoder is freed (engine/host-held.ts)
 //   编码提示词/图片            prompt verbatim -> hidden_states[50] -> the encoder is FREED -> context_embedder + refiner;
 //                              keyframes (mode i2v): each image cover-cropped onto the frame and encoded by the video
 //                              VAE encoder, loaded for this and freed (keyframe-inputs.ts) -> one latent frame each;
@@ -72,6 +74,7 @@ import { readReferences, referenceBlocks, type ReferenceCanvas } from './conditi
 import { buildReferenceSequence } from './sequence/references';
 import { referencePrompt } from '../../catalog';
 import type { VideoLatents, VideoVaeDecodeOptions, VideoVaeDecoder } from './vae/video';
+import { HostHeld, releaseToHost } from '../../engine/host-held';
 
 /** The seeded noise of a job (noise.ts), here for the callers that import it with the pipeline. */
 export { gaussianNoise, h3Noise, keyframeNoises } from './sampler/noise';
@@ -106,6 +109,26 @@ export function h3DirsFromRoot(root: string, transformerRoot = root): H3Dirs {
 /** Loads the profile's transformer (profiles.ts loadH3Transformer: checkpoint format, adapter merge, int8). */
 export type H3TransformerLoader = (e: Engine, dirs: H3Dirs, o: { dtype: ComputeDType; partition: H3Partition }) => Promise<MiniMaxH3Transformer>;
 
+/** Where the DiT's weights are while the text encoder is on the GPU: 'resident' (the GPU, beside it), or 'host' (read
+ * back to host memory before the encoder loads, uploaded again once it is freed). 'auto' (the default): 'host' when the
+ * resident weights plus the encoder's would exceed the memory budget. */
+export type H3TextResidency = 'auto' | 'resident' | 'host';
+
+/** What a job did about GPU memory (H3PipelineOptions.onResidency; a plan reports it). */
+export interface H3ResidencyReport {
+  /** The DiT's weights during the text encoding. */
+  dit: 'resident' | 'host';
+  /** Why: forced by the options, or the figures compared. */
+  reason: string;
+  budgetBytes: number;
+  /** Bytes in use before the encoder loaded (the DiT and the VAEs) and the encoder's own (pool size classes). */
+  residentBytes: number;
+  textEncoderBytes: number;
+  /** Host-to-GPU bytes this cost the job (the DiT uploaded again), and GPU-to-host (read back). */
+  hostToGpuBytes: number;
+  gpuToHostBytes: number;
+}
+
 /** Observations for tests and the benchmark: each stage, each step, and GPU bytes in use at each. */
 export interface H3PipelineTrace {
   (event: string, info: { inUseBytes: number }): void;
@@ -128,6 +151,12 @@ export interface H3PipelineOptions {
   /** How reference pictures are sized (reference-inputs.ts): 'match' (default: at most the frame's area, never up) or
    * upstream diffusers' 'diffusers' (a 2048 short edge). */
   referenceCanvas?: ReferenceCanvas;
+  /** GPU bytes a job may hold, for the residency policy (default: the engine's pool budget, GPU_MEMORY_BUDGET). */
+  memoryBudgetBytes?: number;
+  /** Where the DiT waits during the text encoding (default 'auto'; tests force 'host'). */
+  textResidency?: H3TextResidency;
+  /** Told each job's residency decision. */
+  onResidency?(r: H3ResidencyReport): void;
   /** Told the GPU bytes held once loaded (ServedEntry.residentBytes). */
   onLoaded?(bytes: number, dirs: H3Dirs): void;
   trace?: H3PipelineTrace;
@@ -240,6 +269,18 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     throwIfCancelled(ctx.signal);
   }
 
+  /** The residency policy's decision for this job (before the text encoder loads). */
+  private async textResidency(m: Loaded): Promise<H3ResidencyReport> {
+    const want = this.o.textResidency ?? 'auto';
+    const budgetBytes = this.o.memoryBudgetBytes ?? m.e.pool.stats().budgetBytes;
+    const residentBytes = m.e.pool.stats().inUseBytes;
+    const textEncoderBytes = await this.textEncoderHost.gpuBytes(m.e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
+    const over = residentBytes + textEncoderBytes > budgetBytes;
+    const dit = want === 'auto' ? (over ? 'host' : 'resident') : want;
+    const reason = want !== 'auto' ? `forced (${want})` : over ? 'the resident weights and the text encoder together exceed the budget' : 'the resident weights and the text encoder fit the budget together';
+    return { dit, reason, budgetBytes, residentBytes, textEncoderBytes, hostToGpuBytes: 0, gpuToHostBytes: 0 };
+  }
+
   async run(task: H3Task, ctx: RunContext): Promise<void> {
     await this.loaded(ctx);
     checkInputs(task);
@@ -264,10 +305,32 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     const pictures = !count ? [] : reference ? await readReferences(task.images, { width, height }, ctx.signal, this.o.referenceCanvas) : await readKeyframes(task.images, width, height, ctx.signal);
     // the soundtrack and voices read before any model loads too: a file that is not audio fails here (conditioning/audio.ts)
     let audio = await readAudioInputs(task, ctx.signal);
-    const { text, textTags } = await encodePromptRows(e, {
-      textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe', voices: audioRefs,
-      dtype: m.dtype, int8: this.o.textEncoderInt8, onText: this.o.onText, trace: (ev) => this.trace(ev),
-    }, ctx);
+    const residency = await this.textResidency(m);
+    // the DiT's weights on the host from before the encoder loads until it is freed ('host' only)
+    const dit: { held: HostHeld | null } = { held: null };
+    let encoded: Awaited<ReturnType<typeof encodePromptRows>>;
+    try {
+      encoded = await encodePromptRows(e, {
+        textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe', voices: audioRefs,
+        dtype: m.dtype, int8: this.o.textEncoderInt8, onText: this.o.onText, trace: (ev) => this.trace(ev),
+        beforeLoad: residency.dit === 'host' ? async () => {
+          dit.held = await releaseToHost(e, transformer.weightTensors());
+          residency.gpuToHostBytes = dit.held.bytes;
+          this.trace('transformer on the host');
+        } : undefined,
+        afterFree: () => {
+          if (!dit.held?.onHost) return;
+          dit.held.restore();
+          residency.hostToGpuBytes = dit.held.bytes;
+          this.trace('transformer back');
+        },
+      }, ctx);
+    } finally {
+      // a failed encoding leaves the DiT on the GPU as it found it
+      if (dit.held?.onHost) dit.held.restore();
+    }
+    this.o.onResidency?.(residency);
+    const { text, textTags } = encoded;
 
     // keyframes: the VAE encoder (its own load, freed before sampling)
     let latents: HostLatents[] = [];

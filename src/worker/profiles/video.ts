@@ -109,7 +109,7 @@ export function h3ProfilePipeline(profile: H3Variant, o: {
   engine(): Promise<Engine>;
   locate(e: Engine): Promise<{ dirs: H3Dirs; files: H3TransformerFiles }>;
   onLoaded?: H3PipelineOptions['onLoaded'];
-}): MiniMaxH3Pipeline {
+} & Pick<H3PipelineOptions, 'memoryBudgetBytes' | 'textResidency' | 'onResidency'>): MiniMaxH3Pipeline {
   let files: H3TransformerFiles | undefined;
   return new MiniMaxH3Pipeline({
     engine: o.engine,
@@ -122,6 +122,9 @@ export function h3ProfilePipeline(profile: H3Variant, o: {
     textEncoderInt8: profile.weights === 'int8',
     sampler: profile.stepCache ? { stepCache: profile.stepCache } : undefined,
     onLoaded: o.onLoaded,
+    memoryBudgetBytes: o.memoryBudgetBytes,
+    textResidency: o.textResidency,
+    onResidency: o.onResidency,
   });
 }
 

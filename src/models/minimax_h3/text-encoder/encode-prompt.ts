@@ -35,6 +35,10 @@ export interface PromptRowsInput {
   /** Told the ids, per-row tags and how many pictures the encoder sees (tests). */
   onText?(t: { ids: readonly number[]; tags: Uint8Array; pictures: number }): void;
   trace(event: string): void;
+  /** Called before the encoder is loaded and after it is freed (before encodeText): the pipeline moves the DiT's
+   * weights to host memory and back there when both would not fit its memory budget. */
+  beforeLoad?(): Promise<void>;
+  afterFree?(): void;
 }
 
 /** The transformer's text context [L, D] (the caller frees it) and the per-row tags the packed sequence takes
@@ -46,6 +50,7 @@ export async function encodePromptRows(e: Engine, j: PromptRowsInput, ctx: RunCo
   const ids = vision ? vision.ids : plain ? plain.ids : H3TextEncoder.promptIds(j.tokenizer, j.prompt);
   const textTags = vision ? Uint8Array.from(vision.tags) : plain ? Uint8Array.from(plain.tags) : new Uint8Array(ids.length).fill(TEXT_TAG);
   j.onText?.({ ids, tags: textTags, pictures: vision?.images.length ?? 0 });
+  await j.beforeLoad?.();
   const t = await j.host.load(e, j.textEncoderDir, { dtype: j.dtype, int8: j.int8 });
   let encoder: { encode(): Tensor; free(): void } | null = { encode: () => t.encode(ids), free: () => t.free() };
   try {
@@ -66,6 +71,7 @@ export async function encodePromptRows(e: Engine, j: PromptRowsInput, ctx: RunCo
     encoder.free();
     encoder = null;
     j.trace('text encoder freed');
+    j.afterFree?.();
     try {
       return { text: j.transformer.encodeText(embeds), textTags };
     } finally {

@@ -10,7 +10,8 @@
 // copy and read no checkpoint file.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Engine } from '../../../engine/engine';
+import { Engine } from '../../../engine/engine';
+import { adapterProfileOf } from '../../../engine/plan-device';
 import { RowTable } from '../../../engine/row-table';
 import { Checkpoint } from '../../../engine/safetensors';
 import type { Tensor } from '../../../engine/tensor';
@@ -147,10 +148,36 @@ interface HostKept {
  */
 export class H3TextEncoderHost {
   private kept: HostKept | null = null;
+  /** gpuBytes() answers by options. */
+  private readonly sizes = new Map<string, number>();
 
   /** Host bytes held by the copy (0 before the first load and after drop()). */
   get bytes(): number {
     return this.kept?.host.bytes ?? 0;
+  }
+
+  /**
+   * GPU bytes (pool size classes) load() will take with these options: the decoder layers, never embed_tokens (a host
+   * table). Counted by loading on a shape-only engine standing for `e` (headers read, no bytes), once per options.
+   */
+  async gpuBytes(e: Engine, dir: string, o: H3TextEncoderOptions = {}): Promise<number> {
+    const key = JSON.stringify([dir, o.dtype ?? 'f16', !!o.int8, o.prefix ?? null, o.layer ?? H3_TEXT_ENCODER_LAYER]);
+    const known = this.sizes.get(key);
+    if (known !== undefined) return known;
+    const config = await readTextConfig(dir);
+    const layer = checkLayer(o.layer ?? H3_TEXT_ENCODER_LAYER, config);
+    const shape = Engine.createShapeOnly(e.gpu.plannedFor ?? adapterProfileOf(e.describe(), Number.MAX_SAFE_INTEGER));
+    const ckpt = await Checkpoint.open(dir);
+    try {
+      const model = await Qwen3Model.load(shape, ckpt, config, { dtype: o.dtype, int8: o.int8, prefix: o.prefix, layers: layer, norm: false, embedTokens: false });
+      const bytes = shape.pool.stats().inUseBytes;
+      model.free();
+      this.sizes.set(key, bytes);
+      return bytes;
+    } finally {
+      await ckpt.close();
+      shape.destroy();
+    }
   }
 
   /** Tensors read from the checkpoint and uploaded from the copy so far (tests, logs). */

@@ -18,7 +18,7 @@ import { uploadRope } from '../../../engine/rope-tables';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Checkpoint } from '../../../engine/safetensors';
-import type { Tensor } from '../../../engine/tensor';
+import { Tensor } from '../../../engine/tensor';
 import { loadPlain, type ComputeDType, type WeightLoader } from '../../common/weights';
 import { computeAdaLN, type AdaLNTables, type TimeEmbedder } from './adaln';
 import { applyLinear, freeLinearModule, H3RefinerBlock, H3TransformerBlock, loadLinearModule, type AdaLNProjection, type Linear, type RotaryTables } from './blocks';
@@ -92,6 +92,8 @@ export class MiniMaxH3Transformer {
   stepCount: H3StepCount = 'grid-points';
   /** The video schedule's shift these weights sample at (sigmas.ts; the Ref2VA adapters name their own). */
   videoShift: number = VIDEO_SHIFT;
+  /** Every GPU tensor the weights hold (what load() loaded), for moving them to host memory and back (host-held.ts). */
+  private tensors: Tensor[] = [];
 
   private constructor(
     readonly e: Engine,
@@ -140,11 +142,18 @@ export class MiniMaxH3Transformer {
       };
       const proj_out = await loadLinearModule(f32, `${p}proj_out.`, videoPatchDim(c), H, true);
       const audio_proj_out = await loadLinearModule(f32, `${p}audio_proj_out.`, c.audioInChannels, H, true);
-      return new MiniMaxH3Transformer(e, c, dtype, proj_in, audio_proj_in, context_embedder, time_embedder, { refiner_blocks, final_norm }, blocks, norm_out, proj_out, audio_proj_out, h3InvFreq(c.ropeFreqDim, c.ropeTheta));
+      const model = new MiniMaxH3Transformer(e, c, dtype, proj_in, audio_proj_in, context_embedder, time_embedder, { refiner_blocks, final_norm }, blocks, norm_out, proj_out, audio_proj_out, h3InvFreq(c.ropeFreqDim, c.ropeTheta));
+      model.tensors = w.loaded.filter((t): t is Tensor => t instanceof Tensor);
+      return model;
     } catch (err) {
       for (const t of w.loaded) t.free();
       throw err;
     }
+  }
+
+  /** The GPU tensors of the weights (host-kept adaln_proj weights are not among them). */
+  weightTensors(): readonly Tensor[] {
+    return this.tensors;
   }
 
   /** context_embedder + token refiner: encoder hidden states [1, Nt, text_dim] (f32 or compute dtype) -> [1, Nt, H]. */
