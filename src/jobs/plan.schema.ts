@@ -35,6 +35,8 @@ class PlanPerStepDto {
 class PlanOffloadDto {
   @ApiProperty({ type: [String], description: 'What is streamed from host memory' }) streamed!: string[];
   @ApiProperty({ description: 'Host-to-GPU bytes per sampling step' }) host_to_gpu_bytes_per_step!: number;
+  @ApiProperty({ description: 'What waits in host memory for part of the job: resident (nothing), or dit-on-host-while-encoding (a video job\'s DiT while its text encoder is on the GPU, when both would exceed the budget)' }) policy!: string;
+  @ApiProperty({ description: 'Host-to-GPU bytes the policy costs once per job (the DiT uploaded again)' }) host_to_gpu_bytes_per_job!: number;
   @ApiProperty() note!: string;
 }
 
