@@ -13,6 +13,10 @@ import { BufferUsage, MapMode } from './webgpu';
 const READBACK_BATCH_BYTES = 256 * 2 ** 20;
 
 export class HostHeld {
+  private on = true;
+  /** Bytes written to the GPU by restore() calls so far. */
+  uploadedBytes = 0;
+
   private constructor(
     private readonly e: Engine,
     private held: { storage: Storage; bytes: Uint8Array | null }[],
@@ -20,40 +24,56 @@ export class HostHeld {
     readonly bytes: number,
     /** Pool bytes released (size classes). */
     readonly gpuBytes: number,
+    /** restore() keeps the host copy, so evict() can give the buffers back again without a readback (weights that
+     * never change: a DiT block streamed every forward). */
+    private readonly keep: boolean,
   ) {}
 
   /** @internal releaseToHost's result. */
-  static of(e: Engine, held: { storage: Storage; bytes: Uint8Array | null }[], bytes: number, gpuBytes: number): HostHeld {
-    return new HostHeld(e, held, bytes, gpuBytes);
+  static of(e: Engine, held: { storage: Storage; bytes: Uint8Array | null }[], bytes: number, gpuBytes: number, keep: boolean): HostHeld {
+    return new HostHeld(e, held, bytes, gpuBytes, keep);
   }
 
-  /** True until restore(). */
+  /** True while the bytes are on the host (until restore(), again after evict()). */
   get onHost(): boolean {
-    return this.held.length > 0;
+    return this.on;
   }
 
-  /** Uploads every storage again into a pool buffer of its own size (class) and drops the host copies. */
+  /** Uploads every storage again into a pool buffer of its own size (class); the host copies are dropped unless kept. */
   restore(): void {
+    if (!this.on) return;
     const e = this.e;
     e.recorder.flush(); // the writes land after everything recorded before them
     for (const h of this.held) {
       const p = e.pool.acquire(Math.max(16, h.storage.byteLength), 'host-held weights');
       h.storage.attach(p);
+      this.uploadedBytes += h.storage.byteLength;
       if (!h.bytes) continue; // shape-only
       for (let off = 0; off < h.bytes.byteLength; off += UPLOAD_CHUNK_BYTES) {
         const chunk = h.bytes.subarray(off, Math.min(off + UPLOAD_CHUNK_BYTES, h.bytes.byteLength));
         e.device.queue.writeBuffer(p.buffer, off, chunk.buffer, chunk.byteOffset, chunk.byteLength);
       }
     }
-    this.held = [];
+    this.on = false;
+    if (!this.keep) this.held = [];
+  }
+
+  /** Gives the buffers back to the pool again, the kept host copy standing for them (no readback). Safe with work
+   * that reads them still recorded: the pool orders later uses after it. */
+  evict(): void {
+    if (this.on) return;
+    if (!this.keep) throw new Error('HostHeld.evict: the host copy was not kept (releaseToHost(..., { keep: true }))');
+    for (const h of this.held) this.e.pool.release(h.storage.detach());
+    this.on = true;
   }
 }
 
 /**
  * Moves the bytes of `tensors` (their distinct storages, each whole) to host memory and gives their GPU buffers back
- * to the pool. Waits for the GPU (the readback). Throws on a storage already freed or already on the host.
+ * to the pool. Waits for the GPU (the readback). Throws on a storage already freed or already on the host. `keep`:
+ * restore() keeps the host copy for evict().
  */
-export async function releaseToHost(e: Engine, tensors: Iterable<Tensor>): Promise<HostHeld> {
+export async function releaseToHost(e: Engine, tensors: Iterable<Tensor>, o: { keep?: boolean } = {}): Promise<HostHeld> {
   const storages = [...new Set([...tensors].map((t) => t.storage))];
   for (const s of storages) if (s.freed || s.onHost) throw new Error(`releaseToHost: a storage of ${s.byteLength} bytes is ${s.freed ? 'freed' : 'already on the host'}`);
   const held: { storage: Storage; bytes: Uint8Array | null }[] = storages.map((storage) => ({ storage, bytes: null }));
@@ -93,5 +113,5 @@ export async function releaseToHost(e: Engine, tensors: Iterable<Tensor>): Promi
     gpuBytes += p.size;
     e.pool.release(p);
   }
-  return HostHeld.of(e, held, bytes, gpuBytes);
+  return HostHeld.of(e, held, bytes, gpuBytes, !!o.keep);
 }

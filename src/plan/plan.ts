@@ -352,18 +352,27 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
     peak_gpu_bytes: peak, budget_bytes: c.budget, fits: peak <= c.budget,
     stages: rows, resident, flops: sum((s) => s.flops), bytes: sum((s) => s.bytes), dispatches: sum((s) => s.dispatches),
     per_step: perStep, predicted,
-    offload: offloadOf(c.residency),
+    offload: offloadOf(c.residency, sampling?.steps ?? 0, peak, c.budget),
     notes: c.notes,
   };
 }
 
 
-/** The plan's offload field: what the job's residency policy did (video), and that block offload is not built. */
-function offloadOf(r: H3ResidencyReport | undefined): JobPlan['offload'] {
-  const none = 'block offload is not built yet: a job over the budget does not fit';
-  if (!r || r.dit === 'resident') return { streamed: [], host_to_gpu_bytes_per_step: 0, policy: 'resident', host_to_gpu_bytes_per_job: 0, note: none };
+/** The plan's offload field: what the video job's residency policy did (the DiT during the text encoding, its blocks
+ * during sampling), and for a job over the budget, what it needs. */
+function offloadOf(r: H3ResidencyReport | undefined, steps: number, peak: number, budget: number): JobPlan['offload'] {
+  const streamed = r?.blocks === 'streamed';
+  const textHost = r?.dit === 'host';
+  const policy = [streamed ? 'blocks-streamed' : '', textHost ? 'dit-on-host-while-encoding' : ''].filter(Boolean).join('+') || 'resident';
+  const perStep = streamed && steps > 0 ? Math.round(r!.samplingHostToGpuBytes / steps) : 0;
+  const said: string[] = [];
+  if (textHost) said.push(`the DiT's weights (${fmtBytes(r!.hostToGpuBytes)}) wait in host memory while the text encoder (${fmtBytes(r!.textEncoderBytes)}) is on the GPU, uploaded again once it is freed`);
+  if (streamed) said.push(`the DiT's transformer blocks (${fmtBytes(r!.blockHostBytes)}) live in host memory and are uploaded in turn for each forward and AdaLN table build (two on the GPU at a time): ${fmtBytes(perStep)} host-to-GPU a step`);
+  if (!r) said.push('nothing is offloaded for this kind of job');
+  else if (!said.length) said.push('everything stays resident: it fits the budget');
+  if (peak > budget) said.push(`it does not fit even so: it needs ${fmtBytes(peak)} of GPU memory, over the ${fmtBytes(budget)} budget; a lower res or fewer seconds needs less`);
   return {
-    streamed: [], host_to_gpu_bytes_per_step: 0, policy: 'dit-on-host-while-encoding', host_to_gpu_bytes_per_job: r.hostToGpuBytes,
-    note: `the DiT's weights (${fmtBytes(r.hostToGpuBytes)}) wait in host memory while the text encoder (${fmtBytes(r.textEncoderBytes)}) is on the GPU, uploaded again once it is freed: ${r.reason}; ${none}`,
+    streamed: streamed ? ['transformer_blocks'] : [], host_to_gpu_bytes_per_step: perStep, policy,
+    host_to_gpu_bytes_per_job: textHost ? r!.hostToGpuBytes : 0, note: said.join('; '),
   };
 }

@@ -162,11 +162,11 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
   });
 
   for (const int8 of [false, true]) {
-    test(`the DiT on the host while the text encoder runs${int8 ? ' (int8)' : ''}: the same file as resident, the DiT's bytes off the GPU meanwhile`, async () => {
+    test(`the DiT on the host while the text encoder runs, its blocks streamed while sampling${int8 ? ' (int8)' : ''}: the same file as resident`, async () => {
       const reports: H3ResidencyReport[] = [];
-      const run = async (textResidency: 'resident' | 'host', id: string) => {
+      const run = async (textResidency: 'resident' | 'host', blockOffload: 'off' | 'on', id: string) => {
         const p = new MiniMaxH3Pipeline({
-          ...options(), textResidency, textEncoderInt8: int8, onResidency: (r) => reports.push(r),
+          ...options(), textResidency, blockOffload, textEncoderInt8: int8, onResidency: (r) => reports.push(r),
           loadTransformer: (eng, dirs, o) => loadH3Transformer(eng, 'fastvid', { transformer: dirs.transformer }, { dtype: o.dtype, int8 }),
         });
         traces.length = 0;
@@ -178,11 +178,13 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
         }
         return { file: sha(t.outputPath), traces: traces.slice() };
       };
-      const resident = await run('resident', `resident-${int8}`);
-      const host = await run('host', `host-${int8}`);
-      assert.equal(host.file, resident.file, 'the same clip');
-      assert.deepEqual(reports.map((r) => [r.dit, r.reason]), [['resident', 'forced (resident)'], ['host', 'forced (host)']]);
-      const [kept, moved] = reports as [H3ResidencyReport, H3ResidencyReport];
+      const resident = await run('resident', 'off', `resident-${int8}`);
+      const host = await run('host', 'off', `host-${int8}`);
+      const streamed = await run('host', 'on', `streamed-${int8}`);
+      assert.equal(host.file, resident.file, 'the same clip with the DiT on the host while encoding');
+      assert.equal(streamed.file, resident.file, 'the same clip with the blocks streamed');
+      assert.deepEqual(reports.map((r) => [r.dit, r.reason, r.blocks]), [['resident', 'forced (resident)', 'resident'], ['host', 'forced (host)', 'resident'], ['host', 'forced (host)', 'streamed']]);
+      const [kept, moved, blocks] = reports as [H3ResidencyReport, H3ResidencyReport, H3ResidencyReport];
       assert.equal(kept.hostToGpuBytes, 0);
       assert.ok(moved.hostToGpuBytes > 0 && moved.hostToGpuBytes === moved.gpuToHostBytes, `${moved.hostToGpuBytes} bytes back`);
       const at = (list: typeof traces, ev: string) => list.find((x) => x.event === ev)!.bytes;
@@ -193,6 +195,14 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
       assert.deepEqual(host.traces.filter((x) => x.event.startsWith('transformer')).map((x) => x.event), ['transformer on the host', 'transformer back']);
       // the text encoder's size as the policy counts it is what it took on the GPU
       assert.equal(moved.textEncoderBytes, at(host.traces, 'text encoder loaded') - at(host.traces, 'transformer on the host'));
+      // streamed: the blocks stay off the GPU (only the rest comes back after the encoder), every forward uploads them
+      // all once (3 steps, 3 forwards) and each AdaLN table build once more
+      assert.equal(kept.blocks, 'resident');
+      assert.ok(blocks.blockHostBytes > 0 && blocks.blockHostBytes < moved.hostToGpuBytes, `${blocks.blockHostBytes} of ${moved.hostToGpuBytes} bytes in the blocks`);
+      assert.equal(blocks.hostToGpuBytes, moved.hostToGpuBytes - blocks.blockHostBytes);
+      assert.equal(blocks.forwards, 3);
+      assert.ok(blocks.samplingHostToGpuBytes >= 4 * blocks.blockHostBytes && blocks.samplingHostToGpuBytes % blocks.blockHostBytes === 0, `${blocks.samplingHostToGpuBytes} uploaded`);
+      assert.ok(at(streamed.traces, 'sampling') < at(host.traces, 'sampling'), 'fewer bytes held through sampling');
     });
   }
 

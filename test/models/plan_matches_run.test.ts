@@ -97,17 +97,17 @@ describe('a plan equals the real run on the demo checkpoints', () => {
     });
   }
 
-  // the DiT's weights on the host while the text encoder runs (the residency policy forced): the plan counts them off the
-  // GPU and back as the run does, int8 and 16-bit
-  for (const [profile, width, height, frames] of [['turbo_int8', 96, 64, 22], ['fastvid', 64, 64, 22]] as const) {
-    test(`MiniMax H3 ${profile} at ${width}x${height}, ${frames} frames, the DiT on the host while encoding`, async () => {
+  // the DiT's weights on the host while the text encoder runs, and its blocks streamed while sampling (the residency
+  // policy forced): the plan counts them off the GPU and back as the run does, int8 and 16-bit
+  for (const [profile, width, height, frames, blockOffload] of [['turbo_int8', 96, 64, 22, 'off'], ['fastvid', 64, 64, 22, 'on'], ['turbo_int8', 64, 64, 22, 'on']] as const) {
+    test(`MiniMax H3 ${profile} at ${width}x${height}, ${frames} frames, the DiT on the host while encoding, blocks ${blockOffload === 'on' ? 'streamed' : 'resident'}`, async () => {
       const root = join(dir, 'h3');
       if (!existsSync(root)) await (await planDemoH3(real)).write(root);
       const variant = h3Variant(profile);
       const policies: string[] = [];
       const make = (e: Engine) => videoTaskPipeline(h3ProfilePipeline(variant, {
         engine: async () => e, locate: async () => ({ dirs: h3DirsFromRoot(root), files: h3RootFiles(variant, root) }),
-        textResidency: 'host', onResidency: (r) => policies.push(r.dit),
+        textResidency: 'host', blockOffload, onResidency: (r) => policies.push(`${r.dit} ${r.blocks}`),
       }), () => { throw new Error('no speech in this job'); });
       const task = (): WorkerVideoTask => ({
         id: 'plan', kind: 'video', profile, images: [], audios: [], output: out().replace(/png$/, 'mp4'),
@@ -115,7 +115,8 @@ describe('a plan equals the real run on the demo checkpoints', () => {
       });
       const measured = await measure(real, make, task());
       const planned = await measure(plan, make, task());
-      assert.deepEqual(policies, ['host', 'host']);
+      const blocks = blockOffload === 'on' ? 'streamed' : 'resident';
+      assert.deepEqual(policies, [`host ${blocks}`, `host ${blocks}`]);
       if (variant.adapter) planned[0] = { ...planned[0]!, work: measured[0]!.work }; // the merge, as above
       assert.deepEqual(rows(planned), rows(measured));
     });

@@ -127,6 +127,19 @@ describe('plans at the released sizes', () => {
     assert.equal(peakOf(small, STAGE.sample), peakOf(big, STAGE.sample));
   });
 
+  test('video under a 12 GiB budget: the DiT\'s blocks stream from host memory while sampling, and the plan says what still does not fit', async () => {
+    const p = await planJob({ prompt: 'a red kite over the sea', profile: 'fastvid', res: '352p', seconds: 1, seed: 1 }, { budgetBytes: 12 * GiB });
+    const peakOf = (s: string) => p.stages.find((x) => x.stage === s)!.peak_gpu_bytes;
+    assert.equal(p.offload.policy, 'blocks-streamed+dit-on-host-while-encoding');
+    assert.deepEqual(p.offload.streamed, ['transformer_blocks']);
+    assert.ok(peakOf(STAGE.sample) < 12 * GiB, `sampling ${peakOf(STAGE.sample) / GiB} GiB`);
+    // each step uploads the 16-bit blocks (about 60 GiB) once, and the step's share of the AdaLN build
+    assert.ok(p.offload.host_to_gpu_bytes_per_step > 55 * GiB && p.offload.host_to_gpu_bytes_per_step < 80 * GiB, `${p.offload.host_to_gpu_bytes_per_step / GiB} GiB a step`);
+    // the load stage still holds the whole DiT, and the text encoder is not streamed: the plan says the job needs more
+    assert.equal(p.fits, false);
+    assert.match(p.offload.note, /does not fit even so: it needs 70\.58 GiB of GPU memory, over the 12\.00 GiB budget/);
+  });
+
   test('speech at the released Qwen3-TTS-12Hz-1.7B sizes: a 10 s reference clip assumed, `seconds` sets how long it speaks; a video\'s tts_text speaks in its encode stage', async () => {
     const p = await planJob({ text: 'Hello there, this is a plan.', seconds: 4 });
     assert.equal(p.kind, 'tts');

@@ -114,8 +114,29 @@ export type H3TransformerLoader = (e: Engine, dirs: H3Dirs, o: { dtype: ComputeD
  * resident weights plus the encoder's would exceed the memory budget. */
 export type H3TextResidency = 'auto' | 'resident' | 'host';
 
+/** Block offload of the DiT: 'auto' (the default) streams the blocks when the resident weights plus the sampling's
+ * working set (estimated: SAMPLING_ROW_ELEMENTS per sequence row and hidden unit, plus SAMPLING_FIXED_BYTES) would
+ * exceed the budget. */
+export type H3BlockOffload = 'auto' | 'off' | 'on';
+
+/** Sampling's working set per packed row and hidden unit, in compute-dtype elements, and a fixed part: the plans at
+ * the released sizes (docs/performance.md) hold about 8.6 a row-unit plus 0.4 GiB (768p 10 s: 6.45 GiB over 73,514
+ * rows of 5120; 480p 5 s: 1.69 GiB), so these err high. */
+const SAMPLING_ROW_ELEMENTS = 10;
+const SAMPLING_FIXED_BYTES = 2 ** 29;
+
 /** What a job did about GPU memory (H3PipelineOptions.onResidency; a plan reports it). */
 export interface H3ResidencyReport {
+  /** The DiT's transformer blocks during sampling: resident, or streamed from host memory block by block. */
+  blocks: 'resident' | 'streamed';
+  /** Streamed: the blocks' bytes in host memory, and what one forward (each sampling step's) uploads. */
+  blockHostBytes: number;
+  /** The sampling's working set the block decision assumed (resident weights aside). */
+  samplingWorkingBytes: number;
+  /** Host-to-GPU bytes the sampling stage uploaded for the blocks (forwards and AdaLN table builds). */
+  samplingHostToGpuBytes: number;
+  /** Forwards the sampling ran (its steps; a step cache skips some). */
+  forwards: number;
   /** The DiT's weights during the text encoding. */
   dit: 'resident' | 'host';
   /** Why: forced by the options, or the figures compared. */
@@ -153,6 +174,8 @@ export interface H3PipelineOptions {
   referenceCanvas?: ReferenceCanvas;
   /** GPU bytes a job may hold, for the residency policy (default: the engine's pool budget, GPU_MEMORY_BUDGET). */
   memoryBudgetBytes?: number;
+  /** Whether the DiT's blocks stream from host memory during sampling (default 'auto'; tests force 'on'). */
+  blockOffload?: H3BlockOffload;
   /** Where the DiT waits during the text encoding (default 'auto'; tests force 'host'). */
   textResidency?: H3TextResidency;
   /** Told each job's residency decision. */
@@ -269,16 +292,28 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     throwIfCancelled(ctx.signal);
   }
 
-  /** The residency policy's decision for this job (before the text encoder loads). */
-  private async textResidency(m: Loaded): Promise<H3ResidencyReport> {
+  /** The residency policy's decisions for this job (before the text encoder loads): the blocks first (streamed ones
+   * leave the GPU now), then the rest of the DiT during the text encoding. */
+  private async textResidency(m: Loaded, geo: Geometry): Promise<H3ResidencyReport> {
     const want = this.o.textResidency ?? 'auto';
     const budgetBytes = this.o.memoryBudgetBytes ?? m.e.pool.stats().budgetBytes;
+    const c = m.transformer.config;
+    const rows = geo.numLatentFrames * (geo.latentHeight / c.patchSize[1]) * (geo.latentWidth / c.patchSize[2]) + 2 * geo.numAudioLatents + 512;
+    const samplingWorkingBytes = SAMPLING_ROW_ELEMENTS * rows * c.hiddenSize * (m.dtype === 'f16' ? 2 : 4) + SAMPLING_FIXED_BYTES;
+    const wantBlocks = this.o.blockOffload ?? 'auto';
+    const stream = wantBlocks === 'auto' ? m.bytes + samplingWorkingBytes > budgetBytes : wantBlocks === 'on';
+    if (stream) await m.transformer.offloadBlocks();
+    else m.transformer.residentBlocks();
+    const blockHostBytes = m.transformer.blockOffload?.hostBytes ?? 0;
     const residentBytes = m.e.pool.stats().inUseBytes;
     const textEncoderBytes = await this.textEncoderHost.gpuBytes(m.e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
     const over = residentBytes + textEncoderBytes > budgetBytes;
     const dit = want === 'auto' ? (over ? 'host' : 'resident') : want;
     const reason = want !== 'auto' ? `forced (${want})` : over ? 'the resident weights and the text encoder together exceed the budget' : 'the resident weights and the text encoder fit the budget together';
-    return { dit, reason, budgetBytes, residentBytes, textEncoderBytes, hostToGpuBytes: 0, gpuToHostBytes: 0 };
+    return {
+      blocks: stream ? 'streamed' : 'resident', blockHostBytes, samplingWorkingBytes, samplingHostToGpuBytes: 0, forwards: 0,
+      dit, reason, budgetBytes, residentBytes, textEncoderBytes, hostToGpuBytes: 0, gpuToHostBytes: 0,
+    };
   }
 
   async run(task: H3Task, ctx: RunContext): Promise<void> {
@@ -305,7 +340,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     const pictures = !count ? [] : reference ? await readReferences(task.images, { width, height }, ctx.signal, this.o.referenceCanvas) : await readKeyframes(task.images, width, height, ctx.signal);
     // the soundtrack and voices read before any model loads too: a file that is not audio fails here (conditioning/audio.ts)
     let audio = await readAudioInputs(task, ctx.signal);
-    const residency = await this.textResidency(m);
+    const residency = await this.textResidency(m, geo);
     // the DiT's weights on the host from before the encoder loads until it is freed ('host' only)
     const dit: { held: HostHeld | null } = { held: null };
     let encoded: Awaited<ReturnType<typeof encodePromptRows>>;
@@ -314,7 +349,8 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
         textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe', voices: audioRefs,
         dtype: m.dtype, int8: this.o.textEncoderInt8, onText: this.o.onText, trace: (ev) => this.trace(ev),
         beforeLoad: residency.dit === 'host' ? async () => {
-          dit.held = await releaseToHost(e, transformer.weightTensors());
+          // what is still on the GPU: streamed blocks are on the host already
+          dit.held = await releaseToHost(e, transformer.weightTensors().filter((t) => !t.storage.onHost));
           residency.gpuToHostBytes = dit.held.bytes;
           this.trace('transformer on the host');
         } : undefined,
@@ -329,7 +365,6 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
       // a failed encoding leaves the DiT on the GPU as it found it
       if (dit.held?.onHost) dit.held.restore();
     }
-    this.o.onResidency?.(residency);
     const { text, textTags } = encoded;
 
     // keyframes: the VAE encoder (its own load, freed before sampling)
@@ -396,8 +431,9 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
       const plan = h3StepPlan(transformer.stepCount, task.steps);
       ctx.progress(plan.progressOffset, task.steps);
       this.trace('sampling');
+      const uploadedBefore = transformer.blockOffload?.uploadedBytes ?? 0;
       try {
-        await sampleH3(e, transformer, seq, text, video, audio, {
+        const sampled = await sampleH3(e, transformer, seq, text, video, audio, {
           videoShift: transformer.videoShift, // the Ref2VA adapters' own (variants.ts H3ReferenceRun)
           ...this.o.sampler,
           steps: plan.gridPoints,
@@ -414,6 +450,9 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
             throwIfCancelled(ctx.signal);
           },
         });
+        residency.forwards = sampled.forwards;
+        residency.samplingHostToGpuBytes = (transformer.blockOffload?.uploadedBytes ?? 0) - uploadedBefore;
+        this.o.onResidency?.(residency);
       } finally {
         seq.free();
       }

@@ -109,7 +109,7 @@ export function h3ProfilePipeline(profile: H3Variant, o: {
   engine(): Promise<Engine>;
   locate(e: Engine): Promise<{ dirs: H3Dirs; files: H3TransformerFiles }>;
   onLoaded?: H3PipelineOptions['onLoaded'];
-} & Pick<H3PipelineOptions, 'memoryBudgetBytes' | 'textResidency' | 'onResidency'>): MiniMaxH3Pipeline {
+} & Pick<H3PipelineOptions, 'memoryBudgetBytes' | 'textResidency' | 'blockOffload' | 'onResidency'>): MiniMaxH3Pipeline {
   let files: H3TransformerFiles | undefined;
   return new MiniMaxH3Pipeline({
     engine: o.engine,
@@ -124,6 +124,7 @@ export function h3ProfilePipeline(profile: H3Variant, o: {
     onLoaded: o.onLoaded,
     memoryBudgetBytes: o.memoryBudgetBytes,
     textResidency: o.textResidency,
+    blockOffload: o.blockOffload,
     onResidency: o.onResidency,
   });
 }

@@ -91,6 +91,8 @@ export function computeAdaLN(
   m: { time_embedder: TimeEmbedder; transformer_blocks: readonly { adaln_proj: { linear: AdaLNProjection } }[]; norm_out: { linear: Linear } },
   timesteps: ArrayLike<number>,
   dtype: ComputeDType,
+  /** Runs block n's projection (block offload: its weights uploaded around it). */
+  withBlock: <T>(n: number, fn: () => T) => T = (_n, fn) => fn(),
 ): AdaLNTables {
   const T = timesteps.length;
   if (T < 1) throw new RangeError('computeAdaLN: no timesteps');
@@ -106,10 +108,10 @@ export function computeAdaLN(
   const stage = new ProjectionStage(e);
   const blocks: Tensor[] = [];
   try {
-    for (const b of m.transformer_blocks) {
+    m.transformer_blocks.forEach((b, n) => {
       const proj = b.adaln_proj.linear;
-      blocks.push(applyLinear(e, isHostLinear(proj) ? stage.load(proj) : proj, act).reshape([T * 3, 6 * cfg.hiddenSize]));
-    }
+      blocks.push(withBlock(n, () => applyLinear(e, isHostLinear(proj) ? stage.load(proj) : proj, act).reshape([T * 3, 6 * cfg.hiddenSize])));
+    });
   } catch (err) {
     for (const t of [temb, act, ...blocks]) t.free();
     throw err;

@@ -19,6 +19,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Checkpoint } from '../../../engine/safetensors';
 import { Tensor } from '../../../engine/tensor';
+import { releaseToHost, type HostHeld } from '../../../engine/host-held';
 import { loadPlain, type ComputeDType, type WeightLoader } from '../../common/weights';
 import { computeAdaLN, type AdaLNTables, type TimeEmbedder } from './adaln';
 import { applyLinear, freeLinearModule, H3RefinerBlock, H3TransformerBlock, loadLinearModule, type AdaLNProjection, type Linear, type RotaryTables } from './blocks';
@@ -94,6 +95,10 @@ export class MiniMaxH3Transformer {
   videoShift: number = VIDEO_SHIFT;
   /** Every GPU tensor the weights hold (what load() loaded), for moving them to host memory and back (host-held.ts). */
   private tensors: Tensor[] = [];
+  /** Each transformer block's GPU tensors (among `tensors`). */
+  private blockTensors: Tensor[][] = [];
+  /** Block offload (offloadBlocks): every block's weights in host memory, uploaded in turn for each use. */
+  private stream: BlockStream | null = null;
 
   private constructor(
     readonly e: Engine,
@@ -135,7 +140,12 @@ export class MiniMaxH3Transformer {
       const final_norm = await loadPlain(w, `${p}token_refiner.final_norm.weight`, [H]);
       const blocks: H3TransformerBlock<AdaLNProjection>[] = [];
       const adalnOnHost = (opts.adalnWeights ?? 'host') === 'host';
-      for (let i = 0; i < c.numLayers; i++) blocks.push(await H3TransformerBlock.load(w, c, `${p}transformer_blocks.${i}.`, { adalnOnHost }));
+      const blockTensors: Tensor[][] = [];
+      for (let i = 0; i < c.numLayers; i++) {
+        const first = w.loaded.length;
+        blocks.push(await H3TransformerBlock.load(w, c, `${p}transformer_blocks.${i}.`, { adalnOnHost }));
+        blockTensors.push(w.loaded.slice(first).filter((t): t is Tensor => t instanceof Tensor));
+      }
       const norm_out = {
         norm: await loadPlain(w, `${p}norm_out.norm.weight`, [H]),
         linear: await loadLinearModule(w, `${p}norm_out.linear.`, 2 * H, c.timeEmbedDim, true),
@@ -144,6 +154,7 @@ export class MiniMaxH3Transformer {
       const audio_proj_out = await loadLinearModule(f32, `${p}audio_proj_out.`, c.audioInChannels, H, true);
       const model = new MiniMaxH3Transformer(e, c, dtype, proj_in, audio_proj_in, context_embedder, time_embedder, { refiner_blocks, final_norm }, blocks, norm_out, proj_out, audio_proj_out, h3InvFreq(c.ropeFreqDim, c.ropeTheta));
       model.tensors = w.loaded.filter((t): t is Tensor => t instanceof Tensor);
+      model.blockTensors = blockTensors;
       return model;
     } catch (err) {
       for (const t of w.loaded) t.free();
@@ -154,6 +165,53 @@ export class MiniMaxH3Transformer {
   /** The GPU tensors of the weights (host-kept adaln_proj weights are not among them). */
   weightTensors(): readonly Tensor[] {
     return this.tensors;
+  }
+
+  /**
+   * Block offload (ComfyUI's and Wan2GP's block swap): every transformer block's weights move to host memory (read
+   * back once, the copy kept), and each use uploads the block into pool buffers of its sizes and gives them back after
+   * it; `prefetch` blocks ahead are uploaded before a block's work is recorded (WebGPU has one queue, so the uploads
+   * are ordered with the work rather than overlapping it: `prefetch` 1 keeps two blocks on the GPU). The outputs are
+   * the same: the same bytes, the same kernels.
+   */
+  async offloadBlocks(prefetch = 1): Promise<void> {
+    if (this.stream) return;
+    const held: HostHeld[] = [];
+    try {
+      for (const ts of this.blockTensors) held.push(await releaseToHost(this.e, ts, { keep: true }));
+    } catch (err) {
+      for (const h of held) h.restore();
+      throw err;
+    }
+    this.stream = { held, prefetch: Math.max(0, Math.floor(prefetch)) };
+  }
+
+  /** Every block resident again (a job that fits without block offload). */
+  residentBlocks(): void {
+    const s = this.stream;
+    if (!s) return;
+    for (const h of s.held) h.restore();
+    this.stream = null;
+  }
+
+  /** What block offload streams: null when the blocks are resident. hostBytes: all blocks' bytes in host memory, each
+   * forward (and each AdaLN table build) uploads them once; uploadedBytes: uploads so far. */
+  get blockOffload(): { blocks: number; prefetch: number; hostBytes: number; uploadedBytes: number } | null {
+    const s = this.stream;
+    if (!s) return null;
+    return { blocks: s.held.length, prefetch: s.prefetch, hostBytes: s.held.reduce((a, h) => a + h.bytes, 0), uploadedBytes: s.held.reduce((a, h) => a + h.uploadedBytes, 0) };
+  }
+
+  /** Block n's weights on the GPU (and `prefetch` more after it) while `fn` records its work, given back after. */
+  private withBlock<T>(n: number, fn: () => T): T {
+    const s = this.stream;
+    if (!s) return fn();
+    for (let k = n; k <= Math.min(n + s.prefetch, s.held.length - 1); k++) s.held[k]!.restore();
+    try {
+      return fn();
+    } finally {
+      s.held[n]!.evict();
+    }
   }
 
   /** context_embedder + token refiner: encoder hidden states [1, Nt, text_dim] (f32 or compute dtype) -> [1, Nt, H]. */
@@ -196,7 +254,7 @@ export class MiniMaxH3Transformer {
   /** AdaLN tables of every block and of norm_out for distinct timesteps (the sampler asks once per group of steps;
    * host-kept adaln_proj weights are streamed to the GPU by every call). */
   adaln(timesteps: ArrayLike<number>): AdaLNTables {
-    return computeAdaLN(this.e, this.config, this, timesteps, this.dtype);
+    return computeAdaLN(this.e, this.config, this, timesteps, this.dtype, (n, fn) => this.withBlock(n, fn));
   }
 
   forward(inp: H3ForwardInput): H3ForwardOutput {
@@ -238,7 +296,7 @@ export class MiniMaxH3Transformer {
     let x = packed;
     try {
       this.transformer_blocks.forEach((b, n) => {
-        const next = b.forward(e, c, x, inp.adaln.blocks[n]!, { rot: inp.sequence.rot, mod });
+        const next = this.withBlock(n, () => b.forward(e, c, x, inp.adaln.blocks[n]!, { rot: inp.sequence.rot, mod }));
         x.free();
         x = next;
         inp.capture?.(`block.${n}`, x);
@@ -276,6 +334,12 @@ export class MiniMaxH3Transformer {
     for (const b of this.transformer_blocks) b.free();
     this.norm_out.norm.free();
   }
+}
+
+/** Block offload's state: one host copy per block. */
+interface BlockStream {
+  held: HostHeld[];
+  prefetch: number;
 }
 
 /** packed[0, idx[i]] = rows[i]: one copy per run of consecutive sequence rows. */
