@@ -19,6 +19,8 @@ export const PLAN_TIMEOUT_MS = 180_000;
 /** Answers kept (the most recently used). */
 const CACHE_SIZE = 64;
 
+const SHUTTING_DOWN = 'the service is shutting down; ask again once it is back';
+
 /** A plan as dry_run answers it: the plan (what `npm run plan -- '<json>' --json` prints) marked as a dry run. */
 export type DryRunAnswer = JobPlan & { dry_run: true };
 
@@ -42,7 +44,9 @@ function canonical(v: unknown): string {
 export class Planner {
   private running = 0;
   private readonly queue: (() => void)[] = [];
-  private readonly children = new Set<ChildProcess>();
+  /** The plans in flight: each child and how to stop it with a reason. */
+  private readonly children = new Map<ChildProcess, (why: Error) => void>();
+  private closed = false;
   private readonly cache = new Map<string, DryRunAnswer>();
 
   constructor(private readonly o: PlannerOptions) {}
@@ -72,9 +76,12 @@ export class Planner {
     }
   }
 
-  /** Kills the plans in flight (the app is closing). */
+  /** Stops the plans in flight and refuses new ones: the app is closing. Each is answered 503 (a documented status: the
+   * service is going away), never a 500 for a plan that did nothing wrong. */
   close(): void {
-    for (const c of this.children) c.kill('SIGKILL');
+    this.closed = true;
+    for (const stop of this.children.values()) stop(new UnavailableError(SHUTTING_DOWN));
+    for (const go of this.queue.splice(0)) go();
   }
 
   onModuleDestroy(): void {
@@ -110,8 +117,8 @@ export class Planner {
     const timeoutMs = this.o.timeoutMs ?? PLAN_TIMEOUT_MS;
     return new Promise<JobPlan>((resolve, reject) => {
       if (signal?.aborted) return reject(new CancelledError('the client went away'));
+      if (this.closed) return reject(new UnavailableError(SHUTTING_DOWN));
       const child = spawn(process.execPath, [...process.execArgv.filter((a) => !a.startsWith('--test')), script], { stdio: ['pipe', 'pipe', 'pipe'] });
-      this.children.add(child);
       let out = '';
       let err = '';
       let why: Error | undefined;
@@ -119,6 +126,7 @@ export class Planner {
         why ??= e;
         child.kill('SIGKILL');
       };
+      this.children.set(child, stop);
       const timer = setTimeout(() => stop(new UnavailableError(`the plan took longer than ${timeoutMs / 1000} s and was stopped; try a smaller job, or npm run plan on the host`)), timeoutMs);
       const gone = () => stop(new CancelledError('the client went away'));
       signal?.addEventListener('abort', gone, { once: true });
