@@ -164,10 +164,12 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
   for (const int8 of [false, true]) {
     test(`the DiT on the host while the text encoder runs, its blocks streamed while sampling${int8 ? ' (int8)' : ''}: the same file as resident`, async () => {
       const reports: H3ResidencyReport[] = [];
-      const run = async (textResidency: 'resident' | 'host', blockOffload: 'off' | 'on', id: string) => {
+      // placed: the loader takes the policy's block placement (the worker's does), so streamed blocks load straight to
+      // host memory; else they load onto the GPU and the job moves them
+      const run = async (textResidency: 'resident' | 'host', blockOffload: 'off' | 'on', id: string, placed = false) => {
         const p = new MiniMaxH3Pipeline({
           ...options(), textResidency, blockOffload, textEncoderInt8: int8, onResidency: (r) => reports.push(r),
-          loadTransformer: (eng, dirs, o) => loadH3Transformer(eng, 'fastvid', { transformer: dirs.transformer }, { dtype: o.dtype, int8 }),
+          loadTransformer: (eng, dirs, o) => loadH3Transformer(eng, 'fastvid', { transformer: dirs.transformer }, { dtype: o.dtype, int8, blocks: placed ? o.blocks : undefined }),
         });
         traces.length = 0;
         const t = task(out, { id });
@@ -178,16 +180,24 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
         }
         return { file: sha(t.outputPath), traces: traces.slice() };
       };
+      const at = (list: typeof traces, ev: string) => list.find((x) => x.event === ev)!.bytes;
       const resident = await run('resident', 'off', `resident-${int8}`);
       const host = await run('host', 'off', `host-${int8}`);
       const streamed = await run('host', 'on', `streamed-${int8}`);
+      const placed = await run('host', 'on', `placed-${int8}`, true);
       assert.equal(host.file, resident.file, 'the same clip with the DiT on the host while encoding');
       assert.equal(streamed.file, resident.file, 'the same clip with the blocks streamed');
-      assert.deepEqual(reports.map((r) => [r.dit, r.reason, r.blocks]), [['resident', 'forced (resident)', 'resident'], ['host', 'forced (host)', 'resident'], ['host', 'forced (host)', 'streamed']]);
-      const [kept, moved, blocks] = reports as [H3ResidencyReport, H3ResidencyReport, H3ResidencyReport];
+      assert.equal(placed.file, resident.file, 'the same clip with the blocks loaded straight to host memory');
+      assert.deepEqual(reports.map((r) => [r.dit, r.reason, r.blocks]), [['resident', 'forced (resident)', 'resident'], ['host', 'forced (host)', 'resident'], ['host', 'forced (host)', 'streamed'], ['host', 'forced (host)', 'streamed']]);
+      const [kept, moved, blocks, direct] = reports as [H3ResidencyReport, H3ResidencyReport, H3ResidencyReport, H3ResidencyReport];
+      // loaded to the host: the load holds the DiT less its blocks (one block at a time passed through the GPU), and the
+      // job runs as the streamed one did from there
+      const off = at(streamed.traces, 'loaded') - at(placed.traces, 'loaded');
+      assert.ok(off >= direct.blockHostBytes, `${off} pool bytes fewer once loaded for ${direct.blockHostBytes} bytes of blocks`);
+      assert.deepEqual([direct.blockHostBytes, direct.hostToGpuBytes, direct.samplingHostToGpuBytes], [blocks.blockHostBytes, blocks.hostToGpuBytes, blocks.samplingHostToGpuBytes]);
+      for (const ev of ['transformer on the host', 'text encoder loaded', 'sampling', 'saved']) assert.equal(at(placed.traces, ev), at(streamed.traces, ev), ev);
       assert.equal(kept.hostToGpuBytes, 0);
       assert.ok(moved.hostToGpuBytes > 0 && moved.hostToGpuBytes === moved.gpuToHostBytes, `${moved.hostToGpuBytes} bytes back`);
-      const at = (list: typeof traces, ev: string) => list.find((x) => x.event === ev)!.bytes;
       // the encoder sits beside the VAEs alone: the DiT's pool bytes fewer than when resident
       const ditPool = at(resident.traces, 'text encoder loaded') - at(host.traces, 'text encoder loaded');
       assert.ok(ditPool >= moved.hostToGpuBytes, `${ditPool} pool bytes off the GPU for ${moved.hostToGpuBytes} of weights`);

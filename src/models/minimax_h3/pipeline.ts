@@ -1,6 +1,8 @@
 // MiniMax H3 text-to-video-with-sound as a service pipeline (diffusers modular_pipelines/minimax_h3, T2VA path;
 // docs/models/minimax-h3.md "Pipeline"). One job:
-//   load (once per profile)   transformer (the profile's loader: adapter merge, int8), video VAE, audio VAE, tokenizer
+//   load (once per profile)   video VAE, audio VAE, transformer (the profile's loader: adapter merge, int8), tokenizer;
+//                              where the DiT with the sampling's working set would exceed the budget, its blocks load
+//                              straight to host memory, one at a time through the GPU (residency.ts blockPlacement)
 //   加载文本编码器             the Qwen3-VL text encoder (layers < 50) onto the GPU per job: read and prepared (bf16 ->
 //                              dtype, int8 quantised) on the first job only, then uploaded from the host copy
 //                              (H3TextEncoderHost) that unload() drops; where the resident weights and the encoder
@@ -75,6 +77,11 @@ import { buildReferenceSequence } from './sequence/references';
 import { referencePrompt } from '../../catalog';
 import type { VideoLatents, VideoVaeDecodeOptions, VideoVaeDecoder } from './vae/video';
 import { HostHeld, releaseToHost } from '../../engine/host-held';
+import type { H3BlockPlacement } from './transformer/transformer';
+import { blockPlacement, decideResidency, type H3ResidencyOptions, type H3ResidencyReport } from './residency';
+
+/** The residency policy's types (residency.ts), here for the callers that import them with the pipeline. */
+export type { H3BlockOffload, H3ResidencyReport, H3TextResidency } from './residency';
 
 /** The seeded noise of a job (noise.ts), here for the callers that import it with the pipeline. */
 export { gaussianNoise, h3Noise, keyframeNoises } from './sampler/noise';
@@ -106,62 +113,20 @@ export function h3DirsFromRoot(root: string, transformerRoot = root): H3Dirs {
   };
 }
 
-/** Loads the profile's transformer (profiles.ts loadH3Transformer: checkpoint format, adapter merge, int8). */
-export type H3TransformerLoader = (e: Engine, dirs: H3Dirs, o: { dtype: ComputeDType; partition: H3Partition }) => Promise<MiniMaxH3Transformer>;
-
-/** Where the DiT's weights are while the text encoder is on the GPU: 'resident' (the GPU, beside it), or 'host' (read
- * back to host memory before the encoder loads, uploaded again once it is freed). 'auto' (the default): 'host' when the
- * resident weights plus the encoder's would exceed the memory budget. */
-export type H3TextResidency = 'auto' | 'resident' | 'host';
-
-/** Block offload of the DiT: 'auto' (the default) streams the blocks when the resident weights plus the sampling's
- * working set (estimated: SAMPLING_ROW_ELEMENTS per sequence row and hidden unit, plus SAMPLING_FIXED_BYTES) would
- * exceed the budget. */
-export type H3BlockOffload = 'auto' | 'off' | 'on';
-
-/** Sampling's working set per packed row and hidden unit, in compute-dtype elements, and a fixed part: the plans at
- * the released sizes (docs/performance.md) hold about 8.6 a row-unit plus 0.4 GiB (768p 10 s: 6.45 GiB over 73,514
- * rows of 5120; 480p 5 s: 1.69 GiB), so these err high. */
-const SAMPLING_ROW_ELEMENTS = 10;
-const SAMPLING_FIXED_BYTES = 2 ** 29;
-
-/** What a job did about GPU memory (H3PipelineOptions.onResidency; a plan reports it). */
-export interface H3ResidencyReport {
-  /** The DiT's transformer blocks during sampling: resident, or streamed from host memory block by block. */
-  blocks: 'resident' | 'streamed';
-  /** Streamed: the blocks' bytes in host memory, and what one forward (each sampling step's) uploads. */
-  blockHostBytes: number;
-  /** The sampling's working set the block decision assumed (resident weights aside). */
-  samplingWorkingBytes: number;
-  /** Host-to-GPU bytes the sampling stage uploaded for the blocks (forwards and AdaLN table builds). */
-  samplingHostToGpuBytes: number;
-  /** Forwards the sampling ran (its steps; a step cache skips some). */
-  forwards: number;
-  /** The DiT's weights during the text encoding. */
-  dit: 'resident' | 'host';
-  /** Why: forced by the options, or the figures compared. */
-  reason: string;
-  budgetBytes: number;
-  /** Bytes in use before the encoder loaded (the DiT and the VAEs) and the encoder's own (pool size classes). */
-  residentBytes: number;
-  textEncoderBytes: number;
-  /** Host-to-GPU bytes this cost the job (the DiT uploaded again), and GPU-to-host (read back). */
-  hostToGpuBytes: number;
-  gpuToHostBytes: number;
-}
+/** Loads the profile's transformer (profiles.ts loadH3Transformer: checkpoint format, adapter merge, int8); `blocks`:
+ * where its blocks go as they load (the residency policy's: H3LoadOptions.blocks). */
+export type H3TransformerLoader = (e: Engine, dirs: H3Dirs, o: { dtype: ComputeDType; partition: H3Partition; blocks?: H3BlockPlacement }) => Promise<MiniMaxH3Transformer>;
 
 /** Observations for tests and the benchmark: each stage, each step, and GPU bytes in use at each. */
 export interface H3PipelineTrace {
   (event: string, info: { inUseBytes: number }): void;
 }
 
-export interface H3PipelineOptions {
+export interface H3PipelineOptions extends H3ResidencyOptions {
   engine(): Promise<Engine>;
   /** The folders to load: real weights, or the demo checkpoint (generated on first use). */
   dirs(e: Engine, signal: AbortSignal): Promise<H3Dirs>;
   loadTransformer: H3TransformerLoader;
-  /** Text encoder linears as int8 (the int8 profiles). */
-  textEncoderInt8?: boolean;
   /** Explicit sigma grids per grid-point count (a checkpoint that publishes its own positions), else the grid from the
    * step plan and the shifts. */
   sigmas?(gridPoints: number): H3SampleOptions['sigmas'];
@@ -172,12 +137,6 @@ export interface H3PipelineOptions {
   /** How reference pictures are sized (reference-inputs.ts): 'match' (default: at most the frame's area, never up) or
    * upstream diffusers' 'diffusers' (a 2048 short edge). */
   referenceCanvas?: ReferenceCanvas;
-  /** GPU bytes a job may hold, for the residency policy (default: the engine's pool budget, GPU_MEMORY_BUDGET). */
-  memoryBudgetBytes?: number;
-  /** Whether the DiT's blocks stream from host memory during sampling (default 'auto'; tests force 'on'). */
-  blockOffload?: H3BlockOffload;
-  /** Where the DiT waits during the text encoding (default 'auto'; tests force 'host'). */
-  textResidency?: H3TextResidency;
   /** Told each job's residency decision. */
   onResidency?(r: H3ResidencyReport): void;
   /** Told the GPU bytes held once loaded (ServedEntry.residentBytes). */
@@ -221,7 +180,11 @@ interface Loaded {
   partition: H3Partition;
   videoVae: VideoVaeDecoder;
   audioVae: AudioVaeDecoder;
+  /** GPU bytes held once loaded; weightBytes: with every DiT block resident (what the residency policy weighs). */
   bytes: number;
+  weightBytes: number;
+  /** GPU bytes of the two VAEs (a partition swap keeps them). */
+  vaeBytes: number;
   /** Previews' latent-to-RGB projection, once fitted against videoVae. */
   projection?: Promise<LatentProjection>;
 }
@@ -230,6 +193,8 @@ interface Loaded {
 export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
   /** The text encoder's prepared weights in host memory between jobs (not GPU memory: not in residentBytes). */
   private readonly textEncoderHost = new H3TextEncoderHost();
+  /** The job that run() is loading for (the DiT's block placement weighs its size). */
+  private next: H3Task | null = null;
 
   constructor(private readonly o: H3PipelineOptions) {
     super();
@@ -254,21 +219,35 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     const tokenizer = await TextTokenizer.fromDir(dirs.tokenizer);
     const owned: { free(): void }[] = [];
     try {
-      const transformer = await this.o.loadTransformer(e, dirs, { dtype, partition: 'fl2va' });
-      owned.push(transformer);
-      throwIfCancelled(ctx.signal);
+      // the VAEs first: the DiT's block placement weighs them (residency.ts blockPlacement)
       const videoVae = await loadVideoVae(e, dirs.vae, dtype);
       owned.push(videoVae);
       throwIfCancelled(ctx.signal);
       const audioVae = await loadAudioVae(e, dirs.audioVae);
       owned.push(audioVae);
       throwIfCancelled(ctx.signal);
+      const vaeBytes = e.pool.stats().inUseBytes - before;
+      const transformer = await this.o.loadTransformer(e, dirs, { dtype, partition: 'fl2va', blocks: this.placement(e, dtype, before) });
+      owned.push(transformer);
+      throwIfCancelled(ctx.signal);
       const bytes = e.pool.stats().inUseBytes - before;
-      return { e, dirs, dtype, tokenizer, transformer, partition: 'fl2va', videoVae, audioVae, bytes };
+      return { e, dirs, dtype, tokenizer, transformer, partition: 'fl2va', videoVae, audioVae, vaeBytes, bytes, weightBytes: bytes + (transformer.blockOffload?.gpuBytes ?? 0) };
     } catch (err) {
       for (const p of owned.reverse()) p.free();
       throw err;
     }
+  }
+
+  /** Where a DiT being loaded puts its blocks: decided for the job about to run (this.next) against the budget. */
+  private placement(e: Engine, dtype: ComputeDType, before: number): H3BlockPlacement {
+    const next = this.next;
+    return blockPlacement(this.o, e, dtype, () => e.pool.stats().inUseBytes - before, (c) => {
+      try {
+        return next ? jobGeometry(next.frames, next.height, next.width, c.patchSize) : null;
+      } catch {
+        return null; // a task checkInputs refuses after the load
+      }
+    });
   }
 
   protected override afterLoad(m: Loaded): void {
@@ -282,46 +261,29 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     const m = this.m!;
     if (m.partition === partition) return;
     ctx.stage(STAGE.loadModel);
-    const before = m.e.pool.stats().inUseBytes;
     m.transformer.free();
+    // the VAEs stay: the bytes held count from before them
+    const before = m.e.pool.stats().inUseBytes - m.vaeBytes;
     this.m = null; // a failed load leaves nothing half-held: the next job loads again
-    const transformer = await this.o.loadTransformer(m.e, m.dirs, { dtype: m.dtype, partition });
-    this.m = { ...m, transformer, partition, bytes: m.bytes - before + m.e.pool.stats().inUseBytes };
+    const transformer = await this.o.loadTransformer(m.e, m.dirs, { dtype: m.dtype, partition, blocks: this.placement(m.e, m.dtype, before) });
+    const bytes = m.e.pool.stats().inUseBytes - before;
+    this.m = { ...m, transformer, partition, bytes, weightBytes: bytes + (transformer.blockOffload?.gpuBytes ?? 0) };
     this.o.onLoaded?.(this.m.bytes, m.dirs);
     this.trace(`loaded ${partition}`);
     throwIfCancelled(ctx.signal);
   }
 
-  /** The residency policy's decisions for this job (before the text encoder loads): the blocks first (streamed ones
-   * leave the GPU now), then the rest of the DiT during the text encoding. */
-  private async textResidency(m: Loaded, geo: Geometry): Promise<H3ResidencyReport> {
-    const want = this.o.textResidency ?? 'auto';
-    const budgetBytes = this.o.memoryBudgetBytes ?? m.e.pool.stats().budgetBytes;
-    const c = m.transformer.config;
-    const rows = geo.numLatentFrames * (geo.latentHeight / c.patchSize[1]) * (geo.latentWidth / c.patchSize[2]) + 2 * geo.numAudioLatents + 512;
-    const samplingWorkingBytes = SAMPLING_ROW_ELEMENTS * rows * c.hiddenSize * (m.dtype === 'f16' ? 2 : 4) + SAMPLING_FIXED_BYTES;
-    const wantBlocks = this.o.blockOffload ?? 'auto';
-    const stream = wantBlocks === 'auto' ? m.bytes + samplingWorkingBytes > budgetBytes : wantBlocks === 'on';
-    if (stream) await m.transformer.offloadBlocks();
-    else m.transformer.residentBlocks();
-    const blockHostBytes = m.transformer.blockOffload?.hostBytes ?? 0;
-    const residentBytes = m.e.pool.stats().inUseBytes;
-    const textEncoderBytes = await this.textEncoderHost.gpuBytes(m.e, m.dirs.textEncoder, { dtype: m.dtype, int8: this.o.textEncoderInt8 });
-    const over = residentBytes + textEncoderBytes > budgetBytes;
-    const dit = want === 'auto' ? (over ? 'host' : 'resident') : want;
-    const reason = want !== 'auto' ? `forced (${want})` : over ? 'the resident weights and the text encoder together exceed the budget' : 'the resident weights and the text encoder fit the budget together';
-    return {
-      blocks: stream ? 'streamed' : 'resident', blockHostBytes, samplingWorkingBytes, samplingHostToGpuBytes: 0, forwards: 0,
-      dit, reason, budgetBytes, residentBytes, textEncoderBytes, hostToGpuBytes: 0, gpuToHostBytes: 0,
-    };
-  }
-
   async run(task: H3Task, ctx: RunContext): Promise<void> {
-    await this.loaded(ctx);
-    checkInputs(task);
     const count = task.images.length;
     const reference = count > 0 && task.imageMode === 'reference';
-    await this.usePartition(reference ? 'ref2va' : 'fl2va', ctx);
+    this.next = task;
+    try {
+      await this.loaded(ctx);
+      checkInputs(task);
+      await this.usePartition(reference ? 'ref2va' : 'fl2va', ctx);
+    } finally {
+      this.next = null;
+    }
     const m = this.m!;
     const { e, transformer } = m;
     const audioRefs = audioReferenceCount(task);
@@ -340,7 +302,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     const pictures = !count ? [] : reference ? await readReferences(task.images, { width, height }, ctx.signal, this.o.referenceCanvas) : await readKeyframes(task.images, width, height, ctx.signal);
     // the soundtrack and voices read before any model loads too: a file that is not audio fails here (conditioning/audio.ts)
     let audio = await readAudioInputs(task, ctx.signal);
-    const residency = await this.textResidency(m, geo);
+    const residency = await decideResidency(this.o, { e, dtype: m.dtype, textEncoderDir: m.dirs.textEncoder, transformer, weightBytes: m.weightBytes }, geo, this.textEncoderHost);
     // the DiT's weights on the host from before the encoder loads until it is freed ('host' only)
     const dit: { held: HostHeld | null } = { held: null };
     let encoded: Awaited<ReturnType<typeof encodePromptRows>>;

@@ -136,6 +136,8 @@ export interface LoadH3Options {
   /** The blocks' adaln_proj weights in host memory, streamed per table build (default for int8), or resident
    * (default for 16-bit): H3LoadOptions. */
   adalnWeights?: H3LoadOptions['adalnWeights'];
+  /** Where the blocks go as they load (the pipeline's residency policy): H3LoadOptions. */
+  blocks?: H3LoadOptions['blocks'];
 }
 
 /**
@@ -159,7 +161,7 @@ export async function loadH3Transformer(e: Engine, profile: H3Variant | H3Profil
     const int8 = opts.int8 ?? p.weights === 'int8';
     // int8 profiles aim at the spec's ~32 GB: their 13 GB of adaln_proj weights wait on the host, streamed once per
     // table build (sampler.ts builds a distilled job's tables once); 16-bit profiles keep them resident
-    const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8, prefix: source.prefix, adalnWeights: opts.adalnWeights ?? (int8 ? 'host' : 'gpu') };
+    const load: H3LoadOptions = { dtype: opts.dtype ?? 'f16', int8, prefix: source.prefix, adalnWeights: opts.adalnWeights ?? (int8 ? 'host' : 'gpu'), blocks: opts.blocks };
     // the source presents diffusers key names whatever the stored format
     const model = await MiniMaxH3Transformer.load(e, merged.checkpoint(), { ...config, format: 'diffusers' }, load);
     model.stepCount = p.stepCount;

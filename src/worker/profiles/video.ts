@@ -118,7 +118,7 @@ export function h3ProfilePipeline(profile: H3Variant, o: {
       files = found.files;
       return found.dirs;
     },
-    loadTransformer: (e, _dirs, l) => loadH3Transformer(e, profile, files!, { dtype: l.dtype, partition: l.partition }),
+    loadTransformer: (e, _dirs, l) => loadH3Transformer(e, profile, files!, { dtype: l.dtype, partition: l.partition, blocks: l.blocks }),
     textEncoderInt8: profile.weights === 'int8',
     sampler: profile.stepCache ? { stepCache: profile.stepCache } : undefined,
     onLoaded: o.onLoaded,

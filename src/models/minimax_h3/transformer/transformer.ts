@@ -51,7 +51,16 @@ export interface H3LoadOptions {
    * 13B parameters only the AdaLN tables read. 'gpu' keeps them resident (faster tables, 13-26 GB more GPU memory).
    */
   adalnWeights?: 'host' | 'gpu';
+  /**
+   * Where the transformer blocks' weights go as they load: 'gpu' (default), or 'host': each block is read onto the GPU
+   * alone and moved to host memory at once (the copy kept for block offload, offloadBlocks), so the whole DiT is never
+   * on the GPU. A function decides once the first block is loaded, from its pool bytes (the residency policy).
+   */
+  blocks?: 'gpu' | 'host' | H3BlockPlacement;
 }
+
+/** Decides where the blocks go from the first one's GPU bytes (pool size classes) and their count. */
+export type H3BlockPlacement = (first: { blockBytes: number; blocks: number; config: H3Config }) => 'gpu' | 'host';
 
 /** The GPU state of a job's packed sequence: RoPE tables and stream row ids. */
 export interface H3Sequence {
@@ -99,6 +108,8 @@ export class MiniMaxH3Transformer {
   private blockTensors: Tensor[][] = [];
   /** Block offload (offloadBlocks): every block's weights in host memory, uploaded in turn for each use. */
   private stream: BlockStream | null = null;
+  /** The host copies of blocks made resident again (residentBlocks), for a later offloadBlocks without a readback. */
+  private parked: BlockStream | null = null;
 
   private constructor(
     readonly e: Engine,
@@ -127,6 +138,8 @@ export class MiniMaxH3Transformer {
     const p = opts.prefix ?? '';
     const c = config;
     const H = c.hiddenSize;
+    /** The blocks' host copies where they load to the host. */
+    const held: HostHeld[] = [];
     try {
       const proj_in = await loadLinearModule(f32, `${p}proj_in.`, H, videoPatchDim(c), true);
       const audio_proj_in = await loadLinearModule(f32, `${p}audio_proj_in.`, H, c.audioInChannels, true);
@@ -141,10 +154,18 @@ export class MiniMaxH3Transformer {
       const blocks: H3TransformerBlock<AdaLNProjection>[] = [];
       const adalnOnHost = (opts.adalnWeights ?? 'host') === 'host';
       const blockTensors: Tensor[][] = [];
+      let place = typeof opts.blocks === 'string' ? opts.blocks : 'gpu';
       for (let i = 0; i < c.numLayers; i++) {
         const first = w.loaded.length;
         blocks.push(await H3TransformerBlock.load(w, c, `${p}transformer_blocks.${i}.`, { adalnOnHost }));
-        blockTensors.push(w.loaded.slice(first).filter((t): t is Tensor => t instanceof Tensor));
+        const ts = w.loaded.slice(first).filter((t): t is Tensor => t instanceof Tensor);
+        blockTensors.push(ts);
+        if (i === 0 && typeof opts.blocks === 'function') {
+          const blockBytes = [...new Set(ts.map((t) => t.storage))].reduce((a, s) => a + s.pooled.size, 0);
+          place = opts.blocks({ blockBytes, blocks: c.numLayers, config: c });
+        }
+        // the block's bytes to the host before the next one loads: one block on the GPU at a time
+        if (place === 'host') held.push(await releaseToHost(e, ts, { keep: true }));
       }
       const norm_out = {
         norm: await loadPlain(w, `${p}norm_out.norm.weight`, [H]),
@@ -155,6 +176,7 @@ export class MiniMaxH3Transformer {
       const model = new MiniMaxH3Transformer(e, c, dtype, proj_in, audio_proj_in, context_embedder, time_embedder, { refiner_blocks, final_norm }, blocks, norm_out, proj_out, audio_proj_out, h3InvFreq(c.ropeFreqDim, c.ropeTheta));
       model.tensors = w.loaded.filter((t): t is Tensor => t instanceof Tensor);
       model.blockTensors = blockTensors;
+      if (held.length) model.stream = { held, prefetch: 1 };
       return model;
     } catch (err) {
       for (const t of w.loaded) t.free();
@@ -176,6 +198,14 @@ export class MiniMaxH3Transformer {
    */
   async offloadBlocks(prefetch = 1): Promise<void> {
     if (this.stream) return;
+    const parked = this.parked;
+    if (parked) {
+      // the host copies kept from before (residentBlocks): the buffers go back without a readback
+      for (const h of parked.held) h.evict();
+      this.parked = null;
+      this.stream = parked;
+      return;
+    }
     const held: HostHeld[] = [];
     try {
       for (const ts of this.blockTensors) held.push(await releaseToHost(this.e, ts, { keep: true }));
@@ -186,20 +216,24 @@ export class MiniMaxH3Transformer {
     this.stream = { held, prefetch: Math.max(0, Math.floor(prefetch)) };
   }
 
-  /** Every block resident again (a job that fits without block offload). */
+  /** Every block resident again (a job that fits without block offload); the host copies are kept for the next
+   * offloadBlocks(). */
   residentBlocks(): void {
     const s = this.stream;
     if (!s) return;
     for (const h of s.held) h.restore();
     this.stream = null;
+    this.parked = s;
   }
 
   /** What block offload streams: null when the blocks are resident. hostBytes: all blocks' bytes in host memory, each
-   * forward (and each AdaLN table build) uploads them once; uploadedBytes: uploads so far. */
-  get blockOffload(): { blocks: number; prefetch: number; hostBytes: number; uploadedBytes: number } | null {
+   * forward (and each AdaLN table build) uploads them once; gpuBytes: their pool bytes when resident; uploadedBytes:
+   * uploads so far. */
+  get blockOffload(): { blocks: number; prefetch: number; hostBytes: number; gpuBytes: number; uploadedBytes: number } | null {
     const s = this.stream;
     if (!s) return null;
-    return { blocks: s.held.length, prefetch: s.prefetch, hostBytes: s.held.reduce((a, h) => a + h.bytes, 0), uploadedBytes: s.held.reduce((a, h) => a + h.uploadedBytes, 0) };
+    const sum = (f: (h: HostHeld) => number) => s.held.reduce((a, h) => a + f(h), 0);
+    return { blocks: s.held.length, prefetch: s.prefetch, hostBytes: sum((h) => h.bytes), gpuBytes: sum((h) => h.gpuBytes), uploadedBytes: sum((h) => h.uploadedBytes) };
   }
 
   /** Block n's weights on the GPU (and `prefetch` more after it) while `fn` records its work, given back after. */

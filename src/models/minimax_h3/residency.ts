@@ -1,0 +1,127 @@
+// The residency policy of a MiniMax H3 job (pipeline.ts): what of the DiT stays on the GPU under the memory budget.
+// Decided from the budget: the DiT's blocks already when the DiT loads (a DiT that would not fit with the sampling's
+// working set loads each block straight to host memory: transformer.ts H3LoadOptions.blocks), then per job before the
+// text encoder loads (the blocks streamed or resident for this job's size, the rest of the DiT on the host while the
+// text encoder runs, or not). docs/performance.md "Video under a budget".
+import type { Engine } from '../../engine/engine';
+import type { ComputeDType } from '../common/weights';
+import type { H3TextEncoderHost } from './text-encoder/encoder';
+import type { H3Config } from './transformer/config';
+import type { H3BlockPlacement, MiniMaxH3Transformer } from './transformer/transformer';
+import type { Geometry } from './sequence/packed-sequence';
+
+/** Where the DiT's weights are while the text encoder is on the GPU: 'resident' (the GPU, beside it), or 'host' (read
+ * back to host memory before the encoder loads, uploaded again once it is freed). 'auto' (the default): 'host' when the
+ * resident weights plus the encoder's would exceed the memory budget. */
+export type H3TextResidency = 'auto' | 'resident' | 'host';
+
+/** Block offload of the DiT: 'auto' (the default) streams the blocks when the DiT's weights (all resident) plus the
+ * sampling's working set (estimated: SAMPLING_ROW_ELEMENTS per sequence row and hidden unit, plus
+ * SAMPLING_FIXED_BYTES) would exceed the budget. Streamed blocks are loaded straight to host memory. */
+export type H3BlockOffload = 'auto' | 'off' | 'on';
+
+/** The policy's inputs among the pipeline's options (H3PipelineOptions). */
+export interface H3ResidencyOptions {
+  /** GPU bytes a job may hold, for the residency policy (default: the engine's pool budget, GPU_MEMORY_BUDGET). */
+  memoryBudgetBytes?: number;
+  /** Whether the DiT's blocks stream from host memory during sampling (default 'auto'; tests force 'on'). */
+  blockOffload?: H3BlockOffload;
+  /** Where the DiT waits during the text encoding (default 'auto'; tests force 'host'). */
+  textResidency?: H3TextResidency;
+  /** Text encoder linears as int8 (the int8 profiles). */
+  textEncoderInt8?: boolean;
+}
+
+/** Sampling's working set per packed row and hidden unit, in compute-dtype elements, and a fixed part: the plans at
+ * the released sizes (docs/performance.md) hold about 8.6 a row-unit plus 0.4 GiB (768p 10 s: 6.45 GiB over 73,514
+ * rows of 5120; 480p 5 s: 1.69 GiB), so these err high. */
+const SAMPLING_ROW_ELEMENTS = 10;
+const SAMPLING_FIXED_BYTES = 2 ** 29;
+
+/** What a job did about GPU memory (H3PipelineOptions.onResidency; a plan reports it). */
+export interface H3ResidencyReport {
+  /** The DiT's transformer blocks during sampling: resident, or streamed from host memory block by block. */
+  blocks: 'resident' | 'streamed';
+  /** Streamed: the blocks' bytes in host memory, and what one forward (each sampling step's) uploads. */
+  blockHostBytes: number;
+  /** The sampling's working set the block decision assumed (resident weights aside). */
+  samplingWorkingBytes: number;
+  /** Host-to-GPU bytes the sampling stage uploaded for the blocks (forwards and AdaLN table builds). */
+  samplingHostToGpuBytes: number;
+  /** Forwards the sampling ran (its steps; a step cache skips some). */
+  forwards: number;
+  /** The DiT's weights during the text encoding. */
+  dit: 'resident' | 'host';
+  /** Why: forced by the options, or the figures compared. */
+  reason: string;
+  budgetBytes: number;
+  /** Bytes in use before the encoder loaded (the DiT and the VAEs) and the encoder's own (pool size classes). */
+  residentBytes: number;
+  textEncoderBytes: number;
+  /** Host-to-GPU bytes this cost the job (the DiT uploaded again), and GPU-to-host (read back). */
+  hostToGpuBytes: number;
+  gpuToHostBytes: number;
+}
+
+/** The rows of a job's packed sequence the estimate counts (video patches, both audio channels, 512 of text). */
+function sequenceRows(c: H3Config, geo: Geometry): number {
+  return geo.numLatentFrames * (geo.latentHeight / c.patchSize[1]) * (geo.latentWidth / c.patchSize[2]) + 2 * geo.numAudioLatents + 512;
+}
+
+/** The sampling's working set the block decision assumes for a job (null: before any job, the fixed part alone). */
+export function samplingWorkingBytes(c: H3Config, geo: Geometry | null, dtype: ComputeDType): number {
+  return (geo ? SAMPLING_ROW_ELEMENTS * sequenceRows(c, geo) * c.hiddenSize * (dtype === 'f16' ? 2 : 4) : 0) + SAMPLING_FIXED_BYTES;
+}
+
+/** Whether the blocks stream: forced, or the DiT's weights all resident (`weightBytes`, with the VAEs') plus the
+ * sampling's working set exceed the budget. */
+function streams(want: H3BlockOffload, weightBytes: number, working: number, budgetBytes: number): boolean {
+  return want === 'auto' ? weightBytes + working > budgetBytes : want === 'on';
+}
+
+/**
+ * The load's block placement (transformer.ts H3LoadOptions.blocks): decided once the first block is on the GPU, from
+ * what the load holds so far (`heldBytes()`: the VAEs, the DiT's first weights and that block) and the remaining blocks
+ * at its size, against the working set of the job about to run (`geo`, null when loading ahead of one). The same
+ * comparison as the job's own (decideResidency), so a job at the size the load was made for keeps the placement.
+ */
+export function blockPlacement(o: H3ResidencyOptions, e: Engine, dtype: ComputeDType, heldBytes: () => number, geo: (c: H3Config) => Geometry | null): H3BlockPlacement {
+  return ({ blockBytes, blocks, config }) => {
+    const budgetBytes = o.memoryBudgetBytes ?? e.pool.stats().budgetBytes;
+    const weightBytes = heldBytes() + blockBytes * (blocks - 1);
+    return streams(o.blockOffload ?? 'auto', weightBytes, samplingWorkingBytes(config, geo(config), dtype), budgetBytes) ? 'host' : 'gpu';
+  };
+}
+
+/** What the loaded model gives the policy. */
+export interface ResidencyModel {
+  e: Engine;
+  dtype: ComputeDType;
+  textEncoderDir: string;
+  transformer: MiniMaxH3Transformer;
+  /** GPU bytes of the loaded weights with every block resident (the DiT's and the VAEs'). */
+  weightBytes: number;
+}
+
+/**
+ * The policy's decisions for one job (before the text encoder loads): the blocks first (streamed ones leave the GPU
+ * now, resident ones come back), then where the rest of the DiT waits during the text encoding.
+ */
+export async function decideResidency(o: H3ResidencyOptions, m: ResidencyModel, geo: Geometry, textEncoder: H3TextEncoderHost): Promise<H3ResidencyReport> {
+  const want = o.textResidency ?? 'auto';
+  const budgetBytes = o.memoryBudgetBytes ?? m.e.pool.stats().budgetBytes;
+  const working = samplingWorkingBytes(m.transformer.config, geo, m.dtype);
+  const stream = streams(o.blockOffload ?? 'auto', m.weightBytes, working, budgetBytes);
+  if (stream) await m.transformer.offloadBlocks();
+  else m.transformer.residentBlocks();
+  const blockHostBytes = m.transformer.blockOffload?.hostBytes ?? 0;
+  const residentBytes = m.e.pool.stats().inUseBytes;
+  const textEncoderBytes = await textEncoder.gpuBytes(m.e, m.textEncoderDir, { dtype: m.dtype, int8: o.textEncoderInt8 });
+  const over = residentBytes + textEncoderBytes > budgetBytes;
+  const dit = want === 'auto' ? (over ? 'host' : 'resident') : want;
+  const reason = want !== 'auto' ? `forced (${want})` : over ? 'the resident weights and the text encoder together exceed the budget' : 'the resident weights and the text encoder fit the budget together';
+  return {
+    blocks: stream ? 'streamed' : 'resident', blockHostBytes, samplingWorkingBytes: working, samplingHostToGpuBytes: 0, forwards: 0,
+    dit, reason, budgetBytes, residentBytes, textEncoderBytes, hostToGpuBytes: 0, gpuToHostBytes: 0,
+  };
+}
