@@ -1,9 +1,11 @@
-// npm run bench:load -- [--gib 2] [--dir <folder>] [--tensor-mib 32] [--keep] [--skip-int8]
+// npm run bench:load -- [--gib 2] [--dir <folder>] [--tensor-mib 32] [--chunk-mib 8] [--convert-on gpu,cpu] [--keep] [--skip-int8]
 // Kiln's checkpoint load rate beside the raw read rate of the same file (issue 44, "load at disk speed"): a synthetic
 // BF16 checkpoint of --gib GiB (linears [rows, 4096] of --tensor-mib MiB each, real bytes on disk, in a temp folder
 // under --dir) is
 //   read raw            sequential 8 MiB reads into one buffer (what the loader's chunks are), nothing else
-//   loaded plain        loadTensor as f16 (BF16 -> f16 conversion, the engine's upload, its queue drained)
+//   loaded plain        loadTensor as f16 (BF16 -> f16 conversion, the engine's upload, its queue drained), once per
+//                       --convert-on: 'gpu' (the raw chunk uploaded, the convert kernel: what 'auto' takes for these
+//                       tensors) and 'cpu' (the JS table before the upload, the path before the kernel)
 //   loaded int8         quantizeInt8FromCheckpoint + uploadInt8: first load (quantised on the CPU, written to the
 //                       int8 cache), then from the cache (engine/int8-cache.ts), whose files are also read raw
 // each with the page cache warm, and cold where it can be dropped: posix_fadvise(DONTNEED) through GNU dd's
@@ -25,12 +27,14 @@ interface Args {
   gib: number;
   dir: string;
   tensorMib: number;
+  chunkMib: number;
+  convertOn: ('gpu' | 'cpu')[];
   keep: boolean;
   int8: boolean;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { gib: 2, dir: tmpdir(), tensorMib: 32, keep: false, int8: true };
+  const a: Args = { gib: 2, dir: tmpdir(), tensorMib: 32, chunkMib: 8, convertOn: ['gpu', 'cpu'], keep: false, int8: true };
   for (let i = 0; i < argv.length; i++) {
     const v = argv[i]!;
     const num = (name: string) => {
@@ -41,9 +45,15 @@ function parseArgs(argv: string[]): Args {
     if (v === '--gib') a.gib = num(v);
     else if (v === '--dir') a.dir = argv[++i]!;
     else if (v === '--tensor-mib') a.tensorMib = num(v);
+    else if (v === '--chunk-mib') a.chunkMib = num(v);
+    else if (v === '--convert-on') {
+      const on = (argv[++i] ?? '').split(',');
+      if (!on.length || !on.every((o) => o === 'gpu' || o === 'cpu')) throw new Error('--convert-on takes gpu, cpu or gpu,cpu');
+      a.convertOn = on as ('gpu' | 'cpu')[];
+    }
     else if (v === '--keep') a.keep = true;
     else if (v === '--skip-int8') a.int8 = false;
-    else throw new Error(`unknown option ${v} (--gib N, --dir D, --tensor-mib M, --keep, --skip-int8)`);
+    else throw new Error(`unknown option ${v} (--gib N, --dir D, --tensor-mib M, --chunk-mib C, --convert-on gpu,cpu, --keep, --skip-int8)`);
   }
   return a;
 }
@@ -122,11 +132,11 @@ async function rawRead(files: string[]): Promise<{ s: number; bytes: number }> {
   return { s: (performance.now() - t0) / 1000, bytes };
 }
 
-async function loadPlain(e: Engine, path: string, names: string[]): Promise<number> {
+async function loadPlain(e: Engine, path: string, names: string[], convertOn: 'gpu' | 'cpu', chunkBytes: number): Promise<number> {
   const t0 = performance.now();
   const ckpt = await Checkpoint.open(path);
   try {
-    for (const n of names) (await loadTensor(e, ckpt, n, { dtype: 'f16' })).free();
+    for (const n of names) (await loadTensor(e, ckpt, n, { dtype: 'f16', convertOn, chunkBytes })).free();
     await e.sync();
   } finally {
     await ckpt.close();
@@ -181,17 +191,23 @@ async function main(): Promise<void> {
 
     // warm-up: kernels and the pool's buffers exist before anything is timed; the file is in the page cache
     await rawRead([path]);
-    await loadPlain(e, path, names.slice(0, 2));
+    const chunkBytes = a.chunkMib * MiB;
+    for (const on of a.convertOn) await loadPlain(e, path, names.slice(0, 2), on, chunkBytes);
     const results: Record<string, number> = {};
     for (const temp of ['cold', 'warm'] as const) {
       let note = 'warm: the file was just read';
       if (temp === 'cold') note = residentNote(dropCache([path]));
       const raw = await rawRead([path]);
       if (temp === 'cold') dropCache([path]);
-      const plain = await loadPlain(e, path, names);
+      const parts = [`raw read ${rate(size, raw.s)}`];
       results[`raw_${temp}`] = gb / raw.s;
-      results[`plain_${temp}`] = gb / plain;
-      say(`${temp} (${note}): raw read ${rate(size, raw.s)}; Kiln plain load (BF16 -> f16, uploaded) ${rate(size, plain)}: ${((raw.s / plain) * 100).toFixed(0)} % of raw`);
+      for (const [k, on] of a.convertOn.entries()) {
+        if (temp === 'cold' && k > 0) dropCache([path]);
+        const plain = await loadPlain(e, path, names, on, chunkBytes);
+        results[`plain_${on}_${temp}`] = gb / plain;
+        parts.push(`Kiln plain load (BF16 -> f16 on the ${on.toUpperCase()}, uploaded) ${rate(size, plain)}: ${((raw.s / plain) * 100).toFixed(0)} % of raw`);
+      }
+      say(`${temp} (${note}): ${parts.join('; ')}`);
     }
 
     if (a.int8) {

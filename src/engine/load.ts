@@ -1,8 +1,11 @@
-// Checkpoint tensors -> GPU tensors, streamed: file chunk (one reused read buffer) -> dtype conversion ->
-// queue.writeBuffer. The whole file is never in JS memory; at most one chunk and its converted copy.
+// Checkpoint tensors -> GPU tensors, streamed: file chunk (two read buffers taking turns) -> queue.writeBuffer, the
+// dtype conversion either on the GPU after a raw upload of the chunk (BF16 -> f16, F32 -> f16, BF16 -> f32 of a
+// tensor of GPU_CONVERT_MIN_BYTES or more: ops/convert.ts) or in JS before it (everything else, and host copies:
+// readConverted). The whole file is never in JS memory; at most one chunk and its converted copy.
 import { bf16BitsToF32, bf16ToF16Table, DTYPE_BYTES, encode, F16_OVERFLOW, f32ToF16Bits, LITTLE_ENDIAN_HOST, type DType } from './dtype';
 import type { Engine } from './engine';
 import { GGML_TYPES } from './gguf';
+import { convertInto, overflowedValue, overflowStatus, type GpuConversion } from './ops/convert';
 import { dequantInto, wholeWords } from './ops/dequant';
 import { Checkpoint, CheckpointError, SAFE_DTYPE_BYTES, decodeSafe, type SafeDType, type TensorEntry } from './safetensors';
 import type { Tensor } from './tensor';
@@ -16,7 +19,15 @@ export interface LoadOptions {
   shape?: readonly number[];
   /** Bytes read per chunk (default 8 MiB). */
   chunkBytes?: number;
+  /** Where BF16 -> f16, F32 -> f16 and BF16 -> f32 are converted: 'gpu' (the raw chunk uploaded, ops/convert.ts),
+   * 'cpu' (in JS, readConverted), or 'auto' (the default): the GPU for a tensor of GPU_CONVERT_MIN_BYTES or more in
+   * the file, where its one readback (the overflow check, to f16) costs little beside the work it takes off the
+   * main thread. Both give the same bits; other conversions always run on the CPU. */
+  convertOn?: 'auto' | 'gpu' | 'cpu';
 }
+
+/** 'auto' converts a tensor of at least this many file bytes on the GPU (LoadOptions.convertOn). */
+export const GPU_CONVERT_MIN_BYTES = 2 ** 20;
 
 const DEFAULT_DTYPE: Record<SafeDType, DType> = { F32: 'f32', F16: 'f16', BF16: 'f32', I8: 'i8', U8: 'f32', F8_E4M3: 'f16', F8_E5M2: 'f16' };
 const SAME_BITS: Partial<Record<SafeDType, DType>> = { F32: 'f32', F16: 'f16', I8: 'i8' };
@@ -30,7 +41,9 @@ export async function loadTensor(e: Engine, ckpt: Checkpoint, name: string, opts
   const t = e.empty(entry.shape, dtype, name);
   if (e.shapeOnly) return t; // a plan: the tensor's place and size, not its bytes
   try {
+    const conv = gpuConversion(entry, dtype, opts.convertOn ?? 'auto');
     if (entry.quant && dtype !== 'i8') await loadBlocks(e, ckpt, entry, t, opts.chunkBytes);
+    else if (conv) await loadConverting(e, ckpt, entry, conv, t, opts.chunkBytes);
     else await readConverted(ckpt, entry, dtype, (bytes, dstOffset) => e.writeBytes(t, dstOffset, bytes), opts.chunkBytes);
   } catch (err) {
     t.free();
@@ -59,6 +72,39 @@ export async function readConverted(
     if (dtype === 'f16') checkF16Range(values, ckpt.path, name);
     sink(encode(values, dtype), dstOffset);
   });
+}
+
+/** The GPU conversion loadTensor takes for `entry` to `dtype`, or null for the CPU path. */
+function gpuConversion(entry: TensorEntry, dtype: DType, on: 'auto' | 'gpu' | 'cpu'): GpuConversion | null {
+  if (on === 'cpu' || entry.scaled || entry.quant) return null;
+  const conv = `${entry.dtype}->${dtype}`;
+  if (conv !== 'BF16->f16' && conv !== 'F32->f16' && conv !== 'BF16->f32') return null;
+  return on === 'gpu' || entry.byteLength >= GPU_CONVERT_MIN_BYTES ? conv : null;
+}
+
+/** The tensor's file bytes cross to the GPU as stored, chunk by chunk through one staging tensor, and the convert
+ * kernel writes them into `t` (the same bits as readConverted's CPU conversion; a finite value beyond f16's range
+ * fails the same way, found by one readback after the last chunk). */
+async function loadConverting(e: Engine, ckpt: Checkpoint, entry: TensorEntry, conv: GpuConversion, t: Tensor, chunkBytes = 8 * 2 ** 20): Promise<void> {
+  const srcElem = SAFE_DTYPE_BYTES[entry.dtype];
+  // whole multiples of 4 elements: every chunk but the last starts an f16 word and ends on a 4-byte boundary
+  const step = Math.max(4, Math.floor(chunkBytes / srcElem / 4) * 4) * srcElem;
+  const staging = e.empty([Math.max(1, Math.ceil(Math.min(step, entry.byteLength) / 4))], 'f32', `${entry.name} file bytes`);
+  const status = conv === 'BF16->f32' ? undefined : overflowStatus(e, `${entry.name} overflow`);
+  try {
+    await ckpt.readChunks(entry.name, step, (bytes, off) => {
+      // writeBytes flushes recorded work first, and the queue runs the previous chunk's kernel before this write
+      e.writeBytes(staging, 0, wholeWords(bytes));
+      convertInto(e, conv, staging, bytes.byteLength / srcElem, t, off / srcElem, status);
+    });
+    if (status) {
+      const v = await overflowedValue(e, status);
+      if (v !== null) throw beyondF16(v, ckpt.path, entry.name);
+    }
+  } finally {
+    staging.free();
+    status?.free();
+  }
 }
 
 /** A GGUF quantised tensor: its blocks cross to the GPU as stored, chunk by chunk, and the dequant kernel widens them
