@@ -26,6 +26,7 @@ import { JobWaiters } from './jobs/job.waiters';
 import { JobsController } from './jobs/jobs.controller';
 import { JobInputs } from './jobs/job.inputs';
 import { JobsService } from './jobs/jobs.service';
+import { FitCheck } from './jobs/fit-check';
 import { MediaInputProbe } from './jobs/media-input-probe';
 import { OutboundClient } from './net/outbound';
 import { RootController } from './root.controller';
@@ -145,6 +146,7 @@ export class AppModule {
       { provide: GpuProbe, useFactory: (s: Scheduler) => new WorkerGpuProbe(s), inject: [Scheduler] },
       JobsService,
       JobInputs,
+      FitCheck,
       // dry_run's plans, in child processes (the API never loads the engine)
       { provide: Planner, useFactory: (g: GpuProbe) => new Planner({ budgetBytes: settings.gpuMemoryBudgetBytes, gpu: () => g.describe() }), inject: [GpuProbe] },
       VideoService,

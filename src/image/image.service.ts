@@ -8,11 +8,13 @@ import { JobInputs } from '../jobs/job.inputs';
 import { JobsService } from '../jobs/jobs.service';
 import { LoraLibrary } from '../loras/lora-library';
 import { Planner } from '../plan/planner';
+import type { PlanRequest } from '../plan/plan';
+import { FitCheck } from '../jobs/fit-check';
 
 /** Image job creation: the spec's rules (profiles, tiers, explicit size, size_from_ref), inputs checked. */
 @Injectable()
 export class ImageService {
-  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly loras: LoraLibrary, private readonly planner: Planner) {}
+  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly loras: LoraLibrary, private readonly planner: Planner, private readonly fit: FitCheck) {}
 
   /** The JSON form: its images are URLs or data URIs, fetched once the checks that need no bytes passed. */
   createFromRefs(req: ImageRequest & { images?: string[]; callback_url?: string | null; wait?: boolean; dry_run?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
@@ -45,16 +47,20 @@ export class ImageService {
         if (problem) throw new BadInputError(problem);
       });
     }
+    // the job as a plan sees it: by size (a picture's contents do not change a plan)
+    const planned: PlanRequest = {
+      kind: 'image', prompt: req.prompt, negative_prompt: req.negative_prompt, profile: d.profile.profile, aspect: req.aspect, res: req.res,
+      size: d.size_from_ref ? `${width}x${height}` : req.size, steps: req.steps, cfg: req.cfg, images: probes.map((p) => ({ width: p.width, height: p.height })),
+    };
     if (req.dry_run) {
-      // the plan of the job this request would make: checked above as a create is, then planned by size (a picture's
-      // contents do not change a plan); nothing queued or stored, the fetched pictures dropped with the request
-      const plan = await this.planner.plan({
-        kind: 'image', prompt: req.prompt, negative_prompt: req.negative_prompt, profile: d.profile.profile, aspect: req.aspect, res: req.res,
-        size: d.size_from_ref ? `${width}x${height}` : req.size, steps: req.steps, cfg: req.cfg, images: probes.map((p) => ({ width: p.width, height: p.height })),
-      }, signal);
+      // the plan of the job this request would make, checked above as a create is; nothing queued or stored, the
+      // fetched pictures dropped with the request
+      const plan = await this.planner.plan(planned, signal);
       if (loras.length) plan.notes.push('the plan leaves the LoRAs out: their low-rank pairs (held on the GPU beside their layers) and the work they add are not counted');
       return plan as unknown as Record<string, unknown>;
     }
+    // a job that cannot fit the GPU is refused now, not failed once it ran out of memory
+    await this.fit.check('image', d.profile.profile, planned, signal);
     const { job, created } = await this.jobs.submit(
       {
         kind: 'image', profile: d.profile.profile, aspect, res: d.res, size: `${width}x${height}`, size_from_ref: d.size_from_ref,

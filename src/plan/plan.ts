@@ -34,6 +34,7 @@ import { taskPipeline } from '../worker/profiles/weights-source';
 import { checkLanguage, checkPrompt, checkRefText } from '../jobs/job-requests';
 import { CLIP_SECONDS, TTS_PROFILE } from '../catalog';
 import { calibrationFor } from './calibration';
+import { NEEDS_LESS } from './needs-less';
 import { plannedH3Root, plannedKrea2Root, plannedQwen3TtsRoot, plannedQwenImage21Root } from './layouts';
 
 /** A request as the JSON API takes it, plus `kind` where the fields do not say it; media inputs by size. */
@@ -352,7 +353,7 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
     peak_gpu_bytes: peak, budget_bytes: c.budget, fits: peak <= c.budget,
     stages: rows, resident, flops: sum((s) => s.flops), bytes: sum((s) => s.bytes), dispatches: sum((s) => s.dispatches),
     per_step: perStep, predicted,
-    offload: offloadOf(c.residency, sampling?.steps ?? 0, peak, c.budget),
+    offload: offloadOf(c.kind, c.residency, sampling?.steps ?? 0, peak, c.budget),
     notes: c.notes,
   };
 }
@@ -360,7 +361,7 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
 
 /** The plan's offload field: what the video job's residency policy did (the DiT during the text encoding, its blocks
  * during sampling), and for a job over the budget, what it needs. */
-function offloadOf(r: H3ResidencyReport | undefined, steps: number, peak: number, budget: number): JobPlan['offload'] {
+function offloadOf(kind: JobPlan['kind'], r: H3ResidencyReport | undefined, steps: number, peak: number, budget: number): JobPlan['offload'] {
   const streamed = r?.blocks === 'streamed';
   const textHost = r?.dit === 'host';
   const policy = [streamed ? 'blocks-streamed' : '', textHost ? 'dit-on-host-while-encoding' : ''].filter(Boolean).join('+') || 'resident';
@@ -370,7 +371,7 @@ function offloadOf(r: H3ResidencyReport | undefined, steps: number, peak: number
   if (streamed) said.push(`the DiT's transformer blocks (${fmtBytes(r!.blockHostBytes)}) live in host memory and are uploaded in turn for each forward and AdaLN table build (two on the GPU at a time): ${fmtBytes(perStep)} host-to-GPU a step`);
   if (!r) said.push('nothing is offloaded for this kind of job');
   else if (!said.length) said.push('everything stays resident: it fits the budget');
-  if (peak > budget) said.push(`it does not fit even so: it needs ${fmtBytes(peak)} of GPU memory, over the ${fmtBytes(budget)} budget; a lower res or fewer seconds needs less`);
+  if (peak > budget) said.push(`it does not fit even so: it needs ${fmtBytes(peak)} of GPU memory, over the ${fmtBytes(budget)} budget; ${NEEDS_LESS[kind]}`);
   return {
     streamed: streamed ? ['transformer_blocks'] : [], host_to_gpu_bytes_per_step: perStep, policy,
     host_to_gpu_bytes_per_job: textHost ? r!.hostToGpuBytes : 0, note: said.join('; '),

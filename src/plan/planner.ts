@@ -34,6 +34,9 @@ export interface PlannerOptions {
   timeoutMs?: number;
 }
 
+/** A text field as a plan's shape sees it: given or not. */
+const nonEmpty = (t: unknown): boolean => typeof t === 'string' && t.trim() !== '';
+
 /** JSON with object keys sorted at every level. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
@@ -48,13 +51,15 @@ export class Planner {
   private readonly children = new Map<ChildProcess, (why: Error) => void>();
   private closed = false;
   private readonly cache = new Map<string, DryRunAnswer>();
+  /** fit(): answers by the job's shape. */
+  private readonly shapes = new Map<string, DryRunAnswer>();
 
   constructor(private readonly o: PlannerOptions) {}
 
   /** The plan of `request` (a PlanRequest the create path has already drafted and checked): a BadInputError where
    * the planner refuses it, QueueFullError when PLANNER_WAITING plans wait already, UnavailableError past the time
    * limit, CancelledError when `signal` fires (the client went away). */
-  async plan(request: PlanRequest, signal?: AbortSignal): Promise<DryRunAnswer> {
+  async plan(request: PlanRequest, signal?: AbortSignal, o: { waitAlways?: boolean } = {}): Promise<DryRunAnswer> {
     const gpu = await this.o.gpu();
     const key = createHash('sha256').update(canonical({ request, budget: this.o.budgetBytes ?? null, gpu: gpu ? { available: gpu.available, name: gpu.name, software: gpu.software } : null })).digest('hex');
     const hit = this.cache.get(key);
@@ -63,7 +68,7 @@ export class Planner {
       this.cache.set(key, hit);
       return structuredClone(hit);
     }
-    await this.slot(signal);
+    await this.slot(signal, o.waitAlways);
     try {
       const plan = await this.run({ request, ...(this.o.budgetBytes !== undefined ? { budget_bytes: this.o.budgetBytes } : {}), gpu }, signal);
       const answer: DryRunAnswer = { dry_run: true, ...plan };
@@ -74,6 +79,23 @@ export class Planner {
       this.running--;
       this.queue.shift()?.();
     }
+  }
+
+  /** Creation's fit check (fit-check.ts): the plan of `request` as `plan` makes it, but from answers kept by the job's
+   * shape (the request less its texts and seed, which change a plan's peak only through the prompt's token count: a
+   * shape's answer is reused while its peak is more than 1 % of the budget away from the budget, else the request is
+   * planned itself), and waiting its turn however many plans wait: a job is never refused 429 because dry runs keep
+   * the planner busy. */
+  async fit(request: PlanRequest, signal?: AbortSignal): Promise<DryRunAnswer> {
+    const gpu = await this.o.gpu();
+    const shape = { ...request, prompt: undefined, negative_prompt: undefined, seed: undefined, tts_text: nonEmpty(request.tts_text), tts_ref_text: nonEmpty(request.tts_ref_text) };
+    const key = createHash('sha256').update(canonical({ shape, budget: this.o.budgetBytes ?? null, gpu: gpu ? { available: gpu.available, name: gpu.name, software: gpu.software } : null })).digest('hex');
+    const hit = this.shapes.get(key);
+    if (hit && Math.abs(hit.peak_gpu_bytes - hit.budget_bytes) > 0.01 * hit.budget_bytes) return structuredClone(hit);
+    const plan = await this.plan(request, signal, { waitAlways: true });
+    this.shapes.set(key, plan);
+    if (this.shapes.size > CACHE_SIZE) this.shapes.delete(this.shapes.keys().next().value!);
+    return plan;
   }
 
   /** Stops the plans in flight and refuses new ones: the app is closing. Each is answered 503 (a documented status: the
@@ -88,12 +110,13 @@ export class Planner {
     this.close();
   }
 
-  private slot(signal?: AbortSignal): Promise<void> {
+  private slot(signal?: AbortSignal, waitAlways = false): Promise<void> {
+    if (this.closed) return Promise.reject(new UnavailableError(SHUTTING_DOWN));
     if (this.running < PLANNER_SLOTS) {
       this.running++;
       return Promise.resolve();
     }
-    if (this.queue.length >= PLANNER_WAITING) {
+    if (!waitAlways && this.queue.length >= PLANNER_WAITING) {
       return Promise.reject(new QueueFullError(`the planner is busy (${this.running} plan running, ${this.queue.length} waiting); ask again in a moment`));
     }
     return new Promise<void>((resolve, reject) => {

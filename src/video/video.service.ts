@@ -8,13 +8,15 @@ import { JobInputs } from '../jobs/job.inputs';
 import { JobsService } from '../jobs/jobs.service';
 import { VoiceStore } from '../tts/voices.store';
 import { Planner } from '../plan/planner';
+import type { PlanRequest } from '../plan/plan';
+import { FitCheck } from '../jobs/fit-check';
 
 type VideoInputs = { images: number; audios: number; load: () => Promise<[InputFile[], InputFile[]]> };
 
 /** Video job creation: the spec's rules, then inputs checked (images decodable and <= 25 MB, clips 2 to 15 s). */
 @Injectable()
 export class VideoService {
-  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly voices: VoiceStore, private readonly planner: Planner) {}
+  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly voices: VoiceStore, private readonly planner: Planner, private readonly fit: FitCheck) {}
 
   /** The JSON form: its images and audios are URLs or data URIs, fetched once the checks that need no bytes passed. */
   createFromRefs(req: VideoRequest & { images?: string[]; audios?: string[]; callback_url?: string | null; wait?: boolean; dry_run?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
@@ -70,16 +72,16 @@ export class VideoService {
     if (d.audio_mode === 'voice' && d.tts_text.trim() === '' && total > together.maxS + together.toleranceS) {
       throw new BadInputError(`audios: the voices are ${seconds.map((s) => s.toFixed(2)).join(' + ')} = ${total.toFixed(2)} s long; together they may be at most ${together.maxS} s: shorten or drop one`);
     }
-    if (req.dry_run) {
-      // the plan of the job this request would make: checked above as a create is, then planned by the pictures'
-      // sizes and the clips' lengths (their contents do not change a plan); nothing queued or stored
-      const plan = await this.planner.plan({
-        kind: 'video', prompt: req.prompt, profile: d.profile.profile, aspect: req.aspect, res: req.res, seconds: req.seconds, steps: req.steps,
-        image_mode: req.image_mode, audio_mode: req.audio_mode, tts_text: req.tts_text, tts_ref_text: req.tts_ref_text, tts_language: req.tts_language,
-        images: probed.map((p) => ({ width: p.width, height: p.height })), audios: seconds,
-      }, signal);
-      return plan as unknown as Record<string, unknown>;
-    }
+    // the job as a plan sees it: the pictures' sizes and the clips' lengths (their contents do not change a plan)
+    const planned: PlanRequest = {
+      kind: 'video', prompt: req.prompt, profile: d.profile.profile, aspect: req.aspect, res: req.res, seconds: req.seconds, steps: req.steps,
+      image_mode: req.image_mode, audio_mode: req.audio_mode, tts_text: req.tts_text, tts_ref_text: req.tts_ref_text, tts_language: req.tts_language,
+      images: probed.map((p) => ({ width: p.width, height: p.height })), audios: seconds,
+    };
+    // dry_run: the plan of the job this request would make, checked above as a create is; nothing queued or stored
+    if (req.dry_run) return (await this.planner.plan(planned, signal)) as unknown as Record<string, unknown>;
+    // a job that cannot fit the GPU even with offload is refused now, not failed once it ran out of memory
+    await this.fit.check('video', d.profile.profile, planned, signal);
     const { job, created } = await this.jobs.submit(
       {
         kind: 'video', profile: d.profile.profile, aspect: d.aspect, res: d.res, size: `${d.width}x${d.height}`, seconds: d.seconds,

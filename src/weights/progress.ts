@@ -1,5 +1,6 @@
 // Download progress for a terminal (one bar redrawn in place, at most 10 times a second) or a log (one line per
 // interval, default 10 s, so CI logs and `nohup` files stay short).
+import { fmtBytes } from '../common/bytes';
 
 export interface ProgressOut {
   write(s: string): unknown;
@@ -13,12 +14,7 @@ export interface ProgressOptions {
   now?: () => number;
 }
 
-export function fmtBytes(n: number): string {
-  if (n >= 2 ** 30) return `${(n / 2 ** 30).toFixed(2)} GiB`;
-  if (n >= 2 ** 20) return `${(n / 2 ** 20).toFixed(1)} MiB`;
-  if (n >= 2 ** 10) return `${(n / 2 ** 10).toFixed(1)} KiB`;
-  return `${n} B`;
-}
+export { fmtBytes };
 
 function fmtDuration(s: number): string {
   if (!Number.isFinite(s)) return '?';
