@@ -17,6 +17,7 @@ import { comfyDiffusionPrefix } from '../../engine/comfy-keys';
 import { Checkpoint } from '../../engine/safetensors';
 import type { Tensor } from '../../engine/tensor';
 import { writePng } from '../../media';
+import { assertFiniteOutput, OVERFLOW_HINT } from '../common/finite-output';
 import type { ImageJobTask } from '../common/image-task';
 import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
 import { guidedEuler, type DenoisedPreview } from '../common/guided-euler';
@@ -274,6 +275,7 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       x.free();
       x = null;
       this.o.onSampled?.(latent);
+      assertFiniteOutput(latent, 'the sampled latents', OVERFLOW_HINT);
       const z = e.upload(channelLast(latent, cfg.channels, h * w), [1, h, w, cfg.channels], m.vae.dtype, 'krea2 latent');
       let pixels: Float32Array;
       try {
@@ -288,6 +290,7 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       }
       throwIfCancelled(ctx.signal);
       this.o.onDecoded?.(pixels, task.height, task.width);
+      assertFiniteOutput(pixels, 'the decoded picture', OVERFLOW_HINT);
       await writePng(task.outputPath, { data: krea2Rgb8(pixels), width: task.width, height: task.height }, task.png, { signal: ctx.signal });
     } finally {
       x?.free();

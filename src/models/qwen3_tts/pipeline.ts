@@ -19,6 +19,7 @@ import { decodeAudio, probeAudio } from '../../media/audio-input';
 import { SPEECH_SAMPLE_RATE, writeWav } from '../../media/wav';
 import { ResidentPipeline, type RunContext } from '../common/pipeline';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
+import { assertFiniteOutput } from '../common/finite-output';
 import { TextTokenizer } from '../tokenizer';
 import { CodecDecoder, CodecEncoder } from './codec';
 import {
@@ -261,6 +262,7 @@ export class Qwen3TtsPipeline extends ResidentPipeline<Qwen3TtsTask, Loaded> {
       ctx.stage(STAGE.save);
       const audio = joinPieces(pieces, Math.round(CHUNK_PAUSE_S * SPEECH_SAMPLE_RATE));
       this.o.onAudio?.(audio);
+      assertFiniteOutput(audio, 'the decoded speech', 'try another seed or reference clip, and check the weight files (npm run weights -- list)');
       await writeWav(task.outputPath, { data: audio, sampleRate: SPEECH_SAMPLE_RATE, channels: 1, layout: 'planar' }, { signal: ctx.signal });
     } finally {
       spk.free();

@@ -17,6 +17,7 @@ import type { Engine } from '../../engine/engine';
 import type { Tensor } from '../../engine/tensor';
 import { STAGE } from '../../catalog';
 import { writePng } from '../../media';
+import { assertFiniteOutput, OVERFLOW_HINT } from '../common/finite-output';
 import type { ImageJobTask } from '../common/image-task';
 import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
 import type { LoraTarget } from '../common/lora-linear';
@@ -279,7 +280,10 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
       });
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);
-      if (this.o.onSampled) this.o.onSampled(await e.read(latents));
+      // the latents read back (1 MiB at 1K) to check them: a NaN there decodes to a flat picture, finite and wrong
+      const sampled = await e.read(latents);
+      this.o.onSampled?.(sampled);
+      assertFiniteOutput(sampled, 'the sampled latents', OVERFLOW_HINT);
 
       ctx.stage(STAGE.save);
       const { h, w } = latentGrid(task.width, task.height);
@@ -296,6 +300,7 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
       }
       throwIfCancelled(ctx.signal);
       this.o.onDecoded?.(data, H, W, channels);
+      assertFiniteOutput(data, 'the decoded picture', OVERFLOW_HINT);
       const rgb = rgbOverWhite(data, H, W, channels);
       await writePng(task.outputPath, { data: rgb, shape: [3, H, W] }, task.png, { signal: ctx.signal });
     } finally {

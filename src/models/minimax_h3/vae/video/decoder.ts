@@ -10,6 +10,7 @@ import type { Engine } from '../../../../engine/engine';
 import { Checkpoint } from '../../../../engine/safetensors';
 import type { Tensor } from '../../../../engine/tensor';
 import type { ComputeDType, WeightLoader } from '../../../common/weights';
+import { assertFiniteOutput, OVERFLOW_HINT } from '../../../common/finite-output';
 import { decodePlan, parseVideoVaeConfig, RELEASED_TILING, splitTiles, temporalGeometry, type TilingOptions, type VideoVaeConfig } from './config';
 import { tileRope, VaeViTDecoder, type Capture, type TileRope } from './vit';
 
@@ -243,6 +244,7 @@ export class VideoVaeDecoder {
     }
     // a plan reads zeros: the tile's size, without the host's un-patchify
     if (this.e.shapeOnly) return { frames: len * c.patchT, height: th * c.patch, width: tw * c.patch, data: new Float32Array(0) };
+    assertFiniteOutput(rowsHost, 'the decoded video', OVERFLOW_HINT);
     return unpatchify(rowsHost, c.outChannels, len, th, tw, c.patchT, c.patch);
   }
 }
