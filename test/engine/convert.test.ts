@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { bf16ToF16Table, F16_OVERFLOW, f32ToF16Bits } from '../../src/engine/dtype';
 import type { Engine } from '../../src/engine/engine';
-import { loadTensor, type LoadOptions } from '../../src/engine/load';
+import { CONVERT_PIECE_BYTES, loadTensor, type LoadOptions } from '../../src/engine/load';
 import { convertInto, overflowedValue, overflowStatus, type GpuConversion } from '../../src/engine/ops/convert';
 import { Checkpoint } from '../../src/engine/safetensors';
 import { writeSafetensors } from '../../src/engine/safetensors-writer';
@@ -197,6 +197,7 @@ test('loadTensor: the GPU conversion loads the CPU path\'s bits in many chunks w
     bfTiny: { dtype: 'BF16', shape: [999], data: normal(999, 2 ** -18) }, // f16 subnormals
     f32: { dtype: 'F32', shape: [2, 2049], data: normal(4098, 1000) },
     one: { dtype: 'BF16', shape: [1], data: [1.5] },
+    bfBig: { dtype: 'BF16', shape: [CONVERT_PIECE_BYTES / 2 + 2 ** 18 + 1], data: normal(CONVERT_PIECE_BYTES / 2 + 2 ** 18 + 1, 3) },
     empty: { dtype: 'BF16', shape: [0, 4], data: [] },
     bigbf: { dtype: 'BF16', shape: [7], data: [1, 2, -1e6, 3, 4, 5, 6] },
     big32: { dtype: 'F32', shape: [5], data: [1, 7e4, 2, 3, 4] },
@@ -221,8 +222,16 @@ test('loadTensor: the GPU conversion loads the CPU path\'s bits in many chunks w
     const peak = e.pool.stats().peakInUseBytes - before;
     const held = t.storage.pooled.size;
     t.free();
-    // the pool's size classes: the tensor's, a 1 KiB buffer, the status's smallest class (256 B)
-    assert.ok(peak <= held + 1024 + 256, `peak ${peak} bytes in use for an 8 KiB tensor (${held} B held) read in 1 KiB chunks`);
+    // the pool's size classes: the tensor's, two 1 KiB staging buffers, the status's smallest class (256 B)
+    assert.ok(peak <= held + 2 * 1024 + 256, `peak ${peak} bytes in use for an 8 KiB tensor (${held} B held) read in 1 KiB chunks`);
+    // a tensor over one upload piece (CONVERT_PIECE_BYTES): chunks cut into pieces, a chunk size that is not a
+    // multiple of the piece, an odd tail
+    for (const dtype of ['f16', 'f32'] as const) {
+      for (const chunkBytes of [1.25 * 2 ** 20, 8 * 2 ** 20]) {
+        const [cpu, gpu] = await bothWays(e, ck, 'bfBig', { dtype, chunkBytes });
+        assertSameBits(cpu, gpu, `bfBig -> ${dtype}, ${chunkBytes}-byte chunks`);
+      }
+    }
   } finally {
     await ck.close();
   }
