@@ -33,10 +33,10 @@ class PlanPerStepDto {
 }
 
 class PlanOffloadDto {
-  @ApiProperty({ type: [String], description: 'What is streamed from host memory' }) streamed!: string[];
+  @ApiProperty({ type: [String], description: 'What is streamed from host memory: transformer_blocks (a video job\'s DiT blocks while sampling), text_encoder_layers (its text encoder\'s layers while encoding)' }) streamed!: string[];
   @ApiProperty({ description: 'Host-to-GPU bytes per sampling step' }) host_to_gpu_bytes_per_step!: number;
-  @ApiProperty({ description: 'What waits in host memory for part of the job: resident (nothing), or dit-on-host-while-encoding (a video job\'s DiT while its text encoder is on the GPU, when both would exceed the budget)' }) policy!: string;
-  @ApiProperty({ description: 'Host-to-GPU bytes the policy costs once per job (the DiT uploaded again)' }) host_to_gpu_bytes_per_job!: number;
+  @ApiProperty({ description: 'The residency policy, its parts joined by +: resident (nothing moved), blocks-streamed, dit-on-host-while-encoding (a video job\'s DiT while its text encoder is on the GPU, when both would exceed the budget), text-encoder-streamed (its layers uploaded in turn, when the whole encoder does not fit)' }) policy!: string;
+  @ApiProperty({ description: 'Host-to-GPU bytes the policy costs once per job (the DiT uploaded again, the text encoder\'s streamed layers)' }) host_to_gpu_bytes_per_job!: number;
   @ApiProperty() note!: string;
 }
 

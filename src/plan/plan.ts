@@ -99,8 +99,9 @@ export interface JobPlan {
   /** One sampling step's share (the sampling stage's work over its steps). */
   per_step: { flops: number; bytes: number; dispatches: number } | null;
   predicted: { sampling_s: number; basis: string } | { none: string };
-  /** What is streamed from host memory and the host-to-GPU bytes per step (block offload is not built yet: none); what
-   * waits on the host for part of the job (`policy`: a video job's DiT during its text encoding) and what that uploads. */
+  /** What is streamed from host memory (`transformer_blocks` while sampling, `text_encoder_layers` while encoding) and
+   * the host-to-GPU bytes per sampling step; the residency policy (`policy`, its parts joined by +) and what it uploads
+   * once a job (the DiT's rest after the encoding, the text encoder's streamed layers). */
   offload: { streamed: string[]; host_to_gpu_bytes_per_step: number; policy: string; host_to_gpu_bytes_per_job: number; note: string };
   notes: string[];
 }
@@ -338,7 +339,8 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
   let held = 0;
   for (const s of rows) {
     // the text encoder's own bytes where the DiT left the GPU for it (the stage's held bytes net out the two)
-    const own = s.stage === STAGE.loadTextEncoder && c.residency?.dit === 'host' ? c.residency.textEncoderBytes : s.held_gpu_bytes - held;
+    const own = s.stage === STAGE.loadTextEncoder && c.residency?.textLayers === 'streamed' ? 0
+      : s.stage === STAGE.loadTextEncoder && c.residency?.dit === 'host' ? c.residency.textEncoderBytes : s.held_gpu_bytes - held;
     if (s.stage === STAGE.loadModel || s.stage === STAGE.loadTextEncoder) resident.push({ stage: s.stage, bytes: own });
     held = s.held_gpu_bytes;
   }
@@ -364,16 +366,19 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
 function offloadOf(kind: JobPlan['kind'], r: H3ResidencyReport | undefined, steps: number, peak: number, budget: number): JobPlan['offload'] {
   const streamed = r?.blocks === 'streamed';
   const textHost = r?.dit === 'host';
-  const policy = [streamed ? 'blocks-streamed' : '', textHost ? 'dit-on-host-while-encoding' : ''].filter(Boolean).join('+') || 'resident';
+  const layers = r?.textLayers === 'streamed';
+  const policy = [streamed ? 'blocks-streamed' : '', textHost ? 'dit-on-host-while-encoding' : '', layers ? 'text-encoder-streamed' : ''].filter(Boolean).join('+') || 'resident';
   const perStep = streamed && steps > 0 ? Math.round(r!.samplingHostToGpuBytes / steps) : 0;
   const said: string[] = [];
-  if (textHost) said.push(`the DiT's weights (${fmtBytes(r!.hostToGpuBytes)}) wait in host memory while the text encoder (${fmtBytes(r!.textEncoderBytes)}) is on the GPU, uploaded again once it is freed`);
+  if (textHost) said.push(`the DiT's weights (${fmtBytes(r!.hostToGpuBytes)}) wait in host memory while the text encoder is on the GPU, uploaded again once it is freed`);
+  if (layers) said.push(`the text encoder's decoder layers (${fmtBytes(r!.textEncoderBytes)} on the GPU whole) live in host memory and are uploaded in turn while encoding (two on the GPU at a time, ${fmtBytes(r!.textEncoderStreamedBytes)}): ${fmtBytes(r!.textEncoderHostToGpuBytes)} host-to-GPU a job`);
+  else if (textHost) said.push(`the text encoder takes ${fmtBytes(r!.textEncoderBytes)}`);
   if (streamed) said.push(`the DiT's transformer blocks (${fmtBytes(r!.blockHostBytes)}) live in host memory and are uploaded in turn for each forward and AdaLN table build (two on the GPU at a time): ${fmtBytes(perStep)} host-to-GPU a step`);
   if (!r) said.push('nothing is offloaded for this kind of job');
   else if (!said.length) said.push('everything stays resident: it fits the budget');
   if (peak > budget) said.push(`it does not fit even so: it needs ${fmtBytes(peak)} of GPU memory, over the ${fmtBytes(budget)} budget; ${NEEDS_LESS[kind]}`);
   return {
-    streamed: streamed ? ['transformer_blocks'] : [], host_to_gpu_bytes_per_step: perStep, policy,
-    host_to_gpu_bytes_per_job: textHost ? r!.hostToGpuBytes : 0, note: said.join('; '),
+    streamed: [...(streamed ? ['transformer_blocks'] : []), ...(layers ? ['text_encoder_layers'] : [])], host_to_gpu_bytes_per_step: perStep, policy,
+    host_to_gpu_bytes_per_job: (textHost ? r!.hostToGpuBytes : 0) + (layers ? r!.textEncoderHostToGpuBytes : 0), note: said.join('; '),
   };
 }

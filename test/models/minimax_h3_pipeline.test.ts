@@ -216,6 +216,55 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
     });
   }
 
+  for (const int8 of [false, true]) {
+    test(`the text encoder's layers streamed from host memory while encoding${int8 ? ' (int8)' : ''}: the same file as resident, two layers on the GPU, the copy kept for the next job`, async () => {
+      const reports: H3ResidencyReport[] = [];
+      const make = (textLayers: 'resident' | 'streamed') => new MiniMaxH3Pipeline({
+        ...options(), textResidency: 'resident', blockOffload: 'off', textLayers, textEncoderInt8: int8, onResidency: (r) => reports.push(r),
+        loadTransformer: (eng, dirs, o) => loadH3Transformer(eng, 'fastvid', { transformer: dirs.transformer }, { dtype: o.dtype, int8 }),
+      });
+      const runOn = async (p: MiniMaxH3Pipeline, id: string) => {
+        traces.length = 0;
+        const t = task(out, { id });
+        await p.run(t, context().ctx);
+        return { file: sha(t.outputPath), traces: traces.slice() };
+      };
+      const whole = make('resident');
+      const layered = make('streamed');
+      try {
+        const resident = await runOn(whole, `te-resident-${int8}`);
+        await whole.unload(); // the same bytes in use around each job
+        const first = await runOn(layered, `te-streamed-${int8}`);
+        // the second job: the streamed layers from the kept host copy, the checkpoint folder gone
+        const te = h3DirsFromRoot(root).textEncoder;
+        renameSync(te, `${te}.away`);
+        let again: Awaited<ReturnType<typeof runOn>>;
+        try {
+          again = await runOn(layered, `te-again-${int8}`);
+        } finally {
+          renameSync(`${te}.away`, te);
+        }
+        assert.equal(first.file, resident.file, 'the same clip with the layers streamed');
+        assert.equal(again.file, resident.file, 'the same clip from the kept copy');
+        assert.deepEqual(reports.map((r) => [r.textLayers, r.reason]), [['resident', 'forced (resident), text encoder layers forced (resident)'], ['streamed', 'forced (resident), text encoder layers forced (streamed)'], ['streamed', 'forced (resident), text encoder layers forced (streamed)']]);
+        const [kept, streamed, later] = reports as [H3ResidencyReport, H3ResidencyReport, H3ResidencyReport];
+        assert.equal(kept.textEncoderHostToGpuBytes, 0);
+        // each job uploads every layer once; the host copy holds them all
+        assert.ok(streamed.textEncoderHostToGpuBytes > 0 && streamed.textEncoderHostToGpuBytes === later.textEncoderHostToGpuBytes, `${streamed.textEncoderHostToGpuBytes} bytes a job`);
+        assert.equal(layered.textEncoderHostBytes, streamed.textEncoderHostToGpuBytes);
+        const at = (list: typeof traces, ev: string) => list.find((x) => x.event === ev)!.bytes;
+        // loaded, the streamed encoder holds nothing on the GPU; the resident one holds its layers
+        assert.equal(at(first.traces, 'text encoder loaded'), at(first.traces, 'loaded'));
+        assert.ok(at(resident.traces, 'text encoder loaded') - at(resident.traces, 'loaded') >= streamed.textEncoderHostToGpuBytes);
+        for (const ev of ['text encoder freed', 'sampling', 'saved']) assert.equal(at(first.traces, ev), at(resident.traces, ev), ev);
+        for (const ev of ['text encoder loaded', 'text encoder freed', 'sampling']) assert.equal(at(again.traces, ev), at(first.traces, ev), ev);
+      } finally {
+        await whole.unload();
+        await layered.unload();
+      }
+    });
+  }
+
   test('cancel between steps: CancelledError, no output, no temp files', async () => {
     const ac = new AbortController();
     const { ctx, rec } = context(ac.signal);

@@ -97,17 +97,18 @@ describe('a plan equals the real run on the demo checkpoints', () => {
     });
   }
 
-  // the DiT's weights on the host while the text encoder runs, and its blocks streamed while sampling (the residency
-  // policy forced): the plan counts them off the GPU and back as the run does, int8 and 16-bit
-  for (const [profile, width, height, frames, blockOffload] of [['turbo_int8', 96, 64, 22, 'off'], ['fastvid', 64, 64, 22, 'on'], ['turbo_int8', 64, 64, 22, 'on']] as const) {
-    test(`MiniMax H3 ${profile} at ${width}x${height}, ${frames} frames, the DiT on the host while encoding, blocks ${blockOffload === 'on' ? 'streamed' : 'resident'}`, async () => {
+  // the DiT's weights on the host while the text encoder runs, its blocks streamed while sampling (loaded straight to
+  // host memory), the text encoder's layers streamed (the residency policy forced): the plan counts them off the GPU
+  // and back as the run does, int8 and 16-bit
+  for (const [profile, width, height, frames, blockOffload, textLayers] of [['turbo_int8', 96, 64, 22, 'off', 'resident'], ['fastvid', 64, 64, 22, 'on', 'resident'], ['turbo_int8', 64, 64, 22, 'on', 'resident'], ['fastvid', 64, 64, 22, 'on', 'streamed'], ['turbo_int8', 64, 64, 22, 'off', 'streamed']] as const) {
+    test(`MiniMax H3 ${profile} at ${width}x${height}, ${frames} frames, the DiT on the host while encoding, blocks ${blockOffload === 'on' ? 'streamed' : 'resident'}, text encoder layers ${textLayers}`, async () => {
       const root = join(dir, 'h3');
       if (!existsSync(root)) await (await planDemoH3(real)).write(root);
       const variant = h3Variant(profile);
       const policies: string[] = [];
       const make = (e: Engine) => videoTaskPipeline(h3ProfilePipeline(variant, {
         engine: async () => e, locate: async () => ({ dirs: h3DirsFromRoot(root), files: h3RootFiles(variant, root) }),
-        textResidency: 'host', blockOffload, onResidency: (r) => policies.push(`${r.dit} ${r.blocks}`),
+        textResidency: 'host', blockOffload, textLayers, onResidency: (r) => policies.push(`${r.dit} ${r.blocks} ${r.textLayers}`),
       }), () => { throw new Error('no speech in this job'); });
       const task = (): WorkerVideoTask => ({
         id: 'plan', kind: 'video', profile, images: [], audios: [], output: out().replace(/png$/, 'mp4'),
@@ -116,7 +117,7 @@ describe('a plan equals the real run on the demo checkpoints', () => {
       const measured = await measure(real, make, task());
       const planned = await measure(plan, make, task());
       const blocks = blockOffload === 'on' ? 'streamed' : 'resident';
-      assert.deepEqual(policies, [`host ${blocks}`, `host ${blocks}`]);
+      assert.deepEqual(policies, [`host ${blocks} ${textLayers}`, `host ${blocks} ${textLayers}`]);
       if (variant.adapter) planned[0] = { ...planned[0]!, work: measured[0]!.work }; // the merge, as above
       assert.deepEqual(rows(planned), rows(measured));
     });

@@ -306,10 +306,11 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     // the DiT's weights on the host from before the encoder loads until it is freed ('host' only)
     const dit: { held: HostHeld | null } = { held: null };
     let encoded: Awaited<ReturnType<typeof encodePromptRows>>;
+    const uploaded = this.textEncoderHost.streamedUploadBytes;
     try {
       encoded = await encodePromptRows(e, {
         textEncoderDir: m.dirs.textEncoder, tokenizer: m.tokenizer, host: this.textEncoderHost, transformer, prompt, pictures, pictureRole: reference ? 'reference' : 'keyframe', voices: audioRefs,
-        dtype: m.dtype, int8: this.o.textEncoderInt8, onText: this.o.onText, trace: (ev) => this.trace(ev),
+        dtype: m.dtype, int8: this.o.textEncoderInt8, streamLayers: residency.textLayers === 'streamed', onText: this.o.onText, trace: (ev) => this.trace(ev),
         beforeLoad: residency.dit === 'host' ? async () => {
           // what is still on the GPU: streamed blocks are on the host already
           dit.held = await releaseToHost(e, transformer.weightTensors().filter((t) => !t.storage.onHost));
@@ -328,6 +329,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
       if (dit.held?.onHost) dit.held.restore();
     }
     const { text, textTags } = encoded;
+    residency.textEncoderHostToGpuBytes = this.textEncoderHost.streamedUploadBytes - uploaded;
 
     // keyframes: the VAE encoder (its own load, freed before sampling)
     let latents: HostLatents[] = [];

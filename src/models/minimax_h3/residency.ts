@@ -20,6 +20,11 @@ export type H3TextResidency = 'auto' | 'resident' | 'host';
  * SAMPLING_FIXED_BYTES) would exceed the budget. Streamed blocks are loaded straight to host memory. */
 export type H3BlockOffload = 'auto' | 'off' | 'on';
 
+/** The text encoder's decoder layers during the encoding: 'resident' (all on the GPU), 'streamed' (held in host memory
+ * and uploaded in turn, two on the GPU at a time). 'auto' (the default): streamed when the whole encoder does not fit
+ * beside what stays on the GPU, even with the DiT on the host. */
+export type H3TextLayers = 'auto' | 'resident' | 'streamed';
+
 /** The policy's inputs among the pipeline's options (H3PipelineOptions). */
 export interface H3ResidencyOptions {
   /** GPU bytes a job may hold, for the residency policy (default: the engine's pool budget, GPU_MEMORY_BUDGET). */
@@ -30,6 +35,8 @@ export interface H3ResidencyOptions {
   textResidency?: H3TextResidency;
   /** Text encoder linears as int8 (the int8 profiles). */
   textEncoderInt8?: boolean;
+  /** The text encoder's layers resident or streamed (default 'auto'; tests force 'streamed'). */
+  textLayers?: H3TextLayers;
 }
 
 /** Sampling's working set per packed row and hidden unit, in compute-dtype elements, and a fixed part: the plans at
@@ -61,6 +68,11 @@ export interface H3ResidencyReport {
   /** Host-to-GPU bytes this cost the job (the DiT uploaded again), and GPU-to-host (read back). */
   hostToGpuBytes: number;
   gpuToHostBytes: number;
+  /** The text encoder's decoder layers while encoding, the GPU bytes they hold streamed (two layers), and what the
+   * encoding uploaded for them (every layer once a job). */
+  textLayers: 'resident' | 'streamed';
+  textEncoderStreamedBytes: number;
+  textEncoderHostToGpuBytes: number;
 }
 
 /** The rows of a job's packed sequence the estimate counts (video patches, both audio channels, 512 of text). */
@@ -116,12 +128,26 @@ export async function decideResidency(o: H3ResidencyOptions, m: ResidencyModel, 
   else m.transformer.residentBlocks();
   const blockHostBytes = m.transformer.blockOffload?.hostBytes ?? 0;
   const residentBytes = m.e.pool.stats().inUseBytes;
-  const textEncoderBytes = await textEncoder.gpuBytes(m.e, m.textEncoderDir, { dtype: m.dtype, int8: o.textEncoderInt8 });
-  const over = residentBytes + textEncoderBytes > budgetBytes;
-  const dit = want === 'auto' ? (over ? 'host' : 'resident') : want;
-  const reason = want !== 'auto' ? `forced (${want})` : over ? 'the resident weights and the text encoder together exceed the budget' : 'the resident weights and the text encoder fit the budget together';
+  const te = { dtype: m.dtype, int8: o.textEncoderInt8 };
+  const textEncoderBytes = await textEncoder.gpuBytes(m.e, m.textEncoderDir, te);
+  const textEncoderStreamedBytes = await textEncoder.streamedGpuBytes(m.e, m.textEncoderDir, te);
+  // the DiT's weights still on the GPU (streamed blocks are not): what 'host' takes off it while encoding
+  const ditBytes = [...new Set(m.transformer.weightTensors().filter((t) => !t.storage.onHost).map((t) => t.storage))].reduce((a, s) => a + s.pooled.size, 0);
+  const fits = (dit: 'resident' | 'host', layers: 'resident' | 'streamed') =>
+    residentBytes - (dit === 'host' ? ditBytes : 0) + (layers === 'resident' ? textEncoderBytes : textEncoderStreamedBytes) <= budgetBytes;
+  const wantLayers = o.textLayers ?? 'auto';
+  // cheapest first: nothing moved; the DiT's rest moved (its bytes once a job); the layers streamed (the encoder's
+  // bytes once a job); both
+  const order: ['resident' | 'host', 'resident' | 'streamed'][] = [['resident', 'resident'], ['host', 'resident'], ['resident', 'streamed'], ['host', 'streamed']];
+  const allowed = order.filter(([d, l]) => (want === 'auto' || d === want) && (wantLayers === 'auto' || l === wantLayers));
+  const [dit, textLayers] = allowed.find(([d, l]) => fits(d, l)) ?? allowed[allowed.length - 1]!;
+  const forced = [want !== 'auto' ? `forced (${want})` : '', wantLayers !== 'auto' ? `text encoder layers forced (${wantLayers})` : ''].filter(Boolean).join(', ');
+  const reason = forced || (dit === 'resident' && textLayers === 'resident' ? 'the resident weights and the text encoder fit the budget together'
+    : textLayers === 'resident' ? 'the resident weights and the text encoder together exceed the budget'
+    : 'the whole text encoder does not fit beside what stays on the GPU: its layers are streamed');
   return {
     blocks: stream ? 'streamed' : 'resident', blockHostBytes, samplingWorkingBytes: working, samplingHostToGpuBytes: 0, forwards: 0,
     dit, reason, budgetBytes, residentBytes, textEncoderBytes, hostToGpuBytes: 0, gpuToHostBytes: 0,
+    textLayers, textEncoderStreamedBytes, textEncoderHostToGpuBytes: 0,
   };
 }

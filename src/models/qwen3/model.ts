@@ -12,11 +12,12 @@ import { rmsNorm } from '../../engine/ops/norm';
 import { mrope, rope1d, uploadRope } from '../../engine/rope-tables';
 import { RowTable, type RowTablePlacement } from '../../engine/row-table';
 import { Checkpoint } from '../../engine/safetensors';
-import { fmtShape, type Tensor } from '../../engine/tensor';
+import { fmtShape, Tensor } from '../../engine/tensor';
 import { PAD_BLOCK, Qwen3KvCache, type KvCacheOptions } from './cache';
 import { parseQwen3Config, type Qwen3Config } from './config';
 import { Qwen3DecoderLayer, type LayerContext } from './layer';
 import { loadPlain, type ComputeDType, type WeightLoader } from '../common/weights';
+import { releaseToHost, type HostHeld } from '../../engine/host-held';
 
 export interface Qwen3LoadOptions {
   /** Compute dtype of activations, norms, embeddings (and linears unless int8). Default f16. */
@@ -33,6 +34,9 @@ export interface Qwen3LoadOptions {
   embedTokens?: boolean;
   /** Where embed_tokens lives (RowTable): default 'auto', the host when it exceeds one GPU binding. */
   embedPlacement?: RowTablePlacement;
+  /** Layer streaming: each decoder layer moves to host memory as soon as it is loaded (one on the GPU at a time; the
+   * host copy kept), and every forward uploads the layers in turn (streamLayers). */
+  layersOnHost?: boolean;
 }
 
 /** Positions of the L new tokens, shared by the batch: one row (1D RoPE, or text under MRoPE: t = h = w), or
@@ -68,6 +72,9 @@ export interface Qwen3ForwardOutput {
 }
 
 export class Qwen3Model {
+  /** Layer streaming (Qwen3LoadOptions.layersOnHost): every layer's weights in host memory, uploaded in turn. */
+  private stream: { held: HostHeld[]; prefetch: number } | null = null;
+
   private constructor(
     private readonly e: Engine,
     readonly config: Qwen3Config,
@@ -90,9 +97,17 @@ export class Qwen3Model {
         embed = await RowTable.load(e, ckpt, `${p}embed_tokens.weight`, { dtype, shape: [config.vocabSize, config.hiddenSize], placement: o.embedPlacement });
       }
       const layers: Qwen3DecoderLayer[] = [];
-      for (let i = 0; i < n; i++) layers.push(await Qwen3DecoderLayer.load(w, config, `${p}layers.${i}.`));
+      const held: HostHeld[] = [];
+      for (let i = 0; i < n; i++) {
+        const first = w.loaded.length;
+        layers.push(await Qwen3DecoderLayer.load(w, config, `${p}layers.${i}.`));
+        // to the host before the next layer loads: the whole decoder is never on the GPU
+        if (o.layersOnHost) held.push(await releaseToHost(e, w.loaded.slice(first).filter((t): t is Tensor => t instanceof Tensor), { keep: true }));
+      }
       const norm = (o.norm ?? n === config.numLayers) ? await loadPlain(w, `${p}norm.weight`, [config.hiddenSize]) : null;
-      return new Qwen3Model(e, config, dtype, embed, layers, norm);
+      const model = new Qwen3Model(e, config, dtype, embed, layers, norm);
+      if (o.layersOnHost) model.stream = { held, prefetch: 1 };
+      return model;
     } catch (err) {
       embed?.free();
       for (const t of w.loaded) t.free();
@@ -179,7 +194,7 @@ export class Qwen3Model {
 
       if (wanted.includes(0)) hidden.set(0, owned ? x : copy(e, x));
       for (let i = 0; i < lastNeeded; i++) {
-        const next = this.layers[i]!.forward(e, cfg, x, ctx, input.cache?.layers[i]);
+        const next = this.withLayer(i, lastNeeded, () => this.layers[i]!.forward(e, cfg, x, ctx, input.cache?.layers[i]));
         if (owned && hidden.get(i) !== x) x.free();
         x = next;
         owned = true;
@@ -195,6 +210,27 @@ export class Qwen3Model {
       throw err;
     } finally {
       for (const t of temps) t.free();
+    }
+  }
+
+  /** Streamed layers: host bytes of them all, their pool bytes when on the GPU, and the uploads so far. */
+  get layerOffload(): { layers: number; hostBytes: number; gpuBytes: number; uploadedBytes: number } | null {
+    const s = this.stream;
+    if (!s) return null;
+    const sum = (f: (h: HostHeld) => number) => s.held.reduce((a, h) => a + f(h), 0);
+    return { layers: s.held.length, hostBytes: sum((h) => h.bytes), gpuBytes: sum((h) => h.gpuBytes), uploadedBytes: sum((h) => h.uploadedBytes) };
+  }
+
+  /** Layer i's weights on the GPU (and `prefetch` more after it, below `end`) while `fn` records its work, given back
+   * after (WebGPU's one queue orders the uploads with the work; the pool orders a buffer's reuse after its readers). */
+  private withLayer<T>(i: number, end: number, fn: () => T): T {
+    const s = this.stream;
+    if (!s) return fn();
+    for (let k = i; k <= Math.min(i + s.prefetch, end - 1); k++) s.held[k]!.restore();
+    try {
+      return fn();
+    } finally {
+      s.held[i]!.evict();
     }
   }
 

@@ -109,7 +109,7 @@ export function h3ProfilePipeline(profile: H3Variant, o: {
   engine(): Promise<Engine>;
   locate(e: Engine): Promise<{ dirs: H3Dirs; files: H3TransformerFiles }>;
   onLoaded?: H3PipelineOptions['onLoaded'];
-} & Pick<H3PipelineOptions, 'memoryBudgetBytes' | 'textResidency' | 'blockOffload' | 'onResidency'>): MiniMaxH3Pipeline {
+} & Pick<H3PipelineOptions, 'memoryBudgetBytes' | 'textResidency' | 'blockOffload' | 'textLayers' | 'onResidency'>): MiniMaxH3Pipeline {
   let files: H3TransformerFiles | undefined;
   return new MiniMaxH3Pipeline({
     engine: o.engine,
@@ -125,6 +125,7 @@ export function h3ProfilePipeline(profile: H3Variant, o: {
     memoryBudgetBytes: o.memoryBudgetBytes,
     textResidency: o.textResidency,
     blockOffload: o.blockOffload,
+    textLayers: o.textLayers,
     onResidency: o.onResidency,
   });
 }

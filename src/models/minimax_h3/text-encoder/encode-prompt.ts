@@ -32,6 +32,8 @@ export interface PromptRowsInput {
   voices?: number;
   dtype: ComputeDType;
   int8?: boolean;
+  /** The decoder layers streamed from host memory while encoding (the residency policy's choice under a budget). */
+  streamLayers?: boolean;
   /** Told the ids, per-row tags and how many pictures the encoder sees (tests). */
   onText?(t: { ids: readonly number[]; tags: Uint8Array; pictures: number }): void;
   trace(event: string): void;
@@ -51,7 +53,7 @@ export async function encodePromptRows(e: Engine, j: PromptRowsInput, ctx: RunCo
   const textTags = vision ? Uint8Array.from(vision.tags) : plain ? Uint8Array.from(plain.tags) : new Uint8Array(ids.length).fill(TEXT_TAG);
   j.onText?.({ ids, tags: textTags, pictures: vision?.images.length ?? 0 });
   await j.beforeLoad?.();
-  const t = await j.host.load(e, j.textEncoderDir, { dtype: j.dtype, int8: j.int8 });
+  const t = await j.host.load(e, j.textEncoderDir, { dtype: j.dtype, int8: j.int8, streamLayers: j.streamLayers });
   let encoder: { encode(): Tensor; free(): void } | null = { encode: () => t.encode(ids), free: () => t.free() };
   try {
     if (vision) {

@@ -32,6 +32,9 @@ export interface H3TextEncoderOptions {
   dtype?: ComputeDType;
   /** Linears as weight-only int8. */
   int8?: boolean;
+  /** H3TextEncoderHost: the decoder layers held in host memory and uploaded in turn while encoding (one or two on the
+   * GPU at a time), for a budget the whole encoder does not fit. */
+  streamLayers?: boolean;
   /** Key prefix of the decoder (default the config's, "model.language_model."). */
   prefix?: string;
   /** Which hidden state to return, transformers' numbering (default 50); must be < the config's layer count,
@@ -46,6 +49,8 @@ export class H3TextEncoder {
     readonly layer: number,
     /** Borrowed embed_tokens (H3TextEncoderHost's, read from the file row by row) when the model has none. */
     private readonly embedTokens: RowTable | null = null,
+    /** The model is H3TextEncoderHost's streamed one, kept between jobs: free() leaves it. */
+    private readonly borrowed = false,
   ) {}
 
   static async load(e: Engine, ckpt: Checkpoint, config: Qwen3Config, o: H3TextEncoderOptions = {}): Promise<H3TextEncoder> {
@@ -55,8 +60,8 @@ export class H3TextEncoder {
   }
 
   /** A model loaded without embed_tokens plus a borrowed host embed table (H3TextEncoderHost). */
-  static withEmbedTable(model: Qwen3Model, layer: number, embed: RowTable): H3TextEncoder {
-    return new H3TextEncoder(model, layer, embed);
+  static withEmbedTable(model: Qwen3Model, layer: number, embed: RowTable, borrowed = false): H3TextEncoder {
+    return new H3TextEncoder(model, layer, embed, borrowed);
   }
 
   /** Loads from the checkpoint's text_encoder/ folder (config.json with the qwen3_vl text_config). */
@@ -104,9 +109,9 @@ export class H3TextEncoder {
     return this.encode(H3TextEncoder.promptIds(tokenizer, prompt));
   }
 
-  /** Frees the GPU weights (a borrowed embed table stays with its H3TextEncoderHost). */
+  /** Frees the GPU weights (a borrowed embed table, or streamed model, stays with its H3TextEncoderHost). */
   free(): void {
-    this.model.free();
+    if (!this.borrowed) this.model.free();
   }
 }
 
@@ -136,6 +141,8 @@ interface HostKept {
   host: HostWeights;
   /** embed_tokens on the host path: each lookup reads the prompt's rows through its own open descriptor. */
   embed: RowTable;
+  /** streamLayers: the decoder with every layer in host memory (its kept copies stand for `host`, which stays empty). */
+  streamed: Qwen3Model | null;
 }
 
 /**
@@ -149,11 +156,17 @@ interface HostKept {
 export class H3TextEncoderHost {
   private kept: HostKept | null = null;
   /** gpuBytes() answers by options. */
-  private readonly sizes = new Map<string, number>();
+  private readonly sizes = new Map<string, { bytes: number; layers: number }>();
+  private droppedUploads = 0;
 
   /** Host bytes held by the copy (0 before the first load and after drop()). */
   get bytes(): number {
-    return this.kept?.host.bytes ?? 0;
+    return (this.kept?.host.bytes ?? 0) + (this.kept?.streamed?.layerOffload?.hostBytes ?? 0);
+  }
+
+  /** Streamed layers: host-to-GPU bytes uploaded by the encodings so far, dropped copies' included (a running total). */
+  get streamedUploadBytes(): number {
+    return this.droppedUploads + (this.kept?.streamed?.layerOffload?.uploadedBytes ?? 0);
   }
 
   /**
@@ -161,6 +174,16 @@ export class H3TextEncoderHost {
    * table). Counted by loading on a shape-only engine standing for `e` (headers read, no bytes), once per options.
    */
   async gpuBytes(e: Engine, dir: string, o: H3TextEncoderOptions = {}): Promise<number> {
+    return (await this.sized(e, dir, o)).bytes;
+  }
+
+  /** GPU bytes (pool size classes) the streamed encoder holds at most: two layers (one running, the next uploaded). */
+  async streamedGpuBytes(e: Engine, dir: string, o: H3TextEncoderOptions = {}): Promise<number> {
+    const { bytes, layers } = await this.sized(e, dir, o);
+    return 2 * Math.ceil(bytes / layers);
+  }
+
+  private async sized(e: Engine, dir: string, o: H3TextEncoderOptions): Promise<{ bytes: number; layers: number }> {
     const key = JSON.stringify([dir, o.dtype ?? 'f16', !!o.int8, o.prefix ?? null, o.layer ?? H3_TEXT_ENCODER_LAYER]);
     const known = this.sizes.get(key);
     if (known !== undefined) return known;
@@ -170,10 +193,10 @@ export class H3TextEncoderHost {
     const ckpt = await Checkpoint.open(dir);
     try {
       const model = await Qwen3Model.load(shape, ckpt, config, { dtype: o.dtype, int8: o.int8, prefix: o.prefix, layers: layer, norm: false, embedTokens: false });
-      const bytes = shape.pool.stats().inUseBytes;
+      const sized = { bytes: shape.pool.stats().inUseBytes, layers: layer };
       model.free();
-      this.sizes.set(key, bytes);
-      return bytes;
+      this.sizes.set(key, sized);
+      return sized;
     } finally {
       await ckpt.close();
       shape.destroy();
@@ -186,11 +209,13 @@ export class H3TextEncoderHost {
   }
 
   async load(e: Engine, dir: string, o: H3TextEncoderOptions = {}): Promise<H3TextEncoder> {
-    const options = JSON.stringify([o.dtype ?? 'f16', !!o.int8, o.prefix ?? null, o.layer ?? H3_TEXT_ENCODER_LAYER]);
+    // streamed and resident keep different copies: a job that switches drops the other and reads the checkpoint again
+    const options = JSON.stringify([o.dtype ?? 'f16', !!o.int8, o.prefix ?? null, o.layer ?? H3_TEXT_ENCODER_LAYER, !!o.streamLayers]);
     const k = this.kept;
     if (k && (k.e !== e || k.dir !== dir || k.options !== options)) this.drop();
     if (!this.kept) return this.first(e, dir, o, options);
     const kept = this.kept;
+    if (kept.streamed) return H3TextEncoder.withEmbedTable(kept.streamed, kept.layer, kept.embed, true);
     const model = await Qwen3Model.load(e, kept.ckpt, kept.config, { dtype: o.dtype, int8: o.int8, prefix: o.prefix, layers: kept.layer, norm: false, embedTokens: false });
     return H3TextEncoder.withEmbedTable(model, kept.layer, kept.embed);
   }
@@ -205,11 +230,12 @@ export class H3TextEncoderHost {
     try {
       const name = `${o.prefix ?? config.keyPrefix}embed_tokens.weight`;
       embed = await RowTable.load(e, ckpt, name, { dtype: o.dtype ?? 'f16', shape: [config.vocabSize, config.hiddenSize], placement: 'host' });
-      attachHostWeights(ckpt, host);
-      const model = await Qwen3Model.load(e, ckpt, config, { dtype: o.dtype, int8: o.int8, prefix: o.prefix, layers: layer, norm: false, embedTokens: false });
+      // streamed: each layer read, uploaded and moved to the host in turn, the model kept (no second host copy)
+      if (!o.streamLayers) attachHostWeights(ckpt, host);
+      const model = await Qwen3Model.load(e, ckpt, config, { dtype: o.dtype, int8: o.int8, prefix: o.prefix, layers: layer, norm: false, embedTokens: false, layersOnHost: o.streamLayers });
       host.seal();
-      this.kept = { e, dir, options, config, layer, ckpt, host, embed };
-      return H3TextEncoder.withEmbedTable(model, layer, embed);
+      this.kept = { e, dir, options, config, layer, ckpt, host, embed, streamed: o.streamLayers ? model : null };
+      return H3TextEncoder.withEmbedTable(model, layer, embed, !!o.streamLayers);
     } catch (err) {
       embed?.free();
       detachHostWeights(ckpt);
@@ -226,6 +252,8 @@ export class H3TextEncoderHost {
     this.kept = null;
     if (!k) return;
     k.embed.free();
+    this.droppedUploads += k.streamed?.layerOffload?.uploadedBytes ?? 0;
+    k.streamed?.free();
     detachHostWeights(k.ckpt);
     k.host.clear();
   }
