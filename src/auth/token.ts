@@ -2,15 +2,23 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** The API token: API_TOKEN if set; otherwise the one in DATA_DIR/token, generated on first start.
- * `generated` is true only when this call created it (main.ts prints it then, once, to stdout, never to the log). */
-export function resolveToken(apiToken: string | undefined, dataDir: string): { token: string; generated: boolean; file?: string } {
-  if (apiToken) return { token: apiToken, generated: false };
+/** The token in force without making one: API_TOKEN, else the one kept in the data dir; undefined when neither. */
+export function existingToken(apiToken: string | undefined, dataDir: string): { token: string; file?: string } | undefined {
+  if (apiToken) return { token: apiToken };
   const file = join(dataDir, 'token');
   if (existsSync(file)) {
     const token = readFileSync(file, 'utf8').trim();
-    if (token.length >= 8) return { token, generated: false, file };
+    if (token.length >= 8) return { token, file };
   }
+  return undefined;
+}
+
+/** The API token: API_TOKEN if set; otherwise the one in DATA_DIR/token, generated on first start.
+ * `generated` is true only when this call created it (main.ts prints it then, once, to stdout, never to the log). */
+export function resolveToken(apiToken: string | undefined, dataDir: string): { token: string; generated: boolean; file?: string } {
+  const found = existingToken(apiToken, dataDir);
+  if (found) return { ...found, generated: false };
+  const file = join(dataDir, 'token');
   mkdirSync(dataDir, { recursive: true });
   const token = randomBytes(24).toString('base64url');
   writeFileSync(file, `${token}\n`, { mode: 0o600 });
