@@ -9,6 +9,8 @@ import assert from 'node:assert/strict';
 import { linear } from '../../src/engine/ops/linear';
 import { matmul } from '../../src/engine/ops/matmul';
 import { emulateSubgroupMatrix } from '../../src/engine/ops/subgroup_matrix_emulation';
+import { pipelinedGemmSource } from '../../src/engine/ops/matmul_subgroup_gen';
+import { uninitialisedInBlock } from '../../src/engine/kernels';
 import {
   subgroupMatrixPlan, subgroupTileBytes, SUBGROUP_TILES, withTileConstants, type SubgroupTile,
 } from '../../src/engine/ops/matmul_subgroup';
@@ -28,6 +30,11 @@ const TOL = { atol: 1e-2, rtol: 1e-2 };
 
 const TILES: Record<string, SubgroupTile> = { ...SUBGROUP_TILES, '2x2 small': { sgm: 2, sgn: 2, fm: 2, fn: 1, bk: 16, pad: 8 },
   '128 unpadded': { ...SUBGROUP_TILES['128'], pad: 0 },   // the default's geometry in lavapipe's 32 KiB
+  // the generated double-buffered kernel (ops/matmul_subgroup_gen.ts) at sizes lavapipe's 32 KiB holds: 2x2
+  // subgroups of one fragment, BK 32 (K 33..136 crosses 2..5 slices, both stages, a partial last slice); and 1x2
+  // subgroups of 2x1 fragments, BK 16 (more slices per case, fm > 1). Its presets ('db128' ...) run natively.
+  'db 2x2 small': { sgm: 2, sgn: 2, fm: 1, fn: 1, bk: 32, pad: 8, stages: 2 },
+  'db 1x2 bk16': { sgm: 1, sgn: 2, fm: 2, fn: 1, bk: 16, pad: 8, stages: 2 },
 };
 
 /** Every tile the adapter's workgroup memory holds (names the rest, so a skip is visible). */
@@ -109,6 +116,60 @@ async function checkInt8(e: Engine, rng: Rng, subgroup: { tile: SubgroupTile; em
   }
 }
 
+// The generated kernel's emulated cases: every staging once over its two small tiles rather than every case on each
+// (each case is a cold compile of its own on lavapipe, about a minute on the loaded 2-core box; the native run
+// takes checkTile's full list on every tile). K crosses 2..5 slices (odd and even counts, a partial last slice).
+type GenCase = { mm: [number, number, number, 'contiguous' | 'transposed', 'contiguous' | 'sliced'] } | { lin: [number, number, number] } | { int8: [number, number, number] };
+const GENERATED_EMULATED: Record<string, GenCase[]> = {
+  // A vector, B (k, n) scalar; linear: B (n, k) vector with the fused gelu, gate and residual
+  'db 2x2 small': [{ mm: [65, 40, 63, 'contiguous', 'sliced'] }, { lin: [67, 40, 72] }],
+  // A scalar, B (k, n) vector, 5 slices of 16; int8 weights as 16-byte reads staged as f16, f16 scales, bias
+  'db 1x2 bk16': [{ mm: [37, 72, 48, 'transposed', 'contiguous'] }, { int8: [33, 64, 50] }],
+};
+
+function checkGenerated(cases: GenCase[]) {
+  return async (e: Engine, rng: Rng, tile: SubgroupTile, emulate: boolean, what: string): Promise<void> => {
+    const subgroup = { tile, emulate };
+    for (const c of cases) {
+      if ('mm' in c) {
+        const [M, K, N, la, lb] = c.mm;
+        const a = randomHost(rng, [2, M, K], 'f16');
+        const b = randomHost(rng, [K, N], 'f16');
+        const ga = uploadAs(e, a, 'f16', la);
+        const gb = uploadAs(e, b, 'f16', lb);
+        const out = poisoned(e, [2, M, N], 'f16');
+        matmul(e, ga.view, gb.view, { out, path: 'subgroup', subgroup });
+        assertClose(await e.read(out), matmulRef(a, b), TOL, `${what} matmul ${M}x${K}x${N} (${la} a, ${lb} b)`);
+        for (const x of [ga.base, gb.base, out]) x.free();
+      } else if ('lin' in c) {
+        const [T, K, N] = c.lin;
+        const x = randomHost(rng, [3, T, K], 'f16');
+        const w = randomHost(rng, [N, K], 'f16');
+        const bias = randomHost(rng, [N], 'f16');
+        const r = randomHost(rng, [3, T, N], 'f16');
+        const gate = randomHost(rng, [3, 1, N], 'f16');
+        const [gx, gw, gbias, gr, gg] = [x, w, bias, r, gate].map((h) => e.upload(h.data, h.shape, 'f16'));
+        const out = linear(e, gx!, gw!, gbias, { act: 'gelu_tanh', gate: gg, residual: gr, path: 'subgroup', subgroup });
+        assertClose(await e.read(out), linearRef(x, w, { bias, act: 'gelu_tanh', gate, residual: r }), TOL, `${what} linear ${T}x${K}x${N} (gelu, gate, residual)`);
+        for (const y of [gx, gw, gbias, gr, gg, out]) y!.free();
+      } else {
+        const [T, K, N] = c.int8;
+        const x = randomHost(rng, [2, T, K], 'f16');
+        const wq = quantizeInt8PerChannel(Float32Array.from(rng.normal(N * K, 0.2)), N, K);
+        const sc = roundToDType(wq.scales, 'f16');
+        const wDeq = { data: Float64Array.from(wq.q, (v, i) => v * sc[Math.floor(i / K)]!), shape: [N, K] };
+        const bias = randomHost(rng, [N], 'f16');
+        const gx = e.upload(x.data, x.shape, 'f16');
+        const gw = uploadInt8(e, wq, 'f16');
+        const gbias = e.upload(bias.data, bias.shape, 'f16');
+        const out = linear(e, gx, gw, gbias, { act: 'gelu_tanh', path: 'subgroup', subgroup });
+        assertClose(await e.read(out), linearRef(x, wDeq, { bias, act: 'gelu_tanh' }), TOL, `${what} int8 linear ${T}x${K}x${N} (scales f16, bias, gelu)`);
+        for (const y of [gx, gw.q, gw.scales, gbias, out]) y.free();
+      }
+    }
+  };
+}
+
 for (const emulate of [true, false]) {
   const how = emulate ? 'emulated builtins' : 'native builtins';
   test(`matmul subgroup-matrix f16 (${how}): every tile, odd sizes, strided operands, fused epilogue, int8 weights`, async (t) => {
@@ -123,7 +184,8 @@ for (const emulate of [true, false]) {
     assert.ok(tiles.length > 0, 'no tile fits this adapter');
     // a subtest per tile, so a GPU run's log says which tile failed (scripts/gpu-run.sh reads it)
     for (const [name, tile] of tiles) {
-      await t.test(`${how}, tile ${name}`, seeded((rng) => checkTile(e, rng, tile, emulate, `${how}, tile ${name}`)));
+      const check = emulate && GENERATED_EMULATED[name] ? checkGenerated(GENERATED_EMULATED[name]) : checkTile;
+      await t.test(`${how}, tile ${name}`, seeded((rng) => check(e, rng, tile, emulate, `${how}, tile ${name}`)));
     }
   });
 }
@@ -142,4 +204,21 @@ test('the emulation swaps every matrix builtin, and the tile constants are all s
   assert.match(em, /^fn sm_store_Cs\(/m);
   assert.throws(() => emulateSubgroupMatrix(src.replace('subgroupMatrixMultiplyAccumulate(', 'subgroupMatrixMultiply('), 'm.wgsl'), /m.wgsl: the emulation (expects|has no stand-in)/);
   assert.throws(() => emulateSubgroupMatrix(src.replace('subgroup_matrix_left<f16, SM_K, SM_M>>(&As', 'subgroup_matrix_left<f32, SM_K, SM_M>>(&As'), 'm.wgsl'), /no stand-in for a load of subgroup_matrix_left<f32/);
+});
+
+test('the generated double-buffered kernel: every preset and operand layout emulates cleanly and fits 48 KiB', () => {
+  for (const [name, tile] of Object.entries(SUBGROUP_TILES) as [string, SubgroupTile][]) {
+    if (!tile.stages) continue;
+    assert.ok(subgroupTileBytes(tile, { M: 16, N: 16 }) <= 48 * 1024, `${name}: ${subgroupTileBytes(tile, { M: 16, N: 16 })} B`);
+    for (const flags of [0, 1, 2, 3, 4, 5, 6, 7, 8, 15]) {
+      const [B_NK, VA, VB, BQ] = [1, 2, 4, 8].map((bit) => (flags & bit) !== 0) as [boolean, boolean, boolean, boolean];
+      const src = pipelinedGemmSource({ SM_M: 16, SM_N: 16, SM_K: 16, SG: 32, tile, B_NK, VA, VB, BQ });
+      assert.deepEqual(uninitialisedInBlock(src), [], `${name} flags ${flags}`);
+      assert.doesNotMatch(src, /acc\[|array<subgroup_matrix/, 'named accumulators, no fragment arrays');
+      assert.equal(src.match(/workgroupBarrier\(\);/g)!.length, 2 + 2 * tile.fm * tile.fn, 'one barrier in the K loop, one after the prologue');
+      const em = emulateSubgroupMatrix(src, `${name}.wgsl`);
+      assert.doesNotMatch(em.replace(/^\s*\/\/.*$/gm, ''), /subgroupMatrix|subgroup_matrix|chromium/);
+    }
+  }
+  assert.throws(() => pipelinedGemmSource({ SM_M: 16, SM_N: 16, SM_K: 16, SG: 32, tile: { ...SUBGROUP_TILES.db128, stages: 3 }, B_NK: true, VA: true, VB: true, BQ: false }), /only 2/);
 });

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Engine } from '../../src/engine/engine';
 import { matmul } from '../../src/engine/ops/matmul';
-import { SUBGROUP_TILES, subgroupMatrixPlan } from '../../src/engine/ops/matmul_subgroup';
+import { SUBGROUP_TILES, subgroupMatrixPlan, subgroupTile } from '../../src/engine/ops/matmul_subgroup';
 import { DEFAULT_GEMM, loadTuning, shapeClass, tuningFileName, validateTuningTable, type AdapterKey } from '../../src/engine/tuning';
 import { projectRoot } from '../../src/paths';
 import { matmulRef } from './reference/matmul';
@@ -97,6 +97,18 @@ test('a corrupt table: the defaults and one log line naming the file and why, ne
     assert.deepEqual(loadTuning(H200, VARIANTS, dir, (l) => logs.push(l)).gemm(8192, 8192), { path: 'subgroup', variant: '64' });
     assert.equal(logs.length, 1);
   });
+});
+
+test('a table may name the generated double-buffered variants (issue 43), and the default never takes one', async () => {
+  for (const v of ['db128', 'db128x64', 'db64k64']) assert.ok(VARIANTS.includes(v), v);
+  await withDir({ 'h.json': table({ vendor: 'nvidia', architecture: 'hopper' }, { large: { path: 'subgroup', variant: 'db128' } }) }, (dir) => {
+    const logs: string[] = [];
+    assert.deepEqual(loadTuning(H200, VARIANTS, dir, (l) => logs.push(l)).gemm(4165, 6144), { path: 'subgroup', variant: 'db128' });
+    assert.deepEqual(logs, []);
+  });
+  // no tile named anywhere: the file kernel's largest preset that fits, never a generated one
+  assert.equal(subgroupTile(undefined, { M: 16, N: 16 }, 1 << 20).stages, undefined);
+  assert.deepEqual(subgroupTile(undefined, { M: 16, N: 16 }, 1 << 20), SUBGROUP_TILES['128']);
 });
 
 test('every committed table in tuning/ validates', () => {

@@ -21,15 +21,23 @@ import { join } from 'node:path';
 import { projectRoot } from '../../paths';
 import { ACT_CODE, type Activation } from './matmul';
 import { emulateSubgroupMatrix } from './subgroup_matrix_emulation';
+import { pipelinedGemmSource, pipelinedTileBytes } from './matmul_subgroup_gen';
 
 export const SUBGROUP_MATRIX_FEATURE = 'chromium-experimental-subgroup-matrix';
 
-/** A workgroup of sgm x sgn subgroups, each owning fm x fn fragments; K slices of bk, staged rows padded by pad. */
-export interface SubgroupTile { sgm: number; sgn: number; fm: number; fn: number; bk: number; pad: number }
+/** A workgroup of sgm x sgn subgroups, each owning fm x fn fragments; K slices of bk, staged rows padded by pad.
+ * `stages` (2) picks the generated, double-buffered kernel of ops/matmul_subgroup_gen.ts; without it, the file's. */
+export interface SubgroupTile { sgm: number; sgn: number; fm: number; fn: number; bk: number; pad: number; stages?: number }
 
+// 'db*' (issue 43): the generated double-buffered kernel, not yet timed on a GPU. Sizes for 16x16 fragments; each
+// fits 48 KiB of workgroup memory (NVIDIA's Vulkan limit): db128 128x128 BK 32 (44 KiB), db128x64 128x64 BK 32
+// (34 KiB), db64k64 64x64 BK 64 (40 KiB). None is taken by default: a tuning table or KILN_SUBGROUP_TILE names it.
 export const SUBGROUP_TILES = {
   '64': { sgm: 1, sgn: 1, fm: 4, fn: 4, bk: 32, pad: 0 },
   '128': { sgm: 2, sgn: 2, fm: 4, fn: 4, bk: 32, pad: 8 },
+  'db128': { sgm: 2, sgn: 2, fm: 4, fn: 4, bk: 32, pad: 8, stages: 2 },
+  'db128x64': { sgm: 2, sgn: 2, fm: 4, fn: 2, bk: 32, pad: 8, stages: 2 },
+  'db64k64': { sgm: 2, sgn: 2, fm: 2, fn: 2, bk: 64, pad: 8, stages: 2 },
 } as const satisfies Record<string, SubgroupTile>;
 export type SubgroupTileName = keyof typeof SUBGROUP_TILES;
 
@@ -75,7 +83,8 @@ export function subgroupMatrixUsable(e: Engine, emulate = false): boolean {
 export function subgroupTile(t: SubgroupTile | string | undefined, cfg: { M: number; N: number }, limit: number): SubgroupTile {
   if (typeof t === 'object') return t;
   if (t === undefined) {
-    const fits = (Object.values(SUBGROUP_TILES) as SubgroupTile[]).filter((x) => subgroupTileBytes(x, cfg) <= limit);
+    // the file kernel's presets only: a generated variant is taken where a table or the caller names it
+    const fits = (Object.values(SUBGROUP_TILES) as SubgroupTile[]).filter((x) => !x.stages && subgroupTileBytes(x, cfg) <= limit);
     return fits.sort((x, y) => subgroupTileBytes(y, cfg) - subgroupTileBytes(x, cfg))[0] ?? SUBGROUP_TILES['128'];
   }
   const tile = (SUBGROUP_TILES as Record<string, SubgroupTile>)[t];
@@ -85,6 +94,7 @@ export function subgroupTile(t: SubgroupTile | string | undefined, cfg: { M: num
 
 /** Bytes of workgroup memory the kernel declares for a tile (As, Bs as f16; Cs as f32). */
 export function subgroupTileBytes(t: SubgroupTile, cfg: { M: number; N: number }): number {
+  if (t.stages) return pipelinedTileBytes(t, cfg);
   const bm = t.sgm * t.fm * cfg.M;
   const bn = t.sgn * t.fn * cfg.N;
   const bs = Math.max((t.bk + t.pad) * bn, (bn + t.pad) * t.bk);   // either staging of B
@@ -116,6 +126,21 @@ export function tiledKernel(file: string, consts: Record<string, number | boolea
   return hit;
 }
 
+/** The generated double-buffered kernel (ops/matmul_subgroup_gen.ts) for these consts, built once per variant. */
+export function pipelinedKernel(c: Record<string, number | boolean>, tile: SubgroupTile, emulate = false): { shader: string; source: string } {
+  const shader = `matmul_subgroup_db${emulate ? '_emulated' : ''}_${Object.entries(c).map(([k, v]) => `${k}${Number(v)}`).join('_')}_ST${tile.stages}`;
+  let hit = variants.get(shader);
+  if (!hit) {
+    let source = pipelinedGemmSource({
+      SM_M: Number(c.SM_M), SM_N: Number(c.SM_N), SM_K: Number(c.SM_K), SG: Number(c.SG), tile,
+      B_NK: Boolean(c.B_NK), VA: Boolean(c.VA), VB: Boolean(c.VB), BQ: Boolean(c.BQ),
+    });
+    if (emulate) source = emulateSubgroupMatrix(source, `${shader}.wgsl`);
+    variants.set(shader, (hit = { shader, source }));
+  }
+  return hit;
+}
+
 export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: SubgroupOptions = {}): void {
   const plan = subgroupMatrixPlan(e, opts);
   if (!('config' in plan)) throw new Error(`${op}: subgroup-matrix GEMM unavailable: ${plan.reason}`);
@@ -127,7 +152,7 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
   const limit = e.describe().limits.maxComputeWorkgroupStorageSize;
   const tile = subgroupTile(opts.tile ?? e.settings.subgroupTile, plan.config, limit);
   const { M: cm, N: cn, K: ck } = plan.config;
-  if (tile.bk % ck !== 0 || tile.bk % 8 !== 0) throw new RangeError(`${op}: tile bk ${tile.bk} must be a multiple of 8 and of the config's K ${ck}`);
+  if (tile.bk % ck !== 0 || tile.bk % (tile.stages ? 16 : 8) !== 0) throw new RangeError(`${op}: tile bk ${tile.bk} must be a multiple of 8 and of the config's K ${ck}`);
   const bytes = subgroupTileBytes(tile, plan.config);
   if (bytes > limit) throw new RangeError(`${op}: subgroup-matrix tile ${JSON.stringify(tile)} needs ${bytes} B of workgroup memory, the adapter has ${limit}`);
   const r = g.a.rank;
@@ -139,7 +164,7 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
     VB: bNK ? vectorReads(g.b, r - 2, g.K, bWidth) : vectorReads(g.b, r - 1, g.N, bWidth),
     BQ: bq,
   };
-  const { shader, source } = tiledKernel('matmul_subgroup', consts, opts.emulate);
+  const { shader, source } = tile.stages ? pipelinedKernel(consts, tile, opts.emulate) : tiledKernel('matmul_subgroup', consts, opts.emulate);
   const kernel = e.kernels.get({
     shader,
     entry: 'matmul',
