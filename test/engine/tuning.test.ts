@@ -100,7 +100,7 @@ test('a corrupt table: the defaults and one log line naming the file and why, ne
 });
 
 test('a table may name the generated double-buffered variants (issue 43), and the default never takes one', async () => {
-  for (const v of ['db128', 'db128x64', 'db64k64']) assert.ok(VARIANTS.includes(v), v);
+  for (const v of ['db128', 'db128x64', 'db64k64', 'db64']) assert.ok(VARIANTS.includes(v), v);
   await withDir({ 'h.json': table({ vendor: 'nvidia', architecture: 'hopper' }, { large: { path: 'subgroup', variant: 'db128' } }) }, (dir) => {
     const logs: string[] = [];
     assert.deepEqual(loadTuning(H200, VARIANTS, dir, (l) => logs.push(l)).gemm(4165, 6144), { path: 'subgroup', variant: 'db128' });

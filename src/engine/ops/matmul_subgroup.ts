@@ -31,13 +31,16 @@ export interface SubgroupTile { sgm: number; sgn: number; fm: number; fn: number
 
 // 'db*' (issue 43): the generated double-buffered kernel, not yet timed on a GPU. Sizes for 16x16 fragments; each
 // fits 48 KiB of workgroup memory (NVIDIA's Vulkan limit): db128 128x128 BK 32 (44 KiB), db128x64 128x64 BK 32
-// (34 KiB), db64k64 64x64 BK 64 (40 KiB). None is taken by default: a tuning table or KILN_SUBGROUP_TILE names it.
+// (34 KiB), db64k64 64x64 BK 64 (40 KiB), db64 64x64 BK 32 (24 KiB: more workgroups for the medium shapes, and
+// the one lavapipe's 32 KiB holds, so the sweep's rehearsal runs a generated row). None is taken by default: a tuning
+// table or KILN_SUBGROUP_TILE names it.
 export const SUBGROUP_TILES = {
   '64': { sgm: 1, sgn: 1, fm: 4, fn: 4, bk: 32, pad: 0 },
   '128': { sgm: 2, sgn: 2, fm: 4, fn: 4, bk: 32, pad: 8 },
   'db128': { sgm: 2, sgn: 2, fm: 4, fn: 4, bk: 32, pad: 8, stages: 2 },
   'db128x64': { sgm: 2, sgn: 2, fm: 4, fn: 2, bk: 32, pad: 8, stages: 2 },
   'db64k64': { sgm: 2, sgn: 2, fm: 2, fn: 2, bk: 64, pad: 8, stages: 2 },
+  'db64': { sgm: 2, sgn: 2, fm: 2, fn: 2, bk: 32, pad: 8, stages: 2 },
 } as const satisfies Record<string, SubgroupTile>;
 export type SubgroupTileName = keyof typeof SUBGROUP_TILES;
 
