@@ -18,6 +18,8 @@
 // in reverse): img_in, time_embed.linear_{1,2}, time_mod_proj, transformer_blocks.N.attn.{to_q,to_k,to_v,to_gate,
 // to_out.0}, transformer_blocks.N.ff.{gate,up,down}, text_fusion.<stage>.N.attn.* / .ff.*, text_fusion.projector,
 // txt_in.linear_{1,2}, final_layer.linear.
+// MiniMax H3 (the video profiles): h3LoraModules below; Kiln's names are its diffusers checkpoint's keys, the native
+// (ComfyUI / lightx2v) names map onto them, fused qkv_proj and fc1 included.
 // Qwen-Image-2.1: Kiln's names are diffusers' (QwenImage21Transformer2DModel): transformer_blocks.N.attn.{to_q,to_k,
 // to_v,to_out.0}, transformer_blocks.N.img_mlp.{proj,gate_layer,out}, img_in, txt_in.{in_layer,out_layer},
 // time_text_embed.timestep_embedder.linear_{1,2}, modulation.1, norm_out.linear, proj_out.
@@ -36,6 +38,20 @@ export interface LoraModelNames {
   alias(stem: string): string | undefined;
   /** Every alias stem of `module` the model knows (for the kohya underscore table). */
   aliasesOf(module: string): string[];
+  /** A stem the community uses for several of Kiln's modules, or for one in another row order (MiniMax H3's fused
+   * qkv_proj, its fc1 stored [gate; value]); undefined when `stem` is none. */
+  fused?(stem: string): LoraFusedModule | undefined;
+  /** Every fused stem (for the kohya underscore table). */
+  fusedStems?(): string[];
+  /** Why a LoRA on one of the model's modules is not applied per request (undefined: it is). */
+  unsupported?(module: string): string | undefined;
+}
+
+/** One pair of the file [N, K] whose up rows feed several modules: each part's up is the concatenation of the file's
+ * up row ranges `rows` (in order; a range is [first, end)). The down matrix is shared. */
+export interface LoraFusedModule {
+  shape: readonly [number, number];
+  parts: { module: string; rows: [number, number][] }[];
 }
 
 /** The Krea 2 config fields its linears' shapes follow (models/krea2/config.ts Krea2Config has them all, and the
@@ -53,7 +69,14 @@ export interface QwenImage21LoraDims {
 
 /** Which model (and at which sizes) a profile's LoRAs are applied to: what a GPU worker reports per image profile
  * (worker/protocol.ts ServedSummary.lora), so the API checks a file against the checkpoint that will run it. */
-export type LoraModel = { model: 'krea2'; dims: Krea2LoraDims } | { model: 'qwen_image21'; dims: QwenImage21LoraDims };
+export type LoraModel = { model: 'krea2'; dims: Krea2LoraDims } | { model: 'qwen_image21'; dims: QwenImage21LoraDims } | { model: 'minimax_h3'; dims: H3LoraDims };
+
+/** The MiniMax H3 config fields its linears' shapes follow (models/minimax_h3/transformer/config.ts H3Config; patchDim =
+ * videoPatchDim). */
+export interface H3LoraDims {
+  hiddenSize: number; numHeads: number; headDim: number; numLayers: number; numRefinerLayers: number; ffnDim: number;
+  textDim: number; patchDim: number; audioInChannels: number; freqDim: number; timeEmbedHiddenDim: number; timeEmbedDim: number;
+}
 
 type Shape = readonly [number, number];
 
@@ -166,8 +189,98 @@ export function qwenImage21LoraModules(d: QwenImage21LoraDims): LoraModelNames {
   return names('qwen_image21', 'Qwen-Image-2.1', m, [], []);
 }
 
+/** MiniMax H3's native (MiniMaxH3DiTModel / ComfyUI) top-level names -> Kiln's (diffusers') ones. */
+const H3_TOP: Record<string, string> = {
+  video_patch_proj: 'proj_in',
+  audio_patch_proj: 'audio_proj_in',
+  condition_proj: 'context_embedder',
+  'time_embedder.proj_in': 'time_embedder.linear_1',
+  'time_embedder.proj_out': 'time_embedder.linear_2',
+  'final_layer.adaln_proj.linear': 'norm_out.linear',
+  'final_layer.video_out': 'proj_out',
+  'final_layer.audio_out': 'audio_proj_out',
+};
+
+/**
+ * MiniMax H3's LoRA-able linears (Kiln's names are the diffusers checkpoint's keys without `.weight`, the transformer's
+ * fields): proj_in, audio_proj_in, context_embedder, time_embedder.linear_{1,2}, token_refiner.refiner_blocks.N.* and
+ * transformer_blocks.N.* (attn.{to_q,to_k,to_v,to_out.0}, ff.net.0.proj, ff.net.2; the blocks' adaln_proj.linear is
+ * listed but refused: below), norm_out.linear, proj_out, audio_proj_out. The native names the MiniMax community's
+ * LoRAs use (ComfyUI / lightx2v: what transformer/adapter.ts merges for the turbo adapters) map onto them: renames
+ * (blocks.N -> transformer_blocks.N, token_refiner.blocks.N -> token_refiner.refiner_blocks.N, attn.out_proj,
+ * mlp.fc2, H3_TOP) and two transforms of the up matrix: attn.qkv_proj [3 inner, H] is to_q / to_k / to_v with the
+ * down shared (rows stacked [q; k; v], the ComfyUI-keyed files' order, as adapter.ts reads them), mlp.fc1 [2F, H]
+ * is stored [gate; value] where ff.net.0.proj is [value; gate].
+ */
+export function h3LoraModules(d: H3LoraDims): LoraModelNames {
+  const H = d.hiddenSize;
+  const inner = d.numHeads * d.headDim;
+  const F = d.ffnDim;
+  const m = new Map<string, Shape>([
+    ['proj_in', [H, d.patchDim]],
+    ['audio_proj_in', [H, d.audioInChannels]],
+    ['context_embedder', [H, d.textDim]],
+    ['time_embedder.linear_1', [d.timeEmbedHiddenDim, d.freqDim]],
+    ['time_embedder.linear_2', [d.timeEmbedDim, d.timeEmbedHiddenDim]],
+  ]);
+  const block = (p: string) => {
+    for (const n of ['to_q', 'to_k', 'to_v']) m.set(`${p}attn.${n}`, [inner, H]);
+    m.set(`${p}attn.to_out.0`, [H, inner]);
+    m.set(`${p}ff.net.0.proj`, [2 * F, H]);
+    m.set(`${p}ff.net.2`, [H, F]);
+  };
+  for (let i = 0; i < d.numRefinerLayers; i++) block(`token_refiner.refiner_blocks.${i}.`);
+  for (let i = 0; i < d.numLayers; i++) {
+    block(`transformer_blocks.${i}.`);
+    m.set(`transformer_blocks.${i}.adaln_proj.linear`, [18 * H, d.timeEmbedDim]);
+  }
+  m.set('norm_out.linear', [2 * H, d.timeEmbedDim]);
+  m.set('proj_out', [d.patchDim, H]);
+  m.set('audio_proj_out', [d.audioInChannels, H]);
+  const toKiln: [RegExp, string][] = [];
+  const fromKiln: [RegExp, string][] = [];
+  for (const [n, k] of Object.entries(H3_TOP)) {
+    toKiln.push([new RegExp(`^${esc(n)}$`), k]);
+    fromKiln.push([new RegExp(`^${esc(k)}$`), n]);
+  }
+  toKiln.push([/^blocks\.(\d+)\.attn\.out_proj$/, 'transformer_blocks.$1.attn.to_out.0']);
+  toKiln.push([/^blocks\.(\d+)\.mlp\.fc2$/, 'transformer_blocks.$1.ff.net.2']);
+  toKiln.push([/^blocks\.(\d+)\.adaln_proj\.linear$/, 'transformer_blocks.$1.adaln_proj.linear']);
+  toKiln.push([/^token_refiner\.blocks\.(\d+)\.attn\.out_proj$/, 'token_refiner.refiner_blocks.$1.attn.to_out.0']);
+  toKiln.push([/^token_refiner\.blocks\.(\d+)\.mlp\.fc2$/, 'token_refiner.refiner_blocks.$1.ff.net.2']);
+  fromKiln.push([/^transformer_blocks\.(\d+)\.attn\.to_out\.0$/, 'blocks.$1.attn.out_proj']);
+  fromKiln.push([/^transformer_blocks\.(\d+)\.ff\.net\.2$/, 'blocks.$1.mlp.fc2']);
+  fromKiln.push([/^transformer_blocks\.(\d+)\.adaln_proj\.linear$/, 'blocks.$1.adaln_proj.linear']);
+  fromKiln.push([/^token_refiner\.refiner_blocks\.(\d+)\.attn\.to_out\.0$/, 'token_refiner.blocks.$1.attn.out_proj']);
+  fromKiln.push([/^token_refiner\.refiner_blocks\.(\d+)\.ff\.net\.2$/, 'token_refiner.blocks.$1.mlp.fc2']);
+  const base = names('minimax_h3', 'MiniMax H3', m, toKiln, fromKiln);
+  const fusedStems: string[] = [];
+  for (let i = 0; i < d.numLayers; i++) fusedStems.push(`blocks.${i}.attn.qkv_proj`, `blocks.${i}.mlp.fc1`);
+  for (let i = 0; i < d.numRefinerLayers; i++) fusedStems.push(`token_refiner.blocks.${i}.attn.qkv_proj`, `token_refiner.blocks.${i}.mlp.fc1`);
+  return {
+    ...base,
+    fused(stem) {
+      const f = /^(blocks|token_refiner\.blocks)\.(\d+)\.(attn\.qkv_proj|mlp\.fc1)$/.exec(stem);
+      if (!f) return undefined;
+      const ours = `${f[1] === 'blocks' ? 'transformer_blocks' : 'token_refiner.refiner_blocks'}.${f[2]}`;
+      if (!m.has(`${ours}.attn.to_q`)) return undefined; // a block the model does not have
+      if (f[3] === 'attn.qkv_proj') {
+        return { shape: [3 * inner, H], parts: ['to_q', 'to_k', 'to_v'].map((n, i) => ({ module: `${ours}.attn.${n}`, rows: [[i * inner, (i + 1) * inner]] })) };
+      }
+      return { shape: [2 * F, H], parts: [{ module: `${ours}.ff.net.0.proj`, rows: [[F, 2 * F], [0, F]] }] };
+    },
+    fusedStems: () => fusedStems,
+    unsupported(module) {
+      return /^transformer_blocks\.\d+\.adaln_proj\.linear$/.test(module)
+        ? 'the blocks\' adaln_proj weights are streamed from host memory to build the AdaLN tables, and a per-request term on them is not built; merge such an adapter at load as the turbo adapters are (transformer/adapter.ts)'
+        : undefined;
+    },
+  };
+}
+
 /** The module table of a worker's report. */
 export function loraModulesOf(m: LoraModel): LoraModelNames {
+  if (m.model === 'minimax_h3') return h3LoraModules(m.dims);
   return m.model === 'krea2' ? krea2LoraModules(m.dims) : qwenImage21LoraModules(m.dims);
 }
 
@@ -185,40 +298,57 @@ const ROLES: [suffix: string, role: 'down' | 'up' | 'alpha', style: LoraKeyStyle
 const few = (xs: string[], n = 4) => `${xs.slice(0, n).join(', ')}${xs.length > n ? `, ... (${xs.length} in all)` : ''}`;
 export const underscored = (name: string) => name.replace(/\./g, '_');
 
-/** Kiln's module for a stem as the file names it (wrappers stripped, kohya underscores resolved); undefined if none. */
-export function resolveModule(names: LoraModelNames, stem: string): string | undefined {
-  for (const p of KOHYA_PREFIXES) {
-    if (stem.startsWith(p)) return kohyaTable(names).get(stem.slice(p.length));
-  }
-  let s = stem;
-  for (let again = true; again; ) {
-    again = false;
-    for (const w of WRAPPERS) {
-      if (s.startsWith(w)) {
-        s = s.slice(w.length);
-        again = true;
+/** What a stem of a file is in the model: one of Kiln's modules, or a fused module (LoraModelNames.fused). */
+export type LoraTargetOf = { module: string } | { fused: LoraFusedModule };
+
+/** Kiln's module (or fused module) for a stem as the file names it (wrappers stripped, kohya underscores resolved);
+ * undefined if none. */
+export function resolveTarget(names: LoraModelNames, stem: string): LoraTargetOf | undefined {
+  let s: string | undefined = stem;
+  const kohya = KOHYA_PREFIXES.find((p) => stem.startsWith(p));
+  if (kohya) s = kohyaTable(names).get(stem.slice(kohya.length));
+  else {
+    for (let again = true; again; ) {
+      again = false;
+      for (const w of WRAPPERS) {
+        if (s.startsWith(w)) {
+          s = s.slice(w.length);
+          again = true;
+        }
       }
     }
   }
-  if (names.modules.has(s)) return s;
-  return names.alias(s);
+  if (s === undefined) return undefined;
+  if (names.modules.has(s)) return { module: s };
+  const f = names.fused?.(s);
+  if (f) return { fused: f };
+  const a = names.alias(s);
+  return a === undefined ? undefined : { module: a };
+}
+
+/** Kiln's module for a stem as the file names it (wrappers stripped, kohya underscores resolved); undefined if none
+ * (a fused stem is several modules: resolveTarget). */
+export function resolveModule(names: LoraModelNames, stem: string): string | undefined {
+  const t = resolveTarget(names, stem);
+  return t && 'module' in t ? t.module : undefined;
 }
 
 const kohyaTables = new WeakMap<LoraModelNames, Map<string, string>>();
 
-/** underscored name (Kiln's, or any alias) -> Kiln module; a name two modules share would be ambiguous: refused. */
+/** underscored name (Kiln's, any alias, any fused stem) -> Kiln module (or the fused stem); a name two modules share
+ * would be ambiguous: refused. */
 function kohyaTable(names: LoraModelNames): Map<string, string> {
   let t = kohyaTables.get(names);
   if (t) return t;
   t = new Map();
   const clash = new Set<string>();
-  for (const m of names.modules.keys()) {
-    for (const n of [m, ...names.aliasesOf(m)]) {
-      const u = underscored(n);
-      if (t.has(u) && t.get(u) !== m) clash.add(u);
-      t.set(u, m);
-    }
-  }
+  const put = (n: string, to: string) => {
+    const u = underscored(n);
+    if (t!.has(u) && t!.get(u) !== to) clash.add(u);
+    t!.set(u, to);
+  };
+  for (const m of names.modules.keys()) for (const n of [m, ...names.aliasesOf(m)]) put(n, m);
+  for (const f of names.fusedStems?.() ?? []) put(f, f);
   for (const u of clash) t.delete(u);
   kohyaTables.set(names, t);
   return t;
@@ -234,6 +364,8 @@ export interface LoraPairPlan {
   up: string;
   alpha?: string;
   rank: number;
+  /** A fused stem's part (LoraFusedModule): the file's up rows this module takes, in order; absent: all of them. */
+  rows?: [number, number][];
 }
 
 export type LoraPlan = { style: LoraKeyStyle; pairs: LoraPairPlan[] } | { problem: string };
@@ -272,14 +404,14 @@ export function planLora(path: string, shapes: ReadonlyMap<string, readonly numb
   if (groups.size === 0) return { problem: `${path}: no LoRA tensors` };
   const styles = new Set([...groups.values()].map((g) => g.style));
   const unmatched: string[] = [];
-  const stems = new Map<string, string>();
+  const stems = new Map<string, LoraTargetOf>();
   for (const stem of groups.keys()) {
-    const m = resolveModule(names, stem);
-    if (m === undefined) unmatched.push(stem);
-    else stems.set(stem, m);
+    const t = resolveTarget(names, stem);
+    if (t === undefined) unmatched.push(stem);
+    else stems.set(stem, t);
   }
   if (unmatched.length) {
-    const fits = others.filter((o) => o.model !== names.model && unmatched.every((s) => resolveModule(o, s) !== undefined));
+    const fits = others.filter((o) => o.model !== names.model && unmatched.every((s) => resolveTarget(o, s) !== undefined));
     const whose = fits.length ? `: they are ${fits.map((o) => o.label).join(' / ')} modules, a LoRA for another model` : '';
     const what = unmatched.length === groups.size ? `none of its ${groups.size} modules is` : `${unmatched.length} of its ${groups.size} modules are not`;
     return { problem: `${path}: ${what} a ${names.label} linear (${few(unmatched)})${whose}` };
@@ -287,21 +419,29 @@ export function planLora(path: string, shapes: ReadonlyMap<string, readonly numb
   const pairs: LoraPairPlan[] = [];
   const byModule = new Map<string, string>();
   for (const [stem, g] of groups) {
-    const module = stems.get(stem)!;
+    const target = stems.get(stem)!;
+    const parts = 'module' in target ? [{ module: target.module, rows: undefined }] : target.fused.parts;
+    for (const { module } of parts) {
+      const why = names.unsupported?.(module);
+      if (why) return { problem: `${path}: ${stem} adapts ${names.label}'s ${module}: ${why}` };
+    }
     if (!g.down || !g.up) return { problem: `${path}: ${stem} has ${g.down ? 'no up (lora_B / lora_up)' : 'no down (lora_A / lora_down)'} matrix` };
-    if (byModule.has(module)) return { problem: `${path}: two pairs for ${names.label}'s ${module} (${byModule.get(module)}, ${stem})` };
-    byModule.set(module, stem);
     const ds = shapes.get(g.down)!;
     const us = shapes.get(g.up)!;
-    const [N, K] = names.modules.get(module)!;
+    const [N, K] = 'module' in target ? names.modules.get(target.module)! : target.fused.shape;
+    const what = 'module' in target ? target.module : `${parts.map((p) => p.module).join(' / ')} (fused)`;
     const rank = ds[0]!;
     if (ds.length !== 2 || us.length !== 2 || us[1] !== rank || !(rank >= 1)) {
       return { problem: `${path}: ${stem}: down [${ds}] and up [${us}] are not a rank-r pair` };
     }
     if (ds[1] !== K || us[0] !== N) {
-      return { problem: `${path}: ${stem}: the pair is [${us[0]}, ${ds[1]}] (out, in), ${names.label}'s ${module} is [${N}, ${K}]: a LoRA for another size or model` };
+      return { problem: `${path}: ${stem}: the pair is [${us[0]}, ${ds[1]}] (out, in), ${names.label}'s ${what} is [${N}, ${K}]: a LoRA for another size or model` };
     }
-    pairs.push({ module, source: stem, down: g.down, up: g.up, ...(g.alpha ? { alpha: g.alpha } : {}), rank });
+    for (const { module, rows } of parts) {
+      if (byModule.has(module)) return { problem: `${path}: two pairs for ${names.label}'s ${module} (${byModule.get(module)}, ${stem})` };
+      byModule.set(module, stem);
+      pairs.push({ module, source: stem, down: g.down, up: g.up, ...(g.alpha ? { alpha: g.alpha } : {}), rank, ...(rows ? { rows } : {}) });
+    }
   }
   return { style: styles.has('kohya') ? 'kohya' : 'peft', pairs };
 }

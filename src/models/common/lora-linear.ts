@@ -107,8 +107,11 @@ export function attachLoras(e: Engine, weights: ReadonlyMap<string, LinearWeight
         const w = weights.get(p.module)!;
         const [N, K] = ('q' in w ? w.q : w).shape as [number, number];
         const s = scale * p.factor;
-        const down = e.upload(p.down, [p.rank, K], dtype, `lora down ${p.module}`);
-        const up = e.upload(p.up.map((v) => v * s), [N, p.rank], dtype, `lora up ${p.module}`);
+        // the weight's own dtype where it is a plain tensor (MiniMax H3 keeps its small head / embedding linears in f32
+        // under an f16 model), the compute dtype for an int8 one
+        const dt = 'q' in w ? dtype : (w.dtype as ComputeDType);
+        const down = e.upload(p.down, [p.rank, K], dt, `lora down ${p.module}`);
+        const up = e.upload(p.up.map((v) => v * s), [N, p.rank], dt, `lora up ${p.module}`);
         const term = { down, up };
         bytes += (down.numel + up.numel) * down.bytesPerElement;
         const list = attached.get(w) ?? [];

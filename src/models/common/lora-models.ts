@@ -12,10 +12,12 @@
 // transformer_blocks.N.attn.{to_q,to_k,to_v,to_out.0}, transformer_blocks.N.img_mlp.{proj,gate_layer,out},
 // img_in, txt_in.{in_layer,out_layer}, time_text_embed.timestep_embedder.linear_{1,2}, modulation.1,
 // norm_out.linear, proj_out.
-import { krea2LoraModules, qwenImage21LoraModules, type LoraModelNames } from '../../catalog/loras';
+import { h3LoraModules, krea2LoraModules, qwenImage21LoraModules, type H3LoraDims, type LoraModelNames } from '../../catalog/loras';
 import type { Krea2Config } from '../krea2/config';
 import { KREA2_FUSION_BLOCKS } from '../krea2/config';
 import type { Krea2Transformer } from '../krea2/transformer';
+import { videoPatchDim, type H3Config } from '../minimax_h3/transformer/config';
+import type { MiniMaxH3Transformer } from '../minimax_h3/transformer/transformer';
 import type { QwenImage21Config } from '../qwen_image21/config';
 import type { QwenImage21Transformer } from '../qwen_image21/transformer';
 import type { LinearWeight } from './weights';
@@ -76,5 +78,47 @@ export function qwenImage21LoraWeights(t: QwenImage21Transformer): Map<string, L
     w.set(`${p}img_mlp.gate_layer`, b.img_mlp.gate_layer);
     w.set(`${p}img_mlp.out`, b.img_mlp.out);
   });
+  return w;
+}
+
+/** MiniMax H3's LoRA-module sizes from its config (what a video worker reports: ServedSummary.lora). */
+export function h3LoraDims(c: H3Config): H3LoraDims {
+  const { hiddenSize, numHeads, headDim, numLayers, numRefinerLayers, ffnDim, textDim, audioInChannels, freqDim, timeEmbedHiddenDim, timeEmbedDim } = c;
+  return { hiddenSize, numHeads, headDim, numLayers, numRefinerLayers, ffnDim, textDim, patchDim: videoPatchDim(c), audioInChannels, freqDim, timeEmbedHiddenDim, timeEmbedDim };
+}
+
+/** MiniMax H3's LoRA-able linears for `cfg` (Kiln's names are its diffusers checkpoint's keys; catalog/loras.ts). */
+export function h3LoraNames(cfg: H3Config): LoraModelNames {
+  return h3LoraModules(h3LoraDims(cfg));
+}
+
+/**
+ * MiniMax H3's loaded linears by module name. The blocks' weights may live in host memory (block offload,
+ * transformer.ts offloadBlocks): the LinearWeight objects stay the same while their bytes come and go
+ * (engine/host-held.ts), and the LoRA terms are separate tensors that stay on the GPU, so a term attached here applies
+ * to a block whichever copy of its weight is uploaded. The blocks' adaln_proj.linear (streamed from the host through
+ * one staging buffer: adaln.ts) is not among them (catalog/loras.ts refuses a LoRA on it).
+ */
+export function h3LoraWeights(t: MiniMaxH3Transformer): Map<string, LinearWeight> {
+  const w = new Map<string, LinearWeight>([
+    ['proj_in', t.proj_in.weight],
+    ['audio_proj_in', t.audio_proj_in.weight],
+    ['context_embedder', t.context_embedder.weight],
+    ['time_embedder.linear_1', t.time_embedder.linear_1.weight],
+    ['time_embedder.linear_2', t.time_embedder.linear_2.weight],
+    ['norm_out.linear', t.norm_out.linear.weight],
+    ['proj_out', t.proj_out.weight],
+    ['audio_proj_out', t.audio_proj_out.weight],
+  ]);
+  const block = (p: string, b: { attn: { to_q: LinearWeight; to_k: LinearWeight; to_v: LinearWeight; to_out: readonly [LinearWeight] }; ff: { net: { 0: { proj: LinearWeight }; 2: LinearWeight } } }) => {
+    w.set(`${p}attn.to_q`, b.attn.to_q);
+    w.set(`${p}attn.to_k`, b.attn.to_k);
+    w.set(`${p}attn.to_v`, b.attn.to_v);
+    w.set(`${p}attn.to_out.0`, b.attn.to_out[0]);
+    w.set(`${p}ff.net.0.proj`, b.ff.net[0].proj);
+    w.set(`${p}ff.net.2`, b.ff.net[2]);
+  };
+  t.token_refiner.refiner_blocks.forEach((b, i) => block(`token_refiner.refiner_blocks.${i}.`, b));
+  t.transformer_blocks.forEach((b, i) => block(`transformer_blocks.${i}.`, b));
   return w;
 }

@@ -89,7 +89,8 @@ export async function readLora(path: string, names: LoraModelNames, others: read
     const alphaOf = metadataAlpha(ckpt.metadata, path);
     const pairs = new Map<string, LoraPair>();
     let bytes = 0;
-    for (const { module, source, down: dk, up: uk, alpha: ak, rank } of plan.pairs) {
+    const ups = new Map<string, Float32Array>(); // a fused stem's up, read once for its parts
+    for (const { module, source, down: dk, up: uk, alpha: ak, rank, rows } of plan.pairs) {
       let alpha: number | undefined;
       if (ak) {
         const a = await ckpt.readFloat32(ak);
@@ -98,7 +99,18 @@ export async function readLora(path: string, names: LoraModelNames, others: read
       } else alpha = alphaOf?.(source.replace(/^transformer\./, ''), rank);
       if (alpha !== undefined && !(Number.isFinite(alpha) && alpha > 0)) throw new LoraError(`${path}: ${source}: alpha ${alpha} is not a positive number`);
       const down = await ckpt.readFloat32(dk);
-      const up = await ckpt.readFloat32(uk);
+      let up: Float32Array;
+      if (rows) {
+        // a fused stem's part (catalog/loras.ts LoraFusedModule): these rows of the file's up [N, r], in order
+        let full = ups.get(uk);
+        if (!full) ups.set(uk, (full = await ckpt.readFloat32(uk)));
+        up = new Float32Array(rows.reduce((n, [a, b]) => n + (b - a), 0) * rank);
+        let at = 0;
+        for (const [a, b] of rows) {
+          up.set(full.subarray(a * rank, b * rank), at);
+          at += (b - a) * rank;
+        }
+      } else up = await ckpt.readFloat32(uk);
       bytes += (down.length + up.length) * 4;
       pairs.set(module, { module, source, down, up, rank, alpha, factor: alpha === undefined ? 1 : alpha / rank });
     }

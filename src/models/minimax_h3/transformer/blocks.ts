@@ -9,11 +9,12 @@ import { quantizeInt8FromCheckpoint } from '../../../engine/quantize-parallel';
 import { glu } from '../../../engine/ops/activation';
 import { attention } from '../../../engine/ops/attention';
 import { contiguous } from '../../../engine/ops/elementwise';
-import { linear, type LinearOptions } from '../../../engine/ops/linear';
+import type { LinearOptions } from '../../../engine/ops/linear';
 import { headRmsNorm, rmsNorm } from '../../../engine/ops/norm';
 import { rope } from '../../../engine/ops/rope';
 import type { Tensor } from '../../../engine/tensor';
 import { hostBytes } from '../../common/host-weights';
+import { linear } from '../../common/lora-linear'; // the engine's linear plus a job's LoRA terms (issue 46)
 import { freeLinear, keyOf, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../../common/weights';
 import type { H3Config } from './config';
 import type { RowModulation } from './modulation';
