@@ -140,9 +140,9 @@ const video = <P extends string>(profile: P, steps: number, description: string)
     modes: { voice: { max: VIDEO_MAX_AUDIOS, needs: 'ref2va', needs_picture: true, image_mode: 'reference', total_s: VOICES_TOTAL_S }, track: { min: 1, max: TRACK_MAX_AUDIOS } },
   },
   tts_text: { voice_clips: 1, voice_min_s: CLIP_SECONDS.speech.minS },
-  // MiniMax H3 takes its fixed turbo adapters, merged at load (models/minimax_h3/transformer/adapter.ts), and no
-  // per-request LoRA: its module table is not in catalog/loras.ts
-  loras: { max: 0, scale: LORA_LIMITS.scale, unsupported: 'LoRAs on video profiles are not built yet (MiniMax H3 takes only its fixed turbo adapters, at load); image profiles take them' },
+  // per-request LoRAs beside the DiT's linears (catalog/loras.ts h3LoraModules), as on the image profiles; the fixed
+  // turbo adapters are merged at load apart from these (models/minimax_h3/transformer/adapter.ts)
+  loras: LORA_LIMITS,
 });
 
 const image = (profile: string, model: 'Qwen-Image-2.1' | 'Krea 2 Turbo', steps: number, description: string): ImageCapabilities => {

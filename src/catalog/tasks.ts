@@ -24,6 +24,8 @@ export interface VideoParams {
   tts_text: string;
   tts_ref_text: string;
   tts_language: string;
+  /** LoRAs applied beside the DiT's linears for this job, in order (absent: none). */
+  loras?: LoraParam[];
 }
 
 /** Model parameters of an image job. */

@@ -71,6 +71,8 @@ export class HealthService {
         max_audios: VIDEO_MAX_AUDIOS,
         audio_seconds: { min: CLIP_SECONDS.video.minS, max: CLIP_SECONDS.video.maxS },
         tts_languages: TTS_LANGUAGES,
+        // what a request's `loras` may hold (the capability table's; docs/loras.md)
+        lora_limits: LORA_LIMITS,
         defaults: VIDEO_DEFAULTS,
       },
       image: {
@@ -84,7 +86,7 @@ export class HealthService {
         lora_limits: LORA_LIMITS,
         defaults: IMAGE_DEFAULTS,
       },
-      // the LoRA files a request's `loras` may name (LORA_DIR, ComfyUI's loras/), each with the image profiles whose
+      // the LoRA files a request's `loras` may name (LORA_DIR, ComfyUI's loras/), each with the image and video profiles whose
       // model it fits (an extension, docs/loras.md)
       loras: await this.loras.listing(),
       limits: { image_bytes: MAX_INPUT_BYTES, prompt_chars: MAX_PROMPT_CHARS, max_steps: MAX_STEPS, wait_timeout_s: MAX_WAIT_S, max_queue: this.settings.maxQueue },

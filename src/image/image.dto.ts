@@ -70,7 +70,7 @@ export class LoraRequestDto {
 }
 
 /** The `loras` field's description (both forms). */
-export const LORAS_DESCRIPTION = `Extension: LoRAs applied to the image model for this job, in order: [{"name": ..., "scale": ...}], name as GET /api/config lists it (a file below LORA_DIR or ComfyUI's loras/ without .safetensors), scale ${LORA_LIMITS.scale.min} to ${LORA_LIMITS.scale.max} (default ${LORA_LIMITS.scale.default}; 0: off); at most ${LORA_LIMITS.max}. Video profiles take none yet`;
+export const LORAS_DESCRIPTION = `Extension: LoRAs applied to the model for this job, in order: [{"name": ..., "scale": ...}], name as GET /api/config lists it (a file below LORA_DIR or ComfyUI's loras/ without .safetensors), scale ${LORA_LIMITS.scale.min} to ${LORA_LIMITS.scale.max} (default ${LORA_LIMITS.scale.default}; 0: off); at most ${LORA_LIMITS.max}; a file must fit the profile's model (GET /api/config lists the profiles each fits)`;
 
 /** POST /api/v1/image */
 export class GenerateImageDto extends ImageFieldsDto {

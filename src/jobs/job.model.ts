@@ -139,9 +139,9 @@ export function toJobObject(job: JobRecord, live: { position?: number; running?:
     o.negative = job.task.negative;
     o.cfg = job.task.cfg;
     o.size_from_ref = job.size_from_ref;
-    // the LoRAs it ran with, by name and scale (an extension, docs/loras.md): reusing them reproduces the picture
-    if (job.task.loras?.length) o.loras = job.task.loras.map(({ name, scale }) => ({ name, scale }));
   }
+  // the LoRAs it ran with, by name and scale (an extension, docs/loras.md): reusing them reproduces the picture / video
+  if (job.task.loras?.length) o.loras = job.task.loras.map(({ name, scale }) => ({ name, scale }));
   if (job.status === 'done' || job.status === 'failed') o.finished = job.finished;
   o.priority = job.priority ?? DEFAULT_PRIORITY;
   // the GPU worker it went to (an extension; one name per host in a fleet)

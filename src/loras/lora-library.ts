@@ -4,7 +4,7 @@
 // the Hugging Face cache, read in place: the files of a repo's `main` snapshot whose header holds LoRA pairs, named
 // "<owner>/<repo>/<path without .safetensors>" (or "<owner>/<repo>" where the snapshot has one).
 // A file is judged by its header alone (key names and shapes: catalog/loras.ts planLora, the rules the worker's reader
-// applies), read once per path, size and modification time, against the model each image profile's worker reports
+// applies), read once per path, size and modification time, against the model each image or video profile's worker reports
 // (ServedSummary.lora). /api/config lists them with the profiles they fit; a job's LoRAs are checked here before it
 // is queued, and the task carries each file's path.
 import { Inject, Injectable } from '@nestjs/common';
@@ -128,7 +128,7 @@ export class LoraLibrary {
     }
   }
 
-  /** /api/config's `loras`: each file with the image profiles whose model it fits (by the workers' reports). */
+  /** /api/config's `loras`: each file with the image and video profiles whose model it fits (by the workers' reports). */
   async listing(): Promise<{ name: string; bytes: number; profiles: string[]; error?: string }[]> {
     const out = [];
     for (const f of await this.files()) {
@@ -149,9 +149,9 @@ export class LoraLibrary {
    * has said what it serves (none on this host, or it is starting), the files are found but not matched; the worker
    * checks them when it reads them.
    */
-  async resolve(profile: string, loras: readonly LoraChoice[]): Promise<LoraParam[]> {
+  async resolve(profile: string, loras: readonly LoraChoice[], kind: 'image' | 'video' = 'image'): Promise<LoraParam[]> {
     if (loras.length === 0) return [];
-    const served = this.scheduler.served('image', profile);
+    const served = this.scheduler.served(kind, profile);
     if (served && !served.lora) throw new BadInputError(`loras: profile ${profile} takes no LoRAs on the worker that serves it`);
     const files = new Map((await this.files()).map((f) => [f.name, f]));
     const out: LoraParam[] = [];
@@ -181,9 +181,9 @@ export class LoraLibrary {
     return `known: ${shown.join(', ')}${names.length > shown.length ? `, ... (${names.length} in all, GET /api/config lists them)` : ''} (${where})`;
   }
 
-  /** The image profiles whose worker reports a LoRA model. */
+  /** The image and video profiles whose worker reports a LoRA model. */
   private loraProfiles(): { profile: string; model: LoraModel }[] {
-    return this.scheduler.profiles().filter((s) => s.kind === 'image' && s.lora).map((s) => ({ profile: s.profile, model: s.lora! }));
+    return this.scheduler.profiles().filter((s) => (s.kind === 'image' || s.kind === 'video') && s.lora).map((s) => ({ profile: s.profile, model: s.lora! }));
   }
 
   private table(m: LoraModel): LoraModelNames {

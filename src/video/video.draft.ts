@@ -4,7 +4,7 @@
 import { BadInputError } from '../common/errors';
 import {
   VIDEO_AUDIO_MODES, VIDEO_DEFAULTS, VIDEO_IMAGE_MODES, VIDEO_PROFILES, VIDEO_SIZES, capabilitiesOf, effectiveImageMode, snapFrames,
-  videoCountsProblem, videoInputsProblem, voiceAloneSpeech, voicesWithoutPicture, type ProfileInfo, type VideoAudioMode, type VideoImageMode,
+  videoCountsProblem, videoInputsProblem, voiceAloneSpeech, voicesWithoutPicture, type LoraChoice, type ProfileInfo, type VideoAudioMode, type VideoImageMode,
 } from '../catalog';
 import { checkLanguage, checkPrompt, checkRefText, oneOf, promptAnd, resolveLoras, resolvePriority, resolveSeed, resolveSteps } from '../jobs/job-requests';
 
@@ -12,7 +12,7 @@ export interface VideoRequest {
   prompt?: string; profile?: string; aspect?: string; res?: string; seconds?: number; seed?: number; steps?: number;
   image_mode?: string; audio_mode?: string; tts_text?: string; tts_ref_text?: string; tts_language?: string;
   timeout?: number; priority?: number;
-  /** LoRAs: refused on every video profile yet (the capability table's loras.unsupported). */
+  /** LoRAs by name and scale (the array, or a form's JSON text); the LoRA library (src/loras/) finds and checks the files. */
   loras?: unknown;
   /** A saved voice (tts/voices.store.ts) in place of audios[0]; VideoService swaps it for its clip before drafting. */
   voice?: string;
@@ -24,6 +24,8 @@ export interface VideoDraft {
   tts_text: string; tts_ref_text: string; tts_language: string; mode: 't2v' | 'i2v'; priority: number;
   /** A voice without pictures: tts_text is the prompt's quoted dialogue, spoken in audios[0]'s voice (catalog/dialogue.ts). */
   voice_alone: boolean;
+  /** By name and scale; the LoRA library (src/loras/) finds and checks the files. */
+  loras: LoraChoice[];
 }
 
 /** Video create rules, given how many images and audio clips came with the request. */
@@ -39,7 +41,7 @@ function videoDraft(r: VideoRequest, imageCount: number, audioCount: number, pro
   if (!profile || !caps) oneOf('profile', profileName, VIDEO_PROFILES.map((p) => p.profile), 'video profile');
   const aspect = oneOf('aspect', r.aspect ?? def.aspect, caps!.aspects);
   const res = oneOf('res', r.res ?? def.res, caps!.res);
-  resolveLoras(r.loras, caps!.loras, profileName);
+  const loras = resolveLoras(r.loras, caps!.loras, profileName);
   const seconds = r.seconds ?? def.seconds;
   if (!Number.isFinite(seconds) || seconds < caps!.seconds.min || seconds > caps!.seconds.max) throw new BadInputError(`seconds must be from ${caps!.seconds.min} to ${caps!.seconds.max} (got ${seconds})`);
   const tooMany = videoCountsProblem(caps!, imageCount, audioCount);
@@ -63,6 +65,6 @@ function videoDraft(r: VideoRequest, imageCount: number, audioCount: number, pro
     prompt, profile: profile!, aspect, res, width, height, seconds, frames: snapFrames(seconds),
     seed: resolveSeed(r.seed), steps: resolveSteps(r.steps, profile!), image_mode, audio_mode, tts_text,
     tts_ref_text: checkRefText(r.tts_ref_text, 'tts_ref_text'), tts_language: checkLanguage(r.tts_language, 'tts_language'),
-    mode: imageCount > 0 ? 'i2v' : 't2v', priority: resolvePriority(r.priority), voice_alone,
+    mode: imageCount > 0 ? 'i2v' : 't2v', priority: resolvePriority(r.priority), voice_alone, loras,
   };
 }

@@ -2,7 +2,8 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsArray, IsBoolean, IsDefined, IsInt, IsNumber, IsString } from 'class-validator';
 import { Nullable, Optional } from '../http/validation';
 import { DRY_RUN_DESCRIPTION } from '../jobs/plan.schema';
-import { CLIP_SECONDS, FPS, FRAME_GRID, MAX_PRIORITY, MAX_WAIT_S, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_AUDIO_MODES, VIDEO_DEFAULTS as DEF, VIDEO_IMAGE_MODES, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, snapFrames } from '../catalog';
+import { LoraRequestDto, LORAS_DESCRIPTION } from '../image/image.dto';
+import { CLIP_SECONDS, FPS, FRAME_GRID, MAX_PRIORITY, MAX_WAIT_S, TTS_LANGUAGES, VIDEO_ASPECTS, VIDEO_AUDIO_MODES, VIDEO_DEFAULTS as DEF, VIDEO_IMAGE_MODES, VIDEO_MAX_AUDIOS, VIDEO_MAX_IMAGES, VIDEO_PROFILES, VIDEO_RES, VIDEO_SECONDS, LORA_LIMITS, snapFrames } from '../catalog';
 
 /** Fields shared by the JSON and multipart video forms. Defaults, enums and bounds: the capability table's
  * (catalog/capabilities.ts), which drafting applies. */
@@ -90,9 +91,9 @@ export class GenerateVideoDto extends VideoFieldsDto {
   @Nullable() @IsString()
   callback_url?: string | null;
 
-  @ApiPropertyOptional({ type: 'array', items: { type: 'object' }, description: 'Extension, image profiles only so far: a non-empty list is a 400 (LoRAs on video profiles are not built yet)' })
+  @ApiPropertyOptional({ type: [LoraRequestDto], maxItems: LORA_LIMITS.max, description: LORAS_DESCRIPTION })
   @Optional() @IsArray()
-  loras?: unknown[];
+  loras?: LoraRequestDto[];
 
   @ApiPropertyOptional({ default: false, description: DRY_RUN_DESCRIPTION })
   @Optional() @IsBoolean()
@@ -103,7 +104,7 @@ export class GenerateVideoDto extends VideoFieldsDto {
 export class CreateVideoFormDto extends VideoFieldsDto {
   static multipart = true;
 
-  @ApiPropertyOptional({ description: 'Extension, image profiles only so far: a non-empty JSON list is a 400 (LoRAs on video profiles are not built yet)' })
+  @ApiPropertyOptional({ description: `${LORAS_DESCRIPTION}. In a form: the array as JSON text`, example: '[{"name": "motion/pan", "scale": 0.8}]' })
   @Optional() @IsString()
   loras?: string;
 }

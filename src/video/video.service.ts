@@ -6,6 +6,7 @@ import { draftVideo, type VideoRequest } from './video.draft';
 import { InputFile } from '../jobs/input-probe';
 import { JobInputs } from '../jobs/job.inputs';
 import { JobsService } from '../jobs/jobs.service';
+import { LoraLibrary } from '../loras/lora-library';
 import { VoiceStore } from '../tts/voices.store';
 import { Planner } from '../plan/planner';
 import type { PlanRequest } from '../plan/plan';
@@ -16,7 +17,7 @@ type VideoInputs = { images: number; audios: number; load: () => Promise<[InputF
 /** Video job creation: the spec's rules, then inputs checked (images decodable and <= 25 MB, clips 2 to 15 s). */
 @Injectable()
 export class VideoService {
-  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly voices: VoiceStore, private readonly planner: Planner, private readonly fit: FitCheck) {}
+  constructor(private readonly jobs: JobsService, private readonly inputs: JobInputs, private readonly voices: VoiceStore, private readonly planner: Planner, private readonly fit: FitCheck, private readonly loras: LoraLibrary) {}
 
   /** The JSON form: its images and audios are URLs or data URIs, fetched once the checks that need no bytes passed. */
   createFromRefs(req: VideoRequest & { images?: string[]; audios?: string[]; callback_url?: string | null; wait?: boolean; dry_run?: boolean }, signal?: AbortSignal): Promise<Record<string, unknown>> {
@@ -38,6 +39,8 @@ export class VideoService {
       throw new BadInputError(`voice: a saved voice stands for audios[0] only as the voice the speech model speaks in, and this job has no speech: give tts_text (or, with no pictures and audio_mode voice, quote the dialogue in the prompt); a clip for audio_mode ${d.audio_mode} goes in audios`);
     }
     this.jobs.checkServed('video', d.profile.profile, { steps: d.steps, images: inputs.images, audios: inputs.audios, imageMode: d.image_mode, audioMode: d.audio_mode, ttsText: d.tts_text.trim() !== '' });
+    // the LoRA files found and matched to the profile's model before anything is fetched or queued (docs/loras.md)
+    const loras = await this.loras.resolve(d.profile.profile, d.loras, 'video');
     const timeout = checkTimeout(req.timeout, VIDEO_DEFAULTS.timeout);
     this.jobs.admit(req.callback_url, !req.dry_run);
     const [images, audios] = await inputs.load();
@@ -79,7 +82,11 @@ export class VideoService {
       images: probed.map((p) => ({ width: p.width, height: p.height })), audios: seconds,
     };
     // dry_run: the plan of the job this request would make, checked above as a create is; nothing queued or stored
-    if (req.dry_run) return (await this.planner.plan(planned, signal)) as unknown as Record<string, unknown>;
+    if (req.dry_run) {
+      const plan = await this.planner.plan(planned, signal);
+      if (loras.length) plan.notes.push('the plan leaves the LoRAs out: their low-rank pairs (held on the GPU beside their layers) and the work they add are not counted');
+      return plan as unknown as Record<string, unknown>;
+    }
     // a job that cannot fit the GPU even with offload is refused now, not failed once it ran out of memory
     await this.fit.check('video', d.profile.profile, planned, signal);
     const { job, created } = await this.jobs.submit(
@@ -89,6 +96,7 @@ export class VideoService {
         task: {
           prompt: d.prompt, seed: d.seed, steps: d.steps, width: d.width, height: d.height, frames: d.frames, mode: d.mode,
           image_mode: d.image_mode, audio_mode: d.audio_mode, tts_text: d.tts_text, tts_ref_text: d.tts_ref_text, tts_language: d.tts_language,
+          ...(loras.length ? { loras } : {}),
         },
       },
       images,

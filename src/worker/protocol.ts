@@ -9,8 +9,8 @@ import type { WorkerTask } from '../catalog/tasks';
 
 /** Bumped when a message changes shape; the API refuses a worker that says another version at hello. 3: a video task
  * no longer carries `seconds` (the worker runs `frames`). 4: an image task may carry `loras`, which a worker of 3
- * would run without (issue 46). */
-export const PROTOCOL_VERSION = 4;
+ * would run without (issue 46). 5: a video task may carry `loras` too. */
+export const PROTOCOL_VERSION = 5;
 
 // The tasks (what a worker runs: VideoTask, ImageTask, SpeechTask) are the catalog's (catalog/tasks.ts), so a model's
 // folder maps them onto its own task without importing the worker; the job store keeps their params as they are.

@@ -146,13 +146,13 @@ describe('LoRAs per request (demo weights)', () => {
     await bad({ profile: 'imgart_turbo', loras: Array.from({ length: 7 }, (_, i) => ({ name: `l${i}` })) }, /loras: 7 given, profile imgart_turbo takes at most 6/);
     await bad({ profile: 'imgart_turbo', loras: [{ name: 'krea/ink' }, { name: 'krea/ink' }] }, /named twice/);
     await bad({ profile: 'imgart_turbo', loras: [{ file: 'krea/ink' }] }, /unknown field file/);
-    await bad({ profile: 'fastvid', seconds: 1, loras: [{ name: 'krea/ink' }] }, /LoRAs on video profiles are not built yet/, '/api/v1/generate');
+    await bad({ profile: 'fastvid', seconds: 1, loras: [{ name: 'krea/ink' }] }, /LoRA krea\/ink: .*MiniMax H3 linear.*Krea 2 modules, a LoRA for another model \(profile fastvid\)/, '/api/v1/generate');
     const form = await t.http.post('/api/images').set(auth).field('prompt', 'x').field('profile', 'imgart_turbo').field('loras', '[{"name": ');
     assert.equal(form.status, 400);
     assert.match(form.body.detail ?? JSON.stringify(form.body), /loras: expected a JSON array/);
     const video = await t.http.post('/api/jobs').set(auth).field('prompt', 'x').field('profile', 'fastvid').field('loras', '[{"name": "krea/ink"}]');
     assert.equal(video.status, 400);
-    assert.match(JSON.stringify(video.body), /LoRAs on video profiles are not built yet/);
+    assert.match(JSON.stringify(video.body), /a LoRA for another model/);
     const openai = await t.http.post('/v1/images/generations').set(auth).send({ prompt: 'x', model: 'imgart_turbo', loras: [{ name: 'nope' }] });
     assert.equal(openai.status, 400, JSON.stringify(openai.body));
     assert.match(JSON.stringify(openai.body), /no LoRA named/);

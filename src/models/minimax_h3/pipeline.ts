@@ -48,6 +48,8 @@ import { copyInto } from '../../engine/ops/layout';
 import { commitFile, removeQuietly, tempSibling } from '../../media/files';
 import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
 import { ResidentPipeline, type RunContext } from '../common/pipeline';
+import type { LoraTarget } from '../common/lora-linear';
+import { h3LoraNames, h3LoraWeights } from '../common/lora-models';
 import { denoisedPreview, type LatentProjection } from '../common/latent-preview';
 import { fitH3Projection, h3PreviewFrames } from './preview';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
@@ -271,6 +273,21 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     this.o.onLoaded?.(this.m.bytes, m.dirs);
     this.trace(`loaded ${partition}`);
     throwIfCancelled(ctx.signal);
+  }
+
+  /** The DiT a job runs on, for its LoRAs (lora-linear.ts withLoras, issue 46): loaded for `task` (its block placement)
+   * and its partition swapped in first as run() does (a reference job's Ref2VA), so the terms sit on the weights that
+   * run; run() then finds both in place. */
+  async loraTarget(ctx: RunContext, task: H3Task): Promise<LoraTarget> {
+    this.next = task;
+    try {
+      await this.loaded(ctx);
+      await this.usePartition(task.images.length > 0 && task.imageMode === 'reference' ? 'ref2va' : 'fl2va', ctx);
+    } finally {
+      this.next = null;
+    }
+    const m = this.m!;
+    return { e: m.e, weights: h3LoraWeights(m.transformer), dtype: m.dtype, names: h3LoraNames(m.transformer.config) };
   }
 
   async run(task: H3Task, ctx: RunContext): Promise<void> {

@@ -1,4 +1,4 @@
-// A job's LoRAs on the image profiles (issue 46, docs/loras.md): what each entry reports of its model for the API's
+// A job's LoRAs on the image and video profiles (issue 46, docs/loras.md): what each entry reports of its model for the API's
 // checks (ServedSummary.lora: the module table's sizes for the weights it would load now), and the wrapper that reads
 // the job's files (kept parsed in host memory between jobs) and attaches them beside the loaded model's linears for
 // the one run (withLoras: off again when the run ends, also when it fails).
@@ -9,7 +9,9 @@ import type { Krea2Config } from '../../models/krea2/config';
 import { KREA2_FUSION_BLOCKS } from '../../models/krea2/config';
 import { LoraCache, LoraError } from '../../models/common/lora';
 import { withLoras, type LoraTarget } from '../../models/common/lora-linear';
-import type { Pipeline } from '../../models/common/pipeline';
+import type { Pipeline, RunContext } from '../../models/common/pipeline';
+import { h3LoraDims } from '../../models/common/lora-models';
+import type { H3Config } from '../../models/minimax_h3/transformer/config';
 import { parseQwenImage21Config, type QwenImage21Config } from '../../models/qwen_image21/config';
 
 /** Host bytes of parsed LoRA files kept between jobs (f32: a rank-32 LoRA of a 20B DiT is about 0.5 GB). */
@@ -24,6 +26,10 @@ export function krea2LoraModel(c: Krea2Config): LoraModel {
 export function qwenImage21LoraModel(c: QwenImage21Config): LoraModel {
   const { dim, mlpRatio, contextInDim, inChannels, outChannels, numLayers } = c;
   return { model: 'qwen_image21', dims: { dim, mlpRatio, contextInDim, inChannels, outChannels, numLayers } };
+}
+
+export function h3LoraModel(c: H3Config): LoraModel {
+  return { model: 'minimax_h3', dims: h3LoraDims(c) };
 }
 
 const configs = new Map<string, LoraModel | undefined>();
@@ -44,19 +50,20 @@ export function qwenImage21LoraModelAt(configJson: string): LoraModel | undefine
 }
 
 /**
- * `inner` with the task's LoRAs (ImageParams.loras) attached around each run: the model is loaded first, each file
- * read against the loaded model's module table (`target`), and the terms taken off when the run ends. A file that
- * does not fit is the user's problem (bad_input), named as the reader names it.
+ * `inner` with the task's LoRAs (ImageParams.loras, VideoParams.loras) attached around each run: the model is loaded
+ * first, each file read against the loaded model's module table (`target`: for a video job, the DiT partition the job
+ * runs on), and the terms taken off when the run ends, also when it fails. A file that does not fit is the user's
+ * problem (bad_input), named as the reader names it.
  */
-export function withTaskLoras(inner: Pipeline<WorkerTask>, target: () => LoraTarget | undefined): Pipeline<WorkerTask> {
+export function withTaskLoras(inner: Pipeline<WorkerTask>, target: (task: WorkerTask, ctx: RunContext) => LoraTarget | undefined | Promise<LoraTarget | undefined>): Pipeline<WorkerTask> {
   return {
     load: (ctx) => inner.load(ctx),
     unload: () => inner.unload(),
     run: async (task, ctx) => {
-      const loras = task.kind === 'image' ? (task.params.loras ?? []) : [];
+      const loras = task.kind === 'tts' ? [] : (task.params.loras ?? []);
       if (loras.length === 0) return inner.run(task, ctx);
       await inner.load(ctx);
-      const t = target();
+      const t = await target(task, ctx);
       if (!t) throw new Error(`profile ${task.profile}: the model is not loaded, so its LoRAs cannot be attached`);
       const uses = [];
       for (const l of loras) {

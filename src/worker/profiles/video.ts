@@ -2,7 +2,7 @@
 // real checkpoints in WEIGHTS_DIR when the profile's variant is complete (npm run weights -- pull <profile>), else
 // from the demo checkpoint put once into DEMO_WEIGHTS_DIR (all six share it): the trained one committed under
 // assets/demo (trained-demo.ts), or a random one where the checkout lacks it or DEMO_VIDEO is random.
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { acceptsFor, capabilitiesOf } from '../../catalog';
@@ -19,6 +19,11 @@ import type { Pipeline } from '../../models/common/pipeline';
 import type { WorkerTask } from '../protocol';
 import type { ServedEntry } from '../registry';
 import { newSpeechPipeline, speechWeightsSource } from './speech';
+import { h3LoraModel, withTaskLoras } from './loras';
+import { DEMO_TRANSFORMER_CONFIG } from '../../models/minimax_h3/demo';
+import { RELEASED_H3_TRANSFORMER } from '../../models/minimax_h3/released';
+import { parseH3Config } from '../../models/minimax_h3/transformer/config';
+import type { LoraModel } from '../../catalog';
 import { speaks, spokenTrack, type SpeechFactory, type SpokenTrackOptions } from './video-speech';
 import { safetensorsBytes, WeightsSource, type WeightsDirs } from './weights-source';
 
@@ -83,6 +88,8 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
     note: () => source.note(),
     residentBytes: () => source.residentBytes(),
     suggested: () => (trained && source.state() === 'demo' ? TRAINED_H3_DEMO_SUGGESTION : undefined),
+    // the DiT's LoRA-module sizes for the weights it would load now (the API checks a LoRA file against them)
+    lora: () => (source.state() === 'real' ? RELEASED_LORA_MODEL : trained ? trainedDemoLoraModel() : RANDOM_DEMO_LORA_MODEL),
     create: () => {
       const pipeline = h3ProfilePipeline(profile, {
         engine: () => holder.get(),
@@ -98,9 +105,27 @@ export function videoProfileEntry(profileName: string, dirs: WeightsDirs, holder
           log?.info({ profile: profile.name, transformer: loaded.transformer, gpu_bytes: bytes }, 'video model loaded');
         },
       });
-      return videoTaskPipeline(pipeline, ({ onAudio }) => newSpeechPipeline(speechSource, holder, { log, onAudio }));
+      const run = videoTaskPipeline(pipeline, ({ onAudio }) => newSpeechPipeline(speechSource, holder, { log, onAudio }));
+      // a job's LoRAs beside the DiT it runs on (a reference job's: the Ref2VA partition), off again after the run
+      return withTaskLoras(run, (task, ctx) => {
+        if (task.kind !== 'video') throw new Error(`a video pipeline was given a ${task.kind} task`);
+        return pipeline.loraTarget(ctx, h3TaskOf(task));
+      });
     },
   };
+}
+
+/** Every real variant has the released DiT's sizes (the int8 builds and the 8-step checkpoint too). */
+const RELEASED_LORA_MODEL: LoraModel = h3LoraModel(parseH3Config(RELEASED_H3_TRANSFORMER, 'the released transformer config'));
+const RANDOM_DEMO_LORA_MODEL: LoraModel = h3LoraModel(parseH3Config(DEMO_TRANSFORMER_CONFIG, 'the demo transformer config'));
+let trainedLora: LoraModel | undefined;
+/** The trained demo's DiT (assets/demo), read once. */
+function trainedDemoLoraModel(): LoraModel {
+  if (!trainedLora) {
+    const f = join(projectRoot(), TRAINED_H3_DEMO_PATH, 'transformer', 'config.json');
+    trainedLora = h3LoraModel(parseH3Config(JSON.parse(readFileSync(f, 'utf8')), f));
+  }
+  return trainedLora;
 }
 
 /** A profile's MiniMax H3 pipeline over the folders `locate` gives (the worker's weights, a plan's checkpoint in
