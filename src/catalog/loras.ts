@@ -43,8 +43,6 @@ export interface LoraModelNames {
   fused?(stem: string): LoraFusedModule | undefined;
   /** Every fused stem (for the kohya underscore table). */
   fusedStems?(): string[];
-  /** Why a LoRA on one of the model's modules is not applied per request (undefined: it is). */
-  unsupported?(module: string): string | undefined;
 }
 
 /** One pair of the file [N, K] whose up rows feed several modules: each part's up is the concatenation of the file's
@@ -204,8 +202,8 @@ const H3_TOP: Record<string, string> = {
 /**
  * MiniMax H3's LoRA-able linears (Kiln's names are the diffusers checkpoint's keys without `.weight`, the transformer's
  * fields): proj_in, audio_proj_in, context_embedder, time_embedder.linear_{1,2}, token_refiner.refiner_blocks.N.* and
- * transformer_blocks.N.* (attn.{to_q,to_k,to_v,to_out.0}, ff.net.0.proj, ff.net.2; the blocks' adaln_proj.linear is
- * listed but refused: below), norm_out.linear, proj_out, audio_proj_out. The native names the MiniMax community's
+ * transformer_blocks.N.* (attn.{to_q,to_k,to_v,to_out.0}, ff.net.0.proj, ff.net.2, and the blocks' adaln_proj.linear),
+ * norm_out.linear, proj_out, audio_proj_out. The native names the MiniMax community's
  * LoRAs use (ComfyUI / lightx2v: what transformer/adapter.ts merges for the turbo adapters) map onto them: renames
  * (blocks.N -> transformer_blocks.N, token_refiner.blocks.N -> token_refiner.refiner_blocks.N, attn.out_proj,
  * mlp.fc2, H3_TOP) and two transforms of the up matrix: attn.qkv_proj [3 inner, H] is to_q / to_k / to_v with the
@@ -270,11 +268,6 @@ export function h3LoraModules(d: H3LoraDims): LoraModelNames {
       return { shape: [2 * F, H], parts: [{ module: `${ours}.ff.net.0.proj`, rows: [[F, 2 * F], [0, F]] }] };
     },
     fusedStems: () => fusedStems,
-    unsupported(module) {
-      return /^transformer_blocks\.\d+\.adaln_proj\.linear$/.test(module)
-        ? 'the blocks\' adaln_proj weights are streamed from host memory to build the AdaLN tables, and a per-request term on them is not built; merge such an adapter at load as the turbo adapters are (transformer/adapter.ts)'
-        : undefined;
-    },
   };
 }
 
@@ -421,10 +414,6 @@ export function planLora(path: string, shapes: ReadonlyMap<string, readonly numb
   for (const [stem, g] of groups) {
     const target = stems.get(stem)!;
     const parts = 'module' in target ? [{ module: target.module, rows: undefined }] : target.fused.parts;
-    for (const { module } of parts) {
-      const why = names.unsupported?.(module);
-      if (why) return { problem: `${path}: ${stem} adapts ${names.label}'s ${module}: ${why}` };
-    }
     if (!g.down || !g.up) return { problem: `${path}: ${stem} has ${g.down ? 'no up (lora_B / lora_up)' : 'no down (lora_A / lora_down)'} matrix` };
     const ds = shapes.get(g.down)!;
     const us = shapes.get(g.up)!;

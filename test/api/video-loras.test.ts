@@ -2,9 +2,9 @@
 // docs/loras.md): files made here at the demo DiT's sizes in LORA_DIR, in the diffusers names, the native / ComfyUI
 // names (fused qkv_proj, fc1) and kohya's underscored names. /api/config lists them with the video profiles they fit;
 // a LoRA changes the video, the same seed and LoRA give the same bytes, scale 0 gives exactly the video without it,
-// two compose (multipart /api/jobs); the job shows its LoRAs; every bad input (unknown name, keys matching no module,
-// an image model's LoRA on a video profile and a video LoRA on an image profile, a scale out of range, a module not
-// applied per request) is a 400 naming the problem, and nothing is queued.
+// three compose (multipart /api/jobs, one on the blocks' adaln_proj); the job shows its LoRAs; every bad input (unknown
+// name, keys matching no module, an image model's LoRA on a video profile and a video LoRA on an image profile, a scale
+// out of range) is a 400 naming the problem, and nothing is queued.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -55,7 +55,7 @@ describe('LoRAs per request on the video profiles (random demo weights)', () => 
     pair(kohya, 'lora_unet_blocks_1_attn_qkv_proj', 3 * inner, H, 4, true, 2);
     pair(kohya, 'lora_unet_transformer_blocks_0_ff_net_0_proj', ...shape('transformer_blocks.0.ff.net.0.proj'), 4, true, 2);
     await writeSafetensors(join(loraDir, 'h3_kohya.safetensors'), kohya);
-    // one on the blocks' adaln_proj (refused per request), one with stems no model has
+    // one on the blocks' adaln_proj (streamed from host memory to build the AdaLN tables), one with stems no model has
     const adaln: Record<string, WriteTensor> = {};
     pair(adaln, 'diffusion_model.blocks.0.adaln_proj.linear', ...shape('transformer_blocks.0.adaln_proj.linear'), 2);
     await writeSafetensors(join(loraDir, 'h3_adaln.safetensors'), adaln);
@@ -95,8 +95,7 @@ describe('LoRAs per request on the video profiles (random demo weights)', () => 
   test('/api/config lists the video LoRAs with the video profiles they fit', async () => {
     const c = await config();
     const by = Object.fromEntries(c.loras.map((l: { name: string }) => [l.name, l]));
-    for (const n of ['h3/motion', 'h3_native', 'h3_kohya']) assert.deepEqual(by[n].profiles, VIDEO_PROFILES, n);
-    assert.deepEqual(by.h3_adaln.profiles, []);
+    for (const n of ['h3/motion', 'h3_native', 'h3_kohya', 'h3_adaln']) assert.deepEqual(by[n].profiles, VIDEO_PROFILES, n);
     assert.deepEqual(by.nowhere.profiles, []);
     assert.ok(!by.krea.profiles.some((p: string) => VIDEO_PROFILES.includes(p)), 'an image LoRA fits no video profile');
     assert.deepEqual(c.video.lora_limits, { max: 6, scale: { min: -4, max: 4, default: 1 } });
@@ -112,13 +111,13 @@ describe('LoRAs per request on the video profiles (random demo weights)', () => 
     const zero = await job({ loras: [{ name: 'h3_native', scale: 0 }] });
     assert.ok((await video(zero.id)).equals(plain), 'scale 0: bit-identical to no LoRA');
     const r = await t.http.post('/api/jobs').set(auth).field('prompt', 'a red ball').field('profile', 'fastvid').field('seconds', '1').field('res', '352p')
-      .field('steps', '1').field('seed', '5').field('loras', JSON.stringify([{ name: 'h3_native', scale: 1 }, { name: 'h3_kohya', scale: -0.5 }]));
+      .field('steps', '1').field('seed', '5').field('loras', JSON.stringify([{ name: 'h3_native', scale: 1 }, { name: 'h3_kohya', scale: -0.5 }, { name: 'h3_adaln', scale: 0.3 }]));
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    assert.deepEqual(r.body.loras, [{ name: 'h3_native', scale: 1 }, { name: 'h3_kohya', scale: -0.5 }]);
+    assert.deepEqual(r.body.loras, [{ name: 'h3_native', scale: 1 }, { name: 'h3_kohya', scale: -0.5 }, { name: 'h3_adaln', scale: 0.3 }]);
     const done = (await t.http.get(`/api/jobs/${r.body.id}?wait=true&timeout=600`).set(auth)).body;
     assert.equal(done.status, 'done', JSON.stringify(done));
     const two = await video(r.body.id);
-    assert.ok(!two.equals(plain) && !two.equals(a), 'two LoRAs: another video');
+    assert.ok(!two.equals(plain) && !two.equals(a), 'three LoRAs (one on the streamed adaln_proj): another video');
     // off again after the jobs: the next job without LoRAs is the plain video
     assert.ok((await video((await job({})).id)).equals(plain), 'a job after LoRA jobs runs the model as loaded');
   });
@@ -135,7 +134,6 @@ describe('LoRAs per request on the video profiles (random demo weights)', () => 
     await bad({ profile: 'fastvid', loras: [{ name: 'nope' }] }, /no LoRA named \\"nope\\"; known: /);
     await bad({ profile: 'fastvid', loras: [{ name: 'nowhere' }] }, /LoRA nowhere: none of its 1 modules is a MiniMax H3 linear \(diffusion_model\.blocks\.0\.attn\.qkv\)/);
     await bad({ profile: 'fastvid', loras: [{ name: 'krea' }] }, /LoRA krea: .*MiniMax H3 linear.*Krea 2 modules, a LoRA for another model \(profile fastvid\)/);
-    await bad({ profile: 'turbo_int8', loras: [{ name: 'h3_adaln' }] }, /adaln_proj weights are streamed from host memory/);
     await bad({ profile: 'fastvid', loras: [{ name: 'h3/motion', scale: 4.5 }] }, /loras\[0\]\.scale: 4.5 is outside -4 to 4/);
     await bad({ profile: 'fastvid', loras: Array.from({ length: 7 }, (_, i) => ({ name: `l${i}` })) }, /loras: 7 given, profile fastvid takes at most 6/);
     await bad({ profile: 'imgart_turbo', loras: [{ name: 'h3_native' }] }, /LoRA h3_native: .*Krea 2 linear.*MiniMax H3 modules, a LoRA for another model/, '/api/v1/image');

@@ -1,6 +1,7 @@
 // LoRAs on MiniMax H3, the video profiles' DiT (issue 46): the module table and the community names (diffusers keys,
 // the native / ComfyUI names with the fused qkv_proj and the [gate; value] fc1, kohya underscores), refusals, and
-// on the golden transformer case's tiny weights (2 blocks, 1 refiner block): a LoRA on every linear attached beside
+// on the golden transformer case's tiny weights (2 blocks, 1 refiner block): a LoRA on every linear (the blocks'
+// adaln_proj too, streamed from host memory through the staging buffer or resident) attached beside
 // the loaded model equals the same model loaded with the host-merged weights W + sum s (alpha / r) B A; scale 0 is
 // the plain model bit for bit; the same LoRAs give the same output; block offload (the blocks in host memory,
 // uploaded in turn) gives the resident result bit for bit with the terms on; the int8 build takes them too.
@@ -67,7 +68,6 @@ function lora(cfg: H3Config, style: 'diffusers' | 'native' | 'kohya', seed: numb
     'norm_out.linear': 'final_layer.adaln_proj.linear', proj_out: 'final_layer.video_out', audio_proj_out: 'final_layer.audio_out',
   };
   for (const [m, [N, K]] of names.modules) {
-    if (m.includes('adaln_proj')) continue; // refused per request (below)
     const blk = /^(transformer_blocks|token_refiner\.refiner_blocks)\.(\d+)\.(.+)$/.exec(m);
     if (style === 'native' && blk) {
       const theirs = `${blk[1] === 'transformer_blocks' ? 'blocks' : 'token_refiner.blocks'}.${blk[2]}`;
@@ -76,6 +76,7 @@ function lora(cfg: H3Config, style: 'diffusers' | 'native' | 'kohya', seed: numb
       else if (tail === 'ff.net.0.proj') put(`diffusion_model.${theirs}.mlp.fc1`, randPair(rng, N, K, r));
       else if (tail === 'attn.to_out.0') put(`diffusion_model.${theirs}.attn.out_proj`, randPair(rng, N, K, r));
       else if (tail === 'ff.net.2') put(`diffusion_model.${theirs}.mlp.fc2`, randPair(rng, N, K, r));
+      else if (tail === 'adaln_proj.linear') put(`diffusion_model.${theirs}.adaln_proj.linear`, randPair(rng, N, K, r));
       continue; // to_k / to_v: in qkv_proj
     }
     if (style === 'native') put(`diffusion_model.${native[m]!}`, randPair(rng, N, K, r));
@@ -133,8 +134,8 @@ describe('MiniMax H3 LoRA names', () => {
       const names = h3LoraNames(cfg);
       const inner = cfg.numHeads * cfg.headDim;
       const F = cfg.ffnDim;
-      const linears = names.modules.size - cfg.numLayers; // adaln_proj listed, refused
-      assert.equal(linears, 8 + 6 * (cfg.numLayers + cfg.numRefinerLayers));
+      const linears = names.modules.size;
+      assert.equal(linears, 8 + 6 * (cfg.numLayers + cfg.numRefinerLayers) + cfg.numLayers);
       for (const style of ['diffusers', 'native', 'kohya'] as const) {
         const f = await readLora(await file(lora(cfg, style, 1, 2, style === 'kohya' ? 1 : undefined)), names);
         assert.equal(f.pairs.size, linears, style);
@@ -171,7 +172,6 @@ describe('MiniMax H3 LoRA names', () => {
         await assert.rejects(readLora(p, names, [krea2LoraModules(KREA2_DIMS), qwenImage21LoraModules(QWEN_DIMS)]), (err: Error) => err instanceof LoraError && re.test(err.message));
       };
       const pair = (stem: string, N: number, K: number) => ({ [`${stem}.lora_A.weight`]: F32([1, K], new Float32Array(K)), [`${stem}.lora_B.weight`]: F32([N, 1], new Float32Array(N)) });
-      await refused(pair('diffusion_model.blocks.0.adaln_proj.linear', 18 * cfg.hiddenSize, cfg.timeEmbedDim), /adaln_proj weights are streamed from host memory/);
       await refused(pair('transformer.transformer_blocks.0.attn.to_q', inner + 1, cfg.hiddenSize), /a LoRA for another size or model/);
       await refused(pair(`blocks.${cfg.numLayers}.attn.qkv_proj`, 3 * inner, cfg.hiddenSize), /none of its 1 modules is a MiniMax H3 linear/);
       await refused(pair('diffusion_model.blocks.0.attn.wq', 8, 8), /they are Krea 2 modules, a LoRA for another model/);
@@ -252,13 +252,14 @@ describe('MiniMax H3 with LoRAs attached (golden transformer case)', () => {
     });
   });
 
-  test('f16 with block offload gives the resident result bit for bit with the terms on; int8 keeps its GEMM and takes f16 terms', async () => {
+  test('f16 with block offload gives the resident result bit for bit with the terms on; int8 keeps its GEMM and takes f16 terms; adaln_proj resident or streamed', async () => {
     const e = await testEngine();
     await withCase(async (c, cfg) => {
       const names = h3LoraNames(cfg);
       const uses = [{ file: await readLora(await file(lora(cfg, 'native', 21, 2)), names), scale: 1 }, { file: await readLora(await file(lora(cfg, 'kohya', 22, 2, 1)), names), scale: -0.5 }];
       for (const int8 of [false, true]) {
-        const model = await MiniMaxH3Transformer.load(e, c.ckpt, cfg, { dtype: 'f16', int8, prefix: WEIGHT_PREFIX });
+        // the blocks' adaln_proj resident on the GPU (f16) or streamed from host memory (int8, the default)
+        const model = await MiniMaxH3Transformer.load(e, c.ckpt, cfg, { dtype: 'f16', int8, prefix: WEIGHT_PREFIX, adalnWeights: int8 ? 'host' : 'gpu' });
         try {
           const weights = h3LoraWeights(model);
           const plain = await forward(e, c, model);

@@ -22,11 +22,31 @@ interface LoraTerm {
   up: Tensor;
 }
 
-const attached = new WeakMap<Tensor | Int8Weight, LoraTerm[]>();
+const attached = new WeakMap<object, LoraTerm[]>();
+
+/**
+ * A linear whose weight is not one loaded tensor of its own: MiniMax H3's blocks' adaln_proj kept in host memory and
+ * streamed through one reused staging buffer (minimax_h3/transformer/adaln.ts). Terms attach to `key` (an object that
+ * stands for the module, the HostLinear), and linearAt runs the staged weight with them.
+ */
+export interface LoraSite {
+  key: object;
+  shape: readonly [number, number];
+  dtype: ComputeDType;
+}
+
+const isSite = (w: LinearWeight | LoraSite): w is LoraSite => 'key' in w;
+const keyOf = (w: LinearWeight | LoraSite): object => (isSite(w) ? w.key : w);
+const shapeOf = (w: LinearWeight | LoraSite) => ('q' in w ? w.q.shape : w.shape) as readonly number[] as [number, number];
 
 /** The engine's linear(x, W, bias, epilogue) plus the LoRA terms attached to W (see the file comment). */
 export function linear(e: Engine, x: Tensor, w: Tensor | Int8Weight, bias?: Tensor | null, epi: LinearOptions = {}): Tensor {
-  const terms = attached.get(w);
+  return linearAt(e, w, x, w, bias, epi);
+}
+
+/** linear() with the terms attached to `site` (a LoraSite's key) beside the weight `w` that stands for it now. */
+export function linearAt(e: Engine, site: object, x: Tensor, w: Tensor | Int8Weight, bias?: Tensor | null, epi: LinearOptions = {}): Tensor {
+  const terms = attached.get(site);
   if (!terms || terms.length === 0) return engineLinear(e, x, w, bias, epi);
   const tuning: LinearOptions = { tile: epi.tile, path: epi.path, subgroup: epi.subgroup };
   const act = epi.act && epi.act !== 'none' ? epi.act : undefined;
@@ -69,7 +89,7 @@ export interface LoraUse {
  * dtype and the module table a file is read against (a pipeline's loraTarget()). */
 export interface LoraTarget {
   e: Engine;
-  weights: ReadonlyMap<string, LinearWeight>;
+  weights: ReadonlyMap<string, LinearWeight | LoraSite>;
   dtype: ComputeDType;
   names: LoraModelNames;
 }
@@ -88,36 +108,37 @@ export interface AttachedLoras {
  * in order (several LoRAs on one linear add up). A LoRA at scale 0 attaches nothing. Every pair's module must be one
  * of `weights`, with its shape: checked for all before anything is uploaded.
  */
-export function attachLoras(e: Engine, weights: ReadonlyMap<string, LinearWeight>, uses: readonly LoraUse[], dtype: ComputeDType): AttachedLoras {
+export function attachLoras(e: Engine, weights: ReadonlyMap<string, LinearWeight | LoraSite>, uses: readonly LoraUse[], dtype: ComputeDType): AttachedLoras {
   for (const { file, scale } of uses) {
     if (!Number.isFinite(scale)) throw new LoraError(`${file.path}: scale ${scale} is not a finite number`);
     for (const p of file.pairs.values()) {
       const w = weights.get(p.module);
       if (!w) throw new LoraError(`${file.path}: ${p.source} adapts ${p.module}, which this loaded model does not have`);
-      const [N, K] = ('q' in w ? w.q : w).shape as [number, number];
+      const [N, K] = shapeOf(w);
       if (p.up.length !== N * p.rank || p.down.length !== p.rank * K) throw new LoraError(`${file.path}: ${p.source} does not fit ${p.module} [${N}, ${K}]`);
     }
   }
-  const added: [Tensor | Int8Weight, LoraTerm][] = [];
+  const added: [object, LoraTerm][] = [];
   let bytes = 0;
   try {
     for (const { file, scale } of uses) {
       if (scale === 0) continue;
       for (const p of file.pairs.values()) {
         const w = weights.get(p.module)!;
-        const [N, K] = ('q' in w ? w.q : w).shape as [number, number];
+        const [N, K] = shapeOf(w);
         const s = scale * p.factor;
         // the weight's own dtype where it is a plain tensor (MiniMax H3 keeps its small head / embedding linears in f32
         // under an f16 model), the compute dtype for an int8 one
-        const dt = 'q' in w ? dtype : (w.dtype as ComputeDType);
+        const dt = 'q' in w ? dtype : (w.dtype as ComputeDType); // a site: the dtype its staged GEMM computes in
         const down = e.upload(p.down, [p.rank, K], dt, `lora down ${p.module}`);
         const up = e.upload(p.up.map((v) => v * s), [N, p.rank], dt, `lora up ${p.module}`);
         const term = { down, up };
         bytes += (down.numel + up.numel) * down.bytesPerElement;
-        const list = attached.get(w) ?? [];
+        const key = keyOf(w);
+        const list = attached.get(key) ?? [];
         list.push(term);
-        attached.set(w, list);
-        added.push([w, term]);
+        attached.set(key, list);
+        added.push([key, term]);
       }
     }
   } catch (err) {
@@ -140,7 +161,7 @@ export function attachLoras(e: Engine, weights: ReadonlyMap<string, LinearWeight
  * Runs `fn` with `uses` attached to `weights` and takes them off afterwards, also when `fn` throws: one job's LoRAs
  * on a model shared by the jobs a worker runs one after another.
  */
-export async function withLoras<T>(e: Engine, weights: ReadonlyMap<string, LinearWeight>, uses: readonly LoraUse[], dtype: ComputeDType, fn: () => Promise<T>): Promise<T> {
+export async function withLoras<T>(e: Engine, weights: ReadonlyMap<string, LinearWeight | LoraSite>, uses: readonly LoraUse[], dtype: ComputeDType, fn: () => Promise<T>): Promise<T> {
   const on = attachLoras(e, weights, uses, dtype);
   try {
     return await fn();
@@ -149,7 +170,7 @@ export async function withLoras<T>(e: Engine, weights: ReadonlyMap<string, Linea
   }
 }
 
-function detach(added: [Tensor | Int8Weight, LoraTerm][]): void {
+function detach(added: [object, LoraTerm][]): void {
   for (const [w, term] of added) {
     const list = attached.get(w);
     if (list) {
@@ -163,6 +184,6 @@ function detach(added: [Tensor | Int8Weight, LoraTerm][]): void {
 }
 
 /** How many LoRA terms are attached to `w` (tests, diagnostics). */
-export function loraTermsOn(w: LinearWeight): number {
-  return attached.get(w)?.length ?? 0;
+export function loraTermsOn(w: LinearWeight | LoraSite): number {
+  return attached.get(keyOf(w))?.length ?? 0;
 }

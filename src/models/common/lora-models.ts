@@ -21,6 +21,8 @@ import type { MiniMaxH3Transformer } from '../minimax_h3/transformer/transformer
 import type { QwenImage21Config } from '../qwen_image21/config';
 import type { QwenImage21Transformer } from '../qwen_image21/transformer';
 import type { LinearWeight } from './weights';
+import type { LoraSite } from './lora-linear';
+import { isHostLinear } from '../minimax_h3/transformer/blocks';
 
 // The tables themselves are the catalog's (catalog/loras.ts), so the API checks a file against them too.
 
@@ -96,11 +98,12 @@ export function h3LoraNames(cfg: H3Config): LoraModelNames {
  * MiniMax H3's loaded linears by module name. The blocks' weights may live in host memory (block offload,
  * transformer.ts offloadBlocks): the LinearWeight objects stay the same while their bytes come and go
  * (engine/host-held.ts), and the LoRA terms are separate tensors that stay on the GPU, so a term attached here applies
- * to a block whichever copy of its weight is uploaded. The blocks' adaln_proj.linear (streamed from the host through
- * one staging buffer: adaln.ts) is not among them (catalog/loras.ts refuses a LoRA on it).
+ * to a block whichever copy of its weight is uploaded. The blocks' adaln_proj.linear kept in host memory (the default:
+ * streamed through one staging buffer to build the AdaLN tables, adaln.ts) is a LoraSite keyed by its HostLinear,
+ * which adaln.ts runs the staged weight with (lora-linear.ts linearAt).
  */
-export function h3LoraWeights(t: MiniMaxH3Transformer): Map<string, LinearWeight> {
-  const w = new Map<string, LinearWeight>([
+export function h3LoraWeights(t: MiniMaxH3Transformer): Map<string, LinearWeight | LoraSite> {
+  const w = new Map<string, LinearWeight | LoraSite>([
     ['proj_in', t.proj_in.weight],
     ['audio_proj_in', t.audio_proj_in.weight],
     ['context_embedder', t.context_embedder.weight],
@@ -119,6 +122,10 @@ export function h3LoraWeights(t: MiniMaxH3Transformer): Map<string, LinearWeight
     w.set(`${p}ff.net.2`, b.ff.net[2]);
   };
   t.token_refiner.refiner_blocks.forEach((b, i) => block(`token_refiner.refiner_blocks.${i}.`, b));
-  t.transformer_blocks.forEach((b, i) => block(`transformer_blocks.${i}.`, b));
+  t.transformer_blocks.forEach((b, i) => {
+    block(`transformer_blocks.${i}.`, b);
+    const proj = b.adaln_proj.linear;
+    w.set(`transformer_blocks.${i}.adaln_proj.linear`, isHostLinear(proj) ? { key: proj, shape: [proj.host.N, proj.host.K], dtype: proj.host.scaleDtype } : proj.weight);
+  });
   return w;
 }

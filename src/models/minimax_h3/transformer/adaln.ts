@@ -18,6 +18,7 @@ import { cast } from '../../../engine/ops/layout';
 import type { Int8Weight } from '../../../engine/ops/linear';
 import type { Tensor } from '../../../engine/tensor';
 import type { ComputeDType } from '../../common/weights';
+import { linearAt } from '../../common/lora-linear';
 import { applyLinear, isHostLinear, type AdaLNProjection, type HostLinear, type Linear } from './blocks';
 import type { H3Config } from './config';
 import { timestepEmbedding } from './rope';
@@ -110,7 +111,12 @@ export function computeAdaLN(
   try {
     m.transformer_blocks.forEach((b, n) => {
       const proj = b.adaln_proj.linear;
-      blocks.push(withBlock(n, () => applyLinear(e, isHostLinear(proj) ? stage.load(proj) : proj, act).reshape([T * 3, 6 * cfg.hiddenSize])));
+      blocks.push(withBlock(n, () => {
+        if (!isHostLinear(proj)) return applyLinear(e, proj, act).reshape([T * 3, 6 * cfg.hiddenSize]);
+        // the staged copy, with a job's LoRA terms on the module (attached to the HostLinear: lora-models.ts)
+        const staged = stage.load(proj);
+        return linearAt(e, proj, act, staged.weight, staged.bias).reshape([T * 3, 6 * cfg.hiddenSize]);
+      }));
     });
   } catch (err) {
     for (const t of [temb, act, ...blocks]) t.free();
