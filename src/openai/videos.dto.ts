@@ -1,8 +1,9 @@
 // /v1/videos as the official `openai` SDK sends it (videos.create, list, remix, downloadContent): OpenAI's fields, of
 // which Kiln honours prompt, model, seconds, size and input_reference (a picture file part, or {"image_url"}: the
-// first frame, Kiln's keyframe mode). seed and steps are Kiln's extensions. The SDK sends a create as a form, so
+// first frame, Kiln's keyframe mode). seed, steps and loras are Kiln's extensions. The SDK sends a create as a form, so
 // the numbers come as strings (validation.ts coerces a form's numeric fields).
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { LORAS_DESCRIPTION, LoraRequestDto } from '../image/image.dto';
 import { IsDefined, IsIn, IsInt, IsObject, IsString, Max, Min } from 'class-validator';
 import { MAX_STEPS, VIDEO_DEFAULTS, VIDEO_PROFILES, VIDEO_SECONDS } from '../catalog';
 import { Optional } from '../http/validation';
@@ -44,6 +45,10 @@ export class OpenAiVideoCreateDto {
   @ApiPropertyOptional({ description: "Kiln extension: sampling steps (0: the profile's default)", maximum: MAX_STEPS })
   @Optional() @IsInt() @Min(0) @Max(MAX_STEPS)
   steps?: number;
+
+  // typed by drafting (jobs/job-requests.ts resolveLoras), which takes the array or, from a multipart form, its JSON text
+  @ApiPropertyOptional({ type: [LoraRequestDto], description: `Kiln extension: ${LORAS_DESCRIPTION}. In a multipart form: the array as JSON text` })
+  loras?: LoraRequestDto[] | string;
 }
 
 export class OpenAiVideoRemixDto {

@@ -76,7 +76,7 @@ export class OpenAiVideosService {
     if (ref && typeof ref.image_url !== 'string') throw new BadInputError('input_reference: give {"image_url": "https://..."} or send the picture as a file part');
     const url = ref?.image_url;
     const job = await this.video.create(
-      { prompt: dto.prompt, profile, ...videoSizeOf(dto.size), seconds: videoSecondsOf(dto.seconds), seed: dto.seed, steps: dto.steps },
+      { prompt: dto.prompt, profile, ...videoSizeOf(dto.size), seconds: videoSecondsOf(dto.seconds), seed: dto.seed, steps: dto.steps, loras: dto.loras },
       {
         images: picture || url ? 1 : 0,
         audios: 0,
@@ -130,6 +130,8 @@ export class OpenAiVideosService {
       {
         prompt, profile: String(src.profile), aspect: String(src.aspect), res: String(src.res), seconds: src.seconds as number, seed: src.seed as number,
         steps: src.steps as number, image_mode: p.image_mode, audio_mode: p.audio_mode, tts_text: p.tts_text, tts_ref_text: p.tts_ref_text, tts_language: p.tts_language,
+        // the same LoRAs at the same scales: a remix changes the prompt only
+        ...(p.loras?.length ? { loras: p.loras.map(({ name, scale }) => ({ name, scale })) } : {}),
       },
       { images: 0, audios: 0, load: async () => [[], []] },
     );

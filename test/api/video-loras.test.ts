@@ -17,7 +17,8 @@ import { DEMO_KREA2_DIT } from '../../src/models/krea2/demo';
 import { DEMO_TRANSFORMER_CONFIG } from '../../src/models/minimax_h3/demo';
 import { parseH3Config } from '../../src/models/minimax_h3/transformer/config';
 import { makeRng } from '../engine/helpers';
-import { auth, startAppOnDemoWeights, TestApp } from './harness';
+import OpenAI from 'openai';
+import { auth, startAppOnDemoWeights, TestApp, TOKEN } from './harness';
 
 const cfg = parseH3Config(DEMO_TRANSFORMER_CONFIG, 'demo');
 const h3 = h3LoraNames(cfg);
@@ -144,5 +145,17 @@ describe('LoRAs per request on the video profiles (random demo weights)', () => 
     assert.equal(wrong.status, 400);
     assert.match(JSON.stringify(wrong.body), /a LoRA for another model/);
     assert.equal(await total(), before, 'nothing was queued');
+  });
+
+  test('the OpenAI face takes loras too (an extension, as JSON text in the SDK\'s form); a remix keeps them; a bad one is OpenAI\'s 400', async () => {
+    const client = new OpenAI({ apiKey: TOKEN, baseURL: `${t.url}/v1`, maxRetries: 0 });
+    const create = (p: Record<string, unknown>) => client.videos.create(p as unknown as OpenAI.Videos.VideoCreateParams);
+    const v = await create({ prompt: 'a red ball', model: 'fastvid', seconds: '1', size: '608x352', steps: 1, loras: JSON.stringify([{ name: 'h3/motion', scale: 0.5 }]) });
+    const job = (await t.http.get(`/api/jobs/${v.id}`).set(auth)).body as { loras?: unknown };
+    assert.deepEqual(job.loras, [{ name: 'h3/motion', scale: 0.5 }]);
+    const remix = await client.videos.remix(v.id, { prompt: 'a blue ball' });
+    assert.deepEqual(((await t.http.get(`/api/jobs/${remix.id}`).set(auth)).body as { loras?: unknown }).loras, [{ name: 'h3/motion', scale: 0.5 }], 'the remix runs with the same LoRAs');
+    for (const id of [remix.id, v.id]) await client.videos.delete(id);
+    await assert.rejects(create({ prompt: 'x', model: 'fastvid', seconds: '1', loras: JSON.stringify([{ name: 'krea' }]) }), (e: unknown) => e instanceof OpenAI.BadRequestError && /a LoRA for another model/.test(e.message));
   });
 });
