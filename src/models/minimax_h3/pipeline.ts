@@ -1,13 +1,15 @@
 // MiniMax H3 text-to-video-with-sound as a service pipeline (diffusers modular_pipelines/minimax_h3, T2VA path;
 // docs/models/minimax-h3.md "Pipeline"). One job:
 //   load (once per profile)   video VAE, audio VAE, transformer (the profile's loader: adapter merge, int8), tokenizer;
-//                              where the DiT with the sampling's working set would exceed the budget, its blocks load
-//                              straight to host memory, one at a time through the GPU (residency.ts blockPlacement)
+//                              where the DiT would exceed the budget, its blocks load straight to host memory, one at
+//                              a time through the GPU (residency.ts blockPlacement)
 //   加载文本编码器             the Qwen3-VL text encoder (layers < 50) onto the GPU per job: read and prepared (bf16 ->
 //                              dtype, int8 quantised) on the first job only, then uploaded from the host copy
 //                              (H3TextEncoderHost) that unload() drops; where the resident weights and the encoder
 //                              would exceed the memory budget (textResidency 'auto'), the DiT's weights are read back
-//                              to host memory first and uploaded again once the encoder is freed (engine/host-held.ts)
+//                              to host memory first and uploaded again once the encoder is freed (engine/host-held.ts);
+//                              where even the encoder alone does not fit, its layers stay in host memory and are
+//                              uploaded in turn while encoding (textLayers, residency.ts)
 //   编码提示词/图片            prompt verbatim -> hidden_states[50] -> the encoder is FREED -> context_embedder + refiner;
 //                              keyframes (mode i2v): each image cover-cropped onto the frame and encoded by the video
 //                              VAE encoder, loaded for this and freed (keyframe-inputs.ts) -> one latent frame each;
@@ -240,7 +242,8 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     }
   }
 
-  /** Where a DiT being loaded puts its blocks: decided for the job about to run (this.next) against the budget. */
+  /** Where a DiT being loaded puts its blocks: decided against the budget with the job run() loads for (this.next), or
+   * without a job's working set when loaded ahead of one (residency.ts blockPlacement). */
   private placement(e: Engine, dtype: ComputeDType, before: number): H3BlockPlacement {
     const next = this.next;
     return blockPlacement(this.o, e, dtype, () => e.pool.stats().inUseBytes - before, (c) => {

@@ -1,8 +1,8 @@
-// The residency policy of a MiniMax H3 job (pipeline.ts): what of the DiT stays on the GPU under the memory budget.
-// Decided from the budget: the DiT's blocks already when the DiT loads (a DiT that would not fit with the sampling's
-// working set loads each block straight to host memory: transformer.ts H3LoadOptions.blocks), then per job before the
-// text encoder loads (the blocks streamed or resident for this job's size, the rest of the DiT on the host while the
-// text encoder runs, or not). docs/performance.md "Video under a budget".
+// The residency policy of a MiniMax H3 job (pipeline.ts): what of the DiT and the text encoder stays on the GPU under
+// the memory budget. Decided from the budget: the DiT's blocks already when the DiT loads (a DiT that would not fit
+// loads each block straight to host memory: transformer.ts H3LoadOptions.blocks), then per job before the text encoder
+// loads (the blocks streamed or resident for this job's size, the rest of the DiT on the host while the text encoder
+// runs or not, the encoder's layers resident or streamed). docs/performance.md "Video under a budget".
 import type { Engine } from '../../engine/engine';
 import type { ComputeDType } from '../common/weights';
 import type { H3TextEncoderHost } from './text-encoder/encoder';
@@ -17,7 +17,7 @@ export type H3TextResidency = 'auto' | 'resident' | 'host';
 
 /** Block offload of the DiT: 'auto' (the default) streams the blocks when the DiT's weights (all resident) plus the
  * sampling's working set (estimated: SAMPLING_ROW_ELEMENTS per sequence row and hidden unit, plus
- * SAMPLING_FIXED_BYTES) would exceed the budget. Streamed blocks are loaded straight to host memory. */
+ * SAMPLING_FIXED_BYTES) would exceed the budget. Blocks that cannot be resident at all load straight to host memory. */
 export type H3BlockOffload = 'auto' | 'off' | 'on';
 
 /** The text encoder's decoder layers during the encoding: 'resident' (all on the GPU), 'streamed' (held in host memory
@@ -94,8 +94,10 @@ function streams(want: H3BlockOffload, weightBytes: number, working: number, bud
 /**
  * The load's block placement (transformer.ts H3LoadOptions.blocks): decided once the first block is on the GPU, from
  * what the load holds so far (`heldBytes()`: the VAEs, the DiT's first weights and that block) and the remaining blocks
- * at its size, against the working set of the job about to run (`geo`, null when loading ahead of one). The same
- * comparison as the job's own (decideResidency), so a job at the size the load was made for keeps the placement.
+ * at its size, against the working set of the job it loads for (`geo`). The worker's runner and a plan load ahead of
+ * the job (Pipeline.load before run), so there `geo` is null and only the fixed part counts: the blocks load to the
+ * host when the DiT cannot be resident at all; a job that then needs them streamed reads them back once (the copy kept
+ * for later jobs, transformer.ts residentBlocks / offloadBlocks). A load that run() starts weighs the job's size.
  */
 export function blockPlacement(o: H3ResidencyOptions, e: Engine, dtype: ComputeDType, heldBytes: () => number, geo: (c: H3Config) => Geometry | null): H3BlockPlacement {
   return ({ blockBytes, blocks, config }) => {
