@@ -8,6 +8,7 @@
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { grid1d } from '../recorder';
+import { outputTensor } from './checks';
 import type { Tensor } from '../tensor';
 
 const WG = 256;
@@ -29,8 +30,9 @@ export function convertInto(e: Engine, conv: GpuConversion, src: Tensor, n: numb
   const srcBytes = conv === 'F32->f16' ? 4 : 2;
   if (!src.isContiguous || src.offset !== 0) throw new RangeError(`${op}: src ${src} must be a whole contiguous tensor`);
   if (n * srcBytes > src.storage.byteLength) throw new RangeError(`${op}: ${n} elements (${n * srcBytes} bytes) overrun src ${src}`);
-  if (out.dtype !== (toF16 ? 'f16' : 'f32') || !out.isContiguous) throw new RangeError(`${op}: out ${out} must be a contiguous ${toF16 ? 'f16' : 'f32'} tensor`);
-  if (out.storage === src.storage) throw new RangeError(`${op}: out ${out} aliases src`);
+  // out is written from element outOffset of the view (the offset honoured): its dtype, layout and aliasing checked as
+  // every op's are; the range is this op's own check below
+  outputTensor(e, op, out.shape, toF16 ? 'f16' : 'f32', out, [src, status], true);
   const at = out.offset + outOffset;
   if (outOffset < 0 || outOffset + n > out.numel) throw new RangeError(`${op}: ${n} values at ${outOffset} overrun ${out}`);
   if (toF16 && at % 2 !== 0) throw new RangeError(`${op}: out element offset ${at} must be even (one word, two halves, per thread)`);
