@@ -37,6 +37,13 @@ export interface PlannerOptions {
 /** A text field as a plan's shape sees it: given or not. */
 const nonEmpty = (t: unknown): boolean => typeof t === 'string' && t.trim() !== '';
 
+/** Keeps `value` as the newest of `answers`, the oldest dropped past CACHE_SIZE. */
+function keep(answers: Map<string, DryRunAnswer>, key: string, value: DryRunAnswer): void {
+  answers.delete(key);
+  answers.set(key, value);
+  if (answers.size > CACHE_SIZE) answers.delete(answers.keys().next().value!);
+}
+
 /** JSON with object keys sorted at every level. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
@@ -61,19 +68,17 @@ export class Planner {
    * limit, CancelledError when `signal` fires (the client went away). */
   async plan(request: PlanRequest, signal?: AbortSignal, o: { waitAlways?: boolean } = {}): Promise<DryRunAnswer> {
     const gpu = await this.o.gpu();
-    const key = createHash('sha256').update(canonical({ request, budget: this.o.budgetBytes ?? null, gpu: gpu ? { available: gpu.available, name: gpu.name, software: gpu.software } : null })).digest('hex');
+    const key = this.keyOf({ request }, gpu);
     const hit = this.cache.get(key);
     if (hit) {
-      this.cache.delete(key);
-      this.cache.set(key, hit);
+      keep(this.cache, key, hit);
       return structuredClone(hit);
     }
     await this.slot(signal, o.waitAlways);
     try {
       const plan = await this.run({ request, ...(this.o.budgetBytes !== undefined ? { budget_bytes: this.o.budgetBytes } : {}), gpu }, signal);
       const answer: DryRunAnswer = { dry_run: true, ...plan };
-      this.cache.set(key, answer);
-      if (this.cache.size > CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
+      keep(this.cache, key, answer);
       return structuredClone(answer);
     } finally {
       this.running--;
@@ -87,15 +92,19 @@ export class Planner {
    * planned itself), and waiting its turn however many plans wait: a job is never refused 429 because dry runs keep
    * the planner busy. */
   async fit(request: PlanRequest, signal?: AbortSignal): Promise<DryRunAnswer> {
-    const gpu = await this.o.gpu();
     const shape = { ...request, prompt: undefined, negative_prompt: undefined, seed: undefined, tts_text: nonEmpty(request.tts_text), tts_ref_text: nonEmpty(request.tts_ref_text) };
-    const key = createHash('sha256').update(canonical({ shape, budget: this.o.budgetBytes ?? null, gpu: gpu ? { available: gpu.available, name: gpu.name, software: gpu.software } : null })).digest('hex');
+    const key = this.keyOf({ shape }, await this.o.gpu());
     const hit = this.shapes.get(key);
     if (hit && Math.abs(hit.peak_gpu_bytes - hit.budget_bytes) > 0.01 * hit.budget_bytes) return structuredClone(hit);
     const plan = await this.plan(request, signal, { waitAlways: true });
-    this.shapes.set(key, plan);
-    if (this.shapes.size > CACHE_SIZE) this.shapes.delete(this.shapes.keys().next().value!);
+    keep(this.shapes, key, plan);
     return plan;
+  }
+
+  /** The key of a kept answer: what was planned, with the budget and the adapter it was planned for. */
+  private keyOf(what: object, gpu: Record<string, unknown> | undefined): string {
+    const adapter = gpu ? { available: gpu.available, name: gpu.name, software: gpu.software } : null;
+    return createHash('sha256').update(canonical({ ...what, budget: this.o.budgetBytes ?? null, gpu: adapter })).digest('hex');
   }
 
   /** Stops the plans in flight and refuses new ones: the app is closing. Each is answered 503 (a documented status: the

@@ -126,3 +126,17 @@ export async function until(t: TestApp, id: string, pred: (job: Record<string, a
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** How many jobs the store holds (GET /api/jobs' X-Total-Count). */
+export async function jobCount(t: TestApp): Promise<number> {
+  return Number((await t.http.get('/api/jobs').set(auth)).headers['x-total-count']);
+}
+
+/** GET /api/config once the worker serves `profile` (its LoRA list matched against the worker's models), or after a
+ * minute whatever it says. */
+export async function configOnceServed(t: TestApp, profile: string): Promise<Record<string, any>> {
+  for (const end = Date.now() + 60_000; ; await new Promise((r) => setTimeout(r, 100))) {
+    const c = (await t.http.get('/api/config').set(auth)).body;
+    if (c.profiles.find((p: { profile: string }) => p.profile === profile)?.available || Date.now() > end) return c;
+  }
+}

@@ -15,7 +15,7 @@ import { DEMO_KREA2_DIT } from '../../src/models/krea2/demo';
 import { parseQwenImage21Config } from '../../src/models/qwen_image21';
 import { projectRoot } from '../../src/paths';
 import { makeRng } from '../engine/helpers';
-import { auth, startApp, startAppOnDemoWeights, TestApp } from './harness';
+import { auth, startApp, startAppOnDemoWeights, TestApp, configOnceServed, jobCount } from './harness';
 
 const krea = krea2LoraNames(parseKrea2Config(DEMO_KREA2_DIT));
 const qwen = qwenImage21LoraNames(parseQwenImage21Config(JSON.parse(readFileSync(join(projectRoot(), 'assets/demo/qwen-image-2.1/transformer/config.json'), 'utf8'))));
@@ -78,13 +78,8 @@ describe('LoRAs per request (demo weights)', () => {
     assert.equal(r.body.status, 'done', JSON.stringify(r.body));
     return r.body;
   };
-  const total = async () => Number((await t.http.get('/api/jobs').set(auth)).headers['x-total-count']);
-  const config = async () => {
-    for (const end = Date.now() + 60_000; ; await new Promise((r) => setTimeout(r, 100))) {
-      const cfg = (await t.http.get('/api/config').set(auth)).body;
-      if (cfg.profiles.find((p: { profile: string }) => p.profile === 'imgart_turbo')?.available || Date.now() > end) return cfg;
-    }
-  };
+  const total = () => jobCount(t);
+  const config = () => configOnceServed(t, 'imgart_turbo');
 
   test('/api/config lists every LoRA file by name with the image profiles it fits', async () => {
     const cfg = await config();

@@ -18,7 +18,7 @@ import { DEMO_TRANSFORMER_CONFIG } from '../../src/models/minimax_h3/demo';
 import { parseH3Config } from '../../src/models/minimax_h3/transformer/config';
 import { makeRng } from '../engine/helpers';
 import OpenAI from 'openai';
-import { auth, startAppOnDemoWeights, TestApp, TOKEN } from './harness';
+import { auth, startAppOnDemoWeights, TestApp, TOKEN, configOnceServed, jobCount } from './harness';
 
 const cfg = parseH3Config(DEMO_TRANSFORMER_CONFIG, 'demo');
 const h3 = h3LoraNames(cfg);
@@ -85,13 +85,8 @@ describe('LoRAs per request on the video profiles (random demo weights)', () => 
     assert.equal(r.body.status, 'done', JSON.stringify(r.body));
     return r.body;
   };
-  const total = async () => Number((await t.http.get('/api/jobs').set(auth)).headers['x-total-count']);
-  const config = async () => {
-    for (const end = Date.now() + 60_000; ; await new Promise((r) => setTimeout(r, 100))) {
-      const c = (await t.http.get('/api/config').set(auth)).body;
-      if (c.profiles.find((p: { profile: string }) => p.profile === 'fastvid')?.available || Date.now() > end) return c;
-    }
-  };
+  const total = () => jobCount(t);
+  const config = () => configOnceServed(t, 'fastvid');
 
   test('/api/config lists the video LoRAs with the video profiles they fit', async () => {
     const c = await config();
