@@ -7,6 +7,7 @@ import { KernelCache } from './kernels';
 import { BufferPool, type PoolStats } from './memory';
 import { contiguous } from './ops/elementwise';
 import { Recorder } from './recorder';
+import { Scopes, type Owned } from './scope';
 import { Storage, Tensor, fmtShape, numelOf } from './tensor';
 import { BufferUsage, MapMode } from './webgpu';
 import { Profiler } from './profiler';
@@ -46,6 +47,8 @@ export class Engine {
   /** The GEMM tuning table for this adapter (tuning.ts), read when the engine was created; defaults without one. */
   readonly tuning: Tuning;
   private destroyed = false;
+  /** Tensor scopes (scope.ts): Engine.empty gives each new storage to the current one. */
+  readonly scopes = new Scopes();
 
   private constructor(
     readonly gpu: GpuDevice,
@@ -113,12 +116,32 @@ export class Engine {
     return this.pool.canFit(bytes);
   }
 
-  /** A contiguous tensor with undefined contents (from the pool; free() it when done). */
+  /**
+   * Runs fn in a tensor scope (scope.ts): the tensors it makes are freed when it returns or throws (or, for an
+   * async fn, when its promise settles), except those it returns, which go to the enclosing scope.
+   */
+  scope<T>(fn: () => T, name?: string): T {
+    return this.scopes.run(fn, name);
+  }
+
+  /** Takes the tensors in `value` out of their scope (the caller frees them, or an owner does). Returns value. */
+  keep<T>(value: T): T {
+    return this.scopes.keep(value);
+  }
+
+  /** Runs fn (a module's load) in an owner: `owner.free()` frees every tensor fn made, in one call. */
+  owned<T>(fn: () => T, name?: string): T extends PromiseLike<infer V> ? Promise<Owned<V>> : Owned<T> {
+    return this.scopes.owned(fn, name);
+  }
+
+  /** A contiguous tensor with undefined contents (from the pool; free() it when done, or let its scope). */
   empty(shape: readonly number[], dtype: DType = 'f32', label?: string): Tensor {
     this.gpu.assertAlive();
     const bytes = numelOf(shape) * DTYPE_BYTES[dtype];
-    const pooled = this.pool.acquire(Math.max(16, bytes), label ?? `${dtype}${fmtShape(shape)}`);
-    const storage = new Storage(pooled, bytes, (p) => this.pool.release(p));
+    const name = label ?? `${dtype}${fmtShape(shape)}`;
+    const pooled = this.pool.acquire(Math.max(16, bytes), name);
+    const storage = new Storage(pooled, bytes, (p) => this.pool.release(p), name);
+    this.scopes.adopt(storage);
     return new Tensor(storage, shape, dtype);
   }
 

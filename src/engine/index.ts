@@ -1,6 +1,7 @@
 // The engine's public surface. Op families: import from './ops/<family>'.
 export { Engine, EngineHolder, UPLOAD_CHUNK_BYTES, type EngineOptions } from './engine';
 export { GpuDevice, DeviceLostError, type DeviceDescription, type DeviceOptions } from './device';
+export { TensorScope, storagesIn, type Owned } from './scope';
 export { Tensor, Storage, broadcastShapes, contiguousStrides, fmtShape, numelOf } from './tensor';
 export { BufferPool, GpuOutOfMemoryError, sizeClass, type PoolStats } from './memory';
 export { KernelCache, KernelError, Params, withHeader, type Kernel, type KernelSpec } from './kernels';

@@ -5,18 +5,28 @@
 import { DTYPE_BYTES, type DType } from './dtype';
 import type { PooledBuffer } from './memory';
 
-/** One GPU allocation shared by a tensor and its views. Freed once, explicitly. Its bytes may wait in host memory
+/** The scope or owner that frees a storage (scope.ts); a freed storage leaves it. */
+export interface StorageOwner {
+  disown(s: Storage): void;
+}
+
+/** One GPU allocation shared by a tensor and its views. Freed once: by hand (free(); a second free does nothing) or
+ * by the scope that owns it (scope.ts). Its bytes may wait in host memory
  * for a while (host-held.ts: releaseToHost / restoreFromHost); the tensor and its views stay valid, but using them
  * before the bytes are back is an error. */
 export class Storage {
   private freedBy: string | null = null;
   private current: PooledBuffer | null;
+  /** The scope that frees this storage at its end, if any (scope.ts). */
+  owner: StorageOwner | null = null;
 
   constructor(
     pooled: PooledBuffer,
     /** Bytes the owner asked for (the pooled buffer may be larger). */
     readonly byteLength: number,
     private readonly onFree: (p: PooledBuffer) => void,
+    /** What the tensor was made as (Engine.empty's label, `f16[2,3]` by default), for errors. */
+    readonly label = `${byteLength} bytes`,
   ) {
     this.current = pooled;
   }
@@ -27,7 +37,7 @@ export class Storage {
   }
 
   get buffer(): GPUBuffer {
-    if (this.freedBy) throw new Error(`tensor storage used after free (${this.freedBy})`);
+    if (this.freedBy) throw new Error(`tensor ${this.label} used after free (freed by ${this.freedBy})`);
     return this.pooled.buffer;
   }
 
@@ -57,6 +67,7 @@ export class Storage {
   free(who: string): void {
     if (this.freedBy) return;
     this.freedBy = who;
+    this.owner?.disown(this);
     // bytes on the host: the buffer went back to the pool when they left
     if (this.current) this.onFree(this.current);
     this.current = null;
