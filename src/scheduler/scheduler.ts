@@ -336,7 +336,7 @@ export class Scheduler extends EventEmitter {
       case 'progress': {
         r.progress = { value: e.value, max: e.max };
         // the first series, and any while sampling, are the steps; a later one (frames decoded) comes after them
-        const at = { at: this.now(), value: e.value };
+        const at = { at: this.now(), value: e.value, off: e.one_off_s };
         const which = !r.steps || r.stage === STAGE.sample ? 'steps' : 'after';
         r[which] = nextSeries(r[which], e.max, at);
         return void this.emit('progress', r.task);
@@ -349,8 +349,8 @@ export class Scheduler extends EventEmitter {
         this.etaCache = undefined;
         return void this.emit('loaded', r.task, e.load_s);
       case 'done': {
-        // the class's time leaves out the model's load and the shaders compiled on the way: one-off work a later run
-        // of the class does not repeat (on a software GPU a first run's compiles double it)
+        // the class's time leaves out the model's load and the one-off work on the way (shaders compiled, a preview
+        // projection fitted): work a later run of the class does not repeat (on a software GPU it doubled a first run)
         const runS = e.exec_s - (r.loadS ?? 0) - (e.compile_s ?? 0);
         this.eta.recordRun(r.task, runS);
         const stepS = seriesRate(r.steps);

@@ -69,13 +69,15 @@ export type FromWorker =
   | { type: 'profiles'; profiles: ServedSummary[] }
   | { type: 'started'; id: string }
   | { type: 'stage'; id: string; stage: Stage }
-  | { type: 'progress'; id: string; value: number; max: number }
+  /** one_off_s: seconds of one-off work in the run so far (as compile_s below): the ETA times steps without it. */
+  | { type: 'progress'; id: string; value: number; max: number; one_off_s?: number }
   /** A live preview (PREVIEWS on): a webp of where sampling is going after step `step` of `max`, base64. */
   | { type: 'preview'; id: string; step: number; max: number; width: number; height: number; webp: string }
   /** A model was loaded for the task (`load_s` seconds, `gpu_bytes` held). */
   | { type: 'loaded'; id: string; profile: string; load_s: number; gpu_bytes: number }
-  /** compile_s: seconds of the run spent compiling shaders (one-off: the ETA leaves it out of the class's time);
-   * compile_tail_s: the part of it after the last progress report. */
+  /** compile_s: seconds of one-off work in the run: shaders compiled, and work a loaded model does once
+   * (RunContext.oneOff: a preview projection's fit), which the ETA leaves out of the class's time; compile_tail_s:
+   * the part of it after the last progress report. */
   | { type: 'done'; id: string; output: string; exec_s: number; compile_s?: number; compile_tail_s?: number; meta?: Record<string, unknown> }
   | { type: 'failed'; id: string; code: FailCode; message: string }
   /** Every second from the worker's event loop: proof it is not stuck in a native call. */

@@ -13,10 +13,16 @@ interface Running {
   task: WorkerTask;
   started: number; // ms, performance.now()
   abort: AbortController;
-  /** kernelCompileS() as it started, and at its latest progress report. */
+  /** kernelCompileS() as it started. */
   compiled: number;
-  compiledAtProgress: number;
+  /** Milliseconds of the pipeline's own one-off work (ctx.oneOff), shaders compiled inside it left out. */
+  oneOffMs: number;
+  /** oneOffS() at its latest progress report. */
+  oneOffAtProgress: number;
 }
+
+/** Seconds of one-off work in the run so far: shaders compiled, and work the loaded model does once (ctx.oneOff). */
+const oneOffS = (r: Running) => kernelCompileS() - r.compiled + r.oneOffMs / 1000;
 
 type Loaded = { key: string; pipeline: Pipeline<WorkerTask> };
 
@@ -149,8 +155,17 @@ export class Runner {
       signal: r.abort.signal,
       stage: (stage) => this.report({ type: 'stage', id, stage }),
       progress: (value, max) => {
-        r.compiledAtProgress = kernelCompileS();
-        this.report({ type: 'progress', id, value, max });
+        r.oneOffAtProgress = oneOffS(r);
+        this.report({ type: 'progress', id, value, max, one_off_s: r.oneOffAtProgress });
+      },
+      oneOff: async (work) => {
+        const t0 = performance.now();
+        const c0 = kernelCompileS();
+        try {
+          return await work();
+        } finally {
+          r.oneOffMs += performance.now() - t0 - (kernelCompileS() - c0) * 1000;
+        }
       },
       ...(this.previews
         ? { preview: (p: PreviewFrame) => this.report({ type: 'preview', id, step: p.step, max: p.max, width: p.width, height: p.height, webp: p.webp.toString('base64') }) }
@@ -167,8 +182,8 @@ export class Runner {
       await stat(r.task.output).catch(() => {
         throw new Error('the pipeline finished without writing its output file');
       });
-      const compiled = kernelCompileS();
-      return { type: 'done', id, output: r.task.output, exec_s: (performance.now() - r.started) / 1000, compile_s: compiled - r.compiled, compile_tail_s: compiled - r.compiledAtProgress };
+      const once = oneOffS(r);
+      return { type: 'done', id, output: r.task.output, exec_s: (performance.now() - r.started) / 1000, compile_s: once, compile_tail_s: once - r.oneOffAtProgress };
     } catch (err) {
       const { code, message } = failure(err, r.abort.signal);
       if (code === 'error') this.log('task failed', { id, error: message, stack: err instanceof Error ? err.stack : undefined });
@@ -222,8 +237,7 @@ export class Runner {
 class UnservedError extends Error {}
 
 const newRunning = (task: WorkerTask): Running => {
-  const compiled = kernelCompileS();
-  return { task, started: performance.now(), abort: new AbortController(), compiled, compiledAtProgress: compiled };
+  return { task, started: performance.now(), abort: new AbortController(), compiled: kernelCompileS(), oneOffMs: 0, oneOffAtProgress: 0 };
 };
 const keyOf = (task: WorkerTask) => `${task.kind}/${task.profile}`;
 

@@ -117,6 +117,12 @@ test('a running job by its own progress: seconds per step so far, never 0 while 
   series = nextSeries(series, 8, { at: 40, value: 2 });
   series = nextSeries(series, 8, { at: 50, value: 3 });
   assert.equal(seriesRate(series), 10, 'steps 2 and 3 took 10 s each');
+  // one-off work the worker reported between two reports (a preview projection fitted after step 1) is left out
+  let fit = nextSeries(undefined, 8, { at: 0, value: 0, off: 0 });
+  fit = nextSeries(fit, 8, { at: 1, value: 1, off: 0 });
+  fit = nextSeries(fit, 8, { at: 23, value: 2, off: 21.5 });
+  fit = nextSeries(fit, 8, { at: 23.5, value: 3, off: 21.5 });
+  assert.equal(seriesRate(fit), 0.5, 'steps 2 and 3 took 0.5 s each once the 21.5 s fit is left out');
   assert.deepEqual(nextSeries(series, 100, { at: 60, value: 0 }), { max: 100, from: { at: 60, value: 0 }, last: { at: 60, value: 0 } }, 'a new series (frames decoded)');
   // the queue behind it starts from that
   const model = new EtaModel({ get: (k) => (k === 'run/image/imgmain/1024x1024/-/25' ? 7 : undefined), add: () => {} });

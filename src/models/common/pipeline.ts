@@ -17,6 +17,15 @@ export interface RunContext {
   /** Live previews (issue 46), absent when they are off: a small webp of where sampling is going, after step `step`
    * of `max`. */
   preview?(p: PreviewFrame): void;
+  /** Runs work a loaded model does once, on its first run that needs it (a preview projection fitted against the
+   * model's own VAE), and times it: the runner reports it with the shaders compiled as one-off time, which the ETA
+   * leaves out of what a run of the class takes (a later run finds it done). Absent: call oneOff(). */
+  oneOff?<T>(work: () => Promise<T>): Promise<T>;
+}
+
+/** `work` as the run context's one-off work where it times such work, else just `work()`. */
+export function oneOff<T>(ctx: RunContext, work: () => Promise<T>): Promise<T> {
+  return ctx.oneOff ? ctx.oneOff(work) : work();
 }
 
 /** One live preview: a webp whose aspect is the output's. */

@@ -19,7 +19,7 @@ import type { Tensor } from '../../engine/tensor';
 import { writePng } from '../../media';
 import { assertFiniteOutput, OVERFLOW_HINT } from '../common/finite-output';
 import type { ImageJobTask } from '../common/image-task';
-import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
+import { oneOff, ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
 import { guidedEuler, type DenoisedPreview } from '../common/guided-euler';
 import { denoisedPreview, fitLatentProjection, projectLatents, type LatentProjection } from '../common/latent-preview';
 import type { LoraTarget } from '../common/lora-linear';
@@ -265,7 +265,7 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
         noise: this.o.noise?.(task, cfg.channels, h, w) ?? krea2Noise(task.seed, cfg.channels, h, w),
         signal: ctx.signal,
         onStep: stepReporter(ctx),
-        preview: denoisedPreview(ctx, task.steps, async (x0) => projectLatents(await this.projection(m), channelLast(krea2Unpatchify(await e.read(x0), shape, cfg.patch), cfg.channels, h * w), h, w)),
+        preview: denoisedPreview(ctx, task.steps, async (x0) => projectLatents(await this.projection(m, ctx), channelLast(krea2Unpatchify(await e.read(x0), shape, cfg.patch), cfg.channels, h * w), h, w)),
       });
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);
@@ -298,10 +298,11 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
     }
   }
 
-  /** The loaded model's latent-to-RGB projection for previews, fitted at its first preview against its own VAE. */
-  private projection(m: Loaded): Promise<LatentProjection> {
+  /** The loaded model's latent-to-RGB projection for previews, fitted at its first preview against its own VAE
+   * (work done once per loaded model: ctx.oneOff times it, and the ETA leaves it out). */
+  private projection(m: Loaded, ctx: RunContext): Promise<LatentProjection> {
     const C = m.transformer.config.channels;
-    m.projection ??= fitLatentProjection({
+    m.projection ??= oneOff(ctx, () => fitLatentProjection({
       channels: C, grid: 16, samples: 2, seed: 46,
       decode: async (lat, g) => {
         const z = m.e.upload(lat, [1, g, g, C], m.vae.dtype, 'krea2 preview fit');
@@ -313,7 +314,7 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
           out.free();
         }
       },
-    });
+    }));
     return m.projection;
   }
 

@@ -48,7 +48,7 @@ import { STAGE } from '../../catalog';
 import { copyInto } from '../../engine/ops/layout';
 import { commitFile, removeQuietly, tempSibling } from '../../media/files';
 import { openVideoWriter, type VideoWriter } from '../../media/video-writer';
-import { ResidentPipeline, type RunContext } from '../common/pipeline';
+import { oneOff, ResidentPipeline, type RunContext } from '../common/pipeline';
 import type { LoraTarget } from '../common/lora-linear';
 import { h3LoraNames, h3LoraWeights } from '../common/lora-models';
 import { denoisedPreview, type LatentProjection } from '../common/latent-preview';
@@ -343,7 +343,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
           ...this.o.sampler,
           steps: plan.gridPoints,
           sigmas: this.o.sigmas?.(plan.gridPoints),
-          denoised: denoisedPreview(ctx, task.steps, async (x0) => h3PreviewFrames(e, x0, { channels: C, dims: [geo.numLatentFrames, geo.latentHeight, geo.latentWidth], patch }, await (m.projection ??= fitH3Projection(m.videoVae, C))), plan.progressOffset),
+          denoised: denoisedPreview(ctx, task.steps, async (x0) => h3PreviewFrames(e, x0, { channels: C, dims: [geo.numLatentFrames, geo.latentHeight, geo.latentWidth], patch }, await (m.projection ??= oneOff(ctx, () => fitH3Projection(m.videoVae, C)))), plan.progressOffset),
           onStep: async (done) => {
             // the step's GPU work done before it counts (the forwards are only recorded until then), and the event
             // loop turned once, so a DELETE that arrived meanwhile is seen at the check below

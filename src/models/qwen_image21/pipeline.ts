@@ -19,7 +19,7 @@ import { STAGE } from '../../catalog';
 import { writePng } from '../../media';
 import { assertFiniteOutput, OVERFLOW_HINT } from '../common/finite-output';
 import type { ImageJobTask } from '../common/image-task';
-import { ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
+import { oneOff, ResidentPipeline, stepReporter, type RunContext } from '../common/pipeline';
 import type { LoraTarget } from '../common/lora-linear';
 import { qwenImage21LoraNames, qwenImage21LoraWeights } from '../common/lora-models';
 import { loadReferenceImages } from '../common/reference-images';
@@ -276,7 +276,7 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
         noise: this.o.noise?.(task, transformer.config.inChannels, grid.h, grid.w),
         cond, negative, references, cfg: task.cfg, seed: task.seed, steps: task.steps, width: task.width, height: task.height, signal: ctx.signal,
         onStep: stepReporter(ctx),
-        preview: denoisedPreview(ctx, task.steps, async (x0) => projectLatents(await this.projection(m), await e.read(x0), grid.h, grid.w)),
+        preview: denoisedPreview(ctx, task.steps, async (x0) => projectLatents(await this.projection(m, ctx), await e.read(x0), grid.h, grid.w)),
       });
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);
@@ -309,9 +309,10 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
     }
   }
 
-  /** The loaded model's latent-to-RGB projection for previews, fitted at its first preview against its own VAE. */
-  private projection(m: Loaded): Promise<LatentProjection> {
-    m.projection ??= fitLatentProjection({
+  /** The loaded model's latent-to-RGB projection for previews, fitted at its first preview against its own VAE
+   * (work done once per loaded model: ctx.oneOff times it, and the ETA leaves it out). */
+  private projection(m: Loaded, ctx: RunContext): Promise<LatentProjection> {
+    m.projection ??= oneOff(ctx, () => fitLatentProjection({
       channels: m.parts.transformer.config.inChannels, grid: 16, samples: 2, seed: 46,
       decode: async (lat, g) => {
         const t = m.e.upload(lat, [1, g, g, m.parts.transformer.config.inChannels], m.parts.transformer.dtype, 'qi21 preview fit');
@@ -324,7 +325,7 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
           px.free();
         }
       },
-    });
+    }));
     return m.projection;
   }
 
