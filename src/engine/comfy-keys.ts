@@ -26,3 +26,106 @@ export function comfyDiffusionPrefix(keys: readonly string[]): string {
   }
   return bestCount * 2 > keys.length ? best : '';
 }
+
+/** A ComfyUI file's keys fit no layout Kiln reads; the message names the file, what was expected and what was found. */
+export class ComfyKeysError extends Error {
+  override readonly name = 'ComfyKeysError';
+}
+
+/** A tensor name -> the name a Kiln loader reads, or null for one it never reads. */
+export type KeyRename = (key: string) => string | null;
+
+const sample = (keys: readonly string[]) => keys.slice(0, 4).map((k) => JSON.stringify(k)).join(', ') + (keys.length > 4 ? `, ... (${keys.length} keys)` : '');
+
+// ---- text encoders of the Qwen-VL family ----
+// ComfyUI keeps a Qwen-VL text encoder (text_encoders/, e.g. Comfy-Org's qwen_2.5_vl_7b_fp8_scaled.safetensors, the
+// Qwen3-VL ones) as its own modules save it: the decoder under its Llama2_ module `model.` (model.embed_tokens,
+// model.layers.N.{self_attn.{q,k,v,o}_proj, self_attn.{q,k}_norm, mlp.{gate,up,down}_proj, input_layernorm,
+// post_attention_layernorm}, model.norm: comfy/text_encoders/llama.py) and the vision tower under `visual.` with
+// transformers' own sub-names (patch_embed.proj, pos_embed, blocks.N.{norm1, norm2, attn.qkv, attn.proj,
+// mlp.linear_fc1/2}, merger., deepstack_merger_list.N.: qwen35.py, qwen3vl.py). transformers' Qwen3-VL checkpoints,
+// which Kiln's loaders read, put the same tensors under model.language_model. and model.visual.; a file already in
+// that layout is read as it is. fp8 scales (`<layer>.scale_weight`) were applied at open under the file's names.
+
+/** The rename from a Qwen-VL text encoder file's keys to transformers' (model.language_model., model.visual.). */
+export function comfyQwenVlRename(keys: readonly string[], path: string): KeyRename {
+  if (keys.some((k) => k.startsWith('model.language_model.'))) return (k) => k; // transformers' own layout
+  if (!keys.some((k) => k.startsWith('model.layers.') || k === 'model.embed_tokens.weight')) {
+    throw new ComfyKeysError(`${path}: not a Qwen-VL text encoder Kiln can read: expected ComfyUI's keys (model.embed_tokens.weight, model.layers.N..., visual.blocks.N...) or transformers' (model.language_model.layers.N..., model.visual...), found ${sample(keys)}`);
+  }
+  return (k) => {
+    if (k.startsWith('model.visual.')) return k;
+    if (k.startsWith('visual.')) return `model.${k}`;
+    if (k.startsWith('model.')) return `model.language_model.${k.slice('model.'.length)}`;
+    return k; // lm_head.weight, the scaled_fp8 marker: under their own names (the loaders do not ask for them)
+  };
+}
+
+// ---- the Wan 2.1 VAE (the Qwen-Image VAE) ----
+// ComfyUI keeps the Qwen-Image VAE (vae/qwen_image_vae.safetensors) in the original Wan 2.1 VAE's names
+// (comfy/ldm/wan/vae.py WanVAE): encoder/decoder.conv1, .middle.{0 resnet, 1 attention, 2 resnet}, .head.{0 norm,
+// 2 conv}; encoder.downsamples.N and decoder.upsamples.N as one flat list (per decoder level num_res_blocks + 1
+// ResidualBlocks, then a Resample but after the last level); a ResidualBlock's residual.{0 norm, 2 conv, 3 norm,
+// 6 conv} and shortcut; top-level conv1 (quant) and conv2 (post-quant). diffusers' AutoencoderKLQwenImage, whose names
+// Kiln's decoder reads, groups the decoder's list into up_blocks.L.{resnets.j, upsamplers.0} and renames the rest.
+
+const RESIDUAL: [RegExp, string][] = [[/^residual\.0\./, 'norm1.'], [/^residual\.2\./, 'conv1.'], [/^residual\.3\./, 'norm2.'], [/^residual\.6\./, 'conv2.'], [/^shortcut\./, 'conv_shortcut.']];
+
+function residual(rest: string): string | null {
+  for (const [re, to] of RESIDUAL) if (re.test(rest)) return rest.replace(re, to);
+  return null;
+}
+
+/** The rename from a VAE file's keys to diffusers' AutoencoderKLQwenImage names: Wan's names mapped, diffusers' own
+ * kept; ComfyUI's `first_stage_model.` / `vae.` prefix (a whole-checkpoint file's VAE part) dropped first. */
+export function comfyWanVaeRename(keys: readonly string[], path: string): KeyRename {
+  const prefix = ['first_stage_model.', 'vae.'].find((p) => keys.some((k) => k.startsWith(`${p}decoder.`))) ?? '';
+  const own = keys.filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));
+  if (own.some((k) => k.startsWith('decoder.up_blocks.'))) return (k) => (k.startsWith(prefix) ? k.slice(prefix.length) : null);
+  if (!own.includes('decoder.conv1.weight') || !own.some((k) => k.startsWith('decoder.upsamples.'))) {
+    throw new ComfyKeysError(`${path}: not a Qwen-Image (Wan 2.1) VAE Kiln can read: expected ComfyUI's keys (decoder.conv1, decoder.middle.N, decoder.upsamples.N, conv2) or diffusers' (decoder.conv_in, decoder.mid_block, decoder.up_blocks.N, post_quant_conv), found ${sample(keys)}`);
+  }
+  // a decoder level is num_res_blocks + 1 resnets and its Resample: the first Resample's index + 1 entries
+  const firstUp = Math.min(...own.filter((k) => /^decoder\.upsamples\.\d+\.resample\./.test(k)).map((k) => Number(k.split('.')[2])));
+  if (!Number.isFinite(firstUp)) throw new ComfyKeysError(`${path}: decoder.upsamples has no Resample (decoder.upsamples.N.resample.1): not a Wan 2.1 VAE`);
+  const per = firstUp + 1;
+  const map = (k: string): string | null => {
+    if (k === 'conv1.weight' || k === 'conv1.bias') return `quant_conv.${k.slice(6)}`;
+    if (k === 'conv2.weight' || k === 'conv2.bias') return `post_quant_conv.${k.slice(6)}`;
+    const m = /^(encoder|decoder)\.(.*)$/.exec(k);
+    if (!m) return null;
+    const [, side, rest] = m as unknown as [string, string, string];
+    if (rest.startsWith('conv1.')) return `${side}.conv_in.${rest.slice(6)}`;
+    if (rest.startsWith('head.0.')) return `${side}.norm_out.${rest.slice(7)}`;
+    if (rest.startsWith('head.2.')) return `${side}.conv_out.${rest.slice(7)}`;
+    let g = /^middle\.(\d+)\.(.*)$/.exec(rest);
+    if (g) {
+      const [i, sub] = [Number(g[1]), g[2]!];
+      if (i === 1) return `${side}.mid_block.attentions.0.${sub}`;
+      const r = residual(sub);
+      return r === null ? null : `${side}.mid_block.resnets.${i === 0 ? 0 : 1}.${r}`;
+    }
+    g = /^downsamples\.(\d+)\.(.*)$/.exec(rest);
+    if (g && side === 'encoder') {
+      const sub = g[2]!;
+      const r = sub.startsWith('resample.') || sub.startsWith('time_conv.') ? sub : residual(sub);
+      return r === null ? null : `encoder.down_blocks.${g[1]}.${r}`;
+    }
+    g = /^upsamples\.(\d+)\.(.*)$/.exec(rest);
+    if (g && side === 'decoder') {
+      const n = Number(g[1]);
+      const [level, j, sub] = [Math.floor(n / per), n % per, g[2]!];
+      if (j === per - 1) return sub.startsWith('resample.') || sub.startsWith('time_conv.') ? `decoder.up_blocks.${level}.upsamplers.0.${sub}` : null;
+      const r = residual(sub);
+      return r === null ? null : `decoder.up_blocks.${level}.resnets.${j}.${r}`;
+    }
+    return null;
+  };
+  return (k) => {
+    if (!k.startsWith(prefix)) return null;
+    const own = k.slice(prefix.length);
+    const n = map(own);
+    if (n === null && (own.startsWith('decoder.') || own.startsWith('conv2.'))) throw new ComfyKeysError(`${path}: "${k}" is no part of a Wan 2.1 VAE decoder Kiln knows`);
+    return n;
+  };
+}

@@ -191,6 +191,26 @@ export class Checkpoint {
     }
   }
 
+  /**
+   * This checkpoint with its tensors under other names: `rename(key)` gives the name a loader asks for, or null to
+   * leave the tensor out (ComfyUI's single files read under the names Kiln's loaders use: comfy-keys.ts). The files
+   * move to the returned checkpoint: close that one, not this. Two keys given one name are refused by name.
+   */
+  renamed(rename: (key: string) => string | null): Checkpoint {
+    const entries = new Map<string, TensorEntry>();
+    const from = new Map<string, string>();
+    for (const [k, e] of this.entries) {
+      const n = rename(k);
+      if (n === null) continue;
+      if (from.has(n)) throw new CheckpointError(`${this.path}: "${from.get(n)}" and "${k}" both stand for "${n}"`);
+      from.set(n, k);
+      entries.set(n, n === k ? e : { ...e, name: n }); // loaders look an entry up again by its name
+    }
+    const ck = new Checkpoint(this.path, new Map(this.files), entries, this.metadata);
+    this.files.clear();
+    return ck;
+  }
+
   has(name: string): boolean {
     return this.entries.has(name);
   }

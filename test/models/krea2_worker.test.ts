@@ -19,6 +19,7 @@ import { snapshotDownload } from '@huggingface/hub';
 import { f32ToF16Bits } from '../../src/engine/dtype';
 import type { EngineHolder } from '../../src/engine/engine';
 import { ggufBytes, type GgufWriteTensor } from '../../src/engine/gguf';
+import { comfyQwenVlRename, comfyWanVaeRename } from '../../src/engine/comfy-keys';
 import { Checkpoint } from '../../src/engine/safetensors';
 import { writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { planDemoKrea2 } from '../../src/models/krea2';
@@ -238,6 +239,91 @@ describe('imgart_turbo on weights in the real layout', () => {
     } finally {
       await pipe.unload();
     }
+  });
+  test('the text encoder and the VAE as ComfyUI keeps them (text_encoders/, vae/: one file each, ComfyUI\'s key names, no config or tokenizer), the DiT in WEIGHTS_DIR: the same tensors, the same picture', async () => {
+    const comfy = join(dir, 'ComfyUI-parts', 'models');
+    // transformers' Qwen3-VL names -> ComfyUI's (model.language_model.X -> model.X, model.visual.X -> visual.X)
+    const teFile = join(comfy, 'text_encoders', 'qwen_3_vl_4b_bf16.safetensors');
+    const toComfyTe = (k: string) => k.replace(/^model\.language_model\./, 'model.').replace(/^model\.visual\./, 'visual.');
+    // diffusers' AutoencoderKLQwenImage names -> the Wan 2.1 VAE's, as ComfyUI keeps qwen_image_vae.safetensors
+    const vaeFile = join(comfy, 'vae', 'qwen_image_vae.safetensors');
+    const sub = (s: string) => s.replace(/^norm1\./, 'residual.0.').replace(/^conv1\./, 'residual.2.').replace(/^norm2\./, 'residual.3.').replace(/^conv2\./, 'residual.6.').replace(/^conv_shortcut\./, 'shortcut.');
+    const toWan = (k: string): string => {
+      let m = /^decoder\.up_blocks\.(\d+)\.resnets\.(\d+)\.(.*)$/.exec(k);
+      if (m) return `decoder.upsamples.${Number(m[1]) * 4 + Number(m[2])}.${sub(m[3]!)}`;
+      m = /^decoder\.up_blocks\.(\d+)\.upsamplers\.0\.(.*)$/.exec(k);
+      if (m) return `decoder.upsamples.${Number(m[1]) * 4 + 3}.${m[2]}`;
+      m = /^decoder\.mid_block\.(resnets|attentions)\.(\d)\.(.*)$/.exec(k);
+      if (m) return m[1] === 'attentions' ? `decoder.middle.1.${m[3]}` : `decoder.middle.${m[2] === '0' ? 0 : 2}.${sub(m[3]!)}`;
+      return k.replace(/^decoder\.conv_in\./, 'decoder.conv1.').replace(/^decoder\.norm_out\./, 'decoder.head.0.').replace(/^decoder\.conv_out\./, 'decoder.head.2.')
+        .replace(/^post_quant_conv\./, 'conv2.').replace(/^quant_conv\./, 'conv1.');
+    };
+    const rewrite = async (from: string, to: string, rename: (k: string) => string) => {
+      const src = await Checkpoint.open(from);
+      const out: Record<string, WriteTensor> = {};
+      try {
+        for (const k of src.keys()) {
+          const en = src.entry(k);
+          const bytes = new Uint8Array(en.byteLength);
+          await src.readChunks(k, 1 << 20, (b, off) => void bytes.set(b, off));
+          out[rename(k)] = { dtype: en.dtype, shape: [...en.shape], data: bytes };
+        }
+      } finally {
+        await src.close();
+      }
+      await writeSafetensors(to, out);
+    };
+    const teDir = join(weightsDir, 'Qwen3-VL-4B-Instruct');
+    const vaeSrc = join(weightsDir, 'Qwen-Image', 'vae', 'diffusion_pytorch_model.safetensors');
+    await rewrite(teDir, teFile, toComfyTe);
+    await rewrite(vaeSrc, vaeFile, toWan);
+    const wan = await Checkpoint.open(vaeFile);
+    const vaeKeys = wan.keys();
+    await wan.close();
+    for (const k of ['decoder.upsamples.3.resample.1.weight', 'decoder.middle.0.residual.0.gamma', 'decoder.conv1.weight', 'conv2.weight']) assert.ok(vaeKeys.includes(k), `${k} in ${vaeKeys.join(', ')}`);
+    // read back under Kiln's names: every tensor the same as in the WEIGHTS_DIR files
+    for (const [file, ref, rename] of [[teFile, teDir, comfyQwenVlRename], [vaeFile, vaeSrc, comfyWanVaeRename]] as const) {
+      const opened = await Checkpoint.open(file);
+      const ck = opened.renamed(rename(opened.keys(), file));
+      const want = await Checkpoint.open(ref);
+      try {
+        assert.deepEqual(ck.keys().sort(), want.keys().sort(), file);
+        for (const k of want.keys()) assert.deepEqual(await ck.readFloat32(k), await want.readFloat32(k), k);
+      } finally {
+        await ck.close();
+        await want.close();
+      }
+    }
+    // WEIGHTS_DIR with the DiT only
+    const ditOnly = join(dir, 'weights-dit-only');
+    cpSync(join(weightsDir, 'Krea-2-Turbo'), join(ditOnly, 'Krea-2-Turbo'), { recursive: true });
+    const listing = () => readdirSync(join(dir, 'ComfyUI-parts'), { recursive: true }).map(String).sort().map((p) => `${p} ${lstatSync(join(dir, 'ComfyUI-parts', p)).mtimeMs}`);
+    const before = listing();
+    const comfyFolders = comfyFoldersOf({ COMFYUI_MODELS_DIR: comfy })!;
+    const w = checkProfile('imgart_turbo', { weightsDir: ditOnly, comfyFolders });
+    assert.equal(w.state, 'real', w.variant.problems.join('; '));
+    assert.equal(w.variant.components.text_encoder!.file, teFile);
+    assert.equal(w.variant.components.vae!.file, vaeFile);
+    assert.equal(w.variant.components.transformer!.place, 'weights-dir');
+    const e = await testEngine();
+    const holder = { get: async () => e } as unknown as EngineHolder;
+    const entry = krea2ProfileEntry('imgart_turbo', { weightsDir: ditOnly, comfyFolders, demoWeightsDir: join(dir, 'no-demo-5') }, holder);
+    assert.equal(entry.weights(), 'real');
+    assert.match(entry.note!(), /qwen_3_vl_4b_bf16\.safetensors \(ComfyUI\), .*qwen_image_vae\.safetensors \(ComfyUI\)/);
+    const pipe = entry.create();
+    try {
+      const output = join(dir, 'out-comfy-parts.png');
+      const task: ImageTask = {
+        kind: 'image', id: 'tcp', profile: 'imgart_turbo', images: [], audios: [], output,
+        params: { prompt: 'a lighthouse at dusk', negative: '', seed: 1, steps: 2, cfg: 1, width: 64, height: 48, res: 'custom', mode: 't2i' },
+      };
+      await pipe.run(task, recordingContext());
+      assert.ok(readFileSync(output).equals(readFileSync(join(dir, 'out-0.png'))), 'the same picture as from WEIGHTS_DIR');
+    } finally {
+      await pipe.unload();
+    }
+    assert.deepEqual(listing(), before, 'nothing written into the ComfyUI folders');
+    assert.deepEqual(readdirSync(ditOnly), ['Krea-2-Turbo'], 'nothing copied into WEIGHTS_DIR');
   });
 });
 

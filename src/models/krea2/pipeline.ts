@@ -27,6 +27,7 @@ import { krea2LoraNames, krea2LoraWeights } from '../common/lora-models';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
 import { seededNoise } from '../qwen_image21/pipeline';
+import { isSingleFile, krea2ConditionerFromFile, krea2VaeFromFile } from './comfy-parts';
 import { KREA2_STYLE_AREA, Krea2Conditioner } from './conditioner';
 import { inferKrea2Config } from './config';
 import { krea2Patchify, krea2Unpatchify } from './patchify';
@@ -35,10 +36,16 @@ import { Krea2Transformer } from './transformer';
 import { Krea2Vae } from './vae';
 
 /** Where the three parts are: the DiT's safetensors file, the Qwen3-VL-4B-Instruct folder (with its tokenizer), the VAE folder. */
+const fail = (message: string): never => {
+  throw new Error(message);
+};
+
 export interface Krea2Layout {
   transformer: string;
   textEncoder: string;
   vae: string;
+  /** The tokenizer folder for a text encoder given as one file (ComfyUI's: comfy-parts.ts QWEN3_VL_TOKENIZER_DIR). */
+  tokenizer?: string;
 }
 
 /**
@@ -187,7 +194,8 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
     const before = e.pool.stats().inUseBytes;
     const held: { free(): void }[] = [];
     try {
-      const vae = await Krea2Vae.fromDir(e, layout.vae, { dtype });
+      // a ComfyUI vae/ or text_encoders/ file is one file in ComfyUI's key names (comfy-parts.ts)
+      const vae = isSingleFile(layout.vae) ? await krea2VaeFromFile(e, layout.vae, { dtype }) : await Krea2Vae.fromDir(e, layout.vae, { dtype });
       held.push(vae);
       throwIfCancelled(ctx.signal);
       const ckpt = await Checkpoint.open(layout.transformer);
@@ -203,7 +211,9 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       held.push(transformer);
       throwIfCancelled(ctx.signal);
       ctx.stage(STAGE.loadTextEncoder);
-      const conditioner = await Krea2Conditioner.fromDir(e, layout.textEncoder, { dtype, styles: true });
+      const conditioner = isSingleFile(layout.textEncoder)
+        ? await krea2ConditionerFromFile(e, layout.textEncoder, layout.tokenizer ?? fail(`Krea 2: ${layout.textEncoder} is one file with no tokenizer beside it, and the layout names none`), { dtype, styles: true })
+        : await Krea2Conditioner.fromDir(e, layout.textEncoder, { dtype, styles: true });
       held.push(conditioner);
       if (conditioner.hiddenSize !== transformer.config.txtdim || conditioner.selectLayers.length !== transformer.config.txtlayers) {
         throw new Error(`Krea 2: the text encoder gives ${conditioner.selectLayers.length} taps of ${conditioner.hiddenSize}, the DiT reads ${transformer.config.txtlayers} of ${transformer.config.txtdim}`);

@@ -1,7 +1,8 @@
 // The 'image' entries imgart_turbo (16-bit) and imgart_turbo_int8 (int8 DiT linears): Krea 2 Turbo on the engine,
 // from the real weights in WEIGHTS_DIR when all three parts are there (weights/krea-2.json: the DiT placed by hand,
 // npm run weights -- pull imgart_turbo for the text encoder and the VAE), else from the demo checkpoint generated
-// once into DEMO_WEIGHTS_DIR (shared by both profiles: same files, the int8 happens at load).
+// once into DEMO_WEIGHTS_DIR (shared by both profiles: same files, the int8 happens at load). Any part may be found in
+// the Hugging Face cache or, as one file in ComfyUI's key names, in ComfyUI's folders (src/weights/state.ts).
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { acceptsFor, capabilitiesOf } from '../../catalog';
@@ -9,7 +10,9 @@ import type { EngineHolder } from '../../engine/engine';
 import { KREA2_LARGE_WIDE, parseKrea2Config } from '../../models/krea2/config';
 import { DEMO_KREA2_DIT, planDemoKrea2 } from '../../models/krea2/demo';
 import { krea2DemoLayout, krea2Layout, Krea2Pipeline } from '../../models/krea2/pipeline';
-import { componentPath, componentRoot } from '../../weights';
+import { QWEN3_VL_TOKENIZER_DIR } from '../../models/krea2/comfy-parts';
+import { projectRoot } from '../../paths';
+import { componentPath } from '../../weights';
 import type { ServedEntry } from '../registry';
 import { krea2TaskOf } from '../../models/krea2/task';
 import { krea2LoraModel, withTaskLoras } from './loras';
@@ -33,7 +36,7 @@ export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: We
       workingBytes: WORKING_BYTES,
       estimateBytes: (w) => {
         if (w.state !== 'real') return 64 * 2 ** 20;
-        return safetensorsBytes(componentPath(w, 'transformer', 'transformer')) * (int8 ? 0.5 : 1) + safetensorsBytes(componentRoot(w, 'text_encoder')) + safetensorsBytes(join(componentRoot(w, 'vae'), 'vae'));
+        return safetensorsBytes(componentPath(w, 'transformer', 'transformer')) * (int8 ? 0.5 : 1) + safetensorsBytes(componentPath(w, 'text_encoder', '')) + safetensorsBytes(componentPath(w, 'vae', 'vae'));
       },
     },
     dirs,
@@ -54,7 +57,10 @@ export function krea2ProfileEntry(profile: keyof typeof KREA2_PROFILES, dirs: We
         engine: () => holder.get(),
         layout: (e) =>
           source.choose(e, {
-            real: (w) => krea2Layout(componentPath(w, 'transformer', 'transformer'), componentRoot(w, 'text_encoder'), join(componentRoot(w, 'vae'), 'vae')),
+            real: (w) => ({
+              ...krea2Layout(componentPath(w, 'transformer', 'transformer'), componentPath(w, 'text_encoder', ''), componentPath(w, 'vae', 'vae')),
+              tokenizer: join(projectRoot(), QWEN3_VL_TOKENIZER_DIR), // read where the text encoder is one file (ComfyUI's)
+            }),
             demo: (root) => krea2DemoLayout(root),
             plan: planDemoKrea2,
           }),
