@@ -13,8 +13,10 @@ import { checkProfile, placeLabel, type ComponentStatus, type WeightsPlaces } fr
 
 const USAGE = `usage: npm run weights -- <command>
   list                                   profiles and where their weights stand (real / demo / missing)
-  pull <profile> [--variant V] [--all]   download the profile's files from the hub (resumable; --all adds optional files)
-       [--cache]                         ... into the Hugging Face cache (HF_HUB_CACHE / HF_HOME) with @huggingface/hub, not WEIGHTS_DIR
+  pull <profile> [--variant V] [--all]   download the profile's files from the hub into the Hugging Face cache (HF_HUB_CACHE /
+                                         HF_HOME), where other tools see them: names, sizes and sha256 from the hub's listing
+                                         (@huggingface/hub), resumable (rerun after an interruption); --all adds optional files
+       [--weights-dir]                   ... into WEIGHTS_DIR's own layout instead (Kiln's folders, the pull before the cache)
   verify <profile> [--variant V]         re-check sizes and sha256 of the files on disk
   clear-cache                            delete Kiln's cache of int8 weights (KILN_CACHE_DIR/int8; re-made at the next int8 load)
 environment: WEIGHTS_DIR (default ./weights), HF_HUB_CACHE / HF_HOME, COMFYUI_MODELS_DIR, COMFYUI_EXTRA_MODEL_PATHS, DATA_DIR, DEMO_WEIGHTS_DIR, KILN_CACHE_DIR (default XDG_CACHE_HOME/kiln or ~/.cache/kiln; off: none), HF_ENDPOINT (default ${DEFAULT_ENDPOINT}), HF_TOKEN`;
@@ -30,13 +32,14 @@ export interface CliIo {
   intervalMs?: number;
 }
 
-function parseArgs(args: string[]): { cmd?: string; profile?: string; variant?: string; all: boolean; cache: boolean; bad?: string } {
-  const out: { cmd?: string; profile?: string; variant?: string; all: boolean; cache: boolean; bad?: string } = { all: false, cache: false };
+function parseArgs(args: string[]): { cmd?: string; profile?: string; variant?: string; all: boolean; weightsDir: boolean; bad?: string } {
+  const out: { cmd?: string; profile?: string; variant?: string; all: boolean; weightsDir: boolean; bad?: string } = { all: false, weightsDir: false };
   const pos: string[] = [];
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '--all') out.all = true;
-    else if (a === '--cache') out.cache = true;
+    else if (a === '--cache') out.weightsDir = false; // the default since the cache became the pull's target; kept for old scripts
+    else if (a === '--weights-dir') out.weightsDir = true;
     else if (a === '--variant') out.variant = args[++i];
     else if (a.startsWith('--variant=')) out.variant = a.slice('--variant='.length);
     else if (a.startsWith('-')) out.bad = `unknown option ${a}`;
@@ -153,9 +156,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       weightsDir: settings.weightsDir, endpoint: io.env.HF_ENDPOINT?.trim() || DEFAULT_ENDPOINT, token: io.env.HF_TOKEN?.trim() || undefined,
       variant: a.variant, all: a.all, out: io.stdout, catalog,
     };
-    const s = a.cache
-      ? await pullProfileToCache(a.profile, { ...from, hubCacheDir: settings.hubCacheDir })
-      : await pullProfile(a.profile, { ...from, signal: io.signal, retryDelayMs: io.retryDelayMs, intervalMs: io.intervalMs });
+    const s = a.weightsDir
+      ? await pullProfile(a.profile, { ...from, signal: io.signal, retryDelayMs: io.retryDelayMs, intervalMs: io.intervalMs })
+      : await pullProfileToCache(a.profile, { ...from, hubCacheDir: settings.hubCacheDir, signal: io.signal, retryDelayMs: io.retryDelayMs, intervalMs: io.intervalMs });
     io.stdout.write(`${a.profile} (${s.variant}): ${s.downloaded.length} downloaded, ${s.skipped.length} already there\n`);
     for (const u of s.unavailable) io.stdout.write(`cannot download: ${u}\n`);
     if (s.weights.state === 'real') {

@@ -1,10 +1,11 @@
 // Weights found in the Hugging Face hub cache, read in place (issue 44). The cache is written by @huggingface/hub's
 // own snapshotDownload from the local hub stand-in (hub-server.ts), so its layout is the library's: refs/main, a
 // snapshot folder of relative links, blobs named by sha256 (LFS) or git sha1. The checks never write into it.
+// `pull` writes the same layout by default (pull-cache.ts): checked against the hub's listing, resumable.
 import assert from 'node:assert/strict';
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { snapshotDownload } from '@huggingface/hub';
 import { writeShardedSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
@@ -113,26 +114,89 @@ describe('a profile whose repo is in the Hugging Face cache', () => {
     assert.equal(checkProfile('tiny', empty, catalog('main')).state, 'missing', 'without a cache folder, WEIGHTS_DIR only');
   });
 
-  test('pull --cache: @huggingface/hub downloads the profile into a fresh cache (index first, then its shards); real from there, WEIGHTS_DIR untouched', async () => {
+  test('pull (the default target now): into the hub cache with the listing\'s names, sizes and hashes; the same layout snapshotDownload writes; a second pull downloads nothing; WEIGHTS_DIR untouched', async () => {
     const fresh = join(root, 'hub-pulled');
-    const out: string[] = [];
-    const code = await runCli(['pull', 'tiny', '--cache'], {
-      env: { WEIGHTS_DIR: empty, DATA_DIR: join(root, 'data'), HF_HUB_CACHE: fresh, HF_ENDPOINT: hub.endpoint },
-      stdout: { write: (s: string) => out.push(s), isTTY: false }, stderr: { write: (s: string) => out.push(s) }, catalog: catalog('main'),
-    });
-    assert.equal(code, 0, out.join(''));
-    assert.match(out.join(''), /tiny: weights complete/);
+    const run = async (args: string[]) => {
+      const out: string[] = [];
+      const code = await runCli(args, {
+        env: { WEIGHTS_DIR: empty, DATA_DIR: join(root, 'data'), HF_HUB_CACHE: fresh, HF_ENDPOINT: hub.endpoint, HF_TOKEN: 'hf_test' },
+        stdout: { write: (s: string) => out.push(s), isTTY: false }, stderr: { write: (s: string) => out.push(s) }, catalog: catalog('main'), retryDelayMs: 5, intervalMs: 0,
+      });
+      return { code, out: out.join('') };
+    };
+    hub.log.length = 0;
+    const r = await run(['pull', 'tiny']);
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /tiny \(main\): 6 downloaded, 0 already there/);
+    assert.match(r.out, /tiny: weights complete/);
+    assert.match(r.out, /sha256 ok \(hub listing\)/);
+    assert.match(r.out, /git oid ok \(hub listing\)/);
+    assert.ok(hub.log.some((l) => l.url.includes('/paths-info/') && l.auth === 'Bearer hf_test'), 'the listing is asked with HF_TOKEN');
     const folder = hubRepoFolder(fresh, 'acme/tiny');
     assert.equal(readFileSync(join(folder, 'refs', 'main'), 'utf8'), hub.commit);
+    // blobs and links as @huggingface/hub's snapshotDownload wrote them into `cache` (less the optional notes.txt)
+    const layout = (c: string) => listing(hubRepoFolder(c, 'acme/tiny')).map((l) => l.split(' ').slice(0, -1).join(' ')).filter((l) => !l.startsWith('refs') && !l.includes('.part'));
+    assert.deepEqual(layout(fresh), layout(cache));
     const snap = join(folder, 'snapshots', hub.commit);
-    const shards = readdirSync(join(snap, 'transformer')).filter((n) => n.endsWith('.safetensors'));
-    assert.ok(shards.length >= 2, 'the index\'s shards were fetched');
-    for (const n of [...shards, 'config.json', 'model.safetensors.index.json']) assert.ok(lstatSync(join(snap, 'transformer', n)).isSymbolicLink(), n);
+    for (const n of readdirSync(join(snap, 'transformer'))) assert.ok(lstatSync(join(snap, 'transformer', n)).isSymbolicLink(), n);
     assert.ok(!readdirSync(snap).includes('notes.txt'), 'an optional file only with --all');
     const w = checkProfile('tiny', { weightsDir: empty, hubCacheDir: fresh }, catalog('main'));
     assert.equal(w.state, 'real');
     assert.deepEqual(Object.values(w.variant.components).map((c) => c.place), ['hub-cache', 'hub-cache']);
     assert.deepEqual(readdirSync(empty), [], 'nothing written into WEIGHTS_DIR');
+    const again = await run(['pull', 'tiny', '--cache']); // --cache: the old spelling of the default, still taken
+    assert.equal(again.code, 0, again.out);
+    assert.match(again.out, /tiny \(main\): 0 downloaded, 6 already there/);
+  });
+
+  test('pull into the cache resumes (a cut connection with Range; a .part left by an interrupted run) and refuses bytes that do not match the listing, linking nothing', async () => {
+    const shards = [...hub.files.keys()].filter((k) => k.startsWith('acme/tiny/transformer/') && k.endsWith('.safetensors')).sort();
+    const first = hub.files.get(shards[0]!)!;
+    const run = async (cacheDir: string) => {
+      const out: string[] = [];
+      const code = await runCli(['pull', 'tiny'], {
+        env: { WEIGHTS_DIR: empty, DATA_DIR: join(root, 'data'), HF_HUB_CACHE: cacheDir, HF_ENDPOINT: hub.endpoint },
+        stdout: { write: (s: string) => out.push(s), isTTY: false }, stderr: { write: (s: string) => out.push(s) }, catalog: catalog('main'), retryDelayMs: 5, intervalMs: 0,
+      });
+      return { code, out: out.join('') };
+    };
+    const blob = (c: string) => join(hubRepoFolder(c, 'acme/tiny'), 'blobs', sha256(first.data));
+    try {
+      // a connection cut mid-shard: the same run continues where it stopped (a fresh entry: the stand-in counts GETs per entry)
+      hub.files.set(shards[0]!, { data: first.data, cutAfter: 10_000 });
+      hub.log.length = 0;
+      const cut = join(root, 'hub-cut');
+      const r = await run(cut);
+      assert.equal(r.code, 0, r.out);
+      assert.ok(hub.log.some((l) => l.server === 'cdn' && l.range === 'bytes=10000-'), JSON.stringify(hub.log.filter((l) => l.server === 'cdn')));
+      assert.match(r.out, /resumed at/);
+      assert.equal(sha256(readFileSync(blob(cut))), sha256(first.data));
+      hub.files.set(shards[0]!, first);
+      // an interrupted run's .part: the next run asks for the rest only
+      const part = join(root, 'hub-part');
+      mkdirSync(dirname(blob(part)), { recursive: true });
+      writeFileSync(`${blob(part)}.part`, first.data.subarray(0, 5000));
+      hub.log.length = 0;
+      assert.equal((await run(part)).code, 0);
+      assert.ok(hub.log.some((l) => l.server === 'cdn' && l.range === 'bytes=5000-'));
+      assert.ok(readFileSync(blob(part)).equals(first.data));
+      // other bytes than the listing's sha256 (an LFS shard) or git oid (a small file): refused, nothing linked
+      for (const [key, label] of [[shards[0]!, /sha256/], ['acme/tiny/transformer/config.json', /git blob id [0-9a-f]{40}, the hub's listing says/]] as const) {
+        const f = hub.files.get(key)!;
+        const bad = Buffer.from(f.data);
+        bad[bad.length - 2] ^= 0xff;
+        hub.files.set(key, { ...f, serve: bad });
+        const c = join(root, `hub-bad-${label.source.length}`);
+        const b = await run(c);
+        hub.files.set(key, f);
+        assert.equal(b.code, 1, b.out);
+        assert.match(b.out, label);
+        assert.match(b.out, new RegExp(key.slice('acme/tiny/'.length).replace(/\./g, '\\.')));
+        assert.ok(!existsSync(join(hubRepoFolder(c, 'acme/tiny'), 'snapshots', hub.commit, ...key.slice('acme/tiny/'.length).split('/'))), 'no link to a bad blob');
+      }
+    } finally {
+      hub.files.set(shards[0]!, first);
+    }
   });
 
   test('WEIGHTS_DIR\'s own complete copy wins over the cache', () => {

@@ -76,7 +76,9 @@ describe('pull, list, verify and the weights state of a profile', () => {
   const cli = (args: string[], tty = false) => {
     const o = capture(tty);
     const e = capture();
-    return runCli(args, { env, stdout: o.out, stderr: e.out, catalog: cat, retryDelayMs: 5, intervalMs: 0 }).then((code) => ({ code, out: o.text(), err: e.text() }));
+    // this file tests the pull into WEIGHTS_DIR's own layout (--weights-dir; the default target is the hub cache: hub-cache.test.ts)
+    const a = args[0] === 'pull' ? [...args, '--weights-dir'] : args;
+    return runCli(a, { env, stdout: o.out, stderr: e.out, catalog: cat, retryDelayMs: 5, intervalMs: 0 }).then((code) => ({ code, out: o.text(), err: e.text() }));
   };
 
   test('before any pull: missing, and list says what is not downloaded', async () => {

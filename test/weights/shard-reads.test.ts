@@ -70,7 +70,8 @@ describe('an index whose last shard the model never reads', () => {
 
   const cli = async (args: string[]) => {
     const out: string[] = [];
-    const code = await runCli(args, { env: { WEIGHTS_DIR: join(root, 'weights'), DATA_DIR: join(root, 'data'), HF_ENDPOINT: hub.endpoint }, stdout: { write: (s: string) => out.push(s), isTTY: false }, stderr: { write: (s: string) => out.push(s) }, catalog: cat, retryDelayMs: 5, intervalMs: 0 });
+    // the pull into WEIGHTS_DIR (--weights-dir): the default target is the hub cache
+    const code = await runCli(args[0] === 'pull' ? [...args, '--weights-dir'] : args, { env: { WEIGHTS_DIR: join(root, 'weights'), DATA_DIR: join(root, 'data'), HF_ENDPOINT: hub.endpoint }, stdout: { write: (s: string) => out.push(s), isTTY: false }, stderr: { write: (s: string) => out.push(s) }, catalog: cat, retryDelayMs: 5, intervalMs: 0 });
     return { code, out: out.join('') };
   };
 
