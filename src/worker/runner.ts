@@ -198,8 +198,12 @@ export class Runner {
    * empties both slots first. */
   private async pipelineFor(task: WorkerTask, ctx: RunContext, beside: boolean): Promise<Pipeline<WorkerTask>> {
     const key = keyOf(task);
-    if (this.loaded?.key === key) return this.loaded.pipeline;
-    if (this.side?.key === key) return this.side.pipeline;
+    const kept = this.loaded?.key === key ? this.loaded.pipeline : this.side?.key === key ? this.side.pipeline : undefined;
+    if (kept) {
+      // kept loaded: made ready for this task (the video DiT's blocks follow the job's size; 加载模型 when they move)
+      await kept.prepare?.(ctx, task);
+      return kept;
+    }
     const entry = this.registry.get(task.kind, task.profile);
     if (!entry) throw new UnservedError(notBuilt(task.kind, task.profile));
     ctx.stage(STAGE.loadModel);
@@ -209,7 +213,7 @@ export class Runner {
     const t0 = performance.now();
     const pipeline = entry.create();
     try {
-      await pipeline.load(ctx);
+      await pipeline.load(ctx, task);
     } catch (err) {
       await pipeline.unload().catch(() => {});
       throw err;

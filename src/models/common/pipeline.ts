@@ -40,7 +40,14 @@ export interface PreviewFrame {
 /** One model, loaded once and run for many tasks. The runner keeps at most one loaded per slot: a task for
  * another profile unloads the current pipeline, then loads the next (stage 加载模型). */
 export interface Pipeline<Task> {
-  load(ctx: RunContext): Promise<void>;
+  /** Loads the model. `next`: the task it is loaded for, where known (the runner and a plan load just before running
+   * it): a pipeline whose placement depends on a job's size (MiniMax H3's DiT blocks, resident or streamed from host
+   * memory) places its weights for that task. */
+  load(ctx: RunContext, next?: Task): Promise<void>;
+  /** A loaded pipeline made ready for the coming task (the runner calls it before each run on a model it keeps): a
+   * placement chosen for the last job's size is changed where `next` needs another (reporting stage 加载模型 when
+   * anything moves). Absent: nothing to do. */
+  prepare?(ctx: RunContext, next: Task): Promise<void>;
   run(task: Task, ctx: RunContext): Promise<void>;
   unload(): Promise<void>;
 }
@@ -73,11 +80,20 @@ export abstract class ResidentPipeline<Task, M extends ResidentModel> implements
     return this.m?.bytes ?? 0;
   }
 
-  async load(ctx: RunContext): Promise<void> {
-    if (this.m && !this.m.e.lost) return;
+  /** Loads where not loaded (placed for `next`); loaded already, it prepares for `next` instead. */
+  async load(ctx: RunContext, next?: Task): Promise<void> {
+    if (this.m && !this.m.e.lost) {
+      if (next !== undefined) await this.placeFor(this.m, next, ctx);
+      return;
+    }
     this.m = null;
-    this.m = await this.loadModel(ctx);
+    this.m = await this.loadModel(ctx, next);
     this.afterLoad(this.m);
+  }
+
+  /** Re-places the loaded model for `next` (placeFor); not loaded (or its device lost), nothing: run loads it. */
+  async prepare(ctx: RunContext, next: Task): Promise<void> {
+    if (this.m && !this.m.e.lost) await this.placeFor(this.m, next, ctx);
   }
 
   async unload(): Promise<void> {
@@ -88,13 +104,16 @@ export abstract class ResidentPipeline<Task, M extends ResidentModel> implements
 
   abstract run(task: Task, ctx: RunContext): Promise<void>;
 
-  /** The loaded model, loaded first where it is not (or its device was lost). */
-  protected async loaded(ctx: RunContext): Promise<M> {
-    if (!this.m || this.m.e.lost) await this.load(ctx);
+  /** The loaded model, loaded first where it is not (or its device was lost), placed for `next` where given (load). */
+  protected async loaded(ctx: RunContext, next?: Task): Promise<M> {
+    await this.load(ctx, next);
     return this.m!;
   }
 
-  protected abstract loadModel(ctx: RunContext): Promise<M>;
+  /** Loads the model's parts, placed for `next` where the pipeline places by a job's size (load). */
+  protected abstract loadModel(ctx: RunContext, next?: Task): Promise<M>;
+  /** A loaded model made ready for `next` (load with a task, the model already loaded): by default nothing moves. */
+  protected async placeFor(_m: M, _next: Task, _ctx: RunContext): Promise<void> {}
   protected abstract freeModel(m: M): void;
   /** Called once a load is in place (the model's onLoaded report). */
   protected afterLoad(_m: M): void {}

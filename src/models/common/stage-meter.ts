@@ -64,12 +64,13 @@ export class StageMeter {
   }
 }
 
-/** Runs load (as the runner does, in stage 加载模型) and then the task, measured. */
-export async function measureRun<T>(e: Engine, pipe: { load(ctx: RunContext): Promise<void>; run(task: T, ctx: RunContext): Promise<void> }, task: T): Promise<StageCost[]> {
+/** Runs load for the task (as the runner does, in stage 加载模型: a fresh pipeline loads placed for it, a loaded one
+ * re-places for it) and then the task, measured. */
+export async function measureRun<T>(e: Engine, pipe: { load(ctx: RunContext, next?: T): Promise<void>; run(task: T, ctx: RunContext): Promise<void> }, task: T): Promise<StageCost[]> {
   const m = new StageMeter(e);
   const ctx = m.context();
   m.enter(STAGE.loadModel);
-  await pipe.load(ctx);
+  await pipe.load(ctx, task);
   await pipe.run(task, ctx);
   await e.sync();
   return m.finish();

@@ -78,7 +78,8 @@ import { referencePrompt } from '../../catalog';
 import type { VideoLatents, VideoVaeDecoder } from './vae/video';
 import { HostHeld, releaseToHost } from '../../engine/host-held';
 import type { H3BlockPlacement } from './transformer/transformer';
-import { blockPlacement, decideResidency } from './residency';
+import { blockPlacement, blocksStreamed, decideResidency, placeBlocks } from './residency';
+import type { Geometry } from './sequence/packed-sequence';
 import type { H3Dirs, H3PipelineOptions } from './pipeline-options';
 
 /** The residency policy's types (residency.ts), here for the callers that import them with the pipeline. */
@@ -118,9 +119,6 @@ interface Loaded {
 export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
   /** The text encoder's prepared weights in host memory between jobs (not GPU memory: not in residentBytes). */
   private readonly textEncoderHost = new H3TextEncoderHost();
-  /** The job that run() is loading for (the DiT's block placement weighs its size). */
-  private next: H3Task | null = null;
-
   constructor(private readonly o: H3PipelineOptions) {
     super();
   }
@@ -134,7 +132,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     if (this.o.trace && this.m) this.o.trace(event, { inUseBytes: this.m.e.pool.stats().inUseBytes });
   }
 
-  protected async loadModel(ctx: RunContext): Promise<Loaded> {
+  protected async loadModel(ctx: RunContext, next?: H3Task): Promise<Loaded> {
     ctx.stage(STAGE.loadModel);
     const e = await this.o.engine();
     const dirs = await this.o.dirs(e, ctx.signal);
@@ -152,28 +150,47 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
       owned.push(audioVae);
       throwIfCancelled(ctx.signal);
       const vaeBytes = e.pool.stats().inUseBytes - before;
-      const transformer = await this.o.loadTransformer(e, dirs, { dtype, partition: 'fl2va', blocks: this.placement(e, dtype, before) });
+      const transformer = await this.o.loadTransformer(e, dirs, { dtype, partition: 'fl2va', blocks: this.placement(e, dtype, before, next) });
       owned.push(transformer);
       throwIfCancelled(ctx.signal);
+      const weightBytes = await this.settle(e, dtype, transformer, e.pool.stats().inUseBytes - before, next);
       const bytes = e.pool.stats().inUseBytes - before;
-      return { e, dirs, dtype, tokenizer, transformer, partition: 'fl2va', videoVae, audioVae, vaeBytes, bytes, weightBytes: bytes + (transformer.blockOffload?.gpuBytes ?? 0) };
+      return { e, dirs, dtype, tokenizer, transformer, partition: 'fl2va', videoVae, audioVae, vaeBytes, bytes, weightBytes };
     } catch (err) {
       for (const p of owned.reverse()) p.free();
       throw err;
     }
   }
 
-  /** Where a DiT being loaded puts its blocks: decided against the budget with the job run() loads for (this.next), or
-   * without a job's working set when loaded ahead of one (residency.ts blockPlacement). */
-  private placement(e: Engine, dtype: ComputeDType, before: number): H3BlockPlacement {
-    const next = this.next;
-    return blockPlacement(this.o, e, dtype, () => e.pool.stats().inUseBytes - before, (c) => {
-      try {
-        return next ? jobGeometry(next.frames, next.height, next.width, c.patchSize) : null;
-      } catch {
-        return null; // a task checkInputs refuses after the load
-      }
-    });
+  /** Where a DiT being loaded puts its blocks: decided against the budget with the job it loads for (load's `next`),
+   * or without a job's working set when there is none (residency.ts blockPlacement). */
+  private placement(e: Engine, dtype: ComputeDType, before: number, next: H3Task | undefined): H3BlockPlacement {
+    return blockPlacement(this.o, e, dtype, () => e.pool.stats().inUseBytes - before, (c) => geometryOf(next, c.patchSize));
+  }
+
+  /** A DiT just loaded (holding `bytes` with what loaded before it, the VAEs) placed by the job's own rule (residency.ts
+   * blocksStreamed, on the whole load's bytes): the load's placement was decided at its first block, before the DiT's
+   * last weights (norm_out, proj_out) were read, so at the budget's edge it may differ; corrected here, in the load, so
+   * a job finds the placement a later prepare() would give it. Returns the weights' bytes with every block resident. */
+  private async settle(e: Engine, dtype: ComputeDType, transformer: MiniMaxH3Transformer, bytes: number, next: H3Task | undefined): Promise<number> {
+    const weightBytes = bytes + (transformer.blockOffload?.gpuBytes ?? 0);
+    const geo = geometryOf(next, transformer.config.patchSize);
+    if (geo) await placeBlocks(this.o, { e, dtype, transformer, weightBytes }, geo);
+    return weightBytes;
+  }
+
+  /** A loaded DiT's blocks re-placed for the coming job (load with a task, or run): a job that fits with them resident
+   * after one that streamed them gets them back on the GPU, a bigger one sends them to host memory (the copy kept),
+   * before any of the job's own memory is taken. Stage 加载模型 when they move; the bytes held are told (onLoaded). */
+  protected override async placeFor(m: Loaded, next: H3Task, ctx: RunContext): Promise<void> {
+    const geo = geometryOf(next, m.transformer.config.patchSize);
+    if (!geo || (m.transformer.blockOffload !== null) === blocksStreamed(this.o, m, geo)) return;
+    ctx.stage(STAGE.loadModel);
+    await placeBlocks(this.o, m, geo);
+    const bytes = m.weightBytes - (m.transformer.blockOffload?.gpuBytes ?? 0);
+    this.m = { ...m, bytes };
+    this.o.onLoaded?.(bytes, m.dirs);
+    this.trace(m.transformer.blockOffload ? 'blocks to host' : 'blocks resident');
   }
 
   protected override afterLoad(m: Loaded): void {
@@ -183,7 +200,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
 
   /** The partition a job needs loaded: a reference job swaps the Ref2VA DiT in place of the FL2VA one (only one is
    * held: at the real size each is the whole transformer), and the next other job swaps back. */
-  private async usePartition(partition: H3Partition, ctx: RunContext): Promise<void> {
+  private async usePartition(partition: H3Partition, ctx: RunContext, next: H3Task): Promise<void> {
     const m = this.m!;
     if (m.partition === partition) return;
     ctx.stage(STAGE.loadModel);
@@ -191,9 +208,10 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     // the VAEs stay: the bytes held count from before them
     const before = m.e.pool.stats().inUseBytes - m.vaeBytes;
     this.m = null; // a failed load leaves nothing half-held: the next job loads again
-    const transformer = await this.o.loadTransformer(m.e, m.dirs, { dtype: m.dtype, partition, blocks: this.placement(m.e, m.dtype, before) });
+    const transformer = await this.o.loadTransformer(m.e, m.dirs, { dtype: m.dtype, partition, blocks: this.placement(m.e, m.dtype, before, next) });
+    const weightBytes = await this.settle(m.e, m.dtype, transformer, m.e.pool.stats().inUseBytes - before, next);
     const bytes = m.e.pool.stats().inUseBytes - before;
-    this.m = { ...m, transformer, partition, bytes, weightBytes: bytes + (transformer.blockOffload?.gpuBytes ?? 0) };
+    this.m = { ...m, transformer, partition, bytes, weightBytes };
     this.o.onLoaded?.(this.m.bytes, m.dirs);
     this.trace(`loaded ${partition}`);
     throwIfCancelled(ctx.signal);
@@ -203,13 +221,8 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
    * and its partition swapped in first as run() does (a reference job's Ref2VA), so the terms sit on the weights that
    * run; run() then finds both in place. */
   async loraTarget(ctx: RunContext, task: H3Task): Promise<LoraTarget> {
-    this.next = task;
-    try {
-      await this.loaded(ctx);
-      await this.usePartition(task.images.length > 0 && task.imageMode === 'reference' ? 'ref2va' : 'fl2va', ctx);
-    } finally {
-      this.next = null;
-    }
+    await this.loaded(ctx, task);
+    await this.usePartition(task.images.length > 0 && task.imageMode === 'reference' ? 'ref2va' : 'fl2va', ctx, task);
     const m = this.m!;
     return { e: m.e, weights: h3LoraWeights(m.transformer), dtype: m.dtype, names: h3LoraNames(m.transformer.config) };
   }
@@ -217,14 +230,9 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
   async run(task: H3Task, ctx: RunContext): Promise<void> {
     const count = task.images.length;
     const reference = count > 0 && task.imageMode === 'reference';
-    this.next = task;
-    try {
-      await this.loaded(ctx);
-      checkInputs(task);
-      await this.usePartition(reference ? 'ref2va' : 'fl2va', ctx);
-    } finally {
-      this.next = null;
-    }
+    await this.loaded(ctx, task);
+    checkInputs(task);
+    await this.usePartition(reference ? 'ref2va' : 'fl2va', ctx, task);
     const m = this.m!;
     const { e, transformer } = m;
     const audioRefs = audioReferenceCount(task);
@@ -437,5 +445,16 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     m.audioVae.free();
     m.videoVae.free();
     m.transformer.free();
+  }
+}
+
+/** A task's packed-sequence geometry for the residency policy; null without a task, or for sizes jobGeometry refuses
+ * (the run names them). */
+function geometryOf(task: H3Task | undefined, patchSize: readonly [number, number, number]): Geometry | null {
+  if (!task) return null;
+  try {
+    return jobGeometry(task.frames, task.height, task.width, patchSize);
+  } catch {
+    return null;
   }
 }

@@ -94,10 +94,10 @@ function streams(want: H3BlockOffload, weightBytes: number, working: number, bud
 /**
  * The load's block placement (transformer.ts H3LoadOptions.blocks): decided once the first block is on the GPU, from
  * what the load holds so far (`heldBytes()`: the VAEs, the DiT's first weights and that block) and the remaining blocks
- * at its size, against the working set of the job it loads for (`geo`). The worker's runner and a plan load ahead of
- * the job (Pipeline.load before run), so there `geo` is null and only the fixed part counts: the blocks load to the
- * host when the DiT cannot be resident at all; a job that then needs them streamed reads them back once (the copy kept
- * for later jobs, transformer.ts residentBlocks / offloadBlocks). A load that run() starts weighs the job's size.
+ * at its size, against the working set of the job it loads for (`geo`: Pipeline.load's `next`, which the worker's
+ * runner and a plan give). Without a job (`geo` null) only the fixed part counts: the blocks load to the host when the
+ * DiT cannot be resident at all. A loaded DiT is re-placed for each later job (blocksStreamed, pipeline.ts placeFor):
+ * moved to host memory for a bigger one (the copy kept, transformer.ts offloadBlocks), back for a smaller one.
  */
 export function blockPlacement(o: H3ResidencyOptions, e: Engine, dtype: ComputeDType, heldBytes: () => number, geo: (c: H3Config) => Geometry | null): H3BlockPlacement {
   return ({ blockBytes, blocks, config }) => {
@@ -117,17 +117,34 @@ export interface ResidencyModel {
   weightBytes: number;
 }
 
+/** Whether a job of `geo` runs with the loaded DiT's blocks streamed: forced, or its weights all resident
+ * (`m.weightBytes`) plus the job's working set exceed the budget (the load's rule, blockPlacement, for a loaded DiT). */
+export function blocksStreamed(o: H3ResidencyOptions, m: Pick<ResidencyModel, 'e' | 'dtype' | 'transformer' | 'weightBytes'>, geo: Geometry): boolean {
+  const budgetBytes = o.memoryBudgetBytes ?? m.e.pool.stats().budgetBytes;
+  return streams(o.blockOffload ?? 'auto', m.weightBytes, samplingWorkingBytes(m.transformer.config, geo, m.dtype), budgetBytes);
+}
+
+/** The loaded DiT's blocks placed for a job of `geo` (blocksStreamed): to host memory or back onto the GPU where they
+ * are not yet; true when anything moved. */
+export async function placeBlocks(o: H3ResidencyOptions, m: Pick<ResidencyModel, 'e' | 'dtype' | 'transformer' | 'weightBytes'>, geo: Geometry): Promise<boolean> {
+  const stream = blocksStreamed(o, m, geo);
+  if (stream === (m.transformer.blockOffload !== null)) return false;
+  if (stream) await m.transformer.offloadBlocks();
+  else m.transformer.residentBlocks();
+  return true;
+}
+
 /**
- * The policy's decisions for one job (before the text encoder loads): the blocks first (streamed ones leave the GPU
- * now, resident ones come back), then where the rest of the DiT waits during the text encoding.
+ * The policy's decisions for one job (before the text encoder loads): the blocks first (placeBlocks: where the load
+ * for this job (Pipeline.load's `next`) did not place them already), then where the rest of the DiT waits during the
+ * text encoding.
  */
 export async function decideResidency(o: H3ResidencyOptions, m: ResidencyModel, geo: Geometry, textEncoder: H3TextEncoderHost): Promise<H3ResidencyReport> {
   const want = o.textResidency ?? 'auto';
   const budgetBytes = o.memoryBudgetBytes ?? m.e.pool.stats().budgetBytes;
   const working = samplingWorkingBytes(m.transformer.config, geo, m.dtype);
-  const stream = streams(o.blockOffload ?? 'auto', m.weightBytes, working, budgetBytes);
-  if (stream) await m.transformer.offloadBlocks();
-  else m.transformer.residentBlocks();
+  await placeBlocks(o, m, geo);
+  const stream = m.transformer.blockOffload !== null;
   const blockHostBytes = m.transformer.blockOffload?.hostBytes ?? 0;
   const residentBytes = m.e.pool.stats().inUseBytes;
   const te = { dtype: m.dtype, int8: o.textEncoderInt8 };

@@ -57,12 +57,13 @@ export function qwenImage21LoraModelAt(configJson: string): LoraModel | undefine
  */
 export function withTaskLoras(inner: Pipeline<WorkerTask>, target: (task: WorkerTask, ctx: RunContext) => LoraTarget | undefined | Promise<LoraTarget | undefined>): Pipeline<WorkerTask> {
   return {
-    load: (ctx) => inner.load(ctx),
+    load: (ctx, next) => inner.load(ctx, next),
+    prepare: async (ctx, next) => inner.prepare?.(ctx, next),
     unload: () => inner.unload(),
     run: async (task, ctx) => {
       const loras = task.kind === 'tts' ? [] : (task.params.loras ?? []);
       if (loras.length === 0) return inner.run(task, ctx);
-      await inner.load(ctx);
+      await inner.load(ctx, task);
       const t = await target(task, ctx);
       if (!t) throw new Error(`profile ${task.profile}: the model is not loaded, so its LoRAs cannot be attached`);
       const uses = [];

@@ -35,7 +35,11 @@ const WORKING_BYTES = 8 * 2 ** 30;
  * through `speech`, into a temp wav beside the output that is removed when the task ends. */
 export function videoTaskPipeline(inner: Pipeline<H3Task>, speech: SpeechFactory, o: SpokenTrackOptions = {}): Pipeline<WorkerTask> {
   return {
-    load: (ctx) => inner.load(ctx),
+    // the coming task's size places the DiT's blocks (its speech aside: only frames and size count)
+    load: (ctx, next) => inner.load(ctx, next?.kind === 'video' ? h3TaskOf(next) : undefined),
+    prepare: async (ctx, next) => {
+      if (next.kind === 'video') await inner.prepare?.(ctx, h3TaskOf(next));
+    },
     run: async (task, ctx) => {
       if (task.kind !== 'video') throw new Error(`a video pipeline was given a ${task.kind} task`);
       if (!speaks(task)) return inner.run(h3TaskOf(task), ctx);

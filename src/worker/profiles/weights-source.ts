@@ -104,7 +104,10 @@ export class WeightsSource {
 /** A model pipeline behind the protocol's task: `map` builds the model's own task type at the worker's edge. */
 export function taskPipeline<T, K extends WorkerTask['kind']>(inner: Pipeline<T>, kind: K, map: (task: Extract<WorkerTask, { kind: K }>) => T): Pipeline<WorkerTask> {
   return {
-    load: (ctx) => inner.load(ctx),
+    load: (ctx, next) => inner.load(ctx, next?.kind === kind ? map(next as Extract<WorkerTask, { kind: K }>) : undefined),
+    prepare: async (ctx, next) => {
+      if (next.kind === kind) await inner.prepare?.(ctx, map(next as Extract<WorkerTask, { kind: K }>));
+    },
     run: (task, ctx) => {
       if (task.kind !== kind) throw new Error(`a ${kind} pipeline was given a ${task.kind} task`);
       return inner.run(map(task as Extract<WorkerTask, { kind: K }>), ctx);
