@@ -1,5 +1,5 @@
 // The GPU worker's Runner: one task at a time in order, models swapped only on a profile change, cancel, and a
-// profile it does not serve.
+// profile it does not serve; a model loaded for its task and a kept one prepared for the next.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { throwIfCancelled } from '../../src/common/errors';
@@ -75,5 +75,22 @@ test('a pipeline that returns without its output file fails with that reason', a
   const { runner, run } = runnerWith([entry]);
   const end = await run({ ...job('1'), output: '/nonexistent/out.mp4' });
   assert.deepEqual([end.type, end.type === 'failed' && end.message], ['failed', 'the pipeline finished without writing its output file']);
+  await runner.stop();
+});
+
+test('a model is loaded for the task that needs it, and a kept one prepared for each later task (its placement follows the job)', async () => {
+  const log: string[] = [];
+  const { runner, ended } = runnerWith(['a', 'b'].map((profile) => ({
+    kind: 'video', profile, weights: () => 'demo',
+    create: () => ({
+      load: async (_ctx, next) => void log.push(`load ${profile} for ${next?.id}`),
+      prepare: async (_ctx, next) => void log.push(`prepare ${profile} for ${next.id}`),
+      unload: async () => void log.push(`unload ${profile}`),
+      run: async (task) => void log.push(`run ${task.id}`),
+    }),
+  })));
+  for (const [id, profile] of [['1', 'a'], ['2', 'a'], ['3', 'b'], ['4', 'b']]) runner.enqueue(job(id, profile));
+  await Promise.all(['1', '2', '3', '4'].map(ended));
+  assert.deepEqual(log, ['load a for 1', 'run 1', 'prepare a for 2', 'run 2', 'unload a', 'load b for 3', 'run 3', 'prepare b for 4', 'run 4']);
   await runner.stop();
 });
