@@ -49,11 +49,14 @@ export interface TestPipelineOptions {
   /** After each step but the last, a live preview through ctx.preview: a webp of a red-to-blue gradient at the task's
    * aspect, made by the real previewWebp (the page test shows it). */
   previews?: boolean;
+  /** What the entry says it runs on (default 'demo'): 'real' stands in for a worker with the profile's released weights
+   * (the create path then holds a job to its plan: jobs/fit-check.ts). */
+  weights?: 'real' | 'demo';
 }
 
 type Wire = Omit<TestPipelineOptions, 'gate' | 'log'> & { gate?: ControlRef; log?: ControlRef };
 
-const wire = (o: TestPipelineOptions): Wire => ({ stepMs: o.stepMs, fail: o.fail, fault: o.fault, busyMs: o.busyMs, mp4: o.mp4, previews: o.previews, gate: o.gate?.ref, log: o.log?.ref });
+const wire = (o: TestPipelineOptions): Wire => ({ stepMs: o.stepMs, fail: o.fail, fault: o.fault, busyMs: o.busyMs, mp4: o.mp4, previews: o.previews, weights: o.weights, gate: o.gate?.ref, log: o.log?.ref });
 
 /** Steps `steps` times, then writes a small png (image) or a byte file (video). */
 export function testPipeline(kind: 'video' | 'image', profile: string, opts: TestPipelineOptions = {}): PipelineModule {
@@ -109,7 +112,7 @@ export function makeTestPipeline(kind: 'video' | 'image', profile: string, o: Wi
   return {
     kind,
     profile,
-    weights: () => 'demo',
+    weights: () => o.weights ?? 'demo',
     note: () => 'test pipeline',
     create(): Pipeline<WorkerTask> {
       return {
