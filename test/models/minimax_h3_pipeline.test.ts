@@ -164,8 +164,9 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
   for (const int8 of [false, true]) {
     test(`the DiT on the host while the text encoder runs, its blocks streamed while sampling${int8 ? ' (int8)' : ''}: the same file as resident`, async () => {
       const reports: H3ResidencyReport[] = [];
-      // placed: the loader takes the policy's block placement (the worker's does), so streamed blocks load straight to
-      // host memory; else they load onto the GPU and the job moves them
+      // placed: the loader takes the policy's block placement (the worker's does) and loads for the job, so streamed
+      // blocks load straight to host memory; else the pipeline loads ahead of any job, the blocks onto the GPU, and the
+      // job moves them (Pipeline.load's next absent)
       const run = async (textResidency: 'resident' | 'host', blockOffload: 'off' | 'on', id: string, placed = false) => {
         const p = new MiniMaxH3Pipeline({
           ...options(), textResidency, blockOffload, textEncoderInt8: int8, onResidency: (r) => reports.push(r),
@@ -174,6 +175,7 @@ describe('MiniMax H3 pipeline on the demo checkpoint', () => {
         traces.length = 0;
         const t = task(out, { id });
         try {
+          if (!placed) await p.load(context().ctx);
           await p.run(t, context().ctx);
         } finally {
           await p.unload();
