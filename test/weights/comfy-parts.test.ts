@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { comfyQwenVlRename, comfyWanVaeRename, ComfyKeysError } from '../../src/engine/comfy-keys';
 import type { Engine } from '../../src/engine/engine';
+import { f8e4m3ToF32 } from '../../src/engine/dtype';
+import { Checkpoint } from '../../src/engine/safetensors';
 import { writeSafetensors } from '../../src/engine/safetensors-writer';
 import { krea2VaeFromFile } from '../../src/models/krea2/comfy-parts';
 
@@ -55,6 +57,33 @@ test('a Wan-keyed VAE of sizes no known layout has is refused naming decoder.con
       'decoder.upsamples.3.resample.1.weight': { dtype: 'F32', shape: [1], data: [0] },
     });
     await assert.rejects(krea2VaeFromFile(undefined as unknown as Engine, f), (e: Error) => e instanceof ComfyKeysError && /decoder\.conv_in is \[40, 16, 3, 3, 3\]; expected the Qwen-Image VAE's \[384, 16, \.\.\.\] or Kiln's demo VAE's \[16, 16, \.\.\.\]/.test(e.message));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('an fp8 scaled ComfyUI text encoder (scaled_fp8 marker, <layer>.scale_weight): read under transformers\' names with its scales applied', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-comfy-te-fp8-'));
+  try {
+    const f = join(dir, 'qwen_3_vl_4b_fp8_scaled.safetensors');
+    const bytes = Uint8Array.from({ length: 8 }, (_, i) => (i * 29 + 3) & 0x77);
+    await writeSafetensors(f, {
+      scaled_fp8: { dtype: 'F8_E4M3', shape: [0], data: new Uint8Array(0) },
+      'model.embed_tokens.weight': { dtype: 'F32', shape: [2, 2], data: [1, 2, 3, 4] },
+      'model.layers.0.self_attn.q_proj.weight': { dtype: 'F8_E4M3', shape: [2, 4], data: bytes },
+      'model.layers.0.self_attn.q_proj.scale_weight': { dtype: 'F32', shape: [1], data: [0.25] },
+      'visual.blocks.0.attn.qkv.weight': { dtype: 'F8_E4M3', shape: [2, 4], data: bytes },
+      'visual.blocks.0.attn.qkv.scale_weight': { dtype: 'F32', shape: [2], data: [2, 4] },
+    });
+    const opened = await Checkpoint.open(f);
+    const ck = opened.renamed(comfyQwenVlRename(opened.keys(), f));
+    try {
+      assert.deepEqual(await ck.readFloat32('model.language_model.layers.0.self_attn.q_proj.weight'), Float32Array.from(bytes, (b) => f8e4m3ToF32(b) * 0.25));
+      assert.deepEqual(await ck.readFloat32('model.visual.blocks.0.attn.qkv.weight'), Float32Array.from(bytes, (b, i) => f8e4m3ToF32(b) * (i < 4 ? 2 : 4)));
+      assert.deepEqual(await ck.readFloat32('model.language_model.embed_tokens.weight'), Float32Array.from([1, 2, 3, 4]));
+    } finally {
+      await ck.close();
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
