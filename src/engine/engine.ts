@@ -124,6 +124,16 @@ export class Engine {
     return this.scopes.run(fn, name);
   }
 
+  /** first() then each link on the previous result, each intermediate freed once the next exists (scope.ts). */
+  chain(first: () => Tensor, ...links: ((t: Tensor) => Tensor)[]): Tensor {
+    return this.scopes.chain(first, ...links);
+  }
+
+  /** Runs fn outside every tensor scope: what it makes is the caller's (callbacks a forward calls, e.g. captures). */
+  unscoped<T>(fn: () => T): T {
+    return this.scopes.unscoped(fn);
+  }
+
   /** Takes the tensors in `value` out of their scope (the caller frees them, or an owner does). Returns value. */
   keep<T>(value: T): T {
     return this.scopes.keep(value);

@@ -11,6 +11,8 @@
 // - Nested scopes: the innermost running one owns a new storage. What a scope returns (a tensor, or tensors inside
 //   arrays and plain objects, views included: a view keeps its storage) moves to the enclosing scope, or to nobody
 //   (the caller frees it, as before scopes) at the outermost one.
+// - chain(first, ...links) is the common case of a scope per step: each result freed once the next one exists.
+// - unscoped(fn) runs fn outside every scope (a callback handed into a forward, whose tensors are its caller's).
 // - keep(x) takes x's storages out of their scope: the caller owns them (a cache filled during a forward).
 // - An owner (Engine.owned) is a scope that does not end with its function: a module's load runs in one, and
 //   owner.free() frees every tensor the load made, kept or returned, in one call.
@@ -164,6 +166,25 @@ export class Scopes {
         throw err;
       },
     ) as T;
+  }
+
+  /**
+   * first() then each link on the previous result, each result freed as soon as the next link has made its own
+   * (the order, and so the peak, of freeing a chain by hand): links[k] runs in a scope that owns its input.
+   * A first() that returns a tensor it did not make (an input) leaves it alone.
+   */
+  chain(first: () => Tensor, ...links: ((t: Tensor) => Tensor)[]): Tensor {
+    let run = first;
+    for (const link of links) {
+      const inner = run;
+      run = () => link(this.run(inner, 'chain link'));
+    }
+    return this.run(run, 'chain');
+  }
+
+  /** Runs fn outside every scope: what it makes is the caller's (a test's capture callback copying a tensor). */
+  unscoped<T>(fn: () => T): T {
+    return this.current.exit(fn);
   }
 
   /** Takes the tensors in `value` out of whatever scope owns them: the caller frees them. Returns value. */

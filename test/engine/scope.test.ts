@@ -207,3 +207,51 @@ describe('tensor scopes on the shape-only engine', () => {
     assert.ok(a.peak > a.held && a.held > 0, `peak ${a.peak} above what is held after (${a.held})`);
   });
 });
+
+describe('chain', () => {
+  test('each link frees its input once its own result exists: the peak of freeing by hand', async () => {
+    const e = await testEngine();
+    const x = e.upload([1, 2, 3], [3]);
+    const byHand = () => {
+      const a = add(e, x, 1);
+      const b = mul(e, a, 2);
+      a.free();
+      const c = add(e, b, 3);
+      b.free();
+      return c;
+    };
+    const run = (f: () => Tensor) => {
+      const start = inUse(e);
+      e.pool.resetPeaks();
+      const y = f();
+      const r = { peak: e.pool.stats().peakInUseBytes - start, held: inUse(e) - start };
+      return { y, r };
+    };
+    const manual = run(byHand);
+    const chained = run(() => e.chain(() => add(e, x, 1), (a) => mul(e, a, 2), (b) => add(e, b, 3)));
+    assert.deepEqual(chained.r, manual.r);
+    assert.deepEqual([...(await e.read(chained.y))], [7, 9, 11]);
+    const passed = e.chain(() => x, (t) => add(e, t, 0));
+    assert.equal(x.storage.freed, false, 'an input given as the first link is not the chain\'s to free');
+    for (const t of [manual.y, chained.y, passed, x]) t.free();
+  });
+});
+
+describe('unscoped', () => {
+  test('a callback run unscoped inside a scope keeps what it makes', async () => {
+    const e = await testEngine();
+    const seen: Tensor[] = [];
+    const capture = (t: Tensor) => seen.push(add(e, t, 0));
+    e.scope(() => {
+      const t = e.empty([4]);
+      e.unscoped(() => capture(t));
+      e.scope(() => e.unscoped(() => capture(t)));
+    });
+    assert.equal(seen.length, 2);
+    for (const t of seen) {
+      assert.equal(t.storage.freed, false);
+      assert.equal(t.storage.owner, null);
+      t.free();
+    }
+  });
+});
