@@ -91,23 +91,22 @@ export interface RowStripDecode {
 export function decodeRowStrips(e: Engine, mid: Tensor, d: RowStripDecode): Tensor {
   const [N, h, w] = mid.shape as [number, number, number, number];
   const r = d.spatialRatio;
-  const out = e.empty([N, h * r, w * r, d.outChannels], d.dtype, d.label);
   try {
-    for (const [s0, s1] of d.strips) {
-      const lo = Math.max(0, s0 - d.halo);
-      const hi = Math.min(h, s1 + d.halo);
-      const whole = d.strips.length === 1;
-      const y = d.tail(whole ? mid : mid.slice(1, lo, hi), whole);
-      const clamped = clamp(e, y.slice(1, (s0 - lo) * r, (s1 - lo) * r), -1, 1);
-      y.free();
-      copyInto(e, clamped, out.slice(1, s0 * r, s1 * r));
-      clamped.free();
-    }
-  } catch (err) {
-    out.free();
-    throw err;
+    return e.scope(() => {
+      const out = e.empty([N, h * r, w * r, d.outChannels], d.dtype, d.label); // freed by the scope if a strip throws
+      for (const [s0, s1] of d.strips) {
+        const lo = Math.max(0, s0 - d.halo);
+        const hi = Math.min(h, s1 + d.halo);
+        const whole = d.strips.length === 1;
+        // the strip's pixels freed once clamped, the clamped rows once copied (engine/scope.ts)
+        e.scope(() => {
+          const clamped = e.chain(() => d.tail(whole ? mid : mid.slice(1, lo, hi), whole), (y) => clamp(e, y.slice(1, (s0 - lo) * r, (s1 - lo) * r), -1, 1));
+          copyInto(e, clamped, out.slice(1, s0 * r, s1 * r));
+        });
+      }
+      return out;
+    });
   } finally {
     mid.free();
   }
-  return out;
 }

@@ -87,34 +87,28 @@ export class Krea2Attention {
   forward(e: Engine, h: Tensor, residual: Tensor, o: { rope?: RopeRows; outGate?: Tensor } = {}): Tensor {
     const [B, L] = h.shape as [number, number, number];
     const hd = this.headDim;
+    // Scopes free what each step made once the next exists (tensor scopes, engine/scope.ts): the order, and the
+    // peak, of the hand-placed frees they replace.
     const project = (wt: LinearWeight, heads: number, norm: Tensor | null): Tensor => {
-      const y = linear(e, h, wt).reshape([B, L, heads, hd]);
-      if (!norm) return y;
-      const n = headRmsNorm(e, y, norm, KREA2_EPS);
-      y.free();
-      if (!o.rope) return n;
-      const r = rope(e, n, o.rope.cos, o.rope.sin, { style: 'interleaved' }); // pairs (2j, 2j + 1)
-      n.free();
-      return r;
+      const y = () => linear(e, h, wt).reshape([B, L, heads, hd]);
+      if (!norm) return y();
+      const n = (t: Tensor) => headRmsNorm(e, t, norm, KREA2_EPS);
+      const r = o.rope;
+      if (!r) return e.chain(y, n);
+      return e.chain(y, n, (t) => rope(e, t, r.cos, r.sin, { style: 'interleaved' })); // pairs (2j, 2j + 1)
     };
-    const q = project(this.wq, this.heads, this.qknorm.qnorm);
-    const k = project(this.wk, this.kvheads, this.qknorm.knorm);
-    const v = project(this.wv, this.kvheads, null);
-    const att = attention(e, q.permute([0, 2, 1, 3]), k.permute([0, 2, 1, 3]), v.permute([0, 2, 1, 3])); // (B, H, L, hd)
-    q.free();
-    k.free();
-    v.free();
-    const merged = contiguous(e, att.permute([0, 2, 1, 3])).reshape([B, L, this.heads * hd]);
-    att.free();
-    const g = linear(e, h, this.gate);
-    const sg = sigmoid(e, g);
-    g.free();
-    const gated = mul(e, merged, sg);
-    merged.free();
-    sg.free();
-    const out = linear(e, gated, this.wo, null, { gate: o.outGate, residual });
-    gated.free();
-    return out;
+    const heads = (t: Tensor) => t.permute([0, 2, 1, 3]);
+    return e.scope(() => {
+      const gated = e.scope(() => {
+        const merged = e.chain(
+          () => attention(e, heads(project(this.wq, this.heads, this.qknorm.qnorm)), heads(project(this.wk, this.kvheads, this.qknorm.knorm)), heads(project(this.wv, this.kvheads, null))), // (B, H, L, hd)
+          (att) => contiguous(e, heads(att)).reshape([B, L, this.heads * hd]),
+        );
+        const sg = e.chain(() => linear(e, h, this.gate), (g) => sigmoid(e, g));
+        return mul(e, merged, sg);
+      });
+      return linear(e, gated, this.wo, null, { gate: o.outGate, residual });
+    });
   }
 
   free(): void {
@@ -148,17 +142,14 @@ export class Krea2SwiGLU {
     const [B, L, D] = h.shape as [number, number, number];
     if (L <= maxRows) return this.chunk(e, h, residual, outGate);
     if (B !== 1) throw new RangeError(`Krea2SwiGLU: ${L} rows in chunks of ${maxRows} need batch 1 (got ${B})`);
-    const out = e.empty([B, L, D], h.dtype, 'krea2 mlp out');
-    try {
+    return e.scope(() => {
+      const out = e.empty([B, L, D], h.dtype, 'krea2 mlp out'); // freed by the scope if a chunk throws
       for (let r0 = 0; r0 < L; r0 += maxRows) {
         const r1 = Math.min(L, r0 + maxRows);
         this.chunk(e, h.slice(1, r0, r1), residual.slice(1, r0, r1), outGate, out.slice(1, r0, r1));
       }
-    } catch (err) {
-      out.free();
-      throw err;
-    }
-    return out;
+      return out;
+    });
   }
 
   /** Rows whose hidden activation fits one binding. */
@@ -168,12 +159,11 @@ export class Krea2SwiGLU {
   }
 
   private chunk(e: Engine, h: Tensor, residual: Tensor, outGate: Tensor | undefined, out?: Tensor): Tensor {
-    const g = linear(e, h, this.gate, null, { act: 'silu' });
-    const m = linear(e, h, this.up, null, { gate: g });
-    g.free();
-    const y = linear(e, m, this.down, null, { gate: outGate, residual, out });
-    m.free();
-    return y;
+    return e.chain(
+      () => linear(e, h, this.gate, null, { act: 'silu' }),
+      (g) => linear(e, h, this.up, null, { gate: g }),
+      (m) => linear(e, m, this.down, null, { gate: outGate, residual, out }),
+    );
   }
 
   free(): void {
@@ -210,14 +200,14 @@ export class Krea2SingleStreamBlock {
   /** x (B, L, D) -> a new (B, L, D); x is left to the caller. `mod`: this block's modulation (modulation()). */
   forward(e: Engine, x: Tensor, mod: Tensor, ropeRows: RopeRows): Tensor {
     const m = splitModulation(mod);
-    const h1 = rmsNorm(e, x, { eps: KREA2_EPS, weight: this.prenorm.scale, scale: m.prescale, shift: m.preshift });
-    const x1 = this.attn.forward(e, h1, x, { rope: ropeRows, outGate: m.pregate });
-    h1.free();
-    const h2 = rmsNorm(e, x1, { eps: KREA2_EPS, weight: this.postnorm.scale, scale: m.postscale, shift: m.postshift });
-    const x2 = this.mlp.forward(e, h2, x1, m.postgate);
-    h2.free();
-    x1.free();
-    return x2;
+    return e.scope(() => {
+      const x1 = e.scope(() => {
+        const h1 = rmsNorm(e, x, { eps: KREA2_EPS, weight: this.prenorm.scale, scale: m.prescale, shift: m.preshift });
+        return this.attn.forward(e, h1, x, { rope: ropeRows, outGate: m.pregate });
+      });
+      const h2 = rmsNorm(e, x1, { eps: KREA2_EPS, weight: this.postnorm.scale, scale: m.postscale, shift: m.postshift });
+      return this.mlp.forward(e, h2, x1, m.postgate);
+    });
   }
 
   free(): void {
@@ -248,14 +238,10 @@ export class Krea2TextFusionBlock {
 
   /** x (B, L, d): full attention over L (no mask, no RoPE) -> a new (B, L, d). */
   forward(e: Engine, x: Tensor): Tensor {
-    const h1 = rmsNorm(e, x, { eps: KREA2_EPS, weight: this.prenorm.scale });
-    const x1 = this.attn.forward(e, h1, x);
-    h1.free();
-    const h2 = rmsNorm(e, x1, { eps: KREA2_EPS, weight: this.postnorm.scale });
-    const x2 = this.mlp.forward(e, h2, x1);
-    h2.free();
-    x1.free();
-    return x2;
+    return e.scope(() => {
+      const x1 = e.scope(() => this.attn.forward(e, rmsNorm(e, x, { eps: KREA2_EPS, weight: this.prenorm.scale }), x));
+      return this.mlp.forward(e, rmsNorm(e, x1, { eps: KREA2_EPS, weight: this.postnorm.scale }), x1);
+    });
   }
 
   free(): void {

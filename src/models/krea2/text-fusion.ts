@@ -47,26 +47,27 @@ export class Krea2TextFusion {
     const { txtlayers: n, txtdim: d } = this.config;
     if (taps.rank !== 4 || taps.shape[2] !== n || taps.shape[3] !== d) throw new RangeError(`Krea2TextFusion: taps ${taps} must be (B, L, ${n}, ${d})`);
     const [B, L] = taps.shape as [number, number];
-    let x = taps.reshape([B * L, n, d]);
-    let owned = false;
-    for (const block of this.layerwise_blocks) {
-      const next = block.forward(e, x);
-      if (owned && !trace) x.free();
-      if (trace) trace.layerwise.push(next.reshape([B, L, n, d]));
-      x = next;
-      owned = true;
-    }
-    // (B L, n, d) viewed as (B L, d, n) times projector (1, n)^T -> (B L, d, 1)
-    let y = linear(e, x.permute([0, 2, 1]), this.projector.weight).reshape([B, L, d]);
-    if (!trace) x.free();
-    else trace.projected = y;
-    for (const block of this.refiner_blocks) {
-      const next = block.forward(e, y);
-      if (!trace) y.free();
-      else trace.refiner.push(next);
-      y = next;
-    }
-    return y;
+    const traced = (t: Tensor) => (trace ? e.keep(t) : t); // the trace's tensors are the caller's
+    // one chain: each stage's output freed once the next exists, unless a trace keeps it
+    return e.chain(
+      () => taps.reshape([B * L, n, d]),
+      ...this.layerwise_blocks.map((block) => (x: Tensor) => {
+        const next = traced(block.forward(e, x));
+        trace?.layerwise.push(next.reshape([B, L, n, d]));
+        return next;
+      }),
+      // (B L, n, d) viewed as (B L, d, n) times projector (1, n)^T -> (B L, d, 1)
+      (x) => {
+        const y = traced(linear(e, x.permute([0, 2, 1]), this.projector.weight).reshape([B, L, d]));
+        if (trace) trace.projected = y;
+        return y;
+      },
+      ...this.refiner_blocks.map((block) => (y: Tensor) => {
+        const next = traced(block.forward(e, y));
+        trace?.refiner.push(next);
+        return next;
+      }),
+    );
   }
 
   free(): void {

@@ -142,14 +142,13 @@ export class Krea2Transformer {
   timeVectors(sigma: number): Krea2TimeVectors {
     const e = this.e;
     const { tdim, features: D } = this.config;
-    const sinus = e.upload(krea2TimestepSinusoid(sigma, tdim), [1, tdim], this.dtype, 'krea2 timestep sinusoid');
-    const h = linear(e, sinus, this.tmlp[0].weight, this.tmlp[0].bias, { act: 'gelu_tanh' });
-    sinus.free();
-    const t = linear(e, h, this.tmlp[2].weight, this.tmlp[2].bias).reshape([1, 1, D]);
-    h.free();
-    const g = geluTanh(e, t);
-    const tvec = linear(e, g, this.tproj[1].weight, this.tproj[1].bias);
-    g.free();
+    // the sinusoid, the hidden row and gelu(t) freed by the scope (a few rows of D: no peak to keep)
+    const { t, tvec } = e.scope(() => {
+      const sinus = e.upload(krea2TimestepSinusoid(sigma, tdim), [1, tdim], this.dtype, 'krea2 timestep sinusoid');
+      const h = linear(e, sinus, this.tmlp[0].weight, this.tmlp[0].bias, { act: 'gelu_tanh' });
+      const t = linear(e, h, this.tmlp[2].weight, this.tmlp[2].bias).reshape([1, 1, D]);
+      return { t, tvec: linear(e, geluTanh(e, t), this.tproj[1].weight, this.tproj[1].bias) };
+    });
     return {
       t,
       tvec,
@@ -164,14 +163,15 @@ export class Krea2Transformer {
   context(taps: Tensor, trace?: TextFusionTrace): Tensor {
     const e = this.e;
     this.checkInput('taps', taps, [taps.shape[0]!, taps.shape[1]!, this.config.txtlayers, this.config.txtdim]);
-    const fused = this.txtfusion.forward(e, taps, trace);
-    const n = rmsNorm(e, fused, { eps: KREA2_EPS, weight: this.txtmlp[0].scale });
-    if (!trace) fused.free();
-    const h = linear(e, n, this.txtmlp[1].weight, this.txtmlp[1].bias, { act: 'gelu_tanh' });
-    n.free();
-    const y = linear(e, h, this.txtmlp[3].weight, this.txtmlp[3].bias);
-    h.free();
-    return y;
+    return e.chain(
+      () => {
+        const fused = this.txtfusion.forward(e, taps, trace);
+        return trace ? e.keep(fused) : fused; // a trace holds the fused rows for the caller
+      },
+      (fused) => rmsNorm(e, fused, { eps: KREA2_EPS, weight: this.txtmlp[0].scale }),
+      (n) => linear(e, n, this.txtmlp[1].weight, this.txtmlp[1].bias, { act: 'gelu_tanh' }),
+      (h) => linear(e, h, this.txtmlp[3].weight, this.txtmlp[3].bias),
+    );
   }
 
   /** RoPE tables for `textLength` text rows and a gridH x gridW patch grid (free it when the job ends). */
@@ -205,23 +205,22 @@ export class Krea2Transformer {
     const time = this.timeVectors(input.sigma);
     const kept: Tensor[] | undefined = input.blockOutputs ? [] : undefined;
     try {
-      const tokens = linear(e, img, this.first.weight, this.first.bias);
-      let x = concat(e, [context, tokens], 1);
-      tokens.free();
-      this.blocks.forEach((block, i) => {
-        const mod = block.modulation(e, time.tvec);
-        const next = block.forward(e, x, mod, geometry);
-        mod.free();
-        if (kept) kept.push(next);
-        if (!kept || i === 0) x.free(); // kept block outputs are the caller's; the concatenated input never is
-        x = next;
-      });
-      const lastMod = add(e, time.t, this.last.modulation.lin); // (1, 2, D): scale, shift
-      const n = rmsNorm(e, x.slice(1, Lt, Lt + N), { eps: KREA2_EPS, weight: this.last.norm.scale, scale: lastMod.slice(1, 0, 1), shift: lastMod.slice(1, 1, 2) });
-      lastMod.free();
-      if (!kept) x.free();
-      const sample = linear(e, n, this.last.linear.weight, this.last.linear.bias);
-      n.free();
+      // one chain: each step's input freed once its output exists, as the hand-placed frees did
+      const sample = e.chain(
+        () => linear(e, img, this.first.weight, this.first.bias),
+        (tokens) => concat(e, [context, tokens], 1),
+        ...this.blocks.map((block) => (x: Tensor) => {
+          const next = e.scope(() => block.forward(e, x, block.modulation(e, time.tvec), geometry)); // the block's modulation freed with it
+          if (kept) kept.push(e.keep(next)); // kept block outputs are the caller's
+          return next;
+        }),
+        (x) =>
+          e.scope(() => {
+            const lastMod = add(e, time.t, this.last.modulation.lin); // (1, 2, D): scale, shift
+            return rmsNorm(e, x.slice(1, Lt, Lt + N), { eps: KREA2_EPS, weight: this.last.norm.scale, scale: lastMod.slice(1, 0, 1), shift: lastMod.slice(1, 1, 2) });
+          }),
+        (n) => linear(e, n, this.last.linear.weight, this.last.linear.bias),
+      );
       return kept ? { sample, blocks: kept } : { sample };
     } finally {
       time.free();

@@ -115,11 +115,8 @@ class UpBlock {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    const h = runResnets(e, this.resnets, x);
-    if (!this.upsamplers) return h;
-    const u = upsample2x(e, this.upsamplers[0].resample[1], h);
-    if (h !== x) h.free();
-    return u;
+    const up = this.upsamplers?.[0].resample[1];
+    return e.chain(() => runResnets(e, this.resnets, x), ...(up ? [(h: Tensor) => upsample2x(e, up, h)] : []));
   }
 
   free(): void {
@@ -186,8 +183,9 @@ export class Krea2Vae {
    * 1.6 GB of f16 in one piece; larger explicit sizes would pass the 2 GiB binding limit). `stripRows` forces the
    * strip height (tests); by default as few strips as fit `stripBytes` (default: the binding limit).
    */
-  decode(z: Tensor, capture?: Krea2VaeCapture, o: { stripRows?: number; stripBytes?: number } = {}): Tensor {
+  decode(z: Tensor, take?: Krea2VaeCapture, o: { stripRows?: number; stripBytes?: number } = {}): Tensor {
     const e = this.e;
+    const capture = take && ((name: string, t: Tensor) => e.unscoped(() => take(name, t))); // what it copies is its own
     const c = this.config;
     if (z.rank !== 4 || z.shape[3] !== c.zDim || z.dtype !== this.dtype) throw new RangeError(`Qwen-Image VAE decode: latents ${z} must be ${this.dtype}[N, h, w, ${c.zDim}]`);
     const [N, h, w] = z.shape as [number, number, number, number];
@@ -196,13 +194,18 @@ export class Krea2Vae {
     const budget = Math.min(o.stripBytes ?? e.pool.maxBindingBytes, e.pool.maxBindingBytes);
     const strips = planRowStrips(h, w, halo, qwenImageDecoderRowElements(c, w) * N * z.bytesPerElement, budget, o.stripRows, 'Qwen-Image VAE decode');
     const d = this.decoder;
-    const p = this.postQuant.forward(e, z);
-    capture?.('post_quant_conv', p);
-    const a = d.conv_in.forward(e, p);
-    p.free();
-    capture?.('conv_in', a);
-    const mid = d.mid_block.forward(e, a);
-    a.free();
+    // each step's input freed once its output exists (engine/scope.ts)
+    const mid = e.chain(
+      () => this.postQuant.forward(e, z),
+      (p) => {
+        capture?.('post_quant_conv', p);
+        return d.conv_in.forward(e, p);
+      },
+      (a) => {
+        capture?.('conv_in', a);
+        return d.mid_block.forward(e, a);
+      },
+    );
     capture?.('mid_block', mid);
     return decodeRowStrips(e, mid, {
       strips, halo, spatialRatio: r, outChannels: c.inputChannels, dtype: z.dtype, label: 'krea2 vae decode',
@@ -214,17 +217,16 @@ export class Krea2Vae {
   private tail(x: Tensor, capture?: Krea2VaeCapture): Tensor {
     const e = this.e;
     const d = this.decoder;
-    let h = x;
-    for (const [i, b] of d.up_blocks.entries()) {
-      const next = b.forward(e, h);
-      if (h !== x) h.free();
-      h = next;
-      capture?.(`up_block.${i}`, h);
-    }
-    const s = normSilu(e, d.norm_out, h);
-    if (h !== x) h.free();
-    const out = d.conv_out.forward(e, s);
-    s.free();
+    const out = e.chain(
+      () => x,
+      ...d.up_blocks.map((b, i) => (h: Tensor) => {
+        const next = b.forward(e, h);
+        capture?.(`up_block.${i}`, next);
+        return next;
+      }),
+      (h) => normSilu(e, d.norm_out, h),
+      (s) => d.conv_out.forward(e, s),
+    );
     capture?.('decoder', out);
     return out;
   }

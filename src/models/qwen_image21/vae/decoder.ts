@@ -152,6 +152,8 @@ export function decodeLatents(e: Engine, c: QwenImage21VaeConfig, post: VaeConv2
   const budget = Math.min(o.stripBytes ?? DEFAULT_STRIP_BYTES, e.pool.maxBindingBytes);
   const strips = planStrips(c, N, h, w, z.bytesPerElement, { stripRows: o.stripRows, stripBytes: budget });
   const halo = decoderHaloRows(c);
+  const take = o.capture;
+  if (take) o = { ...o, capture: (name, t) => e.unscoped(() => take(name, t)) }; // the strips run in tensor scopes: what a capture copies is its own
   const p = post.forward(e, z);
   o.capture?.('post_quant_conv', p);
   const mid = dec.head(e, p, o.capture);

@@ -107,10 +107,7 @@ export class VaeRmsNorm {
 
 /** silu(norm(x)), the pre-activation every conv of a resnet and the heads get. */
 export function normSilu(e: Engine, n: VaeRmsNorm, x: Tensor): Tensor {
-  const y = n.forward(e, x);
-  const s = silu(e, y);
-  y.free();
-  return s;
+  return e.chain(() => n.forward(e, x), (y) => silu(e, y));
 }
 
 /** QwenImage21ResidualBlock: conv2(silu(norm2(conv1(silu(norm1(x)))))) + conv_shortcut(x) (identity if in == out). */
@@ -134,18 +131,16 @@ export class VaeResidualBlock {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    const a = normSilu(e, this.norm1, x);
-    const h1 = this.conv1.forward(e, a);
-    a.free();
-    const b = normSilu(e, this.norm2, h1);
-    h1.free();
-    const h2 = this.conv2.forward(e, b);
-    b.free();
-    const short = this.conv_shortcut ? this.conv_shortcut.forward(e, x) : x;
-    const out = add(e, h2, short);
-    h2.free();
-    if (short !== x) short.free();
-    return out;
+    // scopes free each step's input once its output exists (engine/scope.ts), the order of freeing by hand
+    return e.scope(() => {
+      const h2 = e.chain(
+        () => normSilu(e, this.norm1, x),
+        (a) => this.conv1.forward(e, a),
+        (h1) => normSilu(e, this.norm2, h1),
+        (b) => this.conv2.forward(e, b),
+      );
+      return add(e, h2, this.conv_shortcut ? this.conv_shortcut.forward(e, x) : x);
+    });
   }
 
   free(): void {
@@ -177,30 +172,30 @@ export class VaeAttentionBlock {
   forward(e: Engine, x: Tensor): Tensor {
     const [N, H, W, C] = x.shape as [number, number, number, number];
     const L = H * W;
-    const n = this.norm.forward(e, x);
-    const qkv = linear(e, n.reshape([N, L, C]), this.qkvW, this.qkvB); // [N, L, 3C]
-    n.free();
-    const q = mul(e, qkv.slice(2, 0, C), 1 / Math.sqrt(C)); // contiguous [N, L, C]
-    const kT = qkv.slice(2, C, 2 * C).transpose(1, 2); // [N, C, L] view
-    const v = qkv.slice(2, 2 * C, 3 * C);
-    const attn = e.empty([N, L, C], x.dtype, 'vae attention');
     const rows = Math.max(1, Math.min(L, Math.floor(SCORE_CHUNK_BYTES / (L * 4))));
-    for (let b = 0; b < N; b++) {
-      for (let r0 = 0; r0 < L; r0 += rows) {
-        const r1 = Math.min(L, r0 + rows);
-        const s = matmul(e, q.slice(0, b, b + 1).slice(1, r0, r1), kT.slice(0, b, b + 1)); // [1, r, L]
-        const pr = softmax(e, s);
-        s.free();
-        const dst = attn.slice(0, b, b + 1).slice(1, r0, r1);
-        matmul(e, pr, v.slice(0, b, b + 1), { out: dst }); // dst: a contiguous view at an offset (rows r0..r1 of item b)
-        pr.free();
-      }
-    }
-    q.free();
-    qkv.free();
-    const out = linear(e, attn, this.projW, this.projB, { residual: x.reshape([N, L, C]) });
-    attn.free();
-    return out.reshape([N, H, W, C]);
+    return e.chain(
+      () => {
+        // qkv and q freed once the attention rows are all written
+        const qkv = e.chain(() => this.norm.forward(e, x), (n) => linear(e, n.reshape([N, L, C]), this.qkvW, this.qkvB)); // [N, L, 3C]
+        const q = mul(e, qkv.slice(2, 0, C), 1 / Math.sqrt(C)); // contiguous [N, L, C]
+        const kT = qkv.slice(2, C, 2 * C).transpose(1, 2); // [N, C, L] view
+        const v = qkv.slice(2, 2 * C, 3 * C);
+        const attn = e.empty([N, L, C], x.dtype, 'vae attention');
+        for (let b = 0; b < N; b++) {
+          for (let r0 = 0; r0 < L; r0 += rows) {
+            const r1 = Math.min(L, r0 + rows);
+            const dst = attn.slice(0, b, b + 1).slice(1, r0, r1); // a contiguous view at an offset (rows r0..r1 of item b)
+            e.chain(
+              () => matmul(e, q.slice(0, b, b + 1).slice(1, r0, r1), kT.slice(0, b, b + 1)), // [1, r, L]
+              (s) => softmax(e, s),
+              (pr) => matmul(e, pr, v.slice(0, b, b + 1), { out: dst }),
+            );
+          }
+        }
+        return attn;
+      },
+      (attn) => linear(e, attn, this.projW, this.projB, { residual: x.reshape([N, L, C]) }).reshape([N, H, W, C]),
+    );
   }
 
   free(): void {
@@ -220,12 +215,11 @@ export class VaeMidBlock {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    const a = this.resnets[0]!.forward(e, x);
-    const b = this.attentions[0]!.forward(e, a);
-    a.free();
-    const c = this.resnets[1]!.forward(e, b);
-    b.free();
-    return c;
+    return e.chain(
+      () => this.resnets[0]!.forward(e, x),
+      (a) => this.attentions[0]!.forward(e, a),
+      (b) => this.resnets[1]!.forward(e, b),
+    );
   }
 
   free(): void {
@@ -235,13 +229,7 @@ export class VaeMidBlock {
 
 /** Runs resnets in order, freeing every intermediate (not x). */
 export function runResnets(e: Engine, resnets: readonly VaeResidualBlock[], x: Tensor): Tensor {
-  let h = x;
-  for (const r of resnets) {
-    const next = r.forward(e, h);
-    if (h !== x) h.free();
-    h = next;
-  }
-  return h;
+  return e.chain(() => x, ...resnets.map((r) => (h: Tensor) => r.forward(e, h)));
 }
 
 /**
@@ -308,10 +296,7 @@ export function avgDownWeights(cin: number, cout: number, temporal: boolean, spa
 
 /** Nearest 2x upsampling then the 3x3 conv (upstream's resample = Sequential(Upsample, Conv2d): key resample.1). */
 export function upsample2x(e: Engine, conv: VaeConv2d, x: Tensor): Tensor {
-  const u = upsampleNearest(e, x, 2);
-  const y = conv.forward(e, u);
-  u.free();
-  return y;
+  return e.chain(() => upsampleNearest(e, x, 2), (u) => conv.forward(e, u));
 }
 
 /** ZeroPad2d((0, 1, 0, 1)) then the 3x3 stride-2 conv (key resample.1). */
