@@ -67,34 +67,31 @@ export class QwenImage21Attention {
   forward(e: Engine, cfg: QwenImage21Config, h: Tensor, residual: Tensor, part: BlockPart, kv: LayerKv): Tensor {
     const [B, L] = h.shape as [number, number, number];
     const { numHeads: H, headDim: Dh, eps } = cfg;
+    // scopes free each step's input once its output exists (engine/scope.ts): the order of the hand-placed frees
     const project = (wt: LinearWeight, norm: Tensor | null): Tensor => {
-      const y = linear(e, h, wt).reshape([B, L, H, Dh]);
-      if (!norm) return y;
-      const n = headRmsNorm(e, y, norm, eps);
-      y.free();
-      const r = rope(e, n, part.cos, part.sin, { style: 'interleaved' }); // complex pairs (2j, 2j+1)
-      n.free();
-      return r;
+      const y = () => linear(e, h, wt).reshape([B, L, H, Dh]);
+      if (!norm) return y();
+      return e.chain(y, (t) => headRmsNorm(e, t, norm, eps), (n) => rope(e, n, part.cos, part.sin, { style: 'interleaved' })); // complex pairs (2j, 2j+1)
     };
-    const q = project(this.to_q, this.norm_q);
-    const k = project(this.to_k, this.norm_k);
-    const v = project(this.to_v, null);
+    const heads = (t: Tensor) => t.permute([0, 2, 1, 3]);
     const end = part.start + L;
-    copyInto(e, k.permute([0, 2, 1, 3]), kv.k.slice(2, part.start, end));
-    copyInto(e, v.permute([0, 2, 1, 3]), kv.v.slice(2, part.start, end));
-    k.free();
-    v.free();
-    const keys = kv.k.slice(2, 0, end);
-    const values = kv.v.slice(2, 0, end);
-    const att = part.blockIds
-      ? attention(e, q.permute([0, 2, 1, 3]), keys, values, { mask: 'block_causal', blockIds: part.blockIds, queryOffset: part.start })
-      : attention(e, q.permute([0, 2, 1, 3]), keys, values);
-    q.free();
-    const merged = contiguous(e, att.permute([0, 2, 1, 3])); // (B, L, H, Dh)
-    att.free();
-    const out = linear(e, merged.reshape([B, L, H * Dh]), this.to_out[0], null, { gate: part.mod.gate1, residual });
-    merged.free();
-    return out;
+    return e.chain(
+      () => {
+        const q = project(this.to_q, this.norm_q); // freed once attention has read it
+        e.scope(() => {
+          // k and v freed once copied into the layer's KV
+          copyInto(e, heads(project(this.to_k, this.norm_k)), kv.k.slice(2, part.start, end));
+          copyInto(e, heads(project(this.to_v, null)), kv.v.slice(2, part.start, end));
+        });
+        const keys = kv.k.slice(2, 0, end);
+        const values = kv.v.slice(2, 0, end);
+        return part.blockIds
+          ? attention(e, heads(q), keys, values, { mask: 'block_causal', blockIds: part.blockIds, queryOffset: part.start })
+          : attention(e, heads(q), keys, values);
+      },
+      (att) => contiguous(e, heads(att)), // (B, L, H, Dh)
+      (merged) => linear(e, merged.reshape([B, L, H * Dh]), this.to_out[0], null, { gate: part.mod.gate1, residual }),
+    );
   }
 
   free(): void {
@@ -123,12 +120,11 @@ export class QwenImage21SwiGLU {
 
   /** residual + gate * out(silu(gate_layer(h)) * proj(h)); SiLU, product, gate and residual ride in GEMM epilogues. */
   forward(e: Engine, h: Tensor, residual: Tensor, gate: Tensor): Tensor {
-    const g = linear(e, h, this.gate_layer, null, { act: 'silu' });
-    const m = linear(e, h, this.proj, null, { gate: g });
-    g.free();
-    const y = linear(e, m, this.out, null, { gate, residual });
-    m.free();
-    return y;
+    return e.chain(
+      () => linear(e, h, this.gate_layer, null, { act: 'silu' }),
+      (g) => linear(e, h, this.proj, null, { gate: g }),
+      (m) => linear(e, m, this.out, null, { gate, residual }),
+    );
   }
 
   free(): void {
@@ -149,14 +145,14 @@ export class QwenImage21Block {
 
   /** x (B, L, D) of one part -> new (B, L, D); x is left to the caller. */
   forward(e: Engine, cfg: QwenImage21Config, x: Tensor, part: BlockPart, kv: LayerKv): Tensor {
-    const h1 = layerNorm(e, x, { eps: cfg.eps, scale: part.mod.scale1 }); // img_norm1 (no affine) * (1 + scale1)
-    const x1 = this.attn.forward(e, cfg, h1, x, part, kv);
-    h1.free();
-    const h2 = layerNorm(e, x1, { eps: cfg.eps, scale: part.mod.scale2 }); // img_norm2
-    const x2 = this.img_mlp.forward(e, h2, x1, part.mod.gate2);
-    h2.free();
-    x1.free();
-    return x2;
+    return e.scope(() => {
+      const x1 = e.scope(() => {
+        const h1 = layerNorm(e, x, { eps: cfg.eps, scale: part.mod.scale1 }); // img_norm1 (no affine) * (1 + scale1)
+        return this.attn.forward(e, cfg, h1, x, part, kv);
+      });
+      const h2 = layerNorm(e, x1, { eps: cfg.eps, scale: part.mod.scale2 }); // img_norm2
+      return this.img_mlp.forward(e, h2, x1, part.mod.gate2);
+    });
   }
 
   free(): void {

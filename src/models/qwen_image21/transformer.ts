@@ -207,18 +207,14 @@ export class QwenImage21Transformer {
     const e = this.e;
     const causal = this.config.causalCondition;
     const rows = causal ? [timestep, 0] : [timestep];
-    const sinus = e.upload(timestepSinusoid(rows), [rows.length, TIMESTEP_DIM], this.dtype, 'qi21 timestep sinusoid');
     const { linear_1, linear_2 } = this.time_text_embed.timestep_embedder;
-    const h = linear(e, sinus, linear_1, null, { act: 'silu' });
-    sinus.free();
-    const temb = linear(e, h, linear_2);
-    h.free();
-    const s = silu(e, temb);
-    const raw = linear(e, s, this.modulation[1]);
-    const modulation = tanhGates(e, raw);
-    raw.free();
-    const normScale = linear(e, s, this.norm_out.linear);
-    s.free();
+    // the sinusoid, hidden rows, silu(temb) and the raw gates freed by the scope (a row or two: no peak to keep)
+    const { temb, modulation, normScale } = e.scope(() => {
+      const sinus = e.upload(timestepSinusoid(rows), [rows.length, TIMESTEP_DIM], this.dtype, 'qi21 timestep sinusoid');
+      const temb = linear(e, linear(e, sinus, linear_1, null, { act: 'silu' }), linear_2);
+      const s = silu(e, temb);
+      return { temb, modulation: tanhGates(e, linear(e, s, this.modulation[1])), normScale: linear(e, s, this.norm_out.linear) };
+    });
     return {
       temb,
       modulation,
@@ -236,12 +232,11 @@ export class QwenImage21Transformer {
   /** txt_in: zero-centred RMSNorm (scale 1 + weight), in_layer + GELU (tanh), out_layer. (B, L, C) -> (B, L, D). */
   textIn(x: Tensor): Tensor {
     const e = this.e;
-    const n = rmsNorm(e, x, { eps: this.config.eps, scale: this.txt_in.text_norm });
-    const h = linear(e, n, this.txt_in.in_layer, null, { act: 'gelu_tanh' });
-    n.free();
-    const y = linear(e, h, this.txt_in.out_layer);
-    h.free();
-    return y;
+    return e.chain(
+      () => rmsNorm(e, x, { eps: this.config.eps, scale: this.txt_in.text_norm }),
+      (n) => linear(e, n, this.txt_in.in_layer, null, { act: 'gelu_tanh' }),
+      (h) => linear(e, h, this.txt_in.out_layer),
+    );
   }
 
   forward(input: QwenImage21Input): QwenImage21Output {
@@ -262,18 +257,18 @@ export class QwenImage21Transformer {
       const needPrefix = sequence.prefixLength > 0 && (!cache.filled || !cfg.causalCondition);
       const prefixOut = needPrefix ? this.runPrefix(input, B, cache, time, !!blocks) : [];
       if (needPrefix) cache.filled = cfg.causalCondition;
-      let x = linear(e, latents, this.img_in);
       const part: BlockPart = { mod: modRow(time.modulation, time.targetRow), cos: cache.targetCos, sin: cache.targetSin, start: sequence.prefixLength };
-      this.transformer_blocks.forEach((block, i) => {
-        const next = block.forward(e, cfg, x, part, cache.layers[i]!);
-        if (blocks) blocks.push({ prefix: prefixOut[i] ?? null, target: next });
-        if (!blocks || i === 0) x.free(); // kept block outputs are the caller's; img_in's output never is
-        x = next;
-      });
-      const n = layerNorm(e, x, { eps: cfg.eps, scale: time.normScale.slice(0, time.targetRow, time.targetRow + 1).unsqueeze(0) });
-      if (!blocks) x.free();
-      const sample = linear(e, n, this.proj_out);
-      n.free();
+      // one chain: each step's input freed once its output exists (engine/scope.ts), as the hand-placed frees did
+      const sample = e.chain(
+        () => linear(e, latents, this.img_in),
+        ...this.transformer_blocks.map((block, i) => (x: Tensor) => {
+          const next = block.forward(e, cfg, x, part, cache.layers[i]!);
+          if (blocks) blocks.push({ prefix: prefixOut[i] ?? null, target: e.keep(next) }); // kept block outputs are the caller's
+          return next;
+        }),
+        (x) => layerNorm(e, x, { eps: cfg.eps, scale: time.normScale.slice(0, time.targetRow, time.targetRow + 1).unsqueeze(0) }),
+        (n) => linear(e, n, this.proj_out),
+      );
       return blocks ? { sample, blocks } : { sample };
     } finally {
       time.free();
@@ -294,24 +289,28 @@ export class QwenImage21Transformer {
       if (!refs) throw new RangeError(`QwenImage21Transformer: the joint sequence has ${sequence.referenceTokens} reference tokens but no referenceLatents`);
       this.checkInput('referenceLatents', refs, [B, sequence.referenceTokens, cfg.inChannels]);
     }
-    const text = this.textIn(enc);
-    const refTokens = sequence.referenceTokens > 0 ? linear(e, refs!, this.img_in) : null;
-    let x = e.empty([B, sequence.prefixLength, cfg.dim], this.dtype, 'qi21 prefix');
-    for (const run of sequence.runs) {
-      const src = run.kind === 'text' ? text.slice(1, run.encoderStart, run.encoderStart + run.end - run.start) : refTokens!.slice(1, run.latentStart, run.latentStart + run.end - run.start);
-      copyInto(e, src, x.slice(1, run.start, run.end));
-    }
-    text.free();
-    refTokens?.free();
     const part: BlockPart = { mod: modRow(time.modulation, time.prefixRow), cos: cache.prefixCos!, sin: cache.prefixSin!, start: 0, blockIds: cache.blockIds! };
     const outs: Tensor[] = [];
-    this.transformer_blocks.forEach((block, i) => {
-      const next = block.forward(e, cfg, x, part, cache.layers[i]!);
-      if (keep) outs.push(next);
-      if (!keep || i === 0) x.free();
-      x = next;
+    // what the prefix leaves is its K/V in the cache: the last block's output is freed with the scope
+    e.scope(() => {
+      e.chain(
+        () => {
+          const text = this.textIn(enc); // text and reference tokens freed once copied into the prefix
+          const refTokens = sequence.referenceTokens > 0 ? linear(e, refs!, this.img_in) : null;
+          const x = e.empty([B, sequence.prefixLength, cfg.dim], this.dtype, 'qi21 prefix');
+          for (const run of sequence.runs) {
+            const src = run.kind === 'text' ? text.slice(1, run.encoderStart, run.encoderStart + run.end - run.start) : refTokens!.slice(1, run.latentStart, run.latentStart + run.end - run.start);
+            copyInto(e, src, x.slice(1, run.start, run.end));
+          }
+          return x;
+        },
+        ...this.transformer_blocks.map((block, i) => (x: Tensor) => {
+          const next = block.forward(e, cfg, x, part, cache.layers[i]!);
+          if (keep) outs.push(e.keep(next)); // the caller's (tests)
+          return next;
+        }),
+      );
     });
-    if (!keep) x.free();
     return outs;
   }
 
