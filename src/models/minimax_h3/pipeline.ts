@@ -184,7 +184,8 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
    * before any of the job's own memory is taken. Stage 加载模型 when they move; the bytes held are told (onLoaded). */
   protected override async placeFor(m: Loaded, next: H3Task, ctx: RunContext): Promise<void> {
     const geo = geometryOf(next, m.transformer.config.patchSize);
-    if (!geo || (m.transformer.blockOffload !== null) === blocksStreamed(this.o, m, geo)) return;
+    // a job on the other partition loads that one placed for it (usePartition): nothing to move here
+    if (!geo || partitionOf(next) !== m.partition || (m.transformer.blockOffload !== null) === blocksStreamed(this.o, m, geo)) return;
     ctx.stage(STAGE.loadModel);
     await placeBlocks(this.o, m, geo);
     const bytes = m.weightBytes - (m.transformer.blockOffload?.gpuBytes ?? 0);
@@ -222,7 +223,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
    * run; run() then finds both in place. */
   async loraTarget(ctx: RunContext, task: H3Task): Promise<LoraTarget> {
     await this.loaded(ctx, task);
-    await this.usePartition(task.images.length > 0 && task.imageMode === 'reference' ? 'ref2va' : 'fl2va', ctx, task);
+    await this.usePartition(partitionOf(task), ctx, task);
     const m = this.m!;
     return { e: m.e, weights: h3LoraWeights(m.transformer), dtype: m.dtype, names: h3LoraNames(m.transformer.config) };
   }
@@ -232,7 +233,7 @@ export class MiniMaxH3Pipeline extends ResidentPipeline<H3Task, Loaded> {
     const reference = count > 0 && task.imageMode === 'reference';
     await this.loaded(ctx, task);
     checkInputs(task);
-    await this.usePartition(reference ? 'ref2va' : 'fl2va', ctx, task);
+    await this.usePartition(partitionOf(task), ctx, task);
     const m = this.m!;
     const { e, transformer } = m;
     const audioRefs = audioReferenceCount(task);
@@ -457,4 +458,9 @@ function geometryOf(task: H3Task | undefined, patchSize: readonly [number, numbe
   } catch {
     return null;
   }
+}
+
+/** The DiT partition a task runs on: Ref2VA for reference pictures, else FL2VA. */
+function partitionOf(task: H3Task): H3Partition {
+  return task.images.length > 0 && task.imageMode === 'reference' ? 'ref2va' : 'fl2va';
 }
