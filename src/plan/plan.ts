@@ -18,6 +18,7 @@ import { Krea2Pipeline, krea2DemoLayout } from '../models/krea2';
 import type { Pipeline } from '../models/common/pipeline';
 import { measureRun, type StageCost } from '../models/common/stage-meter';
 import { QwenImage21Pipeline } from '../models/qwen_image21/pipeline';
+import type { ImageResidencyOptions, ImageResidencyReport, ImageTextResidency } from '../models/common/image-residency';
 import { QWEN_IMAGE21_PROFILES } from '../worker/profiles/image';
 import { qwenImageTaskOf } from '../models/qwen_image21/task';
 import { KREA2_PROFILES } from '../worker/profiles/krea2';
@@ -110,6 +111,8 @@ export interface PlanOptions {
   adapter?: string | AdapterProfile;
   /** Bytes the job may hold (GPU_MEMORY_BUDGET); default the adapter's memory less 5 %. */
   budgetBytes?: number;
+  /** An image job's text encoder placement forced (tests; default 'auto', the worker's policy). */
+  imageTextResidency?: ImageTextResidency;
 }
 
 /** The kind a request is for: `kind`, else its profile's, else the fields it carries. */
@@ -179,8 +182,10 @@ export async function planJob(r: PlanRequest, o: PlanOptions = {}): Promise<JobP
       id: 'plan', profile, kind: 'image', images, audios: [], output: join(scratch, 'out.png'),
       params: { prompt: draft.prompt, negative: draft.negative, seed: draft.seed, steps: draft.steps, cfg: draft.cfg, width: draft.width, height: draft.height, res: draft.res, mode: draft.mode },
     };
-    const stages = await measurePlanned(e, task);
+    let imageResidency: ImageResidencyReport | undefined;
+    const stages = await measurePlanned(e, task, { memoryBudgetBytes: budget, textResidency: o.imageTextResidency, onResidency: (r) => (imageResidency = r) });
     return report(stages, {
+      imageResidency,
       adapter, budget, profile, model: draft.profile.model ?? profile, kind: 'image', job: { width: draft.width, height: draft.height, steps: draft.steps, cfg: draft.cfg, images: sizes.length },
       notes: ['the prompt is tokenized by a byte-level stand-in for the real tokenizer (not shipped): the text side is an upper bound'],
     });
@@ -308,7 +313,7 @@ async function planSpeech(r: PlanRequest, adapter: AdapterProfile, budget: numbe
 }
 
 /** The profile's pipeline on the planned checkpoint, measured on e over the worker's own mapping of the task. */
-async function measurePlanned(e: Engine, task: ImageTask): Promise<StageCost[]> {
+async function measurePlanned(e: Engine, task: ImageTask, residency: ImageResidencyOptions): Promise<StageCost[]> {
   const run = async <T>(pipe: Pipeline<T>, t: T) => {
     try {
       return await measureRun(e, pipe, t);
@@ -319,17 +324,17 @@ async function measurePlanned(e: Engine, task: ImageTask): Promise<StageCost[]> 
   if (task.profile in KREA2_PROFILES) {
     const { int8 } = KREA2_PROFILES[task.profile as keyof typeof KREA2_PROFILES];
     const root = await plannedKrea2Root();
-    return run(new Krea2Pipeline({ engine: async () => e, layout: async () => krea2DemoLayout(root), int8 }), krea2TaskOf(task));
+    return run(new Krea2Pipeline({ engine: async () => e, layout: async () => krea2DemoLayout(root), int8, ...residency }), krea2TaskOf(task));
   }
   if (task.profile in QWEN_IMAGE21_PROFILES) {
     const { int8 } = QWEN_IMAGE21_PROFILES[task.profile as keyof typeof QWEN_IMAGE21_PROFILES];
     const root = await plannedQwenImage21Root();
-    return run(new QwenImage21Pipeline({ engine: async () => e, checkpoint: async () => root, int8 }), qwenImageTaskOf(task));
+    return run(new QwenImage21Pipeline({ engine: async () => e, checkpoint: async () => root, int8, ...residency }), qwenImageTaskOf(task));
   }
   throw new BadInputError(`plans for profile ${task.profile} are not built yet`);
 }
 
-function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: number; profile: string; model: string; kind: JobPlan['kind']; job: PlannedJob; notes: string[]; residency?: H3ResidencyReport }): JobPlan {
+function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: number; profile: string; model: string; kind: JobPlan['kind']; job: PlannedJob; notes: string[]; residency?: H3ResidencyReport; imageResidency?: ImageResidencyReport }): JobPlan {
   const rows: StagePlan[] = stages.map((s) => ({
     stage: s.stage, peak_gpu_bytes: s.peakGpuBytes, held_gpu_bytes: s.heldGpuBytes, flops: s.work.flops, bytes: s.work.bytes, dispatches: s.work.dispatches, steps: s.steps,
   }));
@@ -355,7 +360,7 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
     peak_gpu_bytes: peak, budget_bytes: c.budget, fits: peak <= c.budget,
     stages: rows, resident, flops: sum((s) => s.flops), bytes: sum((s) => s.bytes), dispatches: sum((s) => s.dispatches),
     per_step: perStep, predicted,
-    offload: offloadOf(c.kind, c.residency, sampling?.steps ?? 0, peak, c.budget),
+    offload: c.imageResidency ? imageOffloadOf(c.imageResidency, peak, c.budget) : offloadOf(c.kind, c.residency, sampling?.steps ?? 0, peak, c.budget),
     notes: c.notes,
   };
 }
@@ -380,5 +385,19 @@ function offloadOf(kind: JobPlan['kind'], r: H3ResidencyReport | undefined, step
   return {
     streamed: [...(streamed ? ['transformer_blocks'] : []), ...(layers ? ['text_encoder_layers'] : [])], host_to_gpu_bytes_per_step: perStep, policy,
     host_to_gpu_bytes_per_job: (textHost ? r!.hostToGpuBytes : 0) + (layers ? r!.textEncoderHostToGpuBytes : 0), note: said.join('; '),
+  };
+}
+
+/** The plan's offload field for an image job: where its text encoder was while the DiT sampled
+ * (models/common/image-residency.ts); nothing is streamed per sampling step. */
+function imageOffloadOf(r: ImageResidencyReport, peak: number, budget: number): JobPlan['offload'] {
+  const said: string[] = [];
+  if (r.textEncoder === 'resident') said.push('everything stays resident: it fits the budget');
+  if (r.textEncoder === 'offloaded') said.push(`the text encoder (${fmtBytes(r.textEncoderBytes)}) waits in host memory once the prompt is encoded, uploaded again before the next job's encoding: ${fmtBytes(r.hostToGpuBytes)} host-to-GPU a job`);
+  if (r.textEncoder === 'streamed') said.push(`the text encoder's decoder layers (${fmtBytes(r.textEncoderBytes)} on the GPU whole) live in host memory and are uploaded in turn while encoding (two on the GPU at a time): ${fmtBytes(r.hostToGpuBytes)} host-to-GPU a job`);
+  if (peak > budget) said.push(`it does not fit even so: it needs ${fmtBytes(peak)} of GPU memory, over the ${fmtBytes(budget)} budget (the DiT's blocks are never streamed for the image models); ${NEEDS_LESS.image}`);
+  return {
+    streamed: r.textEncoder === 'streamed' ? ['text_encoder_layers'] : [], host_to_gpu_bytes_per_step: 0,
+    policy: r.textEncoder === 'resident' ? 'resident' : `text-encoder-${r.textEncoder}`, host_to_gpu_bytes_per_job: r.hostToGpuBytes, note: said.join('; '),
   };
 }

@@ -16,6 +16,7 @@ import { measureRun, type StageCost } from '../../src/models/common/stage-meter'
 import { Krea2Pipeline, krea2DemoLayout, planDemoKrea2, type Krea2ImageTask } from '../../src/models/krea2';
 import { planDemoQwenImage21 } from '../../src/models/qwen_image21/demo';
 import { QwenImage21Pipeline, type QwenImageTask } from '../../src/models/qwen_image21/pipeline';
+import type { ImageResidencyReport } from '../../src/models/common/image-residency';
 import { h3Variant } from '../../src/models/minimax_h3/variants';
 import { h3ProfilePipeline, h3RootFiles, videoProfileEntry, videoTaskPipeline } from '../../src/worker/profiles/video';
 import { planDemoH3 } from '../../src/models/minimax_h3/demo';
@@ -136,5 +137,37 @@ describe('a plan equals the real run on the demo checkpoints', () => {
         assert.deepEqual(rows(planned), rows(measured));
       });
     }
+  }
+
+  // the image residency policies forced (common/image-residency.ts): the text encoder offloaded to host memory after
+  // the encoding, or its layers streamed while encoding; the plan counts the bytes off the GPU and the uploads as the
+  // run does, and reports the same policy and host-to-GPU bytes
+  for (const textResidency of ['offloaded', 'streamed'] as const) {
+    test(`Qwen-Image-2.1 int8 at 192x256, cfg 2, the text encoder ${textResidency}`, async () => {
+      const reports: ImageResidencyReport[] = [];
+      const make = (e: Engine) => new QwenImage21Pipeline({ engine: async () => e, checkpoint: async () => join(dir, 'qi21'), int8: true, textResidency, onResidency: (r) => reports.push(r) });
+      const task = (): QwenImageTask => ({
+        prompt: 'a red kiln at dusk', negative: 'blurry', cfg: 2, seed: 3, steps: 2, width: 192, height: 256, references: [], referenceArea: 512 * 512,
+        outputPath: out(), png: { prompt: 'a red kiln at dusk', profile: 'imgmain', seed: 3, steps: 2 },
+      });
+      const measured = await measure(real, make, task());
+      const planned = await measure(plan, make, task());
+      assert.deepEqual(rows(planned), rows(measured));
+      assert.deepEqual(reports.map((r) => [r.textEncoder, r.hostToGpuBytes, r.gpuToHostBytes]), [reports[0]!, reports[0]!].map((r) => [textResidency, r.hostToGpuBytes, r.gpuToHostBytes]));
+      assert.ok(reports[0]!.hostToGpuBytes > 0);
+    });
+    test(`Krea 2 Turbo int8 at 64x48, the text encoder ${textResidency}`, async () => {
+      const reports: ImageResidencyReport[] = [];
+      const make = (e: Engine) => new Krea2Pipeline({ engine: async () => e, layout: async () => krea2DemoLayout(join(dir, 'krea2')), int8: true, textResidency, onResidency: (r) => reports.push(r) });
+      const task = (): Krea2ImageTask => ({
+        prompt: 'a lighthouse at dusk', negative: '', cfg: 1, seed: 7, steps: 2, width: 64, height: 48, references: [],
+        outputPath: out(), png: { prompt: 'p', profile: 'imgart_turbo', seed: 7, steps: 2 },
+      });
+      const measured = await measure(real, make, task());
+      const planned = await measure(plan, make, task());
+      assert.deepEqual(rows(planned), rows(measured));
+      assert.deepEqual(reports.map((r) => [r.textEncoder, r.hostToGpuBytes, r.gpuToHostBytes]), [reports[0]!, reports[0]!].map((r) => [textResidency, r.hostToGpuBytes, r.gpuToHostBytes]));
+      assert.ok(reports[0]!.hostToGpuBytes > 0);
+    });
   }
 });

@@ -85,7 +85,7 @@ function configSizes(json: Json): Record<string, number> {
 const fmtSizes = (s: Record<string, number>) => Object.entries(s).map(([k, v]) => `${k} ${v < 0 ? 'absent' : v}`).join(', ');
 
 /** Krea 2's conditioner from a ComfyUI text encoder file (see the header). */
-export async function krea2ConditionerFromFile(e: Engine, file: string, tokenizerDir: string, o: { dtype?: ComputeDType; styles?: boolean } = {}): Promise<Krea2Conditioner> {
+export async function krea2ConditionerFromFile(e: Engine, file: string, tokenizerDir: string, o: { dtype?: ComputeDType; styles?: boolean; layersOnHost?: boolean } = {}): Promise<Krea2Conditioner> {
   const opened = await Checkpoint.open(file);
   let ck: Checkpoint = opened;
   try {
@@ -103,7 +103,7 @@ export async function krea2ConditionerFromFile(e: Engine, file: string, tokenize
     const where = `${file} (as ${hit.name})`;
     const tokenizer = shippedQwen3VlTokenizer(tokenizerDir);
     const vision = o.styles ? { config: parseQwen3VlVisionConfig(json, where), processor: QWEN3_VL_IMAGE_PROCESSOR } : undefined;
-    return await Krea2Conditioner.load(e, ck, parseQwen3Config(json, 'text', where), { dtype: o.dtype, tokenizer, vision });
+    return await Krea2Conditioner.load(e, ck, parseQwen3Config(json, 'text', where), { dtype: o.dtype, tokenizer, vision, layersOnHost: o.layersOnHost });
   } finally {
     await ck.close();
     if (ck !== opened) await opened.close();

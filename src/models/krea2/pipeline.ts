@@ -26,6 +26,7 @@ import type { LoraTarget } from '../common/lora-linear';
 import { krea2LoraNames, krea2LoraWeights } from '../common/lora-models';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
+import { sizedOnShapeEngine, streamTextLayers, TextEncoderResidency, type ImageResidencyOptions } from '../common/image-residency';
 import { seededNoise } from '../qwen_image21/pipeline';
 import { isSingleFile, krea2ConditionerFromFile, krea2VaeFromFile } from './comfy-parts';
 import { KREA2_STYLE_AREA, Krea2Conditioner } from './conditioner';
@@ -74,7 +75,13 @@ export interface Krea2ImageTask extends ImageJobTask {
   references: string[];
 }
 
-export interface Krea2PipelineOptions {
+/** The sampling's (and the decode's) working set per latent patch token, the residency policy's estimate: the plans
+ * of imgart_turbo at 1K and 2K (docs/performance.md "Plans") hold at most 1.0 MiB a token, so 1.5 MiB (twice with CFG)
+ * plus a fixed 0.5 GiB errs high. */
+const SAMPLING_BYTES_PER_TOKEN = 1.5 * 2 ** 20;
+const SAMPLING_FIXED_BYTES = 2 ** 29;
+
+export interface Krea2PipelineOptions extends ImageResidencyOptions {
   engine(): Promise<Engine>;
   /** The parts to load: real weights, or the demo checkpoint (generated on first use). */
   layout(e: Engine, signal: AbortSignal): Promise<Krea2Layout>;
@@ -98,6 +105,8 @@ interface Loaded {
   conditioner: Krea2Conditioner;
   vae: Krea2Vae;
   bytes: number;
+  /** Where the text encoder waits between encodings (common/image-residency.ts). */
+  residency: TextEncoderResidency;
   /** Previews' latent-to-RGB projection, once fitted. */
   projection?: Promise<LatentProjection>;
 }
@@ -210,16 +219,24 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       }
       held.push(transformer);
       throwIfCancelled(ctx.signal);
+      // the residency policy: the text encoder's layers streamed when the whole of it would not fit beside the DiT
+      const weightBytes = e.pool.stats().inUseBytes - before;
+      const loadConditioner = (on: Engine, layersOnHost: boolean) => isSingleFile(layout.textEncoder)
+        ? krea2ConditionerFromFile(on, layout.textEncoder, layout.tokenizer ?? fail(`Krea 2: ${layout.textEncoder} is one file with no tokenizer beside it, and the layout names none`), { dtype, styles: true, layersOnHost })
+        : Krea2Conditioner.fromDir(on, layout.textEncoder, { dtype, styles: true, layersOnHost });
+      let sized: Promise<number> | undefined;
+      const textBytes = () => (sized ??= sizedOnShapeEngine(e, (shape) => loadConditioner(shape, false)));
+      const streamed = await streamTextLayers(this.o, e, weightBytes, textBytes);
       ctx.stage(STAGE.loadTextEncoder);
-      const conditioner = isSingleFile(layout.textEncoder)
-        ? await krea2ConditionerFromFile(e, layout.textEncoder, layout.tokenizer ?? fail(`Krea 2: ${layout.textEncoder} is one file with no tokenizer beside it, and the layout names none`), { dtype, styles: true })
-        : await Krea2Conditioner.fromDir(e, layout.textEncoder, { dtype, styles: true });
+      const conditioner = await loadConditioner(e, streamed);
       held.push(conditioner);
       if (conditioner.hiddenSize !== transformer.config.txtdim || conditioner.selectLayers.length !== transformer.config.txtlayers) {
         throw new Error(`Krea 2: the text encoder gives ${conditioner.selectLayers.length} taps of ${conditioner.hiddenSize}, the DiT reads ${transformer.config.txtlayers} of ${transformer.config.txtdim}`);
       }
       const bytes = e.pool.stats().inUseBytes - before;
-      return { e, layout, transformer, conditioner, vae, bytes };
+      const model = conditioner.model;
+      const residency = new TextEncoderResidency(e, conditioner, streamed, weightBytes, streamed ? await textBytes() : bytes - weightBytes, () => model.layerOffload?.uploadedBytes ?? 0);
+      return { e, layout, transformer, conditioner, vae, bytes, residency };
     } catch (err) {
       for (const h of held) h.free();
       throw err;
@@ -249,6 +266,7 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
     ctx.stage(STAGE.encode);
     const held: Tensor[] = [];
     let x: Tensor | null = null;
+    const encoding = m.residency.beforeEncode();
     try {
       const styles = await loadReferenceImages(task.references, (w, h) => referenceSize(KREA2_STYLE_AREA, w, h), ctx.signal);
       const condition = (prompt: string): Tensor => {
@@ -266,6 +284,8 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       if (negative) held.push(negative);
       await e.sync();
       throwIfCancelled(ctx.signal);
+      const working = (negative ? 2 : 1) * (h / cfg.patch) * (w / cfg.patch) * SAMPLING_BYTES_PER_TOKEN + SAMPLING_FIXED_BYTES;
+      this.o.onResidency?.(await m.residency.afterEncode(this.o, working, encoding));
 
       ctx.stage(STAGE.sample);
       ctx.progress(0, task.steps);

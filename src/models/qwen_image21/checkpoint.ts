@@ -78,6 +78,9 @@ export interface PartsOptions {
   layers?: number;
   /** Load the vision tower for reference images (default: when the config has one). */
   references?: boolean;
+  /** Asked once the transformer is loaded: whether the text encoder's decoder layers load to host memory and stream
+   * while encoding (Qwen3LoadOptions.layersOnHost; the residency policy, common/image-residency.ts). Default no. */
+  streamTextLayers?: () => Promise<boolean>;
 }
 
 /** The weight sources of the two big parts: real files (Checkpoint.open) or SyntheticCheckpoints (demo, bench). */
@@ -89,6 +92,8 @@ export interface PartSources {
 export interface QwenImage21Parts {
   transformer: QwenImage21Transformer;
   textEncoder: QwenImage21TextEncoder;
+  /** The text encoder's layers were loaded to host memory (streamed while encoding). */
+  textStreamed: boolean;
   free(): void;
 }
 
@@ -101,15 +106,16 @@ export async function loadQwenImage21Parts(
     const transformer = await QwenImage21Transformer.load(e, src.transformer, cfg.transformer, { dtype: o.dtype, int8: o.int8, layers: o.layers });
     owned.push(transformer);
     throwIfCancelled(signal);
+    const textStreamed = (await o.streamTextLayers?.()) ?? false;
     onTextEncoder?.();
     const vision = (o.references ?? true) && cfg.vision ? { config: cfg.vision, processor: cfg.processor } : undefined;
-    const textEncoder = await QwenImage21TextEncoder.load(e, src.textEncoder, cfg.textEncoder, { dtype: o.dtype, tokenizer: tokenizer ?? undefined, vision });
+    const textEncoder = await QwenImage21TextEncoder.load(e, src.textEncoder, cfg.textEncoder, { dtype: o.dtype, tokenizer: tokenizer ?? undefined, vision, layersOnHost: textStreamed });
     owned.push(textEncoder);
     throwIfCancelled(signal);
     if (textEncoder.hiddenSize !== cfg.transformer.contextInDim) {
       throw new Error(`Qwen-Image-2.1: the text encoder's hidden size ${textEncoder.hiddenSize} is not the transformer's context_in_dim ${cfg.transformer.contextInDim}`);
     }
-    return { transformer, textEncoder, free: () => owned.reverse().forEach((p) => p.free()) };
+    return { transformer, textEncoder, textStreamed, free: () => owned.reverse().forEach((p) => p.free()) };
   } catch (err) {
     for (const p of owned.reverse()) p.free();
     throw err;

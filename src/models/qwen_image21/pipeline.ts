@@ -24,6 +24,7 @@ import type { LoraTarget } from '../common/lora-linear';
 import { qwenImage21LoraNames, qwenImage21LoraWeights } from '../common/lora-models';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
+import { sizedOnShapeEngine, streamTextLayers, TextEncoderResidency, type ImageResidencyOptions } from '../common/image-residency';
 import { TextTokenizer } from '../tokenizer';
 import { imageMaskWithTarget, jointSequence, type ImageShape, type JointSequence } from './joint-sequence';
 import { guidedEuler, type DenoisedPreview } from '../common/guided-euler';
@@ -33,6 +34,7 @@ import { QwenImage21Transformer, type QwenImage21PrefixCache } from './transform
 import { QwenImage21Vae } from './vae';
 import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from './checkpoint';
 import { encodeReferences, referenceDimensions, rgbOverWhite } from './references';
+import { QwenImage21TextEncoder } from './text-encoder';
 
 /** What one image job asks for (the GPU worker builds it from its task: src/worker/profiles/image.ts). */
 export interface QwenImageTask extends ImageJobTask {
@@ -180,11 +182,19 @@ interface Loaded {
   parts: QwenImage21Parts;
   vae: QwenImage21Vae;
   bytes: number;
+  /** Where the text encoder waits between encodings (common/image-residency.ts). */
+  residency: TextEncoderResidency;
   /** Previews' latent-to-RGB projection, once fitted. */
   projection?: Promise<LatentProjection>;
 }
 
-export interface QwenImage21PipelineOptions {
+/** The sampling's (and the decode's) working set per target latent token, the residency policy's estimate: the plans
+ * at 1K and 2K (docs/performance.md "Plans") hold 2.78 and 11.13 GiB over 4,096 and 16,384 tokens (0.7 MiB a token),
+ * so 1 MiB a token (twice with CFG's second prefix cache) plus a fixed 0.5 GiB errs high. */
+const SAMPLING_BYTES_PER_TOKEN = 2 ** 20;
+const SAMPLING_FIXED_BYTES = 2 ** 29;
+
+export interface QwenImage21PipelineOptions extends ImageResidencyOptions {
   engine(): Promise<Engine>;
   /** The checkpoint folder: real weights, or the demo checkpoint (generated on first use). */
   checkpoint(e: Engine, signal: AbortSignal): Promise<string>;
@@ -224,9 +234,22 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
       }
       throwIfCancelled(ctx.signal);
       // 加载模型 covers the VAE and the transformer (the scheduler set it); the text encoder has its own stage.
-      const parts = await openAndLoadParts(e, dir, configs, { dtype, int8: this.o.int8 }, tokenizer, ctx.signal, () => ctx.stage(STAGE.loadTextEncoder));
+      // the whole text encoder's GPU bytes, sized on a shape-only engine (headers read) when the policy asks
+      let sized: Promise<number> | undefined;
+      const textBytes = () => (sized ??= sizedOnShapeEngine(e, (shape) =>
+        QwenImage21TextEncoder.fromDir(shape, join(dir, 'text_encoder'), { dtype, references: configs.vision !== null, processorDir: join(dir, 'processor') })));
+      let weightBytes = 0;
+      const streamText = async () => streamTextLayers(this.o, e, (weightBytes = e.pool.stats().inUseBytes - before), textBytes);
+      const parts = await openAndLoadParts(e, dir, configs, { dtype, int8: this.o.int8, streamTextLayers: streamText }, tokenizer, ctx.signal, () => ctx.stage(STAGE.loadTextEncoder));
       const bytes = e.pool.stats().inUseBytes - before;
-      return { e, dir, configs, parts, vae, bytes };
+      try {
+        const model = parts.textEncoder.model;
+        const residency = new TextEncoderResidency(e, parts.textEncoder, parts.textStreamed, weightBytes, parts.textStreamed ? await textBytes() : bytes - weightBytes, () => model.layerOffload?.uploadedBytes ?? 0);
+        return { e, dir, configs, parts, vae, bytes, residency };
+      } catch (err) {
+        parts.free();
+        throw err;
+      }
     } catch (err) {
       vae.free();
       throw err;
@@ -256,6 +279,7 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
     const held: Tensor[] = [];
     const keep = (t: Tensor) => (held.push(t), t);
     let latents: Tensor | null = null;
+    const encoding = m.residency.beforeEncode();
     try {
       const refImages = await loadReferenceImages(task.references, (w, h) => referenceDimensions(task.referenceArea, w, h), ctx.signal);
       const references = refImages.length ? { latents: keep(encodeReferences(e, m.vae, refImages)), shapes: refImages.map((im): ImageShape => [1, im.shape[1] / 16, im.shape[2] / 16]) } : undefined;
@@ -268,6 +292,9 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
       const negative = task.cfg > 1 ? condition(task.negative) : undefined;
       await e.sync();
       throwIfCancelled(ctx.signal);
+      const tokens = latentGrid(task.width, task.height);
+      const working = (negative ? 2 : 1) * tokens.h * tokens.w * SAMPLING_BYTES_PER_TOKEN + SAMPLING_FIXED_BYTES;
+      this.o.onResidency?.(await m.residency.afterEncode(this.o, working, encoding));
 
       ctx.stage(STAGE.sample);
       ctx.progress(0, task.steps);
