@@ -44,11 +44,13 @@ describe('plans at the released sizes', () => {
   });
 
   test('int8 holds less; a budget below the peak says the job does not fit; no measured rate means no prediction', async () => {
-    const int8 = await planJob({ prompt: 'a red kite over the sea', profile: 'imgart_turbo_int8', size: '1024x1024', seed: 1 }, { budgetBytes: 16 * GiB });
+    const int8 = await planJob({ prompt: 'a red kite over the sea', profile: 'imgart_turbo_int8', size: '1024x1024', seed: 1 }, { budgetBytes: 12 * GiB });
     const dit = (p: JobPlan) => p.resident.find((r) => r.stage === STAGE.loadModel)!.bytes;
     assert.ok(dit(int8) < 0.6 * dit(turbo), `int8 DiT+VAE ${dit(int8) / GiB} GiB vs ${dit(turbo) / GiB} GiB`);
-    assert.equal(int8.budget_bytes, 16 * GiB);
-    assert.equal(int8.fits, false);
+    assert.equal(int8.budget_bytes, 12 * GiB);
+    assert.equal(int8.fits, false, 'the DiT and the VAE alone hold more than 12 GiB');
+    assert.equal(int8.offload.policy, 'text-encoder-streamed');
+    assert.match(int8.offload.note, /it does not fit even so/);
     assert.deepEqual(int8.predicted, { none: 'no measured rate for imgart_turbo_int8 on NVIDIA H200; docs/performance.md lists the measured ones' });
   });
 
@@ -179,7 +181,9 @@ describe('plans at the released sizes', () => {
     const p = JSON.parse(stdout) as JobPlan;
     assert.equal(p.budget_bytes, 12 * GiB);
     assert.equal(p.fits, false);
-    assert.ok(p.peak_gpu_bytes > 30 * GiB && p.flops > 900e12 && p.dispatches > 1000);
+    // the text encoder's layers streamed (the policy for a budget under the DiT's own bytes), the DiT still over it
+    assert.ok(p.peak_gpu_bytes > 25 * GiB && p.flops > 900e12 && p.dispatches > 1000);
+    assert.equal(p.offload.policy, 'text-encoder-streamed');
     assert.ok(p.stages.every((s) => typeof s.stage === 'string' && s.peak_gpu_bytes > 0));
     assert.deepEqual(Object.keys(p.offload).sort(), ['host_to_gpu_bytes_per_job', 'host_to_gpu_bytes_per_step', 'note', 'policy', 'streamed']);
     await assert.rejects(run('npm', ['run', '--silent', 'plan', '--', '{"kind": "tts", "text": " "}']), (e: { code: number; stderr: string }) => e.code === 2 && /text/.test(e.stderr));
@@ -189,5 +193,23 @@ describe('plans at the released sizes', () => {
     assert.equal(video.kind, 'video');
     assert.ok(video.peak_gpu_bytes > 20 * GiB && video.stages.length === 8 && video.stages.every((s) => s.peak_gpu_bytes > 0));
     await assert.rejects(run('node', [cli, '{"prompt": "x", "profile": "turbo_int8", "res": "1080p"}']), (e: { code: number; stderr: string }) => e.code === 2 && /unknown res "1080p"/.test(e.stderr));
+  });
+
+  // issue 42 "Smaller GPUs": the image text encoder off the GPU once the prompt is encoded, or its layers streamed,
+  // the cheapest that fits; the default budget changes nothing (the same bytes as before any policy)
+  test('image residency under a budget: resident by default, offloaded at 24 GiB, streamed at 16 GiB (imgmain 1K)', async () => {
+    const req = { prompt: 'a red kite over the sea', profile: 'imgmain', seed: 1 };
+    const [full, b24, b16] = [await planJob(req), await planJob(req, { budgetBytes: 24 * GiB }), await planJob(req, { budgetBytes: 16 * GiB })];
+    const forced = await planJob(req, { imageTextResidency: 'resident' });
+    assert.deepEqual(full.stages, forced.stages, 'auto at the default budget is resident, byte for byte');
+    assert.deepEqual([full.offload.policy, full.offload.host_to_gpu_bytes_per_job, full.fits], ['resident', 0, true]);
+    const text = full.resident.find((r) => r.stage === STAGE.loadTextEncoder)!.bytes;
+    assert.ok(full.peak_gpu_bytes > 24 * GiB, 'resident, imgmain 1K needs more than a 24 GiB card');
+    assert.deepEqual([b24.offload.policy, b24.offload.streamed, b24.fits], ['text-encoder-offloaded', [], true]);
+    assert.ok(b24.peak_gpu_bytes <= 24 * GiB && Math.abs(b24.offload.host_to_gpu_bytes_per_job - text) < 0.01 * text, 'the encoder uploaded once a job');
+    assert.ok(b24.stages.find((s) => s.stage === STAGE.sample)!.peak_gpu_bytes < full.stages.find((s) => s.stage === STAGE.sample)!.peak_gpu_bytes - text + GiB);
+    assert.deepEqual([b16.offload.policy, b16.offload.streamed, b16.fits], ['text-encoder-streamed', ['text_encoder_layers'], true]);
+    assert.ok(b16.peak_gpu_bytes <= 16 * GiB && b16.offload.host_to_gpu_bytes_per_job > 0.8 * text, 'the layers uploaded while encoding');
+    assert.deepEqual([b16.flops, b16.dispatches], [full.flops, full.dispatches], 'the same work wherever the weights wait');
   });
 });
