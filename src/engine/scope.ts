@@ -26,6 +26,10 @@
 // would land in the wrong scope and be freed under it. AsyncLocalStorage gives each async chain its own current
 // scope at the cost of one lookup per tensor made (nothing beside a dispatch). Passing a scope object down every
 // call was the other option; it would have changed every op's signature.
+// The flip side: an async scope's context follows every await inside it, callbacks included. A callback that runs
+// other work and keeps its tensors (the runner's safe point, which may run an interactive request that loads a
+// model) must run through unscoped(), or the scope frees that work's tensors when it ends. The forwards converted
+// so far are synchronous scopes; the pipelines' sampling loops (which call onStep and safe points) are not scoped.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Storage, Tensor } from './tensor';
 
