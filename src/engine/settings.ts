@@ -25,6 +25,10 @@ export interface EngineSettings {
   /** KILN_SUBGROUP_ATTENTION=0: with subgroupMatrix, attention keeps the flash kernel (the tensor-core GEMM alone).
    * Any other value, or unset: attention takes the tensor-core kernel too. */
   subgroupAttention: boolean;
+  /** KILN_SUBGROUP_ATTENTION_TILE: the tensor-core attention's tile preset by name (ATTENTION_TILES in
+   * ops/attention_subgroup.ts, e.g. the generated 'g16x4k32'); unset: the file kernel's default. A name it does not
+   * know is refused when attention takes the subgroup path. */
+  subgroupAttentionTile: string | undefined;
   /** KILN_LOAD_THREADS: threads quantising a checkpoint's big tensors at load (quantize-parallel.ts), a whole number
    * >= 1, of which at most 16 are used; unset or empty: the machine's available parallelism (at most 16). */
   loadThreads: number;
@@ -51,6 +55,7 @@ export function engineSettings(env: NodeJS.ProcessEnv = process.env): EngineSett
     subgroupMatrixOff: env.KILN_SUBGROUP_MATRIX === '0',
     subgroupTile: env.KILN_SUBGROUP_TILE,
     subgroupAttention: env.KILN_SUBGROUP_ATTENTION !== '0',
+    subgroupAttentionTile: env.KILN_SUBGROUP_ATTENTION_TILE || undefined,
     loadThreads: parseLoadThreads(env.KILN_LOAD_THREADS),
     allowSoftwareGpu: software !== undefined && software !== '' ? /^(1|true|yes)$/i.test(software) : undefined,
     debug: env.KILN_ENGINE_DEBUG === '1',
