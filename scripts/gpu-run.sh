@@ -10,12 +10,15 @@
 #           the subgroup-matrix one at each tile of SUBGROUP_TILES (the file kernel's '64', '128' and the generated
 #           double-buffered 'db128', 'db128x64', 'db64k64' of issue 43), matmul and Krea-shaped linear (f16 and
 #           int8 weights); the flash and
-#           the tensor-core attention, also at Krea's 1K GQA shape; PyTorch beside. The f16 GEMM winners per
-#           shape class go to $OUT/tuning.json (src/engine/tuning.ts's format): commit it as the file name the
+#           the tensor-core attention, also at Krea's 1K GQA shape, with the generated attention's presets
+#           (ATTENTION_TILES 'g16x4k32', 'g32x2k32', 'g16x2k64', 'g32x4k32' of issue 43: at L4096 and Krea 1K);
+#           PyTorch beside. The f16 GEMM winners per shape class and the attention's at Krea 1K go to
+#           $OUT/tuning.json (src/engine/tuning.ts's format): commit it as the file name the
 #           log's last lines print, tuning/<vendor>-<architecture>.json                                   180 s
 #   krea    Krea 2 Turbo at real size, 1K step + VAE + 8-step job (KILN_SUBGROUP_MATRIX=$SG, default 1;
 #           KILN_SUBGROUP_TILE=$TILE, default the kernel's: 128; KILN_SUBGROUP_ATTENTION=$SGA, default 1:
-#           0 keeps the flash attention with the tensor-core GEMM; KILN_PROFILE=$PROF, default 1: GPU time
+#           0 keeps the flash attention with the tensor-core GEMM; KILN_SUBGROUP_ATTENTION_TILE=$ATILE, default
+#           empty: the file attention kernel, g16x4k32 etc. a generated one; KILN_PROFILE=$PROF, default 1: GPU time
 #           per kernel of one step)                                                                      150 s
 #   kf2     MiniMax H3, a 2-keyframe 480p 5 s job's sequence, 2 of 50 blocks (step extrapolated), VAE  100 s
 #   ref3    MiniMax H3, 3 pictures + 1 voice (Ref2VA) at 480p 5 s, 2 of 50 blocks, no VAE decode      70 s
@@ -36,6 +39,7 @@ kit="$root/.gpukit/run.sh"
 sg=${SG:-1}
 export KILN_SUBGROUP_ATTENTION=${SGA:-1}
 export KILN_SUBGROUP_TILE=${TILE:-128}
+export KILN_SUBGROUP_ATTENTION_TILE=${ATILE:-}   # the tensor-core attention's tile (e.g. g16x4k32); empty: the file kernel's
 b=${BUILD:-build}
 step() { # name timeout command...
   local name=$1 t=$2; shift 2
@@ -69,7 +73,7 @@ for s in "${steps[@]}"; do
   case "$s" in
     tests) step tests 60 "node --test --test-concurrency=1 --test-reporter=spec $b/test/engine/*.test.js"; fallbacks ;;
     gemm)  step gemm "${GEMM_TIMEOUT:-180}" "node $b/bench/engine/main.js --sizes ${GEMM_SIZES:-large} --only '${ONLY:-matmul,attention,linear}' --torch ${TORCH:-cuda} --tuning-out $out/tuning.json${EMULATE:+ --emulate}" ;;
-    krea)  echo "krea: KILN_SUBGROUP_MATRIX=$sg KILN_SUBGROUP_TILE=$KILN_SUBGROUP_TILE KILN_SUBGROUP_ATTENTION=$KILN_SUBGROUP_ATTENTION"
+    krea)  echo "krea: KILN_SUBGROUP_MATRIX=$sg KILN_SUBGROUP_TILE=$KILN_SUBGROUP_TILE KILN_SUBGROUP_ATTENTION=$KILN_SUBGROUP_ATTENTION KILN_SUBGROUP_ATTENTION_TILE=$KILN_SUBGROUP_ATTENTION_TILE"
            step krea 150 "KILN_PROFILE=${PROF:-1} KILN_SUBGROUP_MATRIX=$sg node $b/bench/image/main.js --profile imgart_turbo --sizes 1024" ;;
     kf2)   step kf2 100 "KILN_SUBGROUP_MATRIX=$sg node $b/bench/video/main.js --cases 480p:5 --keyframes 2 --layers 2" ;;
     ref3)  step ref3 70 "KILN_SUBGROUP_MATRIX=$sg node $b/bench/video/main.js --cases 480p:5 --references 3 --voices 1 --layers 2 --skip-vae" ;;

@@ -11,7 +11,7 @@
 import { Engine } from '../../src/engine/engine';
 import type { Tensor } from '../../src/engine/tensor';
 import { attention } from '../../src/engine/ops/attention';
-import { attentionSubgroupChoice } from '../../src/engine/ops/attention_subgroup';
+import { ATTENTION_TILES, attentionSubgroupChoice, type AttentionTile, type AttentionTileName } from '../../src/engine/ops/attention_subgroup';
 import { linear } from '../../src/engine/ops/linear';
 import { matmul } from '../../src/engine/ops/matmul';
 import { subgroupMatrixPlan, SUBGROUP_TILES, type SubgroupTileName } from '../../src/engine/ops/matmul_subgroup';
@@ -24,7 +24,7 @@ import { convResampleCases } from './conv_resample';
 import { decodeCases } from './decode';
 import { torchBaseline, type TorchCase } from './torch';
 import { writeFileSync } from 'node:fs';
-import { shapeClass, tuningFileName, validateTuningTable, type GemmChoice, type ShapeClass, type TuningTable } from '../../src/engine/tuning';
+import { shapeClass, tuningFileName, validateTuningTable, type AttentionChoice, type GemmChoice, type ShapeClass, type TuningTable } from '../../src/engine/tuning';
 
 interface Roofline { match: RegExp; label: string; f16Tflops: number; f32Tflops: number; bwGBs: number }
 // Datasheet peaks (shared/spec/engine.md). f16 = dense tensor-core peak; f32 = without tensor cores.
@@ -41,6 +41,9 @@ interface Case {
   setup: (e: Engine) => { run: () => void; free: () => void };
   /** An f16 GEMM row the tuning sweep compares: its output size and kernel ('tiled' or a tensor-core variant). */
   gemm?: { M: number; N: number; variant: string };
+  /** An f16 attention row at Krea 1K's shape, which the tuning table's attention entry is picked on: 'flash', the
+   * file kernel's 'default' tile, or an ATTENTION_TILES name. */
+  attn?: { variant: string; D: number };
 }
 
 const args = process.argv.slice(2);
@@ -121,19 +124,29 @@ function cases(): Case[] {
     }
   }
   // the tensor-core attention beside the flash kernel (opt-in until these rows win), and both at Krea 2's 1K
-  // shape: 48 query heads on 12 kv heads, 4096 image + 69 text tokens (PyTorch's column: no GQA case there)
-  const krea = large ? { B: 1, H: 48, Hkv: 12, L: 4165, D: 128 } : { B: 1, H: 4, Hkv: 1, L: 130, D: 64 };
+  // shape: 48 query heads on 12 kv heads, 4096 image + 69 text tokens (PyTorch's column: no GQA case there).
+  // 'sgmatrix' is the file kernel's default tile; 'sgmatrix g...' each generated preset of ATTENTION_TILES (issue 43).
+  const krea = large ? { B: 1, H: 48, Hkv: 12, L: 4165, D: 128 } : tiny ? { B: 1, H: 4, Hkv: 2, L: 70, D: 64 } : { B: 1, H: 4, Hkv: 1, L: 130, D: 64 };
   const mha = att.map(([B, H, L, D]) => ({ B: B!, H: H!, Hkv: H!, L: L!, D: D! }));
-  for (const [path, shapes] of [['flash', [krea]], ['sgmatrix', [...mha, krea]]] as const) {   // flash MHA: the rows above
+  const generated = (Object.keys(ATTENTION_TILES) as AttentionTileName[]).filter((n) => (ATTENTION_TILES[n] as AttentionTile).fm);
+  // (the generated presets at the first MHA shape and Krea's only: the 16K rows would cost the GPU call's gemm step
+  // more than its bound allows)
+  const attRows: [string, { B: number; H: number; Hkv: number; L: number; D: number }[]][] = [
+    ['flash', [krea]], ['sgmatrix', [...mha, krea]], ...generated.map((n) => [`sgmatrix ${n}`, [mha[0]!, krea]] as [string, typeof mha]),
+  ];
+  for (const [path, shapes] of attRows) {   // flash MHA: the rows above
+    const tile = path.startsWith('sgmatrix ') ? (path.split(' ')[1] as AttentionTileName) : undefined;
+    const subgroup = { tile, emulate };
     for (const { B, H, Hkv, L, D } of shapes) {
       out.push({ op: `attention f16 ${path}`, size: `B${B} H${H}${Hkv === H ? '' : `/${Hkv}`} L${L} D${D}`, flops: 4 * B * H * L * L * D,
         torch: Hkv === H ? { fn: 'attention', dtype: 'f16', B, H, L, D } : undefined,
-        unavailable: path === 'sgmatrix' ? (e) => { const ch = attentionSubgroupChoice(e, D); return 'reason' in ch ? ch.reason : null; } : undefined,
+        attn: B === krea.B && H === krea.H && Hkv === krea.Hkv && L === krea.L ? { variant: path === 'flash' ? 'flash' : tile ?? 'default', D } : undefined,
+        unavailable: path !== 'flash' ? (e) => { const ch = attentionSubgroupChoice(e, D, subgroup); return 'reason' in ch ? ch.reason : null; } : undefined,
         setup: (e) => {
           const q = up(e, [B, H, L, D], 'f16'); const k = up(e, [B, Hkv, L, D], 'f16'); const v = up(e, [B, Hkv, L, D], 'f16');
           let o: Tensor | null = null;
-          const p = path === 'sgmatrix' ? 'subgroup' : 'flash';
-          return { run: () => { o?.free(); o = attention(e, q, k, v, { path: p }); }, free: () => { q.free(); k.free(); v.free(); o?.free(); } };
+          const opts = path === 'flash' ? { path: 'flash' as const } : { path: 'subgroup' as const, subgroup };
+          return { run: () => { o?.free(); o = attention(e, q, k, v, opts); }, free: () => { q.free(); k.free(); v.free(); o?.free(); } };
         } });
     }
   }
@@ -258,17 +271,32 @@ function writeTuning(e: Engine, measured: { c: Case; ms: number }[], file: strin
     gemm[cls] = win[0] === 'tiled' ? { path: 'tiled' } : { path: 'subgroup', variant: win[0] };
     sweep.push(`${cls} (${[...shapes].join(', ')}): ${totals.map(([v, ms]) => `${v} ${ms.toFixed(3)} ms`).join(', ')}`);
   }
+  // attention: the fastest kernel at Krea 1K's shape (the file kernel's 'default' row named by the tile it took)
+  let attention: AttentionChoice | undefined;
+  const att = measured.filter((m) => m.c.attn).map(({ c, ms }) => {
+    let v = c.attn!.variant;
+    if (v === 'default') {
+      const ch = attentionSubgroupChoice(e, c.attn!.D, { emulate });
+      v = 'tile' in ch ? Object.entries(ATTENTION_TILES).find(([, t]) => t === ch.tile)?.[0] ?? 'unknown' : 'unknown';
+    }
+    return [v, ms] as const;
+  }).filter(([v]) => v !== 'unknown').sort((x, y) => x[1] - y[1]);
+  if (att.length > 0) {
+    attention = att[0]![0] === 'flash' ? { path: 'flash' } : { path: 'subgroup', variant: att[0]![0] };
+    sweep.push(`attention (${measured.find((m) => m.c.attn)!.c.size}): ${att.map(([v, ms]) => `${v} ${ms.toFixed(3)} ms`).join(', ')}`);
+  }
   const info = e.gpu.adapter.info;
   const table: TuningTable & { sweep: string[] } = {
     version: 1,
     adapter: { vendor: info.vendor, architecture: info.architecture, device: info.device, driver: info.description },
     measured: `${new Date().toISOString()} by bench/engine/main.ts ${args.join(' ')}`,
     gemm,
+    ...(attention ? { attention } : {}),
     sweep,
   };
-  validateTuningTable(table, Object.keys(SUBGROUP_TILES));
+  validateTuningTable(table, Object.keys(SUBGROUP_TILES), Object.keys(ATTENTION_TILES));
   writeFileSync(file, `${JSON.stringify(table, null, 2)}\n`);
-  console.log(`\ntuning table (${Object.entries(gemm).map(([k, v]) => `${k}: ${v.path}${v.variant ? ` ${v.variant}` : ''}`).join(', ') || 'no GEMM measured'}) written to ${file}; commit it as tuning/${tuningFileName(table.adapter)}`);
+  console.log(`\ntuning table (${Object.entries(gemm).map(([k, v]) => `${k}: ${v.path}${v.variant ? ` ${v.variant}` : ''}`).join(', ') || 'no GEMM measured'}; attention: ${attention ? `${attention.path}${attention.variant ? ` ${attention.variant}` : ''}` : 'not measured'}) written to ${file}; commit it as tuning/${tuningFileName(table.adapter)}`);
   for (const line of sweep) console.log(`  ${line}`);
 }
 

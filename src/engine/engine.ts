@@ -15,6 +15,7 @@ import { adapterProfile, type AdapterProfile } from './plan-device';
 import { engineSettings, type EngineSettings } from './settings';
 import { loadTuning, type Tuning } from './tuning';
 import { SUBGROUP_TILES } from './ops/matmul_subgroup';
+import { ATTENTION_TILES } from './ops/attention_subgroup';
 
 export interface EngineOptions extends DeviceOptions {
   /** Error scopes around pipeline creation, bind groups and submits: errors name the kernel. Default:
@@ -67,6 +68,8 @@ export class Engine {
       { vendor: info.vendor, architecture: info.architecture, device: info.device, driver: info.description },
       Object.keys(SUBGROUP_TILES),
       opts.tuningDir,
+      undefined,
+      Object.keys(ATTENTION_TILES),
     );
     if (opts.profile ?? settings.profile) {
       if (!gpu.hasFeature('timestamp-query')) throw new Error(`engine: profiling needs timestamp-query, which adapter ${gpu.describe().name} lacks`);

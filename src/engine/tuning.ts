@@ -13,9 +13,12 @@
 //   { "version": 1,
 //     "adapter": { "vendor": "nvidia", "architecture": "hopper", "device": "...", "driver": "..." },
 //     "measured": "2026-12-03T18:00:00Z by bench/engine/main.ts --sizes large",   (free text, optional)
-//     "gemm": { "<class>": { "path": "subgroup", "variant": "128" }, ... } }
+//     "gemm": { "<class>": { "path": "subgroup", "variant": "128" }, ... },
+//     "attention": { "path": "subgroup", "variant": "g16x4k32" } }   (optional, issue 43)
 // with <class> one of SHAPE_CLASSES (shapeClass()), path 'tiled' or 'subgroup', and variant (subgroup only) a name
-// the tensor-core GEMM knows (SUBGROUP_TILES). A class the table leaves out takes DEFAULT_GEMM's entry.
+// the tensor-core GEMM knows (SUBGROUP_TILES). A class the table leaves out takes DEFAULT_GEMM's entry. `attention`
+// is the f16 attention's kernel, measured at Krea 1K's shape: 'flash', or 'subgroup' with a tile the tensor-core
+// attention knows (ATTENTION_TILES); left out, attention keeps its default (flash; KILN_SUBGROUP_MATRIX=1 opts in).
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../paths';
@@ -39,11 +42,18 @@ export interface GemmChoice {
   variant?: string;
 }
 
+export interface AttentionChoice {
+  path: 'flash' | 'subgroup';
+  /** The tensor-core attention's tile (an ATTENTION_TILES name); path 'subgroup' only. */
+  variant?: string;
+}
+
 export interface TuningTable {
   version: 1;
   adapter: { vendor: string; architecture: string; device?: string; driver?: string };
   measured?: string;
   gemm: Partial<Record<ShapeClass, GemmChoice>>;
+  attention?: AttentionChoice;
 }
 
 /** No table: the register-tiled kernel everywhere (the tensor-core path stays opt-in, KILN_SUBGROUP_MATRIX=1). */
@@ -62,10 +72,16 @@ export class Tuning {
     const c = shapeClass(M, N);
     return this.table?.gemm[c] ?? DEFAULT_GEMM[c];
   }
+
+  /** The f16 attention's kernel (the table's, else flash: the tensor-core one stays opt-in without a table). */
+  attention(): AttentionChoice {
+    return this.table?.attention ?? { path: 'flash' };
+  }
 }
 
-/** Throws a message saying what is wrong with `v` as a table; `variants` are the names a 'subgroup' entry may use. */
-export function validateTuningTable(v: unknown, variants: readonly string[]): TuningTable {
+/** Throws a message saying what is wrong with `v` as a table; `variants` are the names a GEMM 'subgroup' entry may
+ * use, `attentionVariants` those of an attention one. */
+export function validateTuningTable(v: unknown, variants: readonly string[], attentionVariants: readonly string[] = []): TuningTable {
   const obj = (x: unknown, what: string): Record<string, unknown> => {
     if (typeof x !== 'object' || x === null || Array.isArray(x)) throw new Error(`${what} is not an object`);
     return x as Record<string, unknown>;
@@ -92,6 +108,16 @@ export function validateTuningTable(v: unknown, variants: readonly string[]): Tu
       }
     } else throw new Error(`gemm.${cls}: path ${JSON.stringify(c.path)}: 'tiled' or 'subgroup'`);
   }
+  if (t.attention !== undefined) {
+    const c = obj(t.attention, 'attention');
+    if (c.path === 'flash') {
+      if (c.variant !== undefined) throw new Error(`attention: a variant is for path 'subgroup' only`);
+    } else if (c.path === 'subgroup') {
+      if (typeof c.variant !== 'string' || !attentionVariants.includes(c.variant)) {
+        throw new Error(`attention: variant ${JSON.stringify(c.variant)} unknown (one of ${attentionVariants.join(', ')})`);
+      }
+    } else throw new Error(`attention: path ${JSON.stringify(c.path)}: 'flash' or 'subgroup'`);
+  }
   return t as unknown as TuningTable;
 }
 
@@ -112,7 +138,8 @@ export function tuningFileName(key: Pick<AdapterKey, 'vendor' | 'architecture'>)
 
 /** The tables in `dir` (default the repository's tuning/), the best match for `key` in use. A file that does not
  * read, parse or validate costs one `log` line and is skipped; nothing here throws. */
-export function loadTuning(key: AdapterKey, variants: readonly string[], dir = join(projectRoot(), 'tuning'), log: (line: string) => void = (l) => console.warn(l)): Tuning {
+export function loadTuning(key: AdapterKey, variants: readonly string[], dir = join(projectRoot(), 'tuning'), log: (line: string) => void = (l) => console.warn(l),
+  attentionVariants: readonly string[] = []): Tuning {
   let names: string[] = [];
   try {
     names = existsSync(dir) ? readdirSync(dir).filter((n) => n.endsWith('.json')).sort() : [];
@@ -124,7 +151,7 @@ export function loadTuning(key: AdapterKey, variants: readonly string[], dir = j
     const file = join(dir, n);
     let t: TuningTable;
     try {
-      t = validateTuningTable(JSON.parse(readFileSync(file, 'utf8')), variants);
+      t = validateTuningTable(JSON.parse(readFileSync(file, 'utf8')), variants, attentionVariants);
     } catch (err) {
       log(`tuning: ${file} ignored (${(err as Error).message.split('\n')[0]}); GEMM defaults for its adapter`);
       continue;

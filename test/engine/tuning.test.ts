@@ -9,12 +9,14 @@ import { join } from 'node:path';
 import { Engine } from '../../src/engine/engine';
 import { matmul } from '../../src/engine/ops/matmul';
 import { SUBGROUP_TILES, subgroupMatrixPlan, subgroupTile } from '../../src/engine/ops/matmul_subgroup';
+import { ATTENTION_TILES } from '../../src/engine/ops/attention_subgroup';
 import { DEFAULT_GEMM, loadTuning, shapeClass, tuningFileName, validateTuningTable, type AdapterKey } from '../../src/engine/tuning';
 import { projectRoot } from '../../src/paths';
 import { matmulRef } from './reference/matmul';
 import { assertClose, randomHost, seeded } from './helpers';
 
 const VARIANTS = Object.keys(SUBGROUP_TILES);
+const ATT = Object.keys(ATTENTION_TILES);
 const H200: AdapterKey = { vendor: 'nvidia', architecture: 'hopper', device: '0x2335', driver: 'NVIDIA: 570.86.15' };
 const table = (adapter: object, gemm: object) => JSON.stringify({ version: 1, adapter, measured: 'test', gemm });
 
@@ -111,10 +113,36 @@ test('a table may name the generated double-buffered variants (issue 43), and th
   assert.deepEqual(subgroupTile(undefined, { M: 16, N: 16 }, 1 << 20), SUBGROUP_TILES['128']);
 });
 
+test('a table may name the attention kernel (issue 43): flash or a tensor-core tile; a bad entry costs the table, not the engine', async () => {
+  const hopper = { vendor: 'nvidia', architecture: 'hopper' };
+  const withAtt = (attention: object) => JSON.stringify({ version: 1, adapter: hopper, gemm: {}, attention });
+  await withDir({ 'h.json': withAtt({ path: 'subgroup', variant: 'g16x4k32' }) }, (dir) => {
+    const logs: string[] = [];
+    assert.deepEqual(loadTuning(H200, VARIANTS, dir, (l) => logs.push(l), ATT).attention(), { path: 'subgroup', variant: 'g16x4k32' });
+    assert.deepEqual(logs, []);
+  });
+  assert.deepEqual(loadTuning(H200, VARIANTS, join(tmpdir(), 'kiln-no-such-dir'), () => undefined, ATT).attention(), { path: 'flash' }, 'no table: flash');
+  const bad: [object, RegExp][] = [
+    [{ path: 'subgroup', variant: 'g99' }, /attention: variant "g99" unknown \(one of 2x32, 1x32, g16x4k32/],
+    [{ path: 'flash', variant: '2x32' }, /attention: a variant is for path 'subgroup' only/],
+    [{ path: 'cuda' }, /attention: path "cuda": 'flash' or 'subgroup'/],
+  ];
+  for (const [entry, why] of bad) {
+    await withDir({ 'h.json': withAtt(entry) }, (dir) => {
+      const logs: string[] = [];
+      const t = loadTuning(H200, VARIANTS, dir, (l) => logs.push(l), ATT);
+      assert.equal(t.table, null);
+      assert.deepEqual(t.attention(), { path: 'flash' });
+      assert.equal(logs.length, 1);
+      assert.match(logs[0]!, why);
+    });
+  }
+});
+
 test('every committed table in tuning/ validates', () => {
   const dir = join(projectRoot(), 'tuning');
   for (const n of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
-    const t = validateTuningTable(JSON.parse(readFileSync(join(dir, n), 'utf8')), VARIANTS);
+    const t = validateTuningTable(JSON.parse(readFileSync(join(dir, n), 'utf8')), VARIANTS, ATT);
     assert.equal(n, tuningFileName(t.adapter), `${n}: named by its adapter`);
   }
 });

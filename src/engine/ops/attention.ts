@@ -7,7 +7,7 @@
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
 import { fmtShape, type Tensor } from '../tensor';
-import { attentionSubgroup, attentionSubgroupChoice, type AttentionSubgroupOptions } from './attention_subgroup';
+import { attentionSubgroup, attentionSubgroupChoice, type AttentionSubgroupOptions, type AttentionTileName } from './attention_subgroup';
 import { outputTensor } from './checks';
 
 export type AttentionMask = 'none' | 'causal' | 'block_causal';
@@ -30,9 +30,9 @@ export interface AttentionOptions {
   out?: Tensor;
   /** The flash kernel's tile (implies path 'flash' under 'auto'). */
   tile?: { bq?: number; bkv?: number };
-  /** 'auto' is the flash kernel, or the tensor-core one for f16 when KILN_SUBGROUP_MATRIX=1 is set (and
-   * KILN_SUBGROUP_ATTENTION=0 is not: the GEMM alone) and the adapter and head dim allow it (opt-in: never timed
-   * on hardware); 'flash' / 'subgroup' force one. */
+  /** 'auto' is the flash kernel, or the tensor-core one for f16 when KILN_SUBGROUP_MATRIX=1 is set or the
+   * adapter's tuning table names it (and KILN_SUBGROUP_ATTENTION=0 is not set: the GEMM alone) and the adapter and
+   * head dim allow it (opt-in: never timed on hardware); 'flash' / 'subgroup' force one. */
   path?: 'auto' | 'flash' | 'subgroup';
   /** The tensor-core kernel's tile, and `emulate` for tests. */
   subgroup?: AttentionSubgroupOptions;
@@ -83,10 +83,16 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
   // Q K^T and P V over every key the kernels visit (a mask skips none of them): 2 x 2 B Hq Lq kvLen D
   const flops = 4 * B * Hq * Lq * kvLen * D;
   const path = opts.path ?? 'auto';
-  if (path === 'subgroup' || (path === 'auto' && !opts.tile && q.dtype === 'f16' && e.settings.subgroupMatrix && e.settings.subgroupAttention)) {
-    const choice = q.dtype === 'f16' ? attentionSubgroupChoice(e, D, opts.subgroup) : { reason: `${q.dtype} (it takes f16)` };
+  // 'auto' on a tuning table's word (tuning.ts: measured at Krea 1K), unless KILN_SUBGROUP_MATRIX=0 or =1 decides
+  const tuned = e.tuning.attention();
+  const byTable = tuned.path === 'subgroup' && !e.settings.subgroupMatrixOff && !e.settings.subgroupMatrix;
+  if (path === 'subgroup' || (path === 'auto' && !opts.tile && q.dtype === 'f16' && e.settings.subgroupAttention && (e.settings.subgroupMatrix || byTable))) {
+    // the table's tile on 'auto' (as the GEMM's), unless the options or KILN_SUBGROUP_ATTENTION_TILE name one
+    const fromTable = path === 'auto' && tuned.path === 'subgroup' && !opts.subgroup?.tile && !e.settings.subgroupAttentionTile;
+    const sub = fromTable ? { ...opts.subgroup, tile: tuned.variant as AttentionTileName } : opts.subgroup;
+    const choice = q.dtype === 'f16' ? attentionSubgroupChoice(e, D, sub) : { reason: `${q.dtype} (it takes f16)` };
     if ('config' in choice) {
-      attentionSubgroup(e, { q, k, v, blk: blkBinding, out, params, mask: MASK_CODE[mask], B, Hq, Lq, D, flops }, choice, !!opts.subgroup?.emulate);
+      attentionSubgroup(e, { q, k, v, blk: blkBinding, out, params, mask: MASK_CODE[mask], B, Hq, Lq, D, flops }, choice, !!sub?.emulate);
       return out;
     }
     if (path === 'subgroup') throw new RangeError(`attention: ${desc}: path 'subgroup': ${choice.reason}`);
