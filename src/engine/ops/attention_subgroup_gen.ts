@@ -33,6 +33,9 @@
 //    of a plain B2 (one extra barrier per tile). With real data the first visible tile sets m and later growth past
 //    2^8 is rare; a row with nothing accumulated yet (l = 0: O's row is zero) just takes the new max.
 //  - the epilogue (O / l to out) goes through Ss in the same rounds, once per workgroup.
+// The lanes walk their rows of Ss and Ps rotated by the row (key j = (x + r) mod BKV at step x): row r's stride of
+// BKV + 4 floats puts lanes r and r + 8 on the same bank when all start at column 0 (4-way conflicts at 32 lanes);
+// rotated, lane r is on bank 5r + x (one lane a row) or 6r + 2x + part (two), all distinct.
 // Emulation (tests on lavapipe): ops/subgroup_matrix_emulation.ts rewrites this text as it does the file kernels;
 // the generator keeps to the forms it knows (canonical matrix types, `&ARR` loads and stores, `lane` in scope).
 
@@ -264,7 +267,7 @@ fn attention(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) w
       let live = qi < p.Lq;
       var tmax = -3.0e38;
       for (var x = 0u; x < ${u(KPL)}; x++) {
-        let j = part + x * ${u(LPR)};
+        let j = part + ((x + r) % ${u(KPL)}) * ${u(LPR)};   // rotated by the row: no bank conflicts
         if (live && visible(qpos, key0 + j)) { tmax = max(tmax, Ss[sb + r * ${u(SS)} + j] * scale2); }
       }
       tmax = row_max(tmax);
@@ -279,7 +282,7 @@ fn attention(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) w
       }
       var ls = 0.0;
       for (var x = 0u; x < ${u(KPL)}; x++) {
-        let j = part + x * ${u(LPR)};
+        let j = part + ((x + r) % ${u(KPL)}) * ${u(LPR)};   // rotated by the row: no bank conflicts
         var pj = 0.0;
         if (live && visible(qpos, key0 + j)) { pj = exp2(Ss[sb + r * ${u(SS)} + j] * scale2 - mr); }
         Ps[pb + r * ${u(PS)} + j] = f16(pj);
@@ -300,7 +303,10 @@ fn attention(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) w
     line(`      workgroupBarrier();
       for (var i = 0u; i < ${u(RPL)}; i++) {
         let r = lane % ${u(RS)} + i * SG;
-        for (var c = part; c < ${u(blocks.length * SM_N)}; c += ${u(LPR)}) { Ss[sb + r * ${u(SS)} + c] *= al[i]; }
+        for (var x = 0u; x < ${u((blocks.length * SM_N) / LPR)}; x++) {
+          let c = part + ((x + r) % ${u((blocks.length * SM_N) / LPR)}) * ${u(LPR)};
+          Ss[sb + r * ${u(SS)} + c] *= al[i];
+        }
       }
       workgroupBarrier();`);
     for (let i = 0; i < FM; i++) for (const d of blocks) line(`      o_${i}_${d} = subgroupMatrixLoad<${RESULT}>(&Ss, sb + ${u(i * SM_M * SS + (d - rd * CB) * SM_N)}, false, ${u(SS)});`);
@@ -329,7 +335,10 @@ fn attention(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) w
     if (qi < p.Lq) {
       let inv = select(0.0, 1.0 / l[i], l[i] > 0.0);
       let ob = p.out_off + ((bz * p.Hq + h) * p.Lq + qi) * ${u(D)} + ${u(rd * CB * SM_N)};
-      for (var c = part; c < ${u(blocks.length * SM_N)}; c += ${u(LPR)}) { out[ob + c] = T(Ss[sb + r * ${u(SS)} + c] * inv); }
+      for (var x = 0u; x < ${u((blocks.length * SM_N) / LPR)}; x++) {
+        let c = part + ((x + r) % ${u((blocks.length * SM_N) / LPR)}) * ${u(LPR)};
+        out[ob + c] = T(Ss[sb + r * ${u(SS)} + c] * inv);
+      }
     }
   }
   workgroupBarrier();`);
