@@ -15,7 +15,7 @@ import { adapterProfile, type AdapterProfile } from './plan-device';
 import { engineSettings, type EngineSettings } from './settings';
 import { loadTuning, type Tuning } from './tuning';
 import { SUBGROUP_TILES } from './ops/matmul_subgroup';
-import { ATTENTION_TILES } from './ops/attention_subgroup';
+import { ATTENTION_TILES } from './ops/attention_tiles';
 
 export interface EngineOptions extends DeviceOptions {
   /** Error scopes around pipeline creation, bind groups and submits: errors name the kernel. Default:
