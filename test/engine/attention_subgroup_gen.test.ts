@@ -57,11 +57,12 @@ async function check(e: Engine, rng: Rng, c: Case, subgroup: AttentionSubgroupOp
 }
 
 const RUNS: { what: string; sub: AttentionSubgroupOptions; strided: boolean; cases: Case[] }[] = [
+  // native first: the GPU call's tests step is bounded, and there the native result is the one that matters
+  { what: "'g16x4k32', native builtins", sub: { tile: 'g16x4k32' }, strided: false, cases: [GQA, CHUNK, RAMP] },
+  { what: "'g32x4k32', native builtins, strided views", sub: { tile: 'g32x4k32' }, strided: true, cases: [GQA, CHUNK, RAMP] },
   { what: "'g16x4k32', 16x16x16 emulated", sub: { tile: 'g16x4k32', emulate: true }, strided: false, cases: [GQA, RAMP] },
   { what: '4 subgroups x 2 row blocks, 8 keys, 4x4x4 emulated, strided views', sub: { tile: { nsg: 4, fm: 2, bkv: 8, pad: 8 }, emulate: { M: 4, N: 4, K: 4 } }, strided: true, cases: [GQA, RAMP] },
   { what: '2 subgroups x 1 row block, 8 keys, threshold 0, 4x4x4 emulated', sub: { tile: { nsg: 2, fm: 1, bkv: 8, pad: 8, th: 0 }, emulate: { M: 4, N: 4, K: 4 } }, strided: false, cases: [CHUNK] },
-  { what: "'g16x4k32', native builtins", sub: { tile: 'g16x4k32' }, strided: false, cases: [GQA, CHUNK, RAMP] },
-  { what: "'g32x4k32', native builtins, strided views", sub: { tile: 'g32x4k32' }, strided: true, cases: [GQA, CHUNK, RAMP] },
 ];
 for (const run of RUNS) {
   test(`attention generated subgroup-matrix f16 (${run.what}): unaligned lengths, GQA, causal chunk, growing scores`, async (t) => {
