@@ -394,10 +394,11 @@ function imageOffloadOf(r: ImageResidencyReport, peak: number, budget: number): 
   const said: string[] = [];
   if (r.textEncoder === 'resident') said.push('everything stays resident: it fits the budget');
   if (r.textEncoder === 'offloaded') said.push(`the text encoder (${fmtBytes(r.textEncoderBytes)}) waits in host memory once the prompt is encoded, uploaded again before the next job's encoding: ${fmtBytes(r.hostToGpuBytes)} host-to-GPU a job`);
-  if (r.textEncoder === 'streamed') said.push(`the text encoder's decoder layers (${fmtBytes(r.textEncoderBytes)} on the GPU whole) live in host memory and are uploaded in turn while encoding (two on the GPU at a time): ${fmtBytes(r.hostToGpuBytes)} host-to-GPU a job`);
+  if (r.textEncoder === 'streamed') said.push(`the text encoder's decoder layers (${fmtBytes(r.textEncoderBytes)} on the GPU whole) live in host memory and are uploaded in turn while encoding (two on the GPU at a time): ${fmtBytes(r.streamedBytes)} host-to-GPU a job`);
+  if (r.textEncoder === 'streamed' && r.offloadedBytes > 0) said.push(`its embeddings and vision tower (${fmtBytes(r.offloadedBytes)}) wait in host memory while the DiT samples, uploaded again before the next job's encoding`);
   if (peak > budget) said.push(`it does not fit even so: it needs ${fmtBytes(peak)} of GPU memory, over the ${fmtBytes(budget)} budget (the DiT's blocks are never streamed for the image models); ${NEEDS_LESS.image}`);
   return {
     streamed: r.textEncoder === 'streamed' ? ['text_encoder_layers'] : [], host_to_gpu_bytes_per_step: 0,
-    policy: r.textEncoder === 'resident' ? 'resident' : `text-encoder-${r.textEncoder}`, host_to_gpu_bytes_per_job: r.hostToGpuBytes, note: said.join('; '),
+    policy: r.textEncoder === 'resident' ? 'resident' : r.textEncoder === 'streamed' && r.offloadedBytes > 0 ? 'text-encoder-streamed+text-encoder-rest-offloaded' : `text-encoder-${r.textEncoder}`, host_to_gpu_bytes_per_job: r.hostToGpuBytes, note: said.join('; '),
   };
 }

@@ -35,7 +35,7 @@ describe('a job that cannot fit the GPU budget is refused at creation', () => {
     const body = { prompt: 'a blue bowl on a wooden table', profile: 'imgmain', res: '1K' };
     const res = await t.http.post('/api/v1/image').set(auth).send(body);
     assert.equal(res.status, 400, JSON.stringify(res.body));
-    const m = /^this image job does not fit the GPU: by its plan it needs ([\d.]+) GiB of GPU memory with text-encoder-streamed offload \(stage [^)]+\), over the 4\.00 GiB budget \(GPU_MEMORY_BUDGET, else the GPU's memory less 5 %\); a smaller res or size needs less \(dry_run: true shows the plan\)$/.exec(res.body.detail);
+    const m = /^this image job does not fit the GPU: by its plan it needs ([\d.]+) GiB of GPU memory with text-encoder-streamed and text-encoder-rest-offloaded offload \(stage [^)]+\), over the 4\.00 GiB budget \(GPU_MEMORY_BUDGET, else the GPU's memory less 5 %\); a smaller res or size needs less \(dry_run: true shows the plan\)$/.exec(res.body.detail);
     assert.ok(m, res.body.detail);
     // the same shape with another prompt and seed, through the multipart form: refused the same way
     const form = await t.http.post('/api/images').set(auth).field('prompt', 'a green jug').field('profile', 'imgmain').field('res', '1K').field('seed', '9');

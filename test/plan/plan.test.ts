@@ -49,7 +49,7 @@ describe('plans at the released sizes', () => {
     assert.ok(dit(int8) < 0.6 * dit(turbo), `int8 DiT+VAE ${dit(int8) / GiB} GiB vs ${dit(turbo) / GiB} GiB`);
     assert.equal(int8.budget_bytes, 12 * GiB);
     assert.equal(int8.fits, false, 'the DiT and the VAE alone hold more than 12 GiB');
-    assert.equal(int8.offload.policy, 'text-encoder-streamed');
+    assert.equal(int8.offload.policy, 'text-encoder-streamed+text-encoder-rest-offloaded');
     assert.match(int8.offload.note, /it does not fit even so/);
     assert.deepEqual(int8.predicted, { none: 'no measured rate for imgart_turbo_int8 on NVIDIA H200; docs/performance.md lists the measured ones' });
   });
@@ -183,7 +183,7 @@ describe('plans at the released sizes', () => {
     assert.equal(p.fits, false);
     // the text encoder's layers streamed (the policy for a budget under the DiT's own bytes), the DiT still over it
     assert.ok(p.peak_gpu_bytes > 25 * GiB && p.flops > 900e12 && p.dispatches > 1000);
-    assert.equal(p.offload.policy, 'text-encoder-streamed');
+    assert.equal(p.offload.policy, 'text-encoder-streamed+text-encoder-rest-offloaded');
     assert.ok(p.stages.every((s) => typeof s.stage === 'string' && s.peak_gpu_bytes > 0));
     assert.deepEqual(Object.keys(p.offload).sort(), ['host_to_gpu_bytes_per_job', 'host_to_gpu_bytes_per_step', 'note', 'policy', 'streamed']);
     await assert.rejects(run('npm', ['run', '--silent', 'plan', '--', '{"kind": "tts", "text": " "}']), (e: { code: number; stderr: string }) => e.code === 2 && /text/.test(e.stderr));

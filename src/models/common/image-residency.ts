@@ -9,7 +9,9 @@
 //              (about 0.6 s for 14 GiB at 25 GB/s); the price is the host memory the copy holds.
 //   streamed   the encoder's decoder layers live in host memory from the load on (Qwen3LoadOptions.layersOnHost) and
 //              are uploaded in turn while encoding (two on the GPU at a time): the whole decoder's bytes host-to-GPU
-//              per prompt encoded; embed_tokens and the vision tower stay resident.
+//              per prompt encoded; embed_tokens and the vision tower (1.25 GiB for the 8B, 1.52 for the 4B) stay on
+//              the GPU for the encoding, and are offloaded like a whole encoder after it when the sampling needs
+//              the room (always when 'streamed' is forced: the most frugal placement).
 // The layers' choice is made once, at the load, before the encoder loads (what the DiT and VAE hold, plus the whole
 // encoder, against the budget); resident or offloaded per job, after its encoding (the weights plus the job's
 // sampling working set, estimated per latent token, against the budget). DiT block streaming is not built for the
@@ -47,6 +49,10 @@ export interface ImageResidencyReport {
    * streamed: the layers uploaded while encoding this job's prompts), and GPU-to-host bytes this job read back. */
   hostToGpuBytes: number;
   gpuToHostBytes: number;
+  /** Of those: the streamed layers' uploads this job, and the bytes moved to host memory after the encoding (uploaded
+   * again before the next job's: the whole encoder when offloaded, its resident rest when streamed). */
+  streamedBytes: number;
+  offloadedBytes: number;
 }
 
 /** Encoding's working set beside the weights (a prompt of a few hundred tokens holds a few MiB; references more). */
@@ -112,13 +118,8 @@ export class TextEncoderResidency {
 
   /** The encoder's weights on the GPU for an encoding (an offloaded one uploaded again). */
   beforeEncode(): { uploadedBefore: number } {
-    let up = 0;
-    if (this.held?.onHost) {
-      const before = this.held.uploadedBytes;
-      this.held.restore();
-      up = this.held.uploadedBytes - before;
-    }
-    return { uploadedBefore: this.uploaded() - up };
+    if (this.held?.onHost) this.held.restore();
+    return { uploadedBefore: this.uploaded() };
   }
 
   /**
@@ -129,23 +130,26 @@ export class TextEncoderResidency {
     const want = o.textResidency ?? 'auto';
     const budgetBytes = o.memoryBudgetBytes ?? this.e.pool.stats().budgetBytes;
     const base = { budgetBytes, weightBytes: this.weightBytes, textEncoderBytes: this.textEncoderBytes, samplingWorkingBytes };
-    if (this.streamed) {
-      const reason = want === 'streamed' ? 'forced (streamed)' : 'the DiT, the VAE and the whole text encoder exceed the budget: its layers are streamed while encoding';
-      return { ...base, textEncoder: 'streamed', reason, hostToGpuBytes: this.uploaded() - start.uploadedBefore, gpuToHostBytes: 0 };
-    }
-    const offload = want === 'auto' ? this.weightBytes + this.textEncoderBytes + samplingWorkingBytes > budgetBytes : want === 'offloaded';
+    // what stays on the GPU after the encoding unless offloaded: the whole encoder, or the streamed one's rest
+    const onGpu = tensorsOf(this.encoder).filter((t) => !t.storage.freed && !t.storage.onHost);
+    const restBytes = [...new Set(onGpu.map((t) => t.storage))].reduce((a, st) => a + st.pooled.size, 0);
+    const streamedBytes = this.streamed ? this.uploaded() - start.uploadedBefore : 0;
+    const offload = want === 'auto' ? this.weightBytes + restBytes + samplingWorkingBytes > budgetBytes : want === 'offloaded' || want === 'streamed';
+    const textEncoder = this.streamed ? 'streamed' : offload ? 'offloaded' : 'resident';
+    const why = this.streamed ? (want === 'streamed' ? 'forced (streamed)' : 'the DiT, the VAE and the whole text encoder exceed the budget: its layers are streamed while encoding') : '';
     if (!offload) {
-      const reason = want === 'auto' ? 'the weights and the sampling fit the budget together' : `forced (${want})`;
-      return { ...base, textEncoder: 'resident', reason, hostToGpuBytes: 0, gpuToHostBytes: 0 };
+      const reason = why || (want === 'auto' ? 'the weights and the sampling fit the budget together' : `forced (${want})`);
+      return { ...base, textEncoder, reason, hostToGpuBytes: streamedBytes, gpuToHostBytes: 0, streamedBytes, offloadedBytes: 0 };
     }
     let gpuToHostBytes = 0;
     if (this.held) this.held.evict();
     else {
-      this.held = await releaseToHost(this.e, tensorsOf(this.encoder).filter((t) => !t.storage.freed && !t.storage.onHost), { keep: true });
+      this.held = await releaseToHost(this.e, onGpu, { keep: true });
       gpuToHostBytes = this.held.bytes;
     }
-    const reason = want === 'auto' ? 'the weights, the text encoder and the sampling together exceed the budget: the encoder waits in host memory while the DiT samples' : 'forced (offloaded)';
+    const reason = [why, want === 'auto' ? `the weights, the text encoder${this.streamed ? '\'s resident rest' : ''} and the sampling together exceed the budget: it waits in host memory while the DiT samples` : want === 'offloaded' ? 'forced (offloaded)' : ''].filter(Boolean).join('; ');
     // steady state: the next job uploads what this one moved off (the first job's encoder came from its load)
-    return { ...base, textEncoder: 'offloaded', reason, hostToGpuBytes: this.held.bytes, gpuToHostBytes };
+    const offloadedBytes = this.held.bytes;
+    return { ...base, textEncoder, reason, hostToGpuBytes: streamedBytes + offloadedBytes, gpuToHostBytes, streamedBytes, offloadedBytes };
   }
 }
