@@ -13,6 +13,7 @@ import { BufferUsage, MapMode } from './webgpu';
 import { Profiler } from './profiler';
 import { adapterProfile, type AdapterProfile } from './plan-device';
 import { engineSettings, type EngineSettings } from './settings';
+import { TENSOR_CORES_UNCHECKED, type TensorCoreState } from './tensor-core-state';
 import { loadTuning, type Tuning } from './tuning';
 import { SUBGROUP_TILES } from './ops/matmul_subgroup';
 import { ATTENTION_TILES } from './ops/attention_tiles';
@@ -47,6 +48,9 @@ export class Engine {
   readonly profiler: Profiler | null = null;
   /** The GEMM tuning table for this adapter (tuning.ts), read when the engine was created; defaults without one. */
   readonly tuning: Tuning;
+  /** Whether 'auto' GEMMs and attention take the tensor-core kernels (tensor-cores.ts): unchecked (off unless
+   * KILN_SUBGROUP_MATRIX=1 or a tuning table) until checkTensorCores' result is applied (useTensorCores). */
+  tensorCores: TensorCoreState = TENSOR_CORES_UNCHECKED;
   private destroyed = false;
   /** Tensor scopes (scope.ts): Engine.empty gives each new storage to the current one. */
   readonly scopes = new Scopes();
@@ -110,8 +114,13 @@ export class Engine {
     return this.gpu.lost;
   }
 
-  describe(): DeviceDescription & { memory: PoolStats } {
-    return { ...this.gpu.describe(), memory: this.pool.stats() };
+  describe(): DeviceDescription & { memory: PoolStats; tensorCores: TensorCoreState } {
+    return { ...this.gpu.describe(), memory: this.pool.stats(), tensorCores: this.tensorCores };
+  }
+
+  /** Applies a tensor-core check's result (checkTensorCores) to this engine's 'auto' ops. */
+  useTensorCores(state: TensorCoreState): void {
+    this.tensorCores = state;
   }
 
   /** True if a job needing `bytes` more GPU memory can start (see BufferPool.canFit). */
@@ -274,12 +283,18 @@ export class EngineHolder {
   /** Bumped each time a new engine is built. */
   generation = 0;
 
-  constructor(private readonly opts: EngineOptions = {}) {}
+  /** `onCreated` runs on each engine made before anyone gets it (the GPU worker checks its tensor-core kernels there:
+   * tensor-cores.ts). */
+  constructor(
+    private readonly opts: EngineOptions = {},
+    private readonly onCreated?: (e: Engine) => Promise<void>,
+  ) {}
 
   async get(): Promise<Engine> {
     if (this.current && !this.current.lost) return this.current;
     this.creating ??= Engine.create(this.opts).then(
-      (e) => {
+      async (e) => {
+        await this.onCreated?.(e);
         this.current = e;
         e.recorder.interrupt = this.signals.at(-1) ?? null;
         this.generation++;

@@ -56,7 +56,8 @@ export interface TuningTable {
   attention?: AttentionChoice;
 }
 
-/** No table: the register-tiled kernel everywhere (the tensor-core path stays opt-in, KILN_SUBGROUP_MATRIX=1). */
+/** No table and no passed tensor-core check (tensor-cores.ts): the register-tiled kernel everywhere (the tensor-core
+ * path opt-in, KILN_SUBGROUP_MATRIX=1). */
 export const DEFAULT_GEMM: Record<ShapeClass, GemmChoice> = { small: { path: 'tiled' }, medium: { path: 'tiled' }, large: { path: 'tiled' } };
 
 export class Tuning {
@@ -67,10 +68,11 @@ export class Tuning {
     readonly source: string,
   ) {}
 
-  /** The GEMM choice for an M x N output (the table's, else the default's). */
-  gemm(M: number, N: number): GemmChoice {
+  /** The GEMM choice for an M x N output: the table's, else the default's; with `tensorCores` (the engine's
+   * self-test passed: tensor-cores.ts) the default takes the tensor-core kernel for medium and large outputs. */
+  gemm(M: number, N: number, tensorCores = false): GemmChoice {
     const c = shapeClass(M, N);
-    return this.table?.gemm[c] ?? DEFAULT_GEMM[c];
+    return this.table?.gemm[c] ?? (tensorCores && c !== 'small' ? { path: 'subgroup' } : DEFAULT_GEMM[c]);
   }
 
   /** The f16 attention's kernel (the table's, else flash: the tensor-core one stays opt-in without a table). */

@@ -9,6 +9,7 @@
 import { freemem, totalmem } from 'node:os';
 import type { Logger } from 'pino';
 import { createLogger } from '../common/logger';
+import { checkTensorCores } from '../engine/tensor-cores';
 import { loadWorkerSettings, SettingsError, type WorkerSettings } from '../config/settings';
 import { EngineHolder } from '../engine/engine';
 import { useInt8Cache } from '../engine/int8-cache';
@@ -45,7 +46,8 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
   const log = createLogger(settings.logLevel).child({ process: 'worker', worker: settings.workerName });
   useInt8Cache(settings.cacheDir ?? null); // the int8 profiles' quantised weights (engine/int8-cache.ts)
   const store = settings.cluster.s3 ? new S3Store(settings.cluster.s3) : undefined;
-  const holder = new EngineHolder(settings.gpuMemoryBudgetBytes !== undefined ? { memoryBudgetBytes: settings.gpuMemoryBudgetBytes } : {});
+  // the tensor-core kernels are checked on each engine made: 'auto' takes them where they pass (engine/tensor-cores.ts)
+  const holder = new EngineHolder(settings.gpuMemoryBudgetBytes !== undefined ? { memoryBudgetBytes: settings.gpuMemoryBudgetBytes } : {}, async (e) => e.useTensorCores(await checkTensorCores(e)));
   const registry = buildRegistry(settings, holder, log, env);
   const shutdown = async (runner: Runner) => {
     await runner.stop();

@@ -11,6 +11,11 @@ test('/api/health describes the real WebGPU adapter through the engine (lavapipe
     assert.ok(Array.isArray(h.gpu.features));
     assert.ok(h.gpu.limits.maxStorageBufferBindingSize > 0);
     assert.equal(h.gpu.memory.budgetBytes, 3 * 2 ** 30, 'the budget in force: GPU_MEMORY_BUDGET, handed to the worker');
+    // the worker checked the tensor-core kernels on its engine: lavapipe has no subgroup matrices, so they stay off,
+    // and the reason says so (on a GPU with the feature: on, with the variants checked)
+    assert.equal(h.gpu.tensorCores.gemm, false, JSON.stringify(h.gpu.tensorCores));
+    assert.equal(h.gpu.tensorCores.attention, false);
+    assert.match(h.gpu.tensorCores.reason, /lacks chromium-experimental-subgroup-matrix/);
   } finally {
     await t.close(true); // must also destroy the engine, or this test file would never exit
   }

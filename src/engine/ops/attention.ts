@@ -30,9 +30,10 @@ export interface AttentionOptions {
   out?: Tensor;
   /** The flash kernel's tile (implies path 'flash' under 'auto'). */
   tile?: { bq?: number; bkv?: number };
-  /** 'auto' is the flash kernel, or the tensor-core one for f16 when KILN_SUBGROUP_MATRIX=1 is set or the
-   * adapter's tuning table names it (and KILN_SUBGROUP_ATTENTION=0 is not set: the GEMM alone) and the adapter and
-   * head dim allow it (opt-in: never timed on hardware); 'flash' / 'subgroup' force one. */
+  /** 'auto' is the flash kernel, or the tensor-core one for f16 when KILN_SUBGROUP_MATRIX=1 is set, the adapter's
+   * tuning table names it, or the engine's tensor-core self-test passed (tensor-cores.ts) and no table says flash
+   * (and KILN_SUBGROUP_ATTENTION=0 is not set: the GEMM alone), and the adapter and head dim allow it; 'flash' /
+   * 'subgroup' force one. */
   path?: 'auto' | 'flash' | 'subgroup';
   /** The tensor-core kernel's tile, and `emulate` for tests. */
   subgroup?: AttentionSubgroupOptions;
@@ -86,7 +87,9 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
   // 'auto' on a tuning table's word (tuning.ts: measured at Krea 1K), unless KILN_SUBGROUP_MATRIX=0 or =1 decides
   const tuned = e.tuning.attention();
   const byTable = tuned.path === 'subgroup' && !e.settings.subgroupMatrixOff && !e.settings.subgroupMatrix;
-  if (path === 'subgroup' || (path === 'auto' && !opts.tile && q.dtype === 'f16' && e.settings.subgroupAttention && (e.settings.subgroupMatrix || byTable))) {
+  // or on the worker's self-test (tensor-cores.ts) where no table has a word on attention
+  const bySelfTest = e.tensorCores.attention && !e.tuning.table?.attention && !e.settings.subgroupMatrixOff;
+  if (path === 'subgroup' || (path === 'auto' && !opts.tile && q.dtype === 'f16' && e.settings.subgroupAttention && (e.settings.subgroupMatrix || byTable || bySelfTest))) {
     // the table's tile on 'auto' (as the GEMM's), unless the options or KILN_SUBGROUP_ATTENTION_TILE name one
     const fromTable = path === 'auto' && tuned.path === 'subgroup' && !opts.subgroup?.tile && !e.settings.subgroupAttentionTile;
     const sub = fromTable ? { ...opts.subgroup, tile: tuned.variant as AttentionTileName } : opts.subgroup;

@@ -116,8 +116,10 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
   }
   const tensorCoreTypes = a.dtype === 'f16' && (b.dtype === 'f16' || b.dtype === 'i8');
   // 'auto': the tensor-core kernel under KILN_SUBGROUP_MATRIX=1, or where this adapter's tuning table (tuning.ts)
-  // picks it for the shape's class (not under KILN_SUBGROUP_MATRIX=0); its variant: the op's, KILN_SUBGROUP_TILE, the table's
-  const tuned = e.tuning.gemm(M, N);
+  // picks it for the shape's class, or, without a table, for medium and large outputs once the engine's tensor-core
+  // self-test passed (tensor-cores.ts); never under KILN_SUBGROUP_MATRIX=0; its variant: the op's,
+  // KILN_SUBGROUP_TILE, the table's
+  const tuned = e.tuning.gemm(M, N, e.tensorCores.gemm);
   const wantSubgroup = e.settings.subgroupMatrix || (tuned.path === 'subgroup' && !e.settings.subgroupMatrixOff);
   if (path === 'subgroup' || (path === 'auto' && tensorCoreTypes && wantSubgroup && subgroupMatrixUsable(e, opts.subgroup?.emulate))) {
     const sub = { a: ae, b: be, out, params, M, N, K, batches: nb, bias, gate: g, residual: r, scales, act: opts.act ?? 'none' };
