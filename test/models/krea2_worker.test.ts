@@ -134,18 +134,8 @@ describe('imgart_turbo on weights in the real layout', () => {
     const holder = { get: async () => e } as unknown as EngineHolder;
     const entry = krea2ProfileEntry('imgart_turbo', { weightsDir: emptyWeights, hubCacheDir: cache, demoWeightsDir: join(dir, 'no-demo-2') }, holder);
     assert.equal(entry.weights(), 'real');
-    const pipe = entry.create();
-    try {
-      const output = join(dir, 'out-cache.png');
-      const task: ImageTask = {
-        kind: 'image', id: 'tc', profile: 'imgart_turbo', images: [], audios: [], output,
-        params: { prompt: 'a lighthouse at dusk', negative: '', seed: 1, steps: 2, cfg: 1, width: 64, height: 48, res: 'custom', mode: 't2i' },
-      };
-      await pipe.run(task, recordingContext());
-      assert.ok(readFileSync(output).equals(readFileSync(join(dir, 'out-0.png'))), 'the same picture as from WEIGHTS_DIR');
-    } finally {
-      await pipe.unload();
-    }
+    const png = await lighthouse(entry, join(dir, 'out-cache.png'), 'tc');
+    assert.ok(png.equals(readFileSync(join(dir, 'out-0.png'))), 'the same picture as from WEIGHTS_DIR');
     assert.deepEqual(sizes(), before, 'nothing written into the cache');
     assert.deepEqual(readdirSync(emptyWeights), [], 'nothing copied into WEIGHTS_DIR');
   });
@@ -185,18 +175,8 @@ describe('imgart_turbo on weights in the real layout', () => {
       const entry = krea2ProfileEntry('imgart_turbo', { weightsDir: partial, comfyFolders, demoWeightsDir: join(dir, 'no-demo-3') }, holder);
       assert.equal(entry.weights(), 'real');
       assert.match(entry.note!(), /krea2_turbo_bf16\.safetensors \(ComfyUI\)/);
-      const pipe = entry.create();
-      try {
-        const output = join(dir, 'out-comfy.png');
-        const task: ImageTask = {
-          kind: 'image', id: 'tcu', profile: 'imgart_turbo', images: [], audios: [], output,
-          params: { prompt: 'a lighthouse at dusk', negative: '', seed: 1, steps: 2, cfg: 1, width: 64, height: 48, res: 'custom', mode: 't2i' },
-        };
-        await pipe.run(task, recordingContext());
-        assert.ok(readFileSync(output).equals(readFileSync(join(dir, 'out-0.png'))), 'the same picture as from WEIGHTS_DIR');
-      } finally {
-        await pipe.unload();
-      }
+      const png = await lighthouse(entry, join(dir, 'out-comfy.png'), 'tcu');
+      assert.ok(png.equals(readFileSync(join(dir, 'out-0.png'))), 'the same picture as from WEIGHTS_DIR');
     }
     assert.deepEqual(listing(), before, 'nothing written into the ComfyUI folders');
     assert.deepEqual(readdirSync(partial).sort(), ['Qwen-Image', 'Qwen3-VL-4B-Instruct'], 'nothing copied into WEIGHTS_DIR');
@@ -227,18 +207,8 @@ describe('imgart_turbo on weights in the real layout', () => {
     const e = await testEngine();
     const holder = { get: async () => e } as unknown as EngineHolder;
     const entry = krea2ProfileEntry('imgart_turbo', { weightsDir: partial, comfyFolders, demoWeightsDir: join(dir, 'no-demo-4') }, holder);
-    const pipe = entry.create();
-    try {
-      const output = join(dir, 'out-gguf.png');
-      const task: ImageTask = {
-        kind: 'image', id: 'tgg', profile: 'imgart_turbo', images: [], audios: [], output,
-        params: { prompt: 'a lighthouse at dusk', negative: '', seed: 1, steps: 2, cfg: 1, width: 64, height: 48, res: 'custom', mode: 't2i' },
-      };
-      await pipe.run(task, recordingContext());
-      assert.deepEqual(pngSize(readFileSync(output)), { width: 64, height: 48 });
-    } finally {
-      await pipe.unload();
-    }
+    const png = await lighthouse(entry, join(dir, 'out-gguf.png'), 'tgg');
+    assert.deepEqual(pngSize(png), { width: 64, height: 48 });
   });
   test('the text encoder and the VAE as ComfyUI keeps them (text_encoders/, vae/: one file each, ComfyUI\'s key names, no config or tokenizer), the DiT in WEIGHTS_DIR: the same tensors, the same picture', async () => {
     const comfy = join(dir, 'ComfyUI-parts', 'models');
@@ -310,22 +280,28 @@ describe('imgart_turbo on weights in the real layout', () => {
     const entry = krea2ProfileEntry('imgart_turbo', { weightsDir: ditOnly, comfyFolders, demoWeightsDir: join(dir, 'no-demo-5') }, holder);
     assert.equal(entry.weights(), 'real');
     assert.match(entry.note!(), /qwen_3_vl_4b_bf16\.safetensors \(ComfyUI\), .*qwen_image_vae\.safetensors \(ComfyUI\)/);
-    const pipe = entry.create();
-    try {
-      const output = join(dir, 'out-comfy-parts.png');
-      const task: ImageTask = {
-        kind: 'image', id: 'tcp', profile: 'imgart_turbo', images: [], audios: [], output,
-        params: { prompt: 'a lighthouse at dusk', negative: '', seed: 1, steps: 2, cfg: 1, width: 64, height: 48, res: 'custom', mode: 't2i' },
-      };
-      await pipe.run(task, recordingContext());
-      assert.ok(readFileSync(output).equals(readFileSync(join(dir, 'out-0.png'))), 'the same picture as from WEIGHTS_DIR');
-    } finally {
-      await pipe.unload();
-    }
+    const png = await lighthouse(entry, join(dir, 'out-comfy-parts.png'), 'tcp');
+    assert.ok(png.equals(readFileSync(join(dir, 'out-0.png'))), 'the same picture as from WEIGHTS_DIR');
     assert.deepEqual(listing(), before, 'nothing written into the ComfyUI folders');
     assert.deepEqual(readdirSync(ditOnly), ['Krea-2-Turbo'], 'nothing copied into WEIGHTS_DIR');
   });
 });
+
+/** The fixed job of these cases (a 64x48 lighthouse, seed 1, 2 steps) on a fresh pipeline of `entry`, written to
+ * `output` and read back; the pipeline unloaded after. */
+async function lighthouse(entry: ReturnType<typeof krea2ProfileEntry>, output: string, id: string): Promise<Buffer> {
+  const pipe = entry.create();
+  try {
+    const task: ImageTask = {
+      kind: 'image', id, profile: 'imgart_turbo', images: [], audios: [], output,
+      params: { prompt: 'a lighthouse at dusk', negative: '', seed: 1, steps: 2, cfg: 1, width: 64, height: 48, res: 'custom', mode: 't2i' },
+    };
+    await pipe.run(task, recordingContext());
+    return readFileSync(output);
+  } finally {
+    await pipe.unload();
+  }
+}
 
 /** Q8_0 blocks of `v` (whole rows of 32): d = max |x| / 127 in fp16, q = round(x / d), as ggml's quantize_row_q8_0. */
 function quantizeQ8(v: Float32Array): Uint8Array {
