@@ -6,7 +6,8 @@ import { demoCheckpointVersion } from './demo';
 import { DownloadError } from './download';
 import { defaultCatalog, ManifestError, type WeightsCatalog } from './manifest';
 import type { ProgressOut } from './progress';
-import { DEFAULT_ENDPOINT, pullProfile, verifyProfile } from './pull';
+import { DEFAULT_ENDPOINT, pullProfile } from './pull';
+import { verifyProfile } from './verify';
 import { pullProfileToCache } from './pull-cache';
 import { clearInt8Cache, int8CacheUsage, INT8_SUBDIR } from './kiln-cache';
 import { checkProfile, placeLabel, type ComponentStatus, type WeightsPlaces } from './state';
@@ -147,7 +148,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return 2;
     }
     if (a.cmd === 'verify') {
-      const r = await verifyProfile(a.profile, { weightsDir: settings.weightsDir, variant: a.variant, out: io.stdout, signal: io.signal, catalog, intervalMs: io.intervalMs });
+      const r = await verifyProfile(a.profile, { places: settings, variant: a.variant, out: io.stdout, signal: io.signal, catalog, intervalMs: io.intervalMs });
       io.stdout.write(`${a.profile} (${r.variant}): ${r.ok ? 'all files check out' : 'NOT OK'}\n`);
       return r.ok ? 0 : 1;
     }

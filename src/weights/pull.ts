@@ -1,8 +1,7 @@
-// `pull` and `verify` for a profile: fetch every file its chosen variant lacks (index files first, so their
-// shards join the list), record what was fetched and checked in <checkpoint>/.kiln-pull.json, and re-hash on
-// `verify`. One pull at a time per checkpoint folder (a lock file), so two terminals never write one .part.
-import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, statSync } from 'node:fs';
+// `pull --weights-dir` for a profile: fetch every file its chosen variant lacks (index files first, so their
+// shards join the list), record what was fetched and checked in <checkpoint>/.kiln-pull.json, which `verify`
+// (verify.ts) re-hashes against. One pull at a time per checkpoint folder (a lock file), so two terminals never write one .part.
+import { existsSync, statSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { DownloadError, downloadFile, resolveUrl } from './download';
@@ -185,81 +184,4 @@ export async function pullProfile(profile: string, o: PullOptions): Promise<Pull
   }
   summary.weights = checkProfile(profile, o.weightsDir, catalog);
   return summary;
-}
-
-export interface VerifyOptions {
-  weightsDir: string;
-  variant?: string;
-  out: ProgressOut;
-  signal?: AbortSignal;
-  catalog?: WeightsCatalog;
-  intervalMs?: number;
-  now?: () => number;
-}
-
-export interface VerifyResult {
-  ok: boolean;
-  variant: string;
-  /** One line per file. */
-  lines: string[];
-}
-
-async function sha256Of(path: string, size: number, progress: Progress, signal?: AbortSignal): Promise<string> {
-  const h = createHash('sha256');
-  let done = 0;
-  progress.start(0);
-  for await (const chunk of createReadStream(path, { signal, highWaterMark: 4 << 20 })) {
-    h.update(chunk as Buffer);
-    done += (chunk as Buffer).length;
-    progress.update(done, size);
-  }
-  return h.digest('hex');
-}
-
-/** Re-checks sizes and hashes every present file of the variant (the first complete one unless named) against
- * the manifest's sha256, else the one recorded by `pull` (the hub's). */
-export async function verifyProfile(profile: string, o: VerifyOptions): Promise<VerifyResult> {
-  const catalog = o.catalog ?? defaultCatalog();
-  const w = checkProfile(profile, o.weightsDir, catalog);
-  const v = o.variant === undefined ? w.variant : w.variants.find((x) => x.name === o.variant);
-  if (!v) throw new ManifestError(`profile ${profile} has no variant "${o.variant}" (has ${w.variants.map((x) => x.name).join(', ')})`);
-  const lines: string[] = [];
-  let ok = true;
-  const say = (s: string) => {
-    lines.push(s);
-    o.out.write(`${s}\n`);
-  };
-  for (const comp of Object.values(v.components)) {
-    const ck = catalog.checkpoint(comp.checkpoint);
-    const rec = readPullRecord(comp.root);
-    const manifestSha = new Map(Object.values(ck.components).flatMap((c) => c.files).map((f) => [f.path, f.sha256] as const));
-    for (const f of comp.files) {
-      const name = `${ck.folder}/${f.path}`;
-      if (f.state !== 'ok') {
-        if (f.optional) continue;
-        ok = false;
-        say(`${name}: ${f.state === 'missing' ? 'missing' : f.state === 'partial' ? `partly downloaded (${f.actual} bytes)` : `${f.actual} bytes, expected ${f.expected}`}`);
-        continue;
-      }
-      const fromManifest = manifestSha.get(f.path);
-      const want = fromManifest ?? rec?.files[f.path]?.sha256;
-      const from = fromManifest ? 'sha256 from the manifest'
-        : rec?.files[f.path]?.sha256From === 'hub' ? 'sha256 from the hub, recorded at pull'
-        : 'sha256 recorded at pull, when no expected value was known';
-      const got = await sha256Of(f.abs, f.actual ?? 0, new Progress(o.out, name, { intervalMs: o.intervalMs, now: o.now }), o.signal);
-      if (!want) {
-        say(`${name}: size ok, no sha256 known (now ${got})`);
-      } else if (got === want) {
-        say(`${name}: ok (${from})`);
-      } else {
-        ok = false;
-        say(`${name}: sha256 MISMATCH: ${got}, expected ${want} (${from})`);
-      }
-    }
-  }
-  for (const p of v.problems.filter((x) => x.includes('place it by hand'))) {
-    ok = false;
-    say(p);
-  }
-  return { ok, variant: v.name, lines };
 }

@@ -158,6 +158,10 @@ describe('a part in ComfyUI\'s folders, the rest in WEIGHTS_DIR', () => {
     writeFileSync(badYaml, 'comfyui: [1]');
     assert.equal(await runCli(['list'], { env: { WEIGHTS_DIR: weightsDir, DATA_DIR: join(root, 'data'), COMFYUI_EXTRA_MODEL_PATHS: badYaml }, stdout: { write: (s: string) => bad.push(s) }, stderr: { write: (s: string) => bad.push(s) }, catalog: cat }), 1);
     assert.match(bad.join(''), /bad\.yaml: comfyui: expected base_path and model kinds/);
+    const checked: string[] = [];
+    const verified = await runCli(['verify', 'tiny'], { env: { WEIGHTS_DIR: weightsDir, DATA_DIR: join(root, 'data'), COMFYUI_MODELS_DIR: models, HF_HUB_CACHE: join(root, 'no-hub') }, stdout: { write: (s: string) => checked.push(s) }, stderr: { write: (s: string) => checked.push(s) }, catalog: cat, intervalMs: 0 });
+    assert.equal(verified, 0, checked.join(''));
+    assert.match(checked.join(''), new RegExp(`ComfyUI ${file}: size ok \\(by its own header; ComfyUI keeps no hashes\\), no sha256 known \\(now [0-9a-f]{64}\\)`));
     assert.deepEqual(listing(), before, 'nothing written into the ComfyUI folders');
   });
 

@@ -3,7 +3,7 @@
 // snapshot folder of relative links, blobs named by sha256 (LFS) or git sha1. The checks never write into it.
 // `pull` writes the same layout by default (pull-cache.ts): checked against the hub's listing, resumable.
 import assert from 'node:assert/strict';
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -112,6 +112,42 @@ describe('a profile whose repo is in the Hugging Face cache', () => {
     assert.deepEqual(listing(cache), before, 'the cache is untouched');
     assert.deepEqual(readdirSync(empty), [], 'nothing copied into WEIGHTS_DIR');
     assert.equal(checkProfile('tiny', empty, catalog('main')).state, 'missing', 'without a cache folder, WEIGHTS_DIR only');
+  });
+
+  test('verify reads the cache as its own record: each file hashed against the blob its link names (sha256 for LFS, git blob id for small files), the manifest\'s sha256 first; a flipped byte of the right size is a mismatch; nothing written', async () => {
+    const run = async (cacheDir: string) => {
+      const out: string[] = [];
+      const code = await runCli(['verify', 'tiny'], {
+        env: { WEIGHTS_DIR: empty, DATA_DIR: join(root, 'data'), HF_HUB_CACHE: cacheDir },
+        stdout: { write: (s: string) => out.push(s), isTTY: false }, stderr: { write: (s: string) => out.push(s) }, catalog: catalog('main'), intervalMs: 0,
+      });
+      return { code, out: out.join('') };
+    };
+    const at = `hub cache acme/tiny@${hub.commit.slice(0, 8)}`;
+    const before = listing(cache);
+    const ok = await run(cache);
+    assert.equal(ok.code, 0, ok.out);
+    assert.match(ok.out, new RegExp(`${at}/config\\.json: ok \\(sha256 from the manifest\\)`));
+    assert.match(ok.out, new RegExp(`${at}/transformer/config\\.json: ok \\(git blob id named by its hub cache blob\\)`));
+    const shards = [...ok.out.matchAll(new RegExp(`${at}/transformer/(\\S+\\.safetensors): ok \\(sha256 named by its hub cache blob\\)`, 'g'))].map((m) => m[1]);
+    assert.ok(shards.length >= 2, ok.out);
+    assert.match(ok.out, /tiny \(main\): all files check out/);
+    assert.deepEqual(listing(cache), before, 'verify writes nothing into the cache');
+    // a copy of the cache (links kept relative) with one byte flipped in a shard's blob and in a small file's
+    const copy = join(root, 'hub-flipped');
+    cpSync(cache, copy, { recursive: true, verbatimSymlinks: true });
+    const snap = hubSnapshot(copy, 'acme/tiny', 'main')!;
+    for (const f of [`transformer/${shards[0]}`, 'transformer/config.json']) {
+      const blob = join(dirname(join(snap, f)), readlinkSync(join(snap, f)));
+      const b = readFileSync(blob);
+      b[b.length - 2] ^= 0x21;
+      writeFileSync(blob, b);
+    }
+    const bad = await run(copy);
+    assert.equal(bad.code, 1, bad.out);
+    assert.match(bad.out, new RegExp(`${at}/transformer/${shards[0]!.replace(/\./g, '\\.')}: sha256 MISMATCH: [0-9a-f]{64}, expected [0-9a-f]{64} \\(sha256 named by its hub cache blob\\)`));
+    assert.match(bad.out, new RegExp(`${at}/transformer/config\\.json: git blob id MISMATCH: [0-9a-f]{40}, expected [0-9a-f]{40}`));
+    assert.match(bad.out, /tiny \(main\): NOT OK/);
   });
 
   test('pull (the default target now): into the hub cache with the listing\'s names, sizes and hashes; the same layout snapshotDownload writes; a second pull downloads nothing; WEIGHTS_DIR untouched', async () => {
