@@ -44,7 +44,8 @@ export class Qwen3KvCache {
     const shape = [this.batch, cfg.numKvHeads, o.capacity, cfg.headDim];
     const n = o.layers ?? cfg.numLayers;
     try {
-      for (let i = 0; i < n; i++) this.layers.push({ k: e.empty(shape, o.dtype, `kv cache k${i}`), v: e.empty(shape, o.dtype, `kv cache v${i}`) });
+      // kept out of the scope they are made in (engine/scope.ts): the cache outlives it, free() frees them
+      for (let i = 0; i < n; i++) this.layers.push(e.keep({ k: e.empty(shape, o.dtype, `kv cache k${i}`), v: e.empty(shape, o.dtype, `kv cache v${i}`) }));
     } catch (err) {
       this.free();
       throw err;
@@ -67,7 +68,7 @@ export class Qwen3KvCache {
       padded ||= !real;
     }
     if (padded && !this.blockIds) {
-      this.blockIds = this.e.empty([this.capacity], 'f32', 'kv cache block ids');
+      this.blockIds = this.e.keep(this.e.empty([this.capacity], 'f32', 'kv cache block ids')); // made inside a forward's scope, kept for the cache's life
       this.e.write(this.blockIds, this.ids); // slots past the end are rewritten before they are read
     } else if (this.blockIds) {
       this.e.writeBytes(this.blockIds, start * 4, new Uint8Array(this.ids.buffer, start * 4, n * 4));

@@ -67,42 +67,40 @@ export class Qwen3Attention {
   forward(e: Engine, cfg: Qwen3Config, h: Tensor, residual: Tensor, ctx: LayerContext, cache?: LayerCache): Tensor {
     const [B, L] = h.shape as [number, number, number];
     const { numHeads: hq, numKvHeads: hkv, headDim: d, rmsNormEps: eps } = cfg;
+    // scopes free each step's input once its output exists (engine/scope.ts): the order of the hand-placed frees
     const project = (w: LinearWeight, b: Tensor | undefined, norm: Tensor | null, heads: number): Tensor => {
-      const y = linear(e, h, w, b).reshape([B, L, heads, d]);
-      if (!norm) return y;
-      const n = headRmsNorm(e, y, norm, eps);
-      y.free();
-      const r = rope(e, n, ctx.cos, ctx.sin); // (B, L, heads, D)
-      n.free();
-      return r;
+      const y = () => linear(e, h, w, b).reshape([B, L, heads, d]);
+      if (!norm) return y();
+      return e.chain(y, (t) => headRmsNorm(e, t, norm, eps), (n) => rope(e, n, ctx.cos, ctx.sin)); // (B, L, heads, D)
     };
-    const q = project(this.q_proj, this.bias?.q, this.q_norm, hq);
-    const k = project(this.k_proj, this.bias?.k, this.k_norm, hkv);
-    const v = project(this.v_proj, this.bias?.v, null, hkv);
-    // (B, L, H, D) -> (B, H, L, D) views; with a cache the new keys go to slots start..start+L-1
-    let keys = k.permute([0, 2, 1, 3]);
-    let values = v.permute([0, 2, 1, 3]);
-    const total = ctx.start + L;
-    if (cache) {
-      copyInto(e, keys, cache.k.slice(2, ctx.start, total));
-      copyInto(e, values, cache.v.slice(2, ctx.start, total));
-      keys = cache.k.slice(2, 0, total);
-      values = cache.v.slice(2, 0, total);
-    }
-    const opts: AttentionOptions = ctx.blockIds
-      ? { mask: 'block_causal', blockIds: ctx.blockIds, queryOffset: ctx.start }
-      : { mask: 'causal', queryOffset: ctx.start };
-    const att = attention(e, q.permute([0, 2, 1, 3]), keys, values, opts); // (B, Hq, L, D)
-    q.free();
-    k.free();
-    v.free();
-    // (B, Hq, L, D) -> (B, L, Hq * D): a view when L = 1, one copy otherwise
-    const perm = att.permute([0, 2, 1, 3]);
-    const merged = perm.isContiguous ? perm : contiguous(e, perm);
-    const out = linear(e, merged.reshape([B, L, hq * d]), this.o_proj, this.bias?.o, { residual });
-    if (merged !== perm) merged.free();
-    att.free();
-    return out;
+    return e.chain(
+      () => {
+        // q, k, v freed once attention has read them
+        const q = project(this.q_proj, this.bias?.q, this.q_norm, hq);
+        const k = project(this.k_proj, this.bias?.k, this.k_norm, hkv);
+        const v = project(this.v_proj, this.bias?.v, null, hkv);
+        // (B, L, H, D) -> (B, H, L, D) views; with a cache the new keys go to slots start..start+L-1
+        let keys = k.permute([0, 2, 1, 3]);
+        let values = v.permute([0, 2, 1, 3]);
+        const total = ctx.start + L;
+        if (cache) {
+          copyInto(e, keys, cache.k.slice(2, ctx.start, total));
+          copyInto(e, values, cache.v.slice(2, ctx.start, total));
+          keys = cache.k.slice(2, 0, total);
+          values = cache.v.slice(2, 0, total);
+        }
+        const opts: AttentionOptions = ctx.blockIds
+          ? { mask: 'block_causal', blockIds: ctx.blockIds, queryOffset: ctx.start }
+          : { mask: 'causal', queryOffset: ctx.start };
+        return attention(e, q.permute([0, 2, 1, 3]), keys, values, opts); // (B, Hq, L, D)
+      },
+      // (B, Hq, L, D) -> (B, L, Hq, D): a view when L = 1 (the chain then keeps att until o_proj has read it), one copy otherwise
+      (att) => {
+        const perm = att.permute([0, 2, 1, 3]);
+        return perm.isContiguous ? perm : contiguous(e, perm);
+      },
+      (merged) => linear(e, merged.reshape([B, L, hq * d]), this.o_proj, this.bias?.o, { residual }),
+    );
   }
 
   free(): void {
@@ -131,12 +129,11 @@ export class Qwen3Mlp {
 
   /** residual + down(silu(gate(h)) * up(h)); the SiLU, the product and the residual ride in the GEMM epilogues. */
   forward(e: Engine, h: Tensor, residual: Tensor): Tensor {
-    const g = linear(e, h, this.gate_proj, null, { act: 'silu' });
-    const m = linear(e, h, this.up_proj, null, { gate: g });
-    g.free();
-    const out = linear(e, m, this.down_proj, null, { residual });
-    m.free();
-    return out;
+    return e.chain(
+      () => linear(e, h, this.gate_proj, null, { act: 'silu' }),
+      (g) => linear(e, h, this.up_proj, null, { gate: g }),
+      (m) => linear(e, m, this.down_proj, null, { residual }),
+    );
   }
 
   free(): void {
@@ -165,14 +162,11 @@ export class Qwen3DecoderLayer {
   /** x (B, L, hidden) -> new (B, L, hidden); x is left to the caller. */
   forward(e: Engine, cfg: Qwen3Config, x: Tensor, ctx: LayerContext, cache?: LayerCache): Tensor {
     const eps = cfg.rmsNormEps;
-    const h = rmsNorm(e, x, { weight: this.input_layernorm, eps });
-    const x1 = this.self_attn.forward(e, cfg, h, x, ctx, cache);
-    h.free();
-    const h2 = rmsNorm(e, x1, { weight: this.post_attention_layernorm, eps });
-    const x2 = this.mlp.forward(e, h2, x1);
-    h2.free();
-    x1.free();
-    return x2;
+    return e.chain(
+      () => rmsNorm(e, x, { weight: this.input_layernorm, eps }),
+      (h) => this.self_attn.forward(e, cfg, h, x, ctx, cache), // x1; h freed once it exists
+      (x1) => this.mlp.forward(e, rmsNorm(e, x1, { weight: this.post_attention_layernorm, eps }), x1), // the normed h2 and x1 freed once x2 exists
+    );
   }
 
   free(): void {

@@ -134,6 +134,11 @@ export class Qwen3Model {
 
   /** Embedding rows for token ids (B * L) -> (B, L, hidden). */
   embed(ids: ArrayLike<number>, batch = 1): Tensor {
+    return this.embed_tokens!.lookup(ids, [batch, this.checkIds(ids, batch)]);
+  }
+
+  /** Throws unless `ids` are B * L token ids in the vocabulary and embed_tokens is loaded; returns L. */
+  private checkIds(ids: ArrayLike<number>, batch: number): number {
     if (!this.embed_tokens) throw new Error('Qwen3Model: embed_tokens was not loaded; pass embeds instead of ids');
     const L = ids.length / batch;
     if (!Number.isInteger(L) || L < 1) throw new RangeError(`Qwen3Model: ${ids.length} ids for batch ${batch}`);
@@ -141,7 +146,7 @@ export class Qwen3Model {
       const id = ids[i]!;
       if (!Number.isInteger(id) || id < 0 || id >= this.config.vocabSize) throw new RangeError(`Qwen3Model: token id ${id} at ${i} outside 0..${this.config.vocabSize - 1}`);
     }
-    return this.embed_tokens.lookup(ids, [batch, L]);
+    return L;
   }
 
   /** Records the forward pass (nothing waits); see Qwen3ForwardInput. */
@@ -157,27 +162,25 @@ export class Qwen3Model {
     if (input.cache && lastNeeded < this.layers.length) throw new RangeError(`Qwen3Model: a cached forward runs every loaded layer (${this.layers.length}); ${lastNeeded} requested`);
     if (input.cache && input.cache.layers.length !== this.layers.length) throw new RangeError(`Qwen3Model: cache has ${input.cache.layers.length} layers, model ${this.layers.length}`);
 
-    let x: Tensor;
-    let owned: boolean;
-    if (input.embeds) {
-      const s = input.embeds.shape;
+    const embeds = input.embeds;
+    let B: number;
+    let L: number;
+    if (embeds) {
+      const s = embeds.shape;
       if (input.ids) throw new RangeError('Qwen3Model: pass ids or embeds, not both');
-      if (s.length !== 3 || s[2] !== cfg.hiddenSize || input.embeds.dtype !== this.dtype) {
-        throw new RangeError(`Qwen3Model: embeds ${input.embeds} must be ${this.dtype}[B, L, ${cfg.hiddenSize}]`);
+      if (s.length !== 3 || s[2] !== cfg.hiddenSize || embeds.dtype !== this.dtype) {
+        throw new RangeError(`Qwen3Model: embeds ${embeds} must be ${this.dtype}[B, L, ${cfg.hiddenSize}]`);
       }
-      x = input.embeds;
-      owned = false;
+      [B, L] = s as [number, number, number];
     } else if (input.ids) {
-      x = this.embed(input.ids, input.batch ?? 1);
-      owned = true;
+      B = input.batch ?? 1;
+      L = this.checkIds(input.ids, B);
     } else throw new RangeError('Qwen3Model: pass ids or embeds');
-    const [B, L] = x.shape as [number, number, number];
     if (input.cache && input.cache.batch !== B) throw new RangeError(`Qwen3Model: cache batch ${input.cache.batch} vs input batch ${B}`);
     if (input.padMask && input.padMask.length !== L) throw new RangeError(`Qwen3Model: padMask has ${input.padMask.length} flags for ${L} tokens`);
 
-    const hidden = new Map<number, Tensor>();
-    const temps: Tensor[] = [];
-    try {
+    // the tables below are freed when this scope ends; the hidden states asked for and the final norm are returned
+    return e.scope(() => {
       // slots, mask and RoPE tables shared by every layer
       let start = 0;
       let blockIds: Tensor | undefined;
@@ -186,31 +189,33 @@ export class Qwen3Model {
         let real = 0;
         const ids = Array.from(input.padMask, (f) => (f !== 0 ? real++ : PAD_BLOCK));
         blockIds = e.upload(ids, [L], 'f32', 'pad block ids');
-        temps.push(blockIds);
       }
       const { cos, sin } = uploadRope(e, this.ropeTable(input.positions, start, L));
-      temps.push(cos, sin);
       const ctx: LayerContext = { cos, sin, start, blockIds };
 
-      if (wanted.includes(0)) hidden.set(0, owned ? x : copy(e, x));
+      // A chain of layers whose links carry the hidden states asked for: layer i runs in a scope that owns its input
+      // x, which it frees once the layer's output exists unless x is one of those states (the order of the frees by
+      // hand). The embeddings' lookup is the first link, so they too go once layer 0 has read them; input embeds are
+      // the caller's and never freed here.
+      type Carry = { x: Tensor; hidden: Map<number, Tensor> };
+      let run = (): Carry => {
+        const x = embeds ?? this.embed_tokens!.lookup(input.ids!, [B, L]);
+        return { x, hidden: new Map(wanted.includes(0) ? [[0, embeds ? copy(e, x) : x]] : []) };
+      };
       for (let i = 0; i < lastNeeded; i++) {
-        const next = this.withLayer(i, lastNeeded, () => this.layers[i]!.forward(e, cfg, x, ctx, input.cache?.layers[i]));
-        if (owned && hidden.get(i) !== x) x.free();
-        x = next;
-        owned = true;
-        if (input.deepstack && i < input.deepstack.embeds.length) addRows(e, x, input.deepstack.rows, input.deepstack.embeds[i]!, i);
-        if (wanted.includes(i + 1)) hidden.set(i + 1, x);
+        const inner = run;
+        run = () => {
+          const { x, hidden } = e.scope(inner, 'qwen3 layer input');
+          const next = this.withLayer(i, lastNeeded, () => this.layers[i]!.forward(e, cfg, x, ctx, input.cache?.layers[i]));
+          if (input.deepstack && i < input.deepstack.embeds.length) addRows(e, next, input.deepstack.rows, input.deepstack.embeds[i]!, i);
+          if (wanted.includes(i + 1)) hidden.set(i + 1, next);
+          return { x: next, hidden };
+        };
       }
-      let final: Tensor | null = null;
-      if (wantFinal) final = rmsNorm(e, x, { weight: this.norm!, eps: cfg.rmsNormEps });
-      if (owned && ![...hidden.values()].includes(x)) x.free();
+      const { x, hidden } = e.scope(run, 'qwen3 layers'); // x: freed with this scope unless a hidden state
+      const final = wantFinal ? rmsNorm(e, x, { weight: this.norm!, eps: cfg.rmsNormEps }) : null;
       return { hidden, final };
-    } catch (err) {
-      for (const t of hidden.values()) t.free();
-      throw err;
-    } finally {
-      for (const t of temps) t.free();
-    }
+    }, 'qwen3 forward');
   }
 
   /** Streamed layers: host bytes of them all, their pool bytes when on the GPU, and the uploads so far. */
@@ -270,9 +275,7 @@ function addRows(e: Engine, x: Tensor, rows: ArrayLike<number>, addend: Tensor, 
     const r0 = rows[j]!;
     if (!Number.isInteger(r0) || r0 < 0 || r0 + n > flat.shape[0]!) throw new RangeError(`Qwen3Model: deepstack row ${r0} outside 0..${flat.shape[0]! - 1}`);
     const dst = flat.slice(0, r0, r0 + n);
-    const sum = add(e, dst, addend.slice(0, j, j + n));
-    copyInto(e, sum, dst);
-    sum.free();
+    e.scope(() => copyInto(e, add(e, dst, addend.slice(0, j, j + n)), dst)); // the sum freed once copied
     j += n;
   }
 }
