@@ -7,7 +7,10 @@
 // attn.wq/wk/wv/gate/wo, attn.qknorm.qnorm.scale, mlp.gate/up/down}, tmlp, tproj, txtfusion, txtmlp, last) and
 // MiniMax H3's native MiniMaxH3DiTModel (comfy/ldm/minimax/model.py; src/models/minimax_h3/transformer/
 // native-checkpoint.ts presents those under the diffusers names). So a loader reads a ComfyUI file with the prefix
-// this returns and no other mapping; fp8 "scaled" files' scales carry the same prefix (fp8-scaled.ts finds them).
+// this returns and no other mapping (but Qwen-Image-2.1's fused SwiGLU weight: comfyQwenImage21DitRename); fp8
+// "scaled" files' scales carry the same prefix (fp8-scaled.ts finds them).
+
+import type { RowPart } from './safetensors';
 
 /** The prefixes ComfyUI puts before a diffusion model's own key names, most specific first. */
 export const COMFY_DIFFUSION_PREFIXES = ['model.diffusion_model.', 'diffusion_model.'] as const;
@@ -32,10 +35,52 @@ export class ComfyKeysError extends Error {
   override readonly name = 'ComfyKeysError';
 }
 
-/** A tensor name -> the name a Kiln loader reads, or null for one it never reads. */
-export type KeyRename = (key: string) => string | null;
+/** A tensor name -> the name a Kiln loader reads, null for one it never reads, or row ranges read as tensors of their
+ * own (a fused weight read as its parts: safetensors.ts RowPart). */
+export type KeyRename = (key: string) => string | null | RowPart[];
 
 const sample = (keys: readonly string[]) => keys.slice(0, 4).map((k) => JSON.stringify(k)).join(', ') + (keys.length > 4 ? `, ... (${keys.length} keys)` : '');
+
+// ---- Qwen-Image-2.1's transformer ----
+// ComfyUI's QwenImage21Transformer2DModel (comfy/ldm/qwen_image21/model.py) keeps diffusers' module names
+// (time_text_embed.timestep_embedder.linear_1/2, txt_in.{text_norm, in_layer, out_layer}, img_in, modulation.1,
+// transformer_blocks.N.attn.{to_q, to_k, to_v, to_out.0, norm_q, norm_k}, transformer_blocks.N.img_mlp.out, norm_out.linear,
+// proj_out) with one difference: its SwiGLU may hold the gate and up projections as one fused weight,
+// img_mlp.gate_up [2 * mlp, dim] = [gate_layer; proj] (its fused_mlp, the default), besides the split gate_layer and
+// proj of a diffusers file. Everything sits under the diffusion-model prefix (model.diffusion_model., or none).
+
+/** Every weight name of a Qwen-Image-2.1 transformer (diffusers' names; img_mlp.gate_up is ComfyUI's fused form). */
+const QWEN_IMAGE21_DIT_KEY = new RegExp(
+  '^(?:(?:img_in|proj_out|norm_out\\.linear|txt_in\\.(?:in_layer|out_layer|text_norm)|time_text_embed\\.timestep_embedder\\.linear_[12]|modulation\\.1)'
+    + '|transformer_blocks\\.\\d+\\.(?:attn\\.(?:to_q|to_k|to_v|to_out\\.0|norm_q|norm_k)|img_mlp\\.(?:gate_layer|proj|out|gate_up)))\\.weight$',
+);
+/** Tensors a ComfyUI file carries beside the weights: fp8 scales (applied at open, fp8-scaled.ts), quantisation markers. */
+const COMFY_SIDE_TENSOR = /(?:^|\.)(?:scaled_fp8|scale_weight|weight_scale|scale_input|input_scale|comfy_quant)$/;
+
+/** The rename from a Qwen-Image-2.1 transformer file's keys (ComfyUI's or diffusers') to the names Kiln's loader
+ * reads: the prefix dropped, a fused img_mlp.gate_up read as gate_layer (its first half of rows) and proj (the second).
+ * `rows(key)` is a tensor's first dimension. Keys of no Qwen-Image-2.1 transformer (a control branch, another model)
+ * and integer-quantised weights (ComfyUI's int8 or nvfp4 formats) are refused by name. */
+export function comfyQwenImage21DitRename(keys: readonly string[], dtype: (key: string) => string, rows: (key: string) => number, path: string): KeyRename {
+  const prefix = comfyDiffusionPrefix(keys);
+  const own = (k: string) => (k.startsWith(prefix) ? k.slice(prefix.length) : k);
+  if (!keys.some((k) => own(k) === 'img_in.weight') || !keys.some((k) => own(k) === 'transformer_blocks.0.attn.to_q.weight')) {
+    throw new ComfyKeysError(`${path}: not a Qwen-Image-2.1 transformer: expected img_in.weight, txt_in.in_layer.weight, transformer_blocks.N.attn.to_q.weight, ... (under model.diffusion_model. or no prefix), found ${sample(keys)}`);
+  }
+  const unknown = keys.filter((k) => !QWEN_IMAGE21_DIT_KEY.test(own(k)) && !COMFY_SIDE_TENSOR.test(k));
+  if (unknown.length) throw new ComfyKeysError(`${path}: tensors no Qwen-Image-2.1 transformer has (a control branch or another model's?): ${sample(unknown)}`);
+  const quantised = keys.filter((k) => QWEN_IMAGE21_DIT_KEY.test(own(k)) && /^(I8|U8|I4|U4)$/.test(dtype(k)));
+  if (quantised.length) throw new ComfyKeysError(`${path}: ${quantised.length} weights are ${dtype(quantised[0]!)} (ComfyUI's integer-quantised formats, e.g. ${JSON.stringify(quantised[0])}), which Kiln does not read; use the bf16, fp16 or fp8 (scaled) file`);
+  return (k) => {
+    if (COMFY_SIDE_TENSOR.test(k)) return null;
+    const n = own(k);
+    const fused = /^(transformer_blocks\.\d+\.img_mlp\.)gate_up\.weight$/.exec(n);
+    if (!fused) return n;
+    const r = rows(k);
+    if (r % 2 !== 0) throw new ComfyKeysError(`${path}: "${k}" has ${r} rows; a fused [gate; up] weight has an even number`);
+    return [{ name: `${fused[1]}gate_layer.weight`, rows: [0, r / 2] }, { name: `${fused[1]}proj.weight`, rows: [r / 2, r] }];
+  };
+}
 
 // ---- text encoders of the Qwen-VL family ----
 // ComfyUI keeps a Qwen-VL text encoder (text_encoders/, e.g. Comfy-Org's qwen_2.5_vl_7b_fp8_scaled.safetensors, the

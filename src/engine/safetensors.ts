@@ -119,6 +119,35 @@ function parseEntry(path: string, name: string, v: unknown, dataStart: number, f
 }
 
 /** A checkpoint: one file, or the shards named by model.safetensors.index.json. */
+/** Rows [from, to) of a tensor, read as a tensor named `name` (Checkpoint.renamed). */
+export interface RowPart {
+  name: string;
+  rows: [number, number];
+}
+
+/** The entry of rows [from, to) of `e` (its first axis): the same bytes, a row range of them, for stored, fp8-scaled
+ * (a per-row scale cut to the range) and GGUF entries (whole blocks per row) alike. */
+export function entryRows(e: TensorEntry, from: number, to: number, path: string): TensorEntry {
+  const rows = e.shape[0] ?? 0;
+  if (!(e.shape.length >= 1 && Number.isInteger(from) && Number.isInteger(to) && from >= 0 && from < to && to <= rows)) {
+    throw new CheckpointError(`${path}: rows ${from}..${to} of "${e.name}" ${e.dtype}${fmtShape(e.shape)} do not exist`);
+  }
+  const shape = [to - from, ...e.shape.slice(1)];
+  const cut = (start: number, byteLength: number) => ({ start: start + (byteLength / rows) * from, byteLength: (byteLength / rows) * (to - from) });
+  const out: TensorEntry = { ...e, shape, ...cut(e.start, e.byteLength) };
+  if (e.scaled) {
+    const s = e.scaled;
+    const perRow = s.scale.length === rows && rows > 1;
+    const numel = numelOf(shape);
+    out.scaled = { ...s, ...cut(s.start, s.byteLength), scale: perRow ? s.scale.subarray(from, to) : s.scale, rowLength: perRow ? s.rowLength : numel || 1 };
+  }
+  if (e.quant) {
+    if (e.quant.byteLength % rows !== 0) throw new CheckpointError(`${path}: "${e.name}" (${e.quant.type}) has no whole blocks per row, so its rows cannot be read apart`);
+    out.quant = { ...e.quant, ...cut(e.quant.start, e.quant.byteLength) };
+  }
+  return out;
+}
+
 export class Checkpoint {
   /** Tensors the index names in shards that are not on disk -> their shard. */
   private absent = new Map<string, string>();
@@ -192,19 +221,23 @@ export class Checkpoint {
   }
 
   /**
-   * This checkpoint with its tensors under other names: `rename(key)` gives the name a loader asks for, or null to
-   * leave the tensor out (ComfyUI's single files read under the names Kiln's loaders use: comfy-keys.ts). The files
+   * This checkpoint with its tensors under other names: `rename(key)` gives the name a loader asks for, null to
+   * leave the tensor out, or row ranges each read as a tensor of its own (a fused [gate; up] weight as two: RowPart) (ComfyUI's single files read under the names Kiln's loaders use: comfy-keys.ts). The files
    * move to the returned checkpoint: close that one, not this. Two keys given one name are refused by name.
    */
-  renamed(rename: (key: string) => string | null): Checkpoint {
+  renamed(rename: (key: string) => string | null | RowPart[]): Checkpoint {
     const entries = new Map<string, TensorEntry>();
     const from = new Map<string, string>();
-    for (const [k, e] of this.entries) {
-      const n = rename(k);
-      if (n === null) continue;
+    const put = (n: string, k: string, e: TensorEntry) => {
       if (from.has(n)) throw new CheckpointError(`${this.path}: "${from.get(n)}" and "${k}" both stand for "${n}"`);
       from.set(n, k);
       entries.set(n, n === k ? e : { ...e, name: n }); // loaders look an entry up again by its name
+    };
+    for (const [k, e] of this.entries) {
+      const n = rename(k);
+      if (n === null) continue;
+      if (typeof n === 'string') put(n, k, e);
+      else for (const p of n) put(p.name, k, entryRows(e, p.rows[0], p.rows[1], this.path));
     }
     const ck = new Checkpoint(this.path, new Map(this.files), entries, this.metadata);
     this.files.clear();

@@ -1,6 +1,7 @@
 // Qwen-Image-2.1's checkpoint in the published diffusers format: model_index.json and the config files the pipeline
 // needs, and loading the two big parts (transformer/, text_encoder/) from real shards or synthetic weights (demo,
-// bench). The VAE reads its own folder (vae/); the pipeline (pipeline.ts) puts the parts together.
+// bench). The VAE reads its own folder (vae/); the pipeline (pipeline.ts) puts the parts together. A part may be
+// elsewhere than the folder (QwenImage21Layout): the transformer as a ComfyUI single file (comfy-parts.ts).
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -15,8 +16,9 @@ import type { ComputeDType } from '../common/weights';
 import type { TextTokenizer } from '../tokenizer';
 import { parseQwenImage21Config, type QwenImage21Config } from './config';
 import { parseFlowMatchConfig, type FlowMatchConfig } from './sigmas';
+import { isSingleFile, openQwenImage21Transformer, qwenImage21TransformerConfigOfFile } from './comfy-parts';
 import { QwenImage21TextEncoder } from './text-encoder';
-import { diffusersWeights, QwenImage21Transformer } from './transformer';
+import { QwenImage21Transformer } from './transformer';
 
 /** The checkpoint's config files, parsed. */
 export interface QwenImage21Configs {
@@ -38,6 +40,28 @@ export const QWEN_IMAGE21_COMPONENTS = {
   scheduler: 'FlowMatchEulerDiscreteScheduler',
 } as const;
 
+/** Where each part of a checkpoint is: the diffusers folder's sub-folders, or, where the weights check found a part
+ * elsewhere (another place, a ComfyUI file), there. `root` holds model_index.json. */
+export interface QwenImage21Layout {
+  root: string;
+  /** transformer/ (config.json and weights), or a ComfyUI diffusion_models file. */
+  transformer: string;
+  textEncoder: string;
+  vae: string;
+  processor: string;
+  scheduler: string;
+}
+
+/** The layout of one diffusers folder, with `parts` placed elsewhere. */
+export function qwenImage21Layout(root: string, parts: Partial<Omit<QwenImage21Layout, 'root'>> = {}): QwenImage21Layout {
+  return {
+    root, transformer: join(root, 'transformer'), textEncoder: join(root, 'text_encoder'), vae: join(root, 'vae'),
+    processor: join(root, 'processor'), scheduler: join(root, 'scheduler'), ...parts,
+  };
+}
+
+const layoutOf = (at: string | QwenImage21Layout): QwenImage21Layout => (typeof at === 'string' ? qwenImage21Layout(at) : at);
+
 async function readJson(dir: string, name: string): Promise<unknown> {
   try {
     return JSON.parse(await readFile(join(dir, name), 'utf8'));
@@ -46,8 +70,11 @@ async function readJson(dir: string, name: string): Promise<unknown> {
   }
 }
 
-/** Reads and checks model_index.json and the three config files the pipeline needs (the VAE reads its own). */
-export async function readQwenImage21Configs(dir: string): Promise<QwenImage21Configs> {
+/** Reads and checks model_index.json and the config files the pipeline needs (the VAE reads its own); a transformer
+ * given as a ComfyUI file has its config read off its shapes (comfy-parts.ts). */
+export async function readQwenImage21Configs(at: string | QwenImage21Layout): Promise<QwenImage21Configs> {
+  const l = layoutOf(at);
+  const dir = l.root;
   const index = (await readJson(dir, 'model_index.json')) as Record<string, unknown>;
   if (index._class_name !== 'QwenImage21Pipeline') {
     throw new Error(`${join(dir, 'model_index.json')}: _class_name ${JSON.stringify(index._class_name)} is not QwenImage21Pipeline`);
@@ -56,15 +83,17 @@ export async function readQwenImage21Configs(dir: string): Promise<QwenImage21Co
     const entry = index[folder];
     if (!Array.isArray(entry) || entry[1] !== cls) throw new Error(`${join(dir, 'model_index.json')}: ${folder} is ${JSON.stringify(entry)}, expected [..., "${cls}"]`);
   }
-  const text = await readJson(dir, 'text_encoder/config.json');
-  const textPath = join(dir, 'text_encoder/config.json');
-  const procPath = join(dir, 'processor/preprocessor_config.json');
+  const text = await readJson(l.textEncoder, 'config.json');
+  const textPath = join(l.textEncoder, 'config.json');
+  const procPath = join(l.processor, 'preprocessor_config.json');
   return {
-    transformer: parseQwenImage21Config(await readJson(dir, 'transformer/config.json'), join(dir, 'transformer/config.json')),
+    transformer: isSingleFile(l.transformer)
+      ? await qwenImage21TransformerConfigOfFile(l.transformer)
+      : parseQwenImage21Config(await readJson(l.transformer, 'config.json'), join(l.transformer, 'config.json')),
     textEncoder: parseQwen3Config(text, 'text', textPath),
-    scheduler: parseFlowMatchConfig(await readJson(dir, 'scheduler/scheduler_config.json'), join(dir, 'scheduler/scheduler_config.json')),
+    scheduler: parseFlowMatchConfig(await readJson(l.scheduler, 'scheduler_config.json'), join(l.scheduler, 'scheduler_config.json')),
     vision: (text as { vision_config?: unknown }).vision_config ? parseQwen3VlVisionConfig(text, textPath) : null,
-    processor: existsSync(procPath) ? parseQwen3VlImageProcessorConfig(await readJson(dir, 'processor/preprocessor_config.json'), procPath) : QWEN3_VL_IMAGE_PROCESSOR,
+    processor: existsSync(procPath) ? parseQwen3VlImageProcessorConfig(await readJson(l.processor, 'preprocessor_config.json'), procPath) : QWEN3_VL_IMAGE_PROCESSOR,
   };
 }
 
@@ -123,13 +152,14 @@ export async function loadQwenImage21Parts(
 }
 
 
-/** Opens the transformer/ and text_encoder/ weights of a checkpoint folder and loads both parts. */
+/** Opens the transformer and text encoder weights of a checkpoint (a folder, or a layout of parts) and loads both. */
 export async function openAndLoadParts(
-  e: Engine, dir: string, cfg: QwenImage21Configs, o: PartsOptions, tokenizer: TextTokenizer | null, signal?: AbortSignal, onTextEncoder?: () => void,
+  e: Engine, at: string | QwenImage21Layout, cfg: QwenImage21Configs, o: PartsOptions, tokenizer: TextTokenizer | null, signal?: AbortSignal, onTextEncoder?: () => void,
 ): Promise<QwenImage21Parts> {
-  const transformer = await Checkpoint.open(diffusersWeights(join(dir, 'transformer')));
+  const l = layoutOf(at);
+  const transformer = await openQwenImage21Transformer(l.transformer);
   try {
-    const textEncoder = await Checkpoint.open(join(dir, 'text_encoder'));
+    const textEncoder = await Checkpoint.open(l.textEncoder);
     try {
       return await loadQwenImage21Parts(e, { transformer, textEncoder }, cfg, o, tokenizer, signal, onTextEncoder);
     } finally {

@@ -11,7 +11,6 @@
 //   latents -> VAE decode (it un-normalises with latents_mean/std) -> RGBA -> RGB over white -> png (media)
 // Loading reads a checkpoint folder in the published diffusers format (checkpoint.ts; real weights or the demo,
 // demo.ts); reference pixels and the png's RGB are in references.ts.
-import { join } from 'node:path';
 import { throwIfCancelled } from '../../common/errors';
 import type { Engine } from '../../engine/engine';
 import type { Tensor } from '../../engine/tensor';
@@ -32,7 +31,7 @@ import { denoisedPreview, fitLatentProjection, pictureFromPlanar, projectLatents
 import { eulerDt, flowMatchSchedule, modelTimestep, type FlowMatchConfig } from './sigmas';
 import { QwenImage21Transformer, type QwenImage21PrefixCache } from './transformer';
 import { QwenImage21Vae } from './vae';
-import { openAndLoadParts, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Parts } from './checkpoint';
+import { openAndLoadParts, qwenImage21Layout, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Layout, type QwenImage21Parts } from './checkpoint';
 import { encodeReferences, referenceDimensions, rgbOverWhite } from './references';
 import { QwenImage21TextEncoder } from './text-encoder';
 
@@ -196,8 +195,9 @@ const SAMPLING_FIXED_BYTES = 2 ** 29;
 
 export interface QwenImage21PipelineOptions extends ImageResidencyOptions {
   engine(): Promise<Engine>;
-  /** The checkpoint folder: real weights, or the demo checkpoint (generated on first use). */
-  checkpoint(e: Engine, signal: AbortSignal): Promise<string>;
+  /** The checkpoint folder: real weights, or the demo checkpoint (generated on first use); or where each part is (the
+   * weights check may find parts in different places: a ComfyUI file, checkpoint.ts QwenImage21Layout). */
+  checkpoint(e: Engine, signal: AbortSignal): Promise<string | QwenImage21Layout>;
   /** imgmain: true. */
   int8: boolean;
   /** Compute dtype (default f16 where the adapter has shader-f16, else f32; the end-to-end golden runs f32). */
@@ -220,14 +220,16 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
 
   protected async loadModel(ctx: RunContext): Promise<Loaded> {
     const e = await this.o.engine();
-    const dir = await this.o.checkpoint(e, ctx.signal);
+    const at = await this.o.checkpoint(e, ctx.signal);
+    const layout = typeof at === 'string' ? qwenImage21Layout(at) : at;
+    const dir = layout.root;
     throwIfCancelled(ctx.signal);
-    const configs = await readQwenImage21Configs(dir);
-    const tokenizer = await TextTokenizer.fromDir(join(dir, 'processor'));
+    const configs = await readQwenImage21Configs(layout);
+    const tokenizer = await TextTokenizer.fromDir(layout.processor);
     const dtype: ComputeDType = this.o.dtype ?? defaultComputeDType(e);
     const before = e.pool.stats().inUseBytes;
     // The encoder half serves reference images: loaded when the text encoder can take them too.
-    const vae = await QwenImage21Vae.load(e, join(dir, 'vae'), { dtype, encoder: configs.vision !== null });
+    const vae = await QwenImage21Vae.load(e, layout.vae, { dtype, encoder: configs.vision !== null });
     try {
       if (vae.config.zDim !== configs.transformer.inChannels) {
         throw new Error(`Qwen-Image-2.1: the VAE's z_dim ${vae.config.zDim} is not the transformer's in_channels ${configs.transformer.inChannels}`);
@@ -237,10 +239,10 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
       // the whole text encoder's GPU bytes, sized on a shape-only engine (headers read) when the policy asks
       let sized: Promise<number> | undefined;
       const textBytes = () => (sized ??= sizedOnShapeEngine(e, (shape) =>
-        QwenImage21TextEncoder.fromDir(shape, join(dir, 'text_encoder'), { dtype, references: configs.vision !== null, processorDir: join(dir, 'processor') })));
+        QwenImage21TextEncoder.fromDir(shape, layout.textEncoder, { dtype, references: configs.vision !== null, processorDir: layout.processor })));
       let weightBytes = 0;
       const streamText = async () => streamTextLayers(this.o, e, (weightBytes = e.pool.stats().inUseBytes - before), textBytes);
-      const parts = await openAndLoadParts(e, dir, configs, { dtype, int8: this.o.int8, streamTextLayers: streamText }, tokenizer, ctx.signal, () => ctx.stage(STAGE.loadTextEncoder));
+      const parts = await openAndLoadParts(e, layout, configs, { dtype, int8: this.o.int8, streamTextLayers: streamText }, tokenizer, ctx.signal, () => ctx.stage(STAGE.loadTextEncoder));
       const bytes = e.pool.stats().inUseBytes - before;
       try {
         const model = parts.textEncoder.model;

@@ -1,7 +1,9 @@
 // The 'image' entries imgmain (int8 transformer linears) and imgmain_bf16 (16-bit): Qwen-Image-2.1 on the engine,
 // from the real checkpoint in WEIGHTS_DIR when it is complete (npm run weights -- pull imgmain), else from the demo
 // checkpoint put once into DEMO_WEIGHTS_DIR (shared by both profiles: same files, the int8 happens at load): the
-// trained one committed under assets/demo (trained-demo.ts), or a random one where the checkout lacks it.
+// trained one committed under assets/demo (trained-demo.ts), or a random one where the checkout lacks it. Each part
+// is read where the weights check found it (WEIGHTS_DIR, the Hugging Face cache, or, for the transformer, a ComfyUI
+// diffusion_models file in ComfyUI's key names: models/qwen_image21/comfy-parts.ts).
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { acceptsFor, capabilitiesOf } from '../../catalog';
@@ -12,9 +14,11 @@ import { planTrainedDemoQwenImage21, TRAINED_DEMO_GRAMMAR, TRAINED_DEMO_PATH, TR
 import { projectRoot } from '../../paths';
 import { QwenImage21Pipeline } from '../../models/qwen_image21/pipeline';
 import { qwenImageTaskOf } from '../../models/qwen_image21/task';
-import { componentRoot } from '../../weights';
+import { isSingleFile } from '../../models/qwen_image21/comfy-parts';
+import { qwenImage21Layout, type QwenImage21Layout } from '../../models/qwen_image21/checkpoint';
+import { componentPath, componentRoot, type ProfileWeights } from '../../weights';
 import type { ServedEntry } from '../registry';
-import { qwenImage21LoraModel, qwenImage21LoraModelAt, withTaskLoras } from './loras';
+import { qwenImage21LoraModel, qwenImage21LoraModelAt, qwenImage21LoraModelOfFile, withTaskLoras } from './loras';
 import { safetensorsBytes, taskPipeline, WeightsSource, type WeightsDirs } from './weights-source';
 
 /** The Qwen-Image-2.1 profiles: whether the transformer's linears are quantised to int8 at load. */
@@ -40,8 +44,8 @@ export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, d
       // bf16 -> f16 on the GPU; int8 halves the transformer
       estimateBytes: (w) => {
         if (w.state !== 'real') return 64 * 2 ** 20; // the demo checkpoint is a few MB
-        const root = componentRoot(w, 'transformer');
-        return safetensorsBytes(join(root, 'transformer')) * (int8 ? 0.5 : 1) + safetensorsBytes(join(root, 'text_encoder')) + safetensorsBytes(join(root, 'vae'));
+        const l = realLayout(w);
+        return safetensorsBytes(l.transformer) * (int8 ? 0.5 : 1) + safetensorsBytes(l.textEncoder) + safetensorsBytes(l.vae);
       },
     },
     dirs,
@@ -58,14 +62,17 @@ export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, d
     // the transformer config of the checkpoint it would load now
     lora: () => {
       const w = source.weights();
-      if (w.state === 'real') return qwenImage21LoraModelAt(join(componentRoot(w, 'transformer'), 'transformer', 'config.json'));
+      if (w.state === 'real') {
+        const t = realLayout(w).transformer;
+        return isSingleFile(t) ? qwenImage21LoraModelOfFile(t) : qwenImage21LoraModelAt(join(t, 'config.json'));
+      }
       return trained ? qwenImage21LoraModelAt(join(projectRoot(), TRAINED_DEMO_PATH, 'transformer', 'config.json')) : RANDOM_DEMO_LORA_MODEL;
     },
     create: () => {
       const pipeline = new QwenImage21Pipeline({
         int8,
         engine: () => holder.get(),
-        checkpoint: (e) => source.choose(e, { real: (w) => componentRoot(w, 'transformer'), demo: (root) => root, plan: async (e) => trained ?? planDemoQwenImage21(e) }),
+        checkpoint: (e) => source.choose(e, { real: realLayout, demo: (root) => qwenImage21Layout(root), plan: async (e) => trained ?? planDemoQwenImage21(e) }),
         onLoaded: (bytes, dir) => {
           source.loaded(bytes);
           log?.info({ dir, profile, gpu_bytes: bytes }, 'image model loaded');
@@ -74,6 +81,14 @@ export function imageProfileEntry(profile: keyof typeof QWEN_IMAGE21_PROFILES, d
       return withTaskLoras(taskPipeline(pipeline, 'image', qwenImageTaskOf), () => pipeline.loraTarget());
     },
   };
+}
+
+/** Where each part of the real checkpoint was found (the components may sit in different places). */
+export function realLayout(w: ProfileWeights): QwenImage21Layout {
+  return qwenImage21Layout(componentRoot(w, 'model_index'), {
+    transformer: componentPath(w, 'transformer', 'transformer'), textEncoder: componentPath(w, 'text_encoder', 'text_encoder'),
+    vae: componentPath(w, 'vae', 'vae'), processor: componentPath(w, 'processor', 'processor'), scheduler: componentPath(w, 'scheduler', 'scheduler'),
+  });
 }
 
 const RANDOM_DEMO_LORA_MODEL = qwenImage21LoraModel(parseQwenImage21Config(DEMO_TRANSFORMER_CONFIG));

@@ -12,6 +12,7 @@ import { withLoras, type LoraTarget } from '../../models/common/lora-linear';
 import type { Pipeline, RunContext } from '../../models/common/pipeline';
 import { h3LoraDims } from '../../models/common/lora-models';
 import type { H3Config } from '../../models/minimax_h3/transformer/config';
+import { qwenImage21TransformerConfigOfFileSync } from '../../models/qwen_image21/comfy-parts';
 import { parseQwenImage21Config, type QwenImage21Config } from '../../models/qwen_image21/config';
 
 /** Host bytes of parsed LoRA files kept between jobs (f32: a rank-32 LoRA of a 20B DiT is about 0.5 GB). */
@@ -47,6 +48,21 @@ export function qwenImage21LoraModelAt(configJson: string): LoraModel | undefine
     configs.set(configJson, m);
   }
   return configs.get(configJson);
+}
+
+/** The LoRA model of a transformer given as one ComfyUI file (its config read off the header's shapes), cached per file
+ * like qwenImage21LoraModelAt; undefined where the file is unreadable or no Qwen-Image-2.1 transformer. */
+export function qwenImage21LoraModelOfFile(file: string): LoraModel | undefined {
+  if (!configs.has(file)) {
+    let m: LoraModel | undefined;
+    try {
+      m = qwenImage21LoraModel(qwenImage21TransformerConfigOfFileSync(file));
+    } catch {
+      m = undefined;
+    }
+    configs.set(file, m);
+  }
+  return configs.get(file);
 }
 
 /**
