@@ -57,7 +57,9 @@ export function demoTextEncoderConfig(tok: DemoTokenizerInfo): Record<string, un
   return demoQwen3VlConfig(tok, { hidden: DEMO_TRANSFORMER_CONFIG.context_in_dim, intermediate: 128, heads: 4, kvHeads: 2, layers: 2, tieWordEmbeddings: false, deepstack: [0] });
 }
 
-const MODEL_INDEX = {
+// a function, not a constant: checkpoint.ts -> comfy-parts.ts -> demo.ts -> checkpoint.ts is a cycle, so
+// QWEN_IMAGE21_COMPONENTS may not be defined yet while this module loads (npm run plan loads checkpoint.ts first)
+const modelIndex = () => ({
   _class_name: 'QwenImage21Pipeline',
   _diffusers_version: '0.37.0.dev0',
   processor: ['transformers', QWEN_IMAGE21_COMPONENTS.processor],
@@ -65,7 +67,7 @@ const MODEL_INDEX = {
   text_encoder: ['transformers', QWEN_IMAGE21_COMPONENTS.text_encoder],
   transformer: ['diffusers', QWEN_IMAGE21_COMPONENTS.transformer],
   vae: ['diffusers', QWEN_IMAGE21_COMPONENTS.vae],
-};
+});
 
 const PREPROCESSOR = QWEN3_VL_PREPROCESSOR;
 
@@ -117,7 +119,7 @@ export async function writeQwenImage21Checkpoint(dir: string, files: QwenImage21
 /** The folder's JSON files and tokenizer (what readQwenImage21Configs reads), without the weights or the VAE. */
 export async function writeQwenImage21ConfigFiles(dir: string, files: QwenImage21ConfigFiles): Promise<void> {
   const json = (name: string, v: unknown) => writeJsonFile(join(dir, name), v);
-  await json('model_index.json', MODEL_INDEX);
+  await json('model_index.json', modelIndex());
   await json('transformer/config.json', files.transformer);
   await json('text_encoder/config.json', files.textEncoder);
   await json('scheduler/scheduler_config.json', QWEN_IMAGE21_SCHEDULER);
