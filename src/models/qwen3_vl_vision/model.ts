@@ -98,28 +98,26 @@ export class Qwen3VlVisionBlock {
     const P = x.shape[0]!;
     const H = cfg.numHeads;
     const D = cfg.hiddenSize / H;
-    const h1 = norm(e, x, this.norm1);
-    const qkv = linear(e, h1, this.attn.qkv.weight, this.attn.qkv.bias); // (P, 3 * hidden) = [q | k | v] x heads
-    h1.free();
-    const parts = qkv.reshape([P, 3, H, D]).permute([1, 0, 2, 3]); // (3, P, H, D) view
-    const q = rope(e, parts.slice(0, 0, 1), cos, sin); // (1, P, H, D)
-    const k = rope(e, parts.slice(0, 1, 2), cos, sin);
-    const v = parts.slice(0, 2, 3);
-    const att = attention(e, q.permute([0, 2, 1, 3]), k.permute([0, 2, 1, 3]), v.permute([0, 2, 1, 3]), { mask: 'none' }); // (1, H, P, D)
-    q.free();
-    k.free();
-    qkv.free();
-    const merged = contiguous(e, att.permute([0, 2, 1, 3])); // (1, P, H, D)
-    att.free();
-    const x1 = linear(e, merged.reshape([P, H * D]), this.attn.proj.weight, this.attn.proj.bias, { residual: x });
-    merged.free();
-    const h2 = norm(e, x1, this.norm2);
-    const mid = linear(e, h2, this.mlp.linear_fc1.weight, this.mlp.linear_fc1.bias, { act: cfg.hiddenAct });
-    h2.free();
-    const x2 = linear(e, mid, this.mlp.linear_fc2.weight, this.mlp.linear_fc2.bias, { residual: x1 });
-    mid.free();
-    x1.free();
-    return x2;
+    // each step's input freed once its output exists (engine/scope.ts): the order of the hand-placed frees
+    return e.chain(
+      () => norm(e, x, this.norm1),
+      (h1) => linear(e, h1, this.attn.qkv.weight, this.attn.qkv.bias), // (P, 3 * hidden) = [q | k | v] x heads
+      (qkv) => {
+        const parts = qkv.reshape([P, 3, H, D]).permute([1, 0, 2, 3]); // (3, P, H, D) view
+        const q = rope(e, parts.slice(0, 0, 1), cos, sin); // (1, P, H, D); q, k and qkv freed once attention has read them
+        const k = rope(e, parts.slice(0, 1, 2), cos, sin);
+        const v = parts.slice(0, 2, 3);
+        return attention(e, q.permute([0, 2, 1, 3]), k.permute([0, 2, 1, 3]), v.permute([0, 2, 1, 3]), { mask: 'none' }); // (1, H, P, D)
+      },
+      (att) => contiguous(e, att.permute([0, 2, 1, 3])), // (1, P, H, D)
+      (merged) => linear(e, merged.reshape([P, H * D]), this.attn.proj.weight, this.attn.proj.bias, { residual: x }), // x1
+      (x1) =>
+        e.chain(
+          () => norm(e, x1, this.norm2),
+          (h2) => linear(e, h2, this.mlp.linear_fc1.weight, this.mlp.linear_fc1.bias, { act: cfg.hiddenAct }),
+          (mid) => linear(e, mid, this.mlp.linear_fc2.weight, this.mlp.linear_fc2.bias, { residual: x1 }), // x2; x1 freed once it exists
+        ),
+    );
   }
 
   free(): void {
@@ -154,12 +152,11 @@ export class Qwen3VlPatchMerger {
   forward(e: Engine, x: Tensor, out?: Tensor): Tensor {
     const wide = this.linear_fc1.bias.shape[0]!;
     const rows = x.numel / wide;
-    const n = this.postShuffleNorm ? norm(e, x.reshape([rows, wide]), this.norm) : norm(e, x, this.norm).reshape([rows, wide]);
-    const mid = linear(e, n, this.linear_fc1.weight, this.linear_fc1.bias, { act: 'gelu_erf' });
-    n.free();
-    const y = linear(e, mid, this.linear_fc2.weight, this.linear_fc2.bias, { out });
-    mid.free();
-    return y;
+    return e.chain(
+      () => (this.postShuffleNorm ? norm(e, x.reshape([rows, wide]), this.norm) : norm(e, x, this.norm).reshape([rows, wide])),
+      (n) => linear(e, n, this.linear_fc1.weight, this.linear_fc1.bias, { act: 'gelu_erf' }),
+      (mid) => linear(e, mid, this.linear_fc2.weight, this.linear_fc2.bias, { out }),
+    );
   }
 
   free(): void {
@@ -237,9 +234,10 @@ export class Qwen3VlVisionModel {
     });
     const total = tokens.reduce((a, b) => a + b, 0);
     const shape = [total, cfg.outHiddenSize];
-    const embeds = e.empty(shape, this.dtype, 'vision embeds');
-    const deepstack = cfg.deepstackVisualIndexes.map((_, k) => e.empty(shape, this.dtype, `vision deepstack ${k}`));
-    try {
+    return e.scope(() => {
+      // freed by the scope if an image throws
+      const embeds = e.empty(shape, this.dtype, 'vision embeds');
+      const deepstack = cfg.deepstackVisualIndexes.map((_, k) => e.empty(shape, this.dtype, `vision deepstack ${k}`));
       let at = 0;
       images.forEach((im, i) => {
         const rows = (dst: Tensor) => dst.slice(0, at, at + tokens[i]!);
@@ -247,11 +245,7 @@ export class Qwen3VlVisionModel {
         at += tokens[i]!;
       });
       return { embeds, deepstack, tokens };
-    } catch (err) {
-      embeds.free();
-      for (const d of deepstack) d.free();
-      throw err;
-    }
+    }, 'vision tower');
   }
 
   /** One image through the tower, writing its merged tokens into `out` and each deepstack output into `ds[k]`. */
@@ -262,25 +256,23 @@ export class Qwen3VlVisionModel {
     const P = gh * gw;
     const m = cfg.spatialMergeSize;
     const pos = interpolatePositions(this.pos_embed, cfg.hiddenSize, positionCorners(im.grid, m, cfg.numPositionEmbeddings));
-    const posT = e.upload(pos, [P, cfg.hiddenSize], this.dtype, 'vision pos');
-    const patches = e.upload(im.patches, [P, im.patches.length / P], this.dtype, 'vision patches');
-    const { cos, sin } = uploadRope(e, visionRotaryTable(im.grid, m, cfg.hiddenSize / cfg.numHeads));
-    let x: Tensor | null = null;
-    try {
-      x = linear(e, patches, this.patch_embed.proj.weight, this.patch_embed.proj.bias, { residual: posT });
-      for (let i = 0; i < this.blocks.length; i++) {
-        const next: Tensor = this.blocks[i]!.forward(e, cfg, x, cos, sin);
-        x.free();
-        x = next;
-        const k = cfg.deepstackVisualIndexes.indexOf(i);
-        // the mergers write straight into the image's rows of the outputs (linear honours an out view's offset)
-        if (k >= 0) this.deepstack_merger_list[k]!.forward(e, x, ds[k]!);
-      }
+    e.scope(() => {
+      // the inputs and tables freed when the image is done; each block's input once its output exists
+      const posT = e.upload(pos, [P, cfg.hiddenSize], this.dtype, 'vision pos');
+      const patches = e.upload(im.patches, [P, im.patches.length / P], this.dtype, 'vision patches');
+      const { cos, sin } = uploadRope(e, visionRotaryTable(im.grid, m, cfg.hiddenSize / cfg.numHeads));
+      const x = e.chain(
+        () => linear(e, patches, this.patch_embed.proj.weight, this.patch_embed.proj.bias, { residual: posT }),
+        ...this.blocks.map((block, i) => (x: Tensor) => {
+          const next = block.forward(e, cfg, x, cos, sin);
+          const k = cfg.deepstackVisualIndexes.indexOf(i);
+          // the mergers write straight into the image's rows of the outputs (linear honours an out view's offset)
+          if (k >= 0) this.deepstack_merger_list[k]!.forward(e, next, ds[k]!);
+          return next;
+        }),
+      );
       this.merger.forward(e, x, out);
-    } finally {
-      x?.free();
-      for (const t of [patches, posT, cos, sin]) t.free();
-    }
+    }, 'vision image');
   }
 
   free(): void {

@@ -239,10 +239,10 @@ export class QwenImage21TextEncoder {
     if (rows[0]! < drop) throw new RangeError(`QwenImage21TextEncoder: an image token at ${rows[0]} lies in the dropped system turn (${drop} tokens)`);
     const positions = qwen3VlRopeIndex(full, vc.imageTokenId, references.map((r) => r.grid), m);
 
-    const vis = tower.forward(references);
-    let x: Tensor | null = null;
-    try {
-      x = this.model.embed(full); // (1, L, hidden)
+    // the tower's outputs and the spliced embeddings are freed when this scope ends; the rows it returns survive
+    return this.e.scope(() => {
+      const vis = tower.forward(references);
+      const x = this.model.embed(full); // (1, L, hidden)
       // the merged tokens replace the image rows, in order (each image is one run of rows)
       const flat = x.reshape([L, this.hiddenSize]);
       let j = 0;
@@ -255,24 +255,17 @@ export class QwenImage21TextEncoder {
       const embeds = this.forwardRows(full, drop, { embeds: x, positions, deepstack: { rows, embeds: vis.deepstack } });
       const mask = full.slice(drop).map((id) => id === vc.imageTokenId);
       return { embeds, imagePadMask: mask };
-    } finally {
-      x?.free();
-      vis.embeds.free();
-      for (const d of vis.deepstack) d.free();
-    }
+    }, 'qi21 text encoder');
   }
 
   /** The decoder over the sequence (ids, or embeds + positions + deepstack), rows drop.. of the pre-norm last layer. */
   private forwardRows(ids: ArrayLike<number>, drop: number, mm?: Pick<Qwen3ForwardInput, 'embeds' | 'positions' | 'deepstack'>): Tensor {
     const L = ids.length;
     const n = this.model.config.numLayers;
-    const out = this.model.forward({ ...(mm ?? { ids }), hiddenStates: [n], final: false });
-    const h = out.hidden.get(n)!; // (1, L, hidden), before the final norm
-    try {
+    return this.e.scope(() => {
+      const h = this.model.forward({ ...(mm ?? { ids }), hiddenStates: [n], final: false }).hidden.get(n)!; // (1, L, hidden), before the final norm; freed with the scope
       return copy(this.e, h.reshape([L, this.hiddenSize]).slice(0, drop, L));
-    } finally {
-      h.free();
-    }
+    });
   }
 
   free(): void {
