@@ -218,10 +218,10 @@ export class Krea2Conditioner {
     const rows: number[] = [];
     full.forEach((id, i) => id === vc.imageTokenId && rows.push(i));
     const positions = qwen3VlRopeIndex(full, vc.imageTokenId, images.map((r) => r.grid), m);
-    const vis = tower.forward(images);
-    let x: Tensor | null = null;
-    try {
-      x = this.model.embed(full); // (1, L, hidden)
+    // the tower's outputs and the spliced embeddings are freed when this scope ends; the taps it returns survive
+    return this.e.scope(() => {
+      const vis = tower.forward(images);
+      const x = this.model.embed(full); // (1, L, hidden)
       const flat = x.reshape([full.length, this.hiddenSize]);
       // the merged tokens replace the image rows, in order (each image is one run of rows)
       let j = 0;
@@ -232,11 +232,7 @@ export class Krea2Conditioner {
         j += n;
       }
       return this.taps(full.length, start, { embeds: x, positions, deepstack: { rows, embeds: vis.deepstack } });
-    } finally {
-      x?.free();
-      vis.embeds.free();
-      for (const d of vis.deepstack) d.free();
-    }
+    }, 'krea2 style encode');
   }
 
   private requireVision(): Krea2VisionParts {
@@ -256,18 +252,16 @@ export class Krea2Conditioner {
     // hidden_states[numLayers] is transformers' last_hidden_state: the final norm's output
     const last = this.model.config.numLayers;
     const final = this.selectLayers.includes(last);
-    const out = this.model.forward({ ...input, hiddenStates: this.selectLayers.filter((i) => i !== last), final });
-    try {
+    return this.e.scope(() => {
+      // the hidden states and the final norm are freed when this scope ends, once copied into the taps
+      const out = this.model.forward({ ...input, hiddenStates: this.selectLayers.filter((i) => i !== last), final });
       const taps = this.e.empty([1, L - drop, n, H], this.model.dtype, 'krea2 text taps');
       this.selectLayers.forEach((layer, i) => {
         const h = layer === last ? out.final! : out.hidden.get(layer)!; // (1, L, H)
         copyInto(this.e, h.slice(1, drop, L).reshape([1, L - drop, 1, H]), taps.slice(2, i, i + 1));
       });
       return taps;
-    } finally {
-      for (const t of out.hidden.values()) t.free();
-      out.final?.free();
-    }
+    }, 'krea2 taps');
   }
 
   free(): void {
