@@ -1,10 +1,11 @@
-// Qwen-Image-2.1's transformer as a ComfyUI install keeps it (models/qwen_image21/comfy-parts.ts): the random demo
-// checkpoint's transformer written as one diffusion_models/ file in ComfyUI's names (model.diffusion_model. prefix,
-// each block's SwiGLU as the fused img_mlp.gate_up = [gate_layer; proj]) loads to the same tensors as the diffusers
-// folder's shards, with the config read off its shapes; an fp8 scaled file with per-row scales on the fused weight reads
-// each half with its own rows' scales; keys or sizes of no Qwen-Image-2.1 transformer are refused by name; and the
-// worker's imgmain_bf16 entry finds the file in place beside the rest in WEIGHTS_DIR and gives the same png as from
-// WEIGHTS_DIR alone, the ComfyUI folder unchanged.
+// Qwen-Image-2.1's transformer and text encoder as a ComfyUI install keeps them (models/qwen_image21/comfy-parts.ts):
+// the random demo checkpoint's transformer written as one diffusion_models/ file in ComfyUI's names
+// (model.diffusion_model. prefix, each block's SwiGLU as the fused img_mlp.gate_up = [gate_layer; proj]) and its text
+// encoder as one clip/ file (ComfyUI's model./visual. names) load to the same tensors as the diffusers folder's shards,
+// with the configs read off their shapes; an fp8 scaled file with per-row scales on the fused weight reads each half
+// with its own rows' scales; keys or sizes of no Qwen-Image-2.1 part are refused by name; and the worker's imgmain_bf16
+// entry finds both files in place beside the rest in WEIGHTS_DIR and gives the same png as from WEIGHTS_DIR alone, the
+// ComfyUI folder unchanged.
 import assert from 'node:assert/strict';
 import { cpSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,11 @@ import type { EngineHolder } from '../../src/engine/engine';
 import { Checkpoint } from '../../src/engine/safetensors';
 import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { parseQwenImage21Config } from '../../src/models/qwen_image21/config';
-import { openQwenImage21Transformer, qwenImage21TransformerConfigOfFile, qwenImage21TransformerConfigOfFileSync } from '../../src/models/qwen_image21/comfy-parts';
+import {
+  openQwenImage21TextEncoder, openQwenImage21Transformer, qwenImage21TextEncoderConfigOfFile, qwenImage21TransformerConfigOfFile, qwenImage21TransformerConfigOfFileSync,
+} from '../../src/models/qwen_image21/comfy-parts';
+import { readQwenImage21Configs } from '../../src/models/qwen_image21/checkpoint';
+import { TextTokenizer } from '../../src/models/tokenizer';
 import { planDemoQwenImage21 } from '../../src/models/qwen_image21/demo';
 import { checkProfile, comfyFoldersOf } from '../../src/weights';
 import { imageProfileEntry } from '../../src/worker/profiles/image';
@@ -66,6 +71,7 @@ describe('Qwen-Image-2.1 transformer from a ComfyUI diffusion_models file', () =
   let dir: string;
   let weightsDir: string;
   let comfyFile: string;
+  let comfyText: string;
   before(async () => {
     const e = await testEngine();
     dir = mkdtempSync(join(tmpdir(), 'qi21-comfy-'));
@@ -77,6 +83,18 @@ describe('Qwen-Image-2.1 transformer from a ComfyUI diffusion_models file', () =
       await writeSafetensors(comfyFile, comfyLayout(await rawTensors(src)));
     } finally {
       await src.close();
+    }
+    // the text encoder as ComfyUI saves a Qwen3-VL: the decoder under model., the vision tower under visual.
+    const te = await Checkpoint.open(join(weightsDir, 'Qwen-Image-2.1', 'text_encoder'));
+    try {
+      const t = await rawTensors(te);
+      const comfyNames: Record<string, WriteTensor> = {};
+      for (const [k, v] of Object.entries(t)) comfyNames[k.replace(/^model\.language_model\./, 'model.').replace(/^model\.visual\./, 'visual.')] = v;
+      assert.ok(Object.keys(comfyNames).some((k) => k.startsWith('visual.')) && Object.keys(comfyNames).some((k) => k.startsWith('model.layers.')));
+      comfyText = join(dir, 'ComfyUI', 'models', 'clip', 'qwen_3_vl_8b_bf16.safetensors'); // clip/ is text_encoders/ to ComfyUI
+      await writeSafetensors(comfyText, comfyNames);
+    } finally {
+      await te.close();
     }
   });
   after(() => rmSync(dir, { recursive: true, force: true }));
@@ -98,6 +116,34 @@ describe('Qwen-Image-2.1 transformer from a ComfyUI diffusion_models file', () =
     const want = parseQwenImage21Config(JSON.parse(readFileSync(join(folder, 'config.json'), 'utf8')));
     assert.deepEqual(await qwenImage21TransformerConfigOfFile(comfyFile), want);
     assert.deepEqual(qwenImage21TransformerConfigOfFileSync(comfyFile), want);
+  });
+
+  test('the text encoder file loads to the same tensors, the config the known layout its shapes show with the tokenizer\'s ids', async () => {
+    const folder = join(weightsDir, 'Qwen-Image-2.1', 'text_encoder');
+    const a = await openQwenImage21TextEncoder(folder);
+    const b = await openQwenImage21TextEncoder(comfyText);
+    try {
+      assert.deepEqual(b.keys().sort(), a.keys().sort());
+      for (const k of a.keys()) assert.deepEqual(await b.readFloat32(k), await a.readFloat32(k), k);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+    const want = await readQwenImage21Configs(join(weightsDir, 'Qwen-Image-2.1'));
+    const tok = await TextTokenizer.fromDir(join(weightsDir, 'Qwen-Image-2.1', 'processor'));
+    const got = await qwenImage21TextEncoderConfigOfFile(comfyText, tok);
+    assert.deepEqual(got.textEncoder, want.textEncoder);
+    assert.deepEqual(got.vision, want.vision);
+    // one layer fewer than any known layout: refused, naming the sizes found and expected
+    const short = join(dir, 'bad', 'qwen_3_vl_8b_short.safetensors');
+    const src = await Checkpoint.open(comfyText);
+    try {
+      const t = await rawTensors(src);
+      await writeSafetensors(short, Object.fromEntries(Object.entries(t).filter(([k]) => !k.startsWith('model.layers.1.'))));
+    } finally {
+      await src.close();
+    }
+    await assert.rejects(qwenImage21TextEncoderConfigOfFile(short, tok), (err: Error) => err instanceof ComfyKeysError && /num_hidden_layers 1, .*expected Qwen3-VL-8B .*num_hidden_layers 36.* or Kiln's demo Qwen3-VL \(.*num_hidden_layers 2/.test(err.message));
   });
 
   test('fp8 scaled: the fused gate_up with per-row scales reads as gate_layer and proj, each row times its own scale', async () => {
@@ -144,7 +190,7 @@ describe('Qwen-Image-2.1 transformer from a ComfyUI diffusion_models file', () =
     await refused('krea.safetensors', { [`${P}blocks.0.attn.wq.weight`]: tensors[`${P}img_in.weight`]! }, /not a Qwen-Image-2\.1 transformer: expected img_in\.weight/);
   });
 
-  test('the worker finds the file in ComfyUI\'s folder beside the rest in WEIGHTS_DIR: the same png, nothing written', async () => {
+  test('the worker finds both files in ComfyUI\'s folders beside the rest in WEIGHTS_DIR: the same png, nothing written', async () => {
     const e = await testEngine();
     const holder = { get: async () => e } as unknown as EngineHolder;
     const full = imageProfileEntry('imgmain_bf16', { weightsDir, demoWeightsDir: join(dir, 'no-demo') }, holder);
@@ -155,9 +201,9 @@ describe('Qwen-Image-2.1 transformer from a ComfyUI diffusion_models file', () =
     } finally {
       await pipe.unload();
     }
-    // WEIGHTS_DIR without transformer/
+    // WEIGHTS_DIR without transformer/ and text_encoder/
     const partial = join(dir, 'weights-no-dit');
-    cpSync(join(weightsDir, 'Qwen-Image-2.1'), join(partial, 'Qwen-Image-2.1'), { recursive: true, filter: (p) => !p.includes('transformer') });
+    cpSync(join(weightsDir, 'Qwen-Image-2.1'), join(partial, 'Qwen-Image-2.1'), { recursive: true, filter: (p) => !p.includes('transformer') && !p.includes('text_encoder') });
     const comfyRoot = join(dir, 'ComfyUI');
     const listing = () => readdirSync(comfyRoot, { recursive: true }).map(String).sort().map((p) => `${p} ${lstatSync(join(comfyRoot, p)).mtimeMs}`);
     const before = listing();
@@ -166,10 +212,11 @@ describe('Qwen-Image-2.1 transformer from a ComfyUI diffusion_models file', () =
     assert.equal(w.state, 'real', w.variant.problems.join('; '));
     assert.equal(w.variant.components.transformer!.place, 'comfyui');
     assert.equal(w.variant.components.transformer!.file, comfyFile);
-    assert.equal(w.variant.components.text_encoder!.place, 'weights-dir');
+    assert.equal(w.variant.components.text_encoder!.file, comfyText);
+    assert.equal(w.variant.components.vae!.place, 'weights-dir');
     const entry = imageProfileEntry('imgmain_bf16', { weightsDir: partial, comfyFolders, demoWeightsDir: join(dir, 'no-demo-2') }, holder);
     assert.equal(entry.weights(), 'real');
-    assert.match(entry.note!(), /qwen_image_2\.1_bf16\.safetensors \(ComfyUI\)/);
+    assert.match(entry.note!(), /qwen_image_2\.1_bf16\.safetensors \(ComfyUI\).*qwen_3_vl_8b_bf16\.safetensors \(ComfyUI\)/);
     assert.ok(entry.lora!(), 'the LoRA model of the file, from its header');
     const pipe2 = entry.create();
     try {
@@ -179,6 +226,6 @@ describe('Qwen-Image-2.1 transformer from a ComfyUI diffusion_models file', () =
     }
     assert.ok(readFileSync(join(dir, 'out-comfy.png')).equals(readFileSync(join(dir, 'out-weights.png'))), 'the same picture as from WEIGHTS_DIR');
     assert.deepEqual(listing(), before, 'nothing written into the ComfyUI folder');
-    assert.deepEqual(readdirSync(join(partial, 'Qwen-Image-2.1')).sort(), ['model_index.json', 'processor', 'scheduler', 'text_encoder', 'vae'], 'nothing copied into WEIGHTS_DIR');
+    assert.deepEqual(readdirSync(join(partial, 'Qwen-Image-2.1')).sort(), ['model_index.json', 'processor', 'scheduler', 'vae'], 'nothing copied into WEIGHTS_DIR');
   });
 });

@@ -13,10 +13,10 @@ import {
   parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig, QWEN3_VL_IMAGE_PROCESSOR, type Qwen3VlImageProcessorConfig, type Qwen3VlVisionConfig,
 } from '../qwen3_vl_vision';
 import type { ComputeDType } from '../common/weights';
-import type { TextTokenizer } from '../tokenizer';
+import { TextTokenizer } from '../tokenizer';
 import { parseQwenImage21Config, type QwenImage21Config } from './config';
 import { parseFlowMatchConfig, type FlowMatchConfig } from './sigmas';
-import { isSingleFile, openQwenImage21Transformer, qwenImage21TransformerConfigOfFile } from './comfy-parts';
+import { isSingleFile, openQwenImage21TextEncoder, openQwenImage21Transformer, qwenImage21TextEncoderConfigOfFile, qwenImage21TransformerConfigOfFile } from './comfy-parts';
 import { QwenImage21TextEncoder } from './text-encoder';
 import { QwenImage21Transformer } from './transformer';
 
@@ -70,8 +70,19 @@ async function readJson(dir: string, name: string): Promise<unknown> {
   }
 }
 
-/** Reads and checks model_index.json and the config files the pipeline needs (the VAE reads its own); a transformer
- * given as a ComfyUI file has its config read off its shapes (comfy-parts.ts). */
+/** text_encoder/config.json's text and vision configs. */
+async function textEncoderConfigs(dir: string): Promise<Pick<QwenImage21Configs, 'textEncoder' | 'vision'>> {
+  const text = await readJson(dir, 'config.json');
+  const textPath = join(dir, 'config.json');
+  return {
+    textEncoder: parseQwen3Config(text, 'text', textPath),
+    vision: (text as { vision_config?: unknown }).vision_config ? parseQwen3VlVisionConfig(text, textPath) : null,
+  };
+}
+
+/** Reads and checks model_index.json and the config files the pipeline needs (the VAE reads its own); a transformer or
+ * text encoder given as a ComfyUI file has its config read off its shapes (comfy-parts.ts; the text encoder's token
+ * ids are the processor's tokenizer's). */
 export async function readQwenImage21Configs(at: string | QwenImage21Layout): Promise<QwenImage21Configs> {
   const l = layoutOf(at);
   const dir = l.root;
@@ -83,16 +94,14 @@ export async function readQwenImage21Configs(at: string | QwenImage21Layout): Pr
     const entry = index[folder];
     if (!Array.isArray(entry) || entry[1] !== cls) throw new Error(`${join(dir, 'model_index.json')}: ${folder} is ${JSON.stringify(entry)}, expected [..., "${cls}"]`);
   }
-  const text = await readJson(l.textEncoder, 'config.json');
-  const textPath = join(l.textEncoder, 'config.json');
   const procPath = join(l.processor, 'preprocessor_config.json');
+  const text = isSingleFile(l.textEncoder) ? await qwenImage21TextEncoderConfigOfFile(l.textEncoder, await TextTokenizer.fromDir(l.processor)) : await textEncoderConfigs(l.textEncoder);
   return {
     transformer: isSingleFile(l.transformer)
       ? await qwenImage21TransformerConfigOfFile(l.transformer)
       : parseQwenImage21Config(await readJson(l.transformer, 'config.json'), join(l.transformer, 'config.json')),
-    textEncoder: parseQwen3Config(text, 'text', textPath),
+    ...text,
     scheduler: parseFlowMatchConfig(await readJson(l.scheduler, 'scheduler_config.json'), join(l.scheduler, 'scheduler_config.json')),
-    vision: (text as { vision_config?: unknown }).vision_config ? parseQwen3VlVisionConfig(text, textPath) : null,
     processor: existsSync(procPath) ? parseQwen3VlImageProcessorConfig(await readJson(l.processor, 'preprocessor_config.json'), procPath) : QWEN3_VL_IMAGE_PROCESSOR,
   };
 }
@@ -159,7 +168,7 @@ export async function openAndLoadParts(
   const l = layoutOf(at);
   const transformer = await openQwenImage21Transformer(l.transformer);
   try {
-    const textEncoder = await Checkpoint.open(l.textEncoder);
+    const textEncoder = await openQwenImage21TextEncoder(l.textEncoder);
     try {
       return await loadQwenImage21Parts(e, { transformer, textEncoder }, cfg, o, tokenizer, signal, onTextEncoder);
     } finally {
@@ -167,5 +176,16 @@ export async function openAndLoadParts(
     }
   } finally {
     await transformer.close();
+  }
+}
+
+/** The text encoder alone, from wherever the layout puts it (the residency policy sizes it on a shape-only engine). */
+export async function loadQwenImage21TextEncoder(e: Engine, at: string | QwenImage21Layout, cfg: QwenImage21Configs, o: { dtype: ComputeDType; references: boolean }): Promise<QwenImage21TextEncoder> {
+  const ck = await openQwenImage21TextEncoder(layoutOf(at).textEncoder);
+  try {
+    const vision = o.references && cfg.vision ? { config: cfg.vision, processor: cfg.processor } : undefined;
+    return await QwenImage21TextEncoder.load(e, ck, cfg.textEncoder, { dtype: o.dtype, vision });
+  } finally {
+    await ck.close();
   }
 }

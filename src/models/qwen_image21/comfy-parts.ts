@@ -6,20 +6,28 @@
 //     norm_q's head dim, channels, context width, mlp ratio); the one thing shapes do not show, the RoPE split of the
 //     head dim, is the known layout's of that head dim: the released model's (128: [16, 56, 56]) or Kiln's demo's
 //     (32: [8, 12, 12]). Another head dim is refused by name.
+//   text encoder (text_encoders/ or clip/, a Qwen3-VL-8B file: ComfyUI's model. / visual. names mapped onto
+//     transformers' by engine/comfy-keys.ts comfyQwenVlRename). The config is a known layout whose sizes the shapes show:
+//     the released text model (released.ts QWEN3_VL_8B_TEXT_REPORTED; its vision tower's config is not known here, so
+//     the tower is not loaded and references are refused) or Kiln's demo (demo.ts, with its vision tower). Special-token
+//     ids are the tokenizer's (the processor folder the pipeline reads), as a ComfyUI file carries none.
 // The other parts and the pipeline's small files (model_index, processor, scheduler) come from wherever the weights
 // check found them (checkpoint.ts QwenImage21Layout).
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
-import { comfyQwenImage21DitRename, ComfyKeysError } from '../../engine/comfy-keys';
+import { comfyQwenImage21DitRename, comfyQwenVlRename, ComfyKeysError } from '../../engine/comfy-keys';
 import { Checkpoint } from '../../engine/safetensors';
 import { parseQwenImage21Config, QWEN_IMAGE21_DEFAULTS, type QwenImage21Config } from './config';
-import { DEMO_TRANSFORMER_CONFIG } from './demo';
+import { parseQwen3Config, type Qwen3Config } from '../qwen3/config';
+import { parseQwen3VlVisionConfig, type Qwen3VlVisionConfig } from '../qwen3_vl_vision';
+import { demoTokenizerInfo, type TextTokenizer } from '../tokenizer';
+import { DEMO_QWEN_IMAGE21_TOKENS, DEMO_TRANSFORMER_CONFIG, demoTextEncoderConfig } from './demo-configs';
+import { QWEN3_VL_8B_TEXT_REPORTED } from './released';
 import { diffusersWeights } from './transformer';
 
 /** A part given as one file (ComfyUI's), not a folder. */
 export const isSingleFile = (p: string): boolean => p.endsWith('.safetensors') && existsSync(p) && statSync(p).isFile();
 
-/** The RoPE split per head dim of the layouts Kiln knows (the shapes show the head dim, not its split); a function, as
- * demo.ts imports checkpoint.ts, which imports this file. */
+/** The RoPE split per head dim of the layouts Kiln knows (the shapes show the head dim, not its split). */
 const knownRope = (): { name: string; headDim: number; axes: readonly number[] }[] => [
   { name: 'the released Qwen-Image-2.1', headDim: QWEN_IMAGE21_DEFAULTS.attention_head_dim, axes: QWEN_IMAGE21_DEFAULTS.axes_dims_rope },
   { name: 'Kiln\'s demo', headDim: DEMO_TRANSFORMER_CONFIG.attention_head_dim, axes: DEMO_TRANSFORMER_CONFIG.axes_dims_rope },
@@ -106,4 +114,84 @@ export function qwenImage21TransformerConfigOfFileSync(file: string): QwenImage2
     else if (n) for (const p of n) shapes.set(p.name, [p.rows[1] - p.rows[0], ...s.slice(1)]);
   }
   return qwenImage21ConfigFromShapes((k) => shapes.get(k), [...shapes.keys()], file);
+}
+
+// ---- the text encoder ----
+
+type Json = Record<string, unknown>;
+
+/** A Qwen3-VL text encoder file (ComfyUI's names or transformers'), read under transformers' names. */
+export async function openQwenImage21TextEncoder(path: string): Promise<Checkpoint> {
+  if (!isSingleFile(path)) return Checkpoint.open(path);
+  const opened = await Checkpoint.open(path);
+  try {
+    return opened.renamed(comfyQwenVlRename(opened.keys(), path));
+  } catch (e) {
+    await opened.close();
+    throw e;
+  }
+}
+
+/** The Qwen3-VL layouts a Qwen-Image-2.1 text encoder file may have, with `tok`'s special-token ids. */
+function knownTextEncoders(tok: TextTokenizer): { name: string; json: Json }[] {
+  const ids = {
+    image_token_id: tok.tokenId('<|image_pad|>'), video_token_id: tok.tokenId('<|video_pad|>'),
+    vision_start_token_id: tok.tokenId('<|vision_start|>'), vision_end_token_id: tok.tokenId('<|vision_end|>'),
+  };
+  const textIds = { bos_token_id: tok.tokenId('<|endoftext|>'), eos_token_id: tok.tokenId('<|im_end|>') };
+  const released = {
+    architectures: ['Qwen3VLForConditionalGeneration'], model_type: 'qwen3_vl', tie_word_embeddings: false, ...ids,
+    text_config: { ...QWEN3_VL_8B_TEXT_REPORTED, ...textIds },
+  };
+  const demo = demoTextEncoderConfig(demoTokenizerInfo({ specialTokens: DEMO_QWEN_IMAGE21_TOKENS }));
+  const demoJson = { ...demo, ...ids, text_config: { ...(demo.text_config as Json), ...textIds } };
+  return [{ name: 'Qwen3-VL-8B (text model; its vision tower\'s config is not known here)', json: released }, { name: 'Kiln\'s demo Qwen3-VL', json: demoJson }];
+}
+
+/** The sizes a Qwen3-VL checkpoint's shapes show (transformers' names), -1 where absent. */
+function shapeSizes(ck: Checkpoint): Record<string, number> {
+  const rows = (k: string) => (ck.has(k) ? ck.entry(k).shape[0]! : -1);
+  const count = (re: RegExp) => new Set(ck.keys().map((k) => re.exec(k)?.[1]).filter((x) => x !== undefined)).size;
+  const t = 'model.language_model.';
+  return {
+    hidden_size: ck.has(`${t}embed_tokens.weight`) ? ck.entry(`${t}embed_tokens.weight`).shape[1]! : -1,
+    num_hidden_layers: count(/^model\.language_model\.layers\.(\d+)\./),
+    intermediate_size: rows(`${t}layers.0.mlp.gate_proj.weight`),
+    q_rows: rows(`${t}layers.0.self_attn.q_proj.weight`),
+    kv_rows: rows(`${t}layers.0.self_attn.k_proj.weight`),
+    head_dim: rows(`${t}layers.0.self_attn.q_norm.weight`),
+    vision_depth: count(/^model\.visual\.blocks\.(\d+)\./),
+    vision_hidden: rows('model.visual.patch_embed.proj.weight'),
+  };
+}
+
+/** The sizes a config gives (the vision ones only where it has a vision tower: the others ignore the file's). */
+function configSizes(json: Json): Record<string, number> {
+  const t = json.text_config as Record<string, number>;
+  const v = json.vision_config as Record<string, number> | undefined;
+  return {
+    hidden_size: t.hidden_size!, num_hidden_layers: t.num_hidden_layers!, intermediate_size: t.intermediate_size!,
+    q_rows: t.num_attention_heads! * t.head_dim!, kv_rows: t.num_key_value_heads! * t.head_dim!, head_dim: t.head_dim!,
+    ...(v ? { vision_depth: v.depth!, vision_hidden: v.hidden_size! } : {}),
+  };
+}
+
+const fmtSizes = (s: Record<string, number>) => Object.entries(s).map(([k, v]) => `${k} ${v < 0 ? 'absent' : v}`).join(', ');
+
+/** The text encoder config (and its vision tower's, null where not known) of a file, by its shapes (see the header). */
+export async function qwenImage21TextEncoderConfigOfFile(file: string, tok: TextTokenizer): Promise<{ textEncoder: Qwen3Config; vision: Qwen3VlVisionConfig | null }> {
+  const ck = await openQwenImage21TextEncoder(file);
+  try {
+    const found = shapeSizes(ck);
+    const known = knownTextEncoders(tok);
+    const hit = known.find((c) => Object.entries(configSizes(c.json)).every(([k, v]) => found[k] === v));
+    if (!hit) {
+      throw new ComfyKeysError(`${file}: a Qwen3-VL text encoder of sizes Qwen-Image-2.1 does not use (${fmtSizes(found)}); expected ${known.map((c) => `${c.name} (${fmtSizes(configSizes(c.json))})`).join(' or ')}`);
+    }
+    const json: Json = { ...hit.json, text_config: { ...(hit.json.text_config as Json), vocab_size: ck.entry('model.language_model.embed_tokens.weight').shape[0]! } };
+    const where = `${file} (as ${hit.name})`;
+    return { textEncoder: parseQwen3Config(json, 'text', where), vision: json.vision_config ? parseQwen3VlVisionConfig(json, where) : null };
+  } finally {
+    await ck.close();
+  }
 }

@@ -13,16 +13,17 @@ import { join } from 'node:path';
 import { writeJsonFile } from '../../common/json-file';
 import type { Engine } from '../../engine/engine';
 import { shardBytesFor, writeSafetensors, writeShardedSafetensors, type WriteTensor } from '../../engine/safetensors-writer';
-import { demoDigest, demoMeta, demoQwen3VlConfig, QWEN3_VL_DEMO_TOKENS, QWEN3_VL_PREPROCESSOR } from '../common/demo-checkpoint';
+import { demoDigest, demoMeta, QWEN3_VL_PREPROCESSOR } from '../common/demo-checkpoint';
 import { checkpointTensors, WeightSynth } from '../common/random-weights';
 import { SyntheticCheckpoint, zeroFill } from '../common/synthetic-checkpoint';
 import { parseQwen3Config } from '../qwen3/config';
 import { parseQwen3VlImageProcessorConfig, parseQwen3VlVisionConfig } from '../qwen3_vl_vision';
-import { demoTokenizerInfo, writeDemoTokenizer, type DemoTokenizerInfo } from '../tokenizer';
+import { demoTokenizerInfo, writeDemoTokenizer } from '../tokenizer';
 import { parseQwenImage21Config } from './config';
 import { loadQwenImage21Parts, QWEN_IMAGE21_COMPONENTS, type QwenImage21Configs } from './checkpoint';
 import { parseFlowMatchConfig, QWEN_IMAGE21_SCHEDULER } from './sigmas';
-import { DEMO_VAE_CONFIG, parseQwenImage21VaeConfig, VAE_WEIGHTS, vaeCheckpointShapes, writeDemoVae } from './vae';
+import { DEMO_QWEN_IMAGE21_TOKENS, DEMO_TRANSFORMER_CONFIG, demoTextEncoderConfig } from './demo-configs';
+import { DEMO_VAE_CONFIG, VAE_WEIGHTS, vaeCheckpointShapes, writeDemoVae } from './vae';
 
 /** The folder under DEMO_WEIGHTS_DIR (the manifest's profile "demo" field). */
 export const DEMO_QWEN_IMAGE21_NAME = 'qwen-image-2.1';
@@ -30,32 +31,8 @@ export const DEMO_QWEN_IMAGE21_NAME = 'qwen-image-2.1';
 const DEMO_FORMAT = 1;
 const DEMO_SEED = 20261121;
 
-/** Special tokens of Qwen3-VL the prompt templates use (ids follow the learned vocabulary, in this order). */
-export const DEMO_QWEN_IMAGE21_TOKENS = QWEN3_VL_DEMO_TOKENS;
-
-/** Latent channels of the demo (the real model's 64: the transformer and VAE keep the real interface). */
-const Z = parseQwenImage21VaeConfig(DEMO_VAE_CONFIG).zDim;
-
-export const DEMO_TRANSFORMER_CONFIG = {
-  _class_name: 'QwenImage21Transformer2DModel',
-  _diffusers_version: '0.37.0.dev0',
-  attention_head_dim: 32,
-  axes_dims_rope: [8, 12, 12],
-  in_channels: Z,
-  out_channels: Z,
-  num_attention_heads: 2,
-  num_layers: 2,
-  patch_size: 1,
-  context_in_dim: 64,
-  mlp_ratio: 3,
-  eps: 1e-6,
-  causal_condition: true,
-};
-
-/** A Qwen3-VL config of the real file's shape (Qwen3VLForConditionalGeneration) with a tiny text decoder. */
-export function demoTextEncoderConfig(tok: DemoTokenizerInfo): Record<string, unknown> {
-  return demoQwen3VlConfig(tok, { hidden: DEMO_TRANSFORMER_CONFIG.context_in_dim, intermediate: 128, heads: 4, kvHeads: 2, layers: 2, tieWordEmbeddings: false, deepstack: [0] });
-}
+// the demo's configs live in demo-configs.ts (comfy-parts.ts reads them without importing this file's loaders)
+export { DEMO_QWEN_IMAGE21_TOKENS, DEMO_TRANSFORMER_CONFIG, demoTextEncoderConfig } from './demo-configs';
 
 // a function, not a constant: checkpoint.ts -> comfy-parts.ts -> demo.ts -> checkpoint.ts is a cycle, so
 // QWEN_IMAGE21_COMPONENTS may not be defined yet while this module loads (npm run plan loads checkpoint.ts first)

@@ -31,9 +31,8 @@ import { denoisedPreview, fitLatentProjection, pictureFromPlanar, projectLatents
 import { eulerDt, flowMatchSchedule, modelTimestep, type FlowMatchConfig } from './sigmas';
 import { QwenImage21Transformer, type QwenImage21PrefixCache } from './transformer';
 import { QwenImage21Vae } from './vae';
-import { openAndLoadParts, qwenImage21Layout, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Layout, type QwenImage21Parts } from './checkpoint';
+import { loadQwenImage21TextEncoder, openAndLoadParts, qwenImage21Layout, readQwenImage21Configs, type QwenImage21Configs, type QwenImage21Layout, type QwenImage21Parts } from './checkpoint';
 import { encodeReferences, referenceDimensions, rgbOverWhite } from './references';
-import { QwenImage21TextEncoder } from './text-encoder';
 
 /** What one image job asks for (the GPU worker builds it from its task: src/worker/profiles/image.ts). */
 export interface QwenImageTask extends ImageJobTask {
@@ -239,7 +238,7 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
       // the whole text encoder's GPU bytes, sized on a shape-only engine (headers read) when the policy asks
       let sized: Promise<number> | undefined;
       const textBytes = () => (sized ??= sizedOnShapeEngine(e, (shape) =>
-        QwenImage21TextEncoder.fromDir(shape, layout.textEncoder, { dtype, references: configs.vision !== null, processorDir: layout.processor })));
+        loadQwenImage21TextEncoder(shape, layout, configs, { dtype, references: configs.vision !== null })));
       let weightBytes = 0;
       const streamText = async () => streamTextLayers(this.o, e, (weightBytes = e.pool.stats().inUseBytes - before), textBytes);
       const parts = await openAndLoadParts(e, layout, configs, { dtype, int8: this.o.int8, streamTextLayers: streamText }, tokenizer, ctx.signal, () => ctx.stage(STAGE.loadTextEncoder));
@@ -274,7 +273,7 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
     const e = m.e;
     const { transformer, textEncoder } = m.parts;
     if (task.references.length > 0 && (!textEncoder.vision || !m.vae.encoder)) {
-      throw new Error(`Qwen-Image-2.1: this checkpoint has no vision tower (text_encoder/config.json has no vision_config), so the ${task.references.length} reference image(s) cannot be used; send the prompt without images for text-to-image`);
+      throw new Error(`Qwen-Image-2.1: this checkpoint has no vision tower Kiln can load (text_encoder/config.json has no vision_config, or the text encoder is a ComfyUI file, whose tower's config is not known), so the ${task.references.length} reference image(s) cannot be used; send the prompt without images for text-to-image`);
     }
 
     ctx.stage(STAGE.encode);

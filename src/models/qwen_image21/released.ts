@@ -8,7 +8,8 @@
 // A planned checkpoint uses the demo's byte-level tokenizer (the real one is not shipped): the special-token ids are
 // moved to that tokenizer's, the vocabulary size stays the real one.
 import { demoTokenizerInfo } from '../tokenizer';
-import { DEMO_QWEN_IMAGE21_TOKENS, type QwenImage21ConfigFiles } from './demo';
+import { DEMO_QWEN_IMAGE21_TOKENS } from './demo-configs';
+import type { QwenImage21ConfigFiles } from './demo';
 import { QWEN_IMAGE21_LATENTS_MEAN, QWEN_IMAGE21_LATENTS_STD, QWEN_IMAGE21_VAE_DEFAULTS } from './vae';
 
 export const QWEN_IMAGE21_TRANSFORMER_REPORTED = {
