@@ -7,13 +7,14 @@
 // entry finds both files in place beside the rest in WEIGHTS_DIR and gives the same png as from WEIGHTS_DIR alone, the
 // ComfyUI folder unchanged.
 import assert from 'node:assert/strict';
-import { cpSync, lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ComfyKeysError } from '../../src/engine/comfy-keys';
-import { f8e4m3ToF32 } from '../../src/engine/dtype';
+import { f32ToF16Bits, f8e4m3ToF32 } from '../../src/engine/dtype';
 import type { EngineHolder } from '../../src/engine/engine';
+import { ggufBytes, type GgufWriteTensor } from '../../src/engine/gguf';
 import { Checkpoint } from '../../src/engine/safetensors';
 import { writeSafetensors, type WriteTensor } from '../../src/engine/safetensors-writer';
 import { parseQwenImage21Config } from '../../src/models/qwen_image21/config';
@@ -56,6 +57,21 @@ function comfyLayout(t: Record<string, WriteTensor>): Record<string, WriteTensor
       data.set(up, gate.byteLength);
       out[`${P}${m[1]}gate_up.weight`] = { dtype: v.dtype, shape: [v.shape[0]! * 2, ...v.shape.slice(1)], data };
     }
+  }
+  return out;
+}
+
+/** Q8_0 blocks of `v` (whole rows of 32): d = max |x| / 127 in fp16, q = round(x / d), as ggml's quantize_row_q8_0. */
+function quantizeQ8(v: Float32Array): Uint8Array {
+  const out = new Uint8Array((v.length / 32) * 34);
+  const dv = new DataView(out.buffer);
+  for (let b = 0; b < v.length / 32; b++) {
+    let amax = 0;
+    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(v[b * 32 + j]!));
+    const d = amax / 127;
+    dv.setUint16(b * 34, f32ToF16Bits(d), true);
+    const id = d ? 1 / d : 0;
+    for (let j = 0; j < 32; j++) dv.setInt8(b * 34 + 2 + j, Math.round(v[b * 32 + j]! * id));
   }
   return out;
 }
@@ -168,6 +184,39 @@ describe('Qwen-Image-2.1 transformer from a ComfyUI diffusion_models file', () =
     } finally {
       await ck.close();
     }
+  });
+
+  test('a city96-style Q8_0 GGUF (no prefix, fused gate_up): each half is its rows of the fused tensor, the rest as the file holds it', async () => {
+    const src = await Checkpoint.open(comfyFile);
+    const tensors: Record<string, GgufWriteTensor> = {};
+    try {
+      for (const k of src.keys()) {
+        const shape = [...src.entry(k).shape];
+        const v = await src.readFloat32(k);
+        const name = k.slice(P.length);
+        if (shape.length < 2 || shape[shape.length - 1]! % 32 !== 0) tensors[name] = { type: 'F32', shape, data: new Uint8Array(v.buffer) };
+        else tensors[name] = { type: 'Q8_0', shape, data: quantizeQ8(v) };
+      }
+    } finally {
+      await src.close();
+    }
+    const file = join(dir, 'gguf', 'qwen_image_2.1-Q8_0.gguf');
+    mkdirSync(join(dir, 'gguf'), { recursive: true });
+    writeFileSync(file, ggufBytes(tensors, { 'general.architecture': 'qwen_image21' }));
+    const raw = await Checkpoint.open(file);
+    const ck = await openQwenImage21Transformer(file);
+    try {
+      const fused = 'transformer_blocks.1.img_mlp.gate_up.weight';
+      const whole = await raw.readFloat32(fused);
+      const half = whole.length / 2;
+      assert.deepEqual(await ck.readFloat32('transformer_blocks.1.img_mlp.gate_layer.weight'), whole.subarray(0, half));
+      assert.deepEqual(await ck.readFloat32('transformer_blocks.1.img_mlp.proj.weight'), whole.subarray(half));
+      for (const k of raw.keys().filter((n) => !n.includes('gate_up'))) assert.deepEqual(await ck.readFloat32(k), await raw.readFloat32(k), k);
+    } finally {
+      await raw.close();
+      await ck.close();
+    }
+    assert.deepEqual(await qwenImage21TransformerConfigOfFile(file), await qwenImage21TransformerConfigOfFile(comfyFile));
   });
 
   test('a file of other keys or sizes is refused naming what was found and what was expected', async () => {

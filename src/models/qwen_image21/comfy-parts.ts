@@ -5,7 +5,8 @@
 //     comfyQwenImage21DitRename, a row range each: no copy). The config is read off the shapes (layers, heads from
 //     norm_q's head dim, channels, context width, mlp ratio); the one thing shapes do not show, the RoPE split of the
 //     head dim, is the known layout's of that head dim: the released model's (128: [16, 56, 56]) or Kiln's demo's
-//     (32: [8, 12, 12]). Another head dim is refused by name.
+//     (32: [8, 12, 12]). Another head dim is refused by name. A city96-style GGUF of it (the same names, no prefix;
+//     blocks dequantised at load, engine/gguf.ts) is read the same way, a fused gate_up's halves whole rows of blocks.
 //   text encoder (text_encoders/ or clip/, a Qwen3-VL-8B file: ComfyUI's model. / visual. names mapped onto
 //     transformers' by engine/comfy-keys.ts comfyQwenVlRename). The config is a known layout whose sizes the shapes show:
 //     the released text model (released.ts QWEN3_VL_8B_TEXT_REPORTED; its vision tower's config is not known here, so
@@ -24,8 +25,8 @@ import { DEMO_QWEN_IMAGE21_TOKENS, DEMO_TRANSFORMER_CONFIG, demoTextEncoderConfi
 import { QWEN3_VL_8B_TEXT_REPORTED } from './released';
 import { diffusersWeights } from './transformer';
 
-/** A part given as one file (ComfyUI's), not a folder. */
-export const isSingleFile = (p: string): boolean => p.endsWith('.safetensors') && existsSync(p) && statSync(p).isFile();
+/** A part given as one file (ComfyUI's: safetensors, or a city96-style GGUF of the transformer), not a folder. */
+export const isSingleFile = (p: string): boolean => /\.(safetensors|gguf)$/.test(p) && existsSync(p) && statSync(p).isFile();
 
 /** The RoPE split per head dim of the layouts Kiln knows (the shapes show the head dim, not its split). */
 const knownRope = (): { name: string; headDim: number; axes: readonly number[] }[] => [
@@ -88,8 +89,9 @@ export async function qwenImage21TransformerConfigOfFile(file: string): Promise<
   }
 }
 
-/** The same from the file's header alone, synchronously (a profile's LoRA check asks without awaiting). */
+/** The same from a safetensors file's header alone, synchronously (a profile's LoRA check asks without awaiting). */
 export function qwenImage21TransformerConfigOfFileSync(file: string): QwenImage21Config {
+  if (!file.endsWith('.safetensors')) throw new ComfyKeysError(`${file}: read synchronously from safetensors files only`);
   const fd = openSync(file, 'r');
   let header: Record<string, { dtype?: string; shape?: number[] }>;
   try {
