@@ -92,6 +92,9 @@ function list(io: CliIo, catalog: WeightsCatalog, places: WeightsPlaces, demoDir
       const n = cs.reduce((a, c) => a + c.files.filter((f) => !f.optional).length, 0);
       w(`${' '.repeat(30)}not downloaded: ${cs.map((c) => c.name).join(', ')} (${n}+ files; ${where(catalog, id)})`);
     }
+    // parts already found outside WEIGHTS_DIR (the hub cache, a ComfyUI file): where, so the rest is what to fetch
+    const elsewhere = Object.values(pw.variant.components).filter((c) => c.complete && c.place !== 'weights-dir');
+    if (elsewhere.length) w(`${' '.repeat(30)}found: ${elsewhere.map((c) => `${c.name} ${placeLabel(c)}`).join(', ')}`);
     const others = pw.variants.slice(1).map((v) => `${v.name} (${v.problems.length} problems)`);
     if (others.length) w(`${' '.repeat(30)}other variants: ${others.join(', ')}`);
   }

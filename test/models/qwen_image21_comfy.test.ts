@@ -25,6 +25,7 @@ import { readQwenImage21Configs } from '../../src/models/qwen_image21/checkpoint
 import { TextTokenizer } from '../../src/models/tokenizer';
 import { planDemoQwenImage21 } from '../../src/models/qwen_image21/demo';
 import { checkProfile, comfyFoldersOf } from '../../src/weights';
+import { runCli } from '../../src/weights/cli';
 import { imageProfileEntry } from '../../src/worker/profiles/image';
 import type { ImageTask } from '../../src/worker/protocol';
 import { testEngine } from '../engine/helpers';
@@ -263,6 +264,13 @@ describe('Qwen-Image-2.1 transformer from a ComfyUI diffusion_models file', () =
     assert.equal(w.variant.components.transformer!.file, comfyFile);
     assert.equal(w.variant.components.text_encoder!.file, comfyText);
     assert.equal(w.variant.components.vae!.place, 'weights-dir');
+    // `weights list` names where each part is: with the rest, each file (ComfyUI); without it, the parts found there
+    for (const [wd, want] of [[partial, /imgmain_bf16 +real +diffusers: .*qwen_image_2\.1_bf16\.safetensors \(ComfyUI\)/], [join(dir, 'no-weights'), /imgmain_bf16 +missing [^\n]*\n(?: {30}[^\n]*\n)* {30}found: transformer \S+qwen_image_2\.1_bf16\.safetensors \(ComfyUI\), text_encoder \S+qwen_3_vl_8b_bf16\.safetensors \(ComfyUI\)\n/]] as const) {
+      const out: string[] = [];
+      const io = { write: (t: string) => void out.push(t) };
+      assert.equal(await runCli(['list'], { env: { WEIGHTS_DIR: wd, DATA_DIR: join(dir, 'data'), COMFYUI_MODELS_DIR: join(comfyRoot, 'models'), HF_HUB_CACHE: join(dir, 'no-hub') }, stdout: io, stderr: io }), 0, out.join(''));
+      assert.match(out.join(''), want);
+    }
     const entry = imageProfileEntry('imgmain_bf16', { weightsDir: partial, comfyFolders, demoWeightsDir: join(dir, 'no-demo-2') }, holder);
     assert.equal(entry.weights(), 'real');
     assert.match(entry.note!(), /qwen_image_2\.1_bf16\.safetensors \(ComfyUI\).*qwen_3_vl_8b_bf16\.safetensors \(ComfyUI\)/);
