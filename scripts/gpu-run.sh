@@ -12,9 +12,10 @@
 #           int8 weights); the flash and
 #           the tensor-core attention, also at Krea's 1K GQA shape, with the generated attention's presets
 #           (ATTENTION_TILES 'g16x4k32', 'g32x2k32', 'g16x2k64', 'g32x4k32' of issue 43: at L4096 and Krea 1K);
-#           PyTorch beside. The f16 GEMM winners per shape class and the attention's at Krea 1K go to
-#           $OUT/tuning.json (src/engine/tuning.ts's format): commit it as the file name the
-#           log's last lines print, tuning/<vendor>-<architecture>.json                                   180 s
+#           PyTorch beside; softmax and sum (the memory-bound rate) and one empty dispatch. The f16 GEMM winners
+#           per shape class and the attention's at Krea 1K go to $OUT/tuning.json (src/engine/tuning.ts's
+#           format) with the rates they ran at (what `npm run plan` predicts step times from): commit it as the
+#           file name the log's last lines print, tuning/<vendor>-<architecture>.json                      180 s
 #   krea    Krea 2 Turbo at real size, 1K step + VAE + 8-step job (KILN_SUBGROUP_MATRIX=$SG, default 1;
 #           KILN_SUBGROUP_TILE=$TILE, default the kernel's: 128; KILN_SUBGROUP_ATTENTION=$SGA, default 1:
 #           0 keeps the flash attention with the tensor-core GEMM; KILN_SUBGROUP_ATTENTION_TILE=$ATILE, default
@@ -72,7 +73,7 @@ steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(tests gemm krea kf2 ref3)
 for s in "${steps[@]}"; do
   case "$s" in
     tests) step tests 60 "node --test --test-concurrency=1 --test-reporter=spec $b/test/engine/*.test.js"; fallbacks ;;
-    gemm)  step gemm "${GEMM_TIMEOUT:-180}" "node $b/bench/engine/main.js --sizes ${GEMM_SIZES:-large} --only '${ONLY:-matmul,attention,linear}' --torch ${TORCH:-cuda} --tuning-out $out/tuning.json${EMULATE:+ --emulate}" ;;
+    gemm)  step gemm "${GEMM_TIMEOUT:-180}" "node $b/bench/engine/main.js --sizes ${GEMM_SIZES:-large} --only '${ONLY:-matmul,attention,linear,softmax,sum,dispatch}' --torch ${TORCH:-cuda} --tuning-out $out/tuning.json${EMULATE:+ --emulate}" ;;
     krea)  echo "krea: KILN_SUBGROUP_MATRIX=$sg KILN_SUBGROUP_TILE=$KILN_SUBGROUP_TILE KILN_SUBGROUP_ATTENTION=$KILN_SUBGROUP_ATTENTION KILN_SUBGROUP_ATTENTION_TILE=$KILN_SUBGROUP_ATTENTION_TILE"
            step krea 150 "KILN_PROFILE=${PROF:-1} KILN_SUBGROUP_MATRIX=$sg node $b/bench/image/main.js --profile imgart_turbo --sizes 1024" ;;
     kf2)   step kf2 100 "KILN_SUBGROUP_MATRIX=$sg node $b/bench/video/main.js --cases 480p:5 --keyframes 2 --layers 2" ;;

@@ -24,7 +24,7 @@ import { convResampleCases } from './conv_resample';
 import { decodeCases } from './decode';
 import { torchBaseline, type TorchCase } from './torch';
 import { writeFileSync } from 'node:fs';
-import { shapeClass, tuningFileName, validateTuningTable, type AttentionChoice, type GemmChoice, type ShapeClass, type TuningTable } from '../../src/engine/tuning';
+import { shapeClass, tuningFileName, validateTuningTable, type AttentionChoice, type GemmChoice, type MeasuredRates, type ShapeClass, type TuningTable } from '../../src/engine/tuning';
 
 interface Roofline { match: RegExp; label: string; f16Tflops: number; f32Tflops: number; bwGBs: number }
 // Datasheet peaks (shared/spec/engine.md). f16 = dense tensor-core peak; f32 = without tensor cores.
@@ -251,6 +251,7 @@ async function main(): Promise<void> {
  */
 function writeTuning(e: Engine, measured: { c: Case; ms: number }[], file: string): void {
   const byClass = new Map<ShapeClass, { shapes: Set<string>; times: Map<string, Map<string, number>> }>();
+  const flopsOf = new Map<string, number>();
   for (const { c, ms } of measured) {
     if (!c.gemm) continue;
     const cls = shapeClass(c.gemm.M, c.gemm.N);
@@ -258,10 +259,12 @@ function writeTuning(e: Engine, measured: { c: Case; ms: number }[], file: strin
     byClass.set(cls, entry);
     const shape = `${c.op.split(' ')[0]} ${c.size}`;
     entry.shapes.add(shape);
+    flopsOf.set(shape, c.flops ?? 0);
     const t = entry.times.get(c.gemm.variant) ?? new Map<string, number>();
     entry.times.set(c.gemm.variant, t.set(shape, ms));
   }
   const gemm: Partial<Record<ShapeClass, GemmChoice>> = {};
+  const rates: MeasuredRates = { gemm: {} };   // what the winners ran at, for npm run plan's step times (src/plan/step-time.ts)
   const sweep: string[] = [];
   for (const [cls, { shapes, times }] of byClass) {
     const totals = [...times].filter(([, t]) => t.size === shapes.size).map(([v, t]) => [v, [...t.values()].reduce((x, y) => x + y, 0)] as const);
@@ -269,6 +272,7 @@ function writeTuning(e: Engine, measured: { c: Case; ms: number }[], file: strin
     const win = totals[0];
     if (!win) continue;
     gemm[cls] = win[0] === 'tiled' ? { path: 'tiled' } : { path: 'subgroup', variant: win[0] };
+    rates.gemm![cls] = [...shapes].reduce((a, sh) => a + flopsOf.get(sh)!, 0) / (win[1] * 1e-3) / 1e12;
     sweep.push(`${cls} (${[...shapes].join(', ')}): ${totals.map(([v, ms]) => `${v} ${ms.toFixed(3)} ms`).join(', ')}`);
   }
   // attention: the fastest kernel at Krea 1K's shape (the file kernel's 'default' row named by the tile it took)
@@ -279,12 +283,20 @@ function writeTuning(e: Engine, measured: { c: Case; ms: number }[], file: strin
       const ch = attentionSubgroupChoice(e, c.attn!.D, { emulate });
       v = 'tile' in ch ? Object.entries(ATTENTION_TILES).find(([, t]) => t === ch.tile)?.[0] ?? 'unknown' : 'unknown';
     }
-    return [v, ms] as const;
+    return [v, ms, c.flops ?? 0] as const;
   }).filter(([v]) => v !== 'unknown').sort((x, y) => x[1] - y[1]);
   if (att.length > 0) {
     attention = att[0]![0] === 'flash' ? { path: 'flash' } : { path: 'subgroup', variant: att[0]![0] };
+    rates.attention = att[0]![2] / (att[0]![1] * 1e-3) / 1e12;
     sweep.push(`attention (${measured.find((m) => m.c.attn)!.c.size}): ${att.map(([v, ms]) => `${v} ${ms.toFixed(3)} ms`).join(', ')}`);
   }
+  // the memory-bound rows (softmax, sum: bytes they must move) and one empty dispatch to the GPU's end
+  const mem = measured.filter((m) => m.c.bytes && /^(softmax|sum) /.test(m.c.op));
+  if (mem.length > 0) rates.memory_gbs = mem.reduce((a, m) => a + m.c.bytes!, 0) / (mem.reduce((a, m) => a + m.ms, 0) * 1e-3) / 1e9;
+  const empty = measured.find((m) => m.c.op === 'dispatch done');
+  if (empty) rates.dispatch_us = empty.ms * 1e3;
+  if (Object.keys(rates.gemm!).length === 0) delete rates.gemm;
+  sweep.push(`rates: ${JSON.stringify(rates)}`);
   const info = e.gpu.adapter.info;
   const table: TuningTable & { sweep: string[] } = {
     version: 1,
@@ -292,6 +304,7 @@ function writeTuning(e: Engine, measured: { c: Case; ms: number }[], file: strin
     measured: `${new Date().toISOString()} by bench/engine/main.ts ${args.join(' ')}`,
     gemm,
     ...(attention ? { attention } : {}),
+    ...(Object.keys(rates).length > 0 ? { rates } : {}),
     sweep,
   };
   validateTuningTable(table, Object.keys(SUBGROUP_TILES), Object.keys(ATTENTION_TILES));

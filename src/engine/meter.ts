@@ -5,8 +5,21 @@
 //          (masks not subtracted: the kernels visit every key tile), 2 (output positions) (Cin/groups x taps) Cout
 //          for a convolution; any other op counts one per output element (its first binding).
 //   bytes: the bytes of each distinct tensor bound (read or written once each): what the op must move at least.
+// The same counts are kept per rate class (RateClass: the GEMM by the tuning table's shape class, attention,
+// convolution, the rest), so a plan can turn each class's work into seconds at the rate measured for it
+// (src/plan/step-time.ts, the tuning table's `rates`).
 import type { Binding } from './bind-groups';
 import { Tensor } from './tensor';
+import { shapeClass } from './tuning';
+
+/** What decides how fast a dispatch runs: a GEMM's shape class (its output's size), attention, a convolution, or
+ * 'memory' for everything else (elementwise, norms, softmax, GEMVs, copies: bound by the bytes they move). */
+export type RateClass = 'gemm-small' | 'gemm-medium' | 'gemm-large' | 'attention' | 'conv' | 'memory';
+
+export const RATE_CLASSES: readonly RateClass[] = ['gemm-small', 'gemm-medium', 'gemm-large', 'attention', 'conv', 'memory'];
+
+/** A GEMM's rate class: the shape class the tuning table picks its kernel by (M x N output). */
+export const gemmRate = (M: number, N: number): RateClass => `gemm-${shapeClass(M, N)}`;
 
 export interface Work {
   dispatches: number;
@@ -23,18 +36,34 @@ export function workSince(a: Work, b: Work): Work {
 
 export class Meter {
   private readonly total = noWork();
+  private readonly classes = new Map<RateClass, Work>(RATE_CLASSES.map((c) => [c, noWork()]));
 
-  /** Counts one dispatch over `bindings`; `flops` as its op gave it, else one per element of bindings[0]. */
-  dispatch(bindings: readonly Binding[], flops?: number): void {
-    this.total.dispatches++;
-    this.total.flops += flops ?? (bindings[0] instanceof Tensor ? bindings[0].numel : 0);
-    this.total.bytes += boundBytes(bindings);
+  /** Counts one dispatch over `bindings`; `flops` as its op gave it, else one per element of bindings[0]; `rate`
+   * the class it runs at (default 'memory'). */
+  dispatch(bindings: readonly Binding[], flops?: number, rate: RateClass = 'memory'): void {
+    const f = flops ?? (bindings[0] instanceof Tensor ? bindings[0].numel : 0);
+    const b = boundBytes(bindings);
+    for (const w of [this.total, this.classes.get(rate)!]) {
+      w.dispatches++;
+      w.flops += f;
+      w.bytes += b;
+    }
   }
 
   /** Everything counted since the engine was made. */
   snapshot(): Work {
     return { ...this.total };
   }
+
+  /** Everything counted since the engine was made, per rate class. */
+  snapshotByRate(): Record<RateClass, Work> {
+    return Object.fromEntries(RATE_CLASSES.map((c) => [c, { ...this.classes.get(c)! }])) as Record<RateClass, Work>;
+  }
+}
+
+/** a - b per rate class. */
+export function workByRateSince(a: Record<RateClass, Work>, b: Record<RateClass, Work>): Record<RateClass, Work> {
+  return Object.fromEntries(RATE_CLASSES.map((c) => [c, workSince(a[c], b[c])])) as Record<RateClass, Work>;
 }
 
 /** Bytes of the distinct tensors (and raw buffer ranges) bound: a tensor bound twice (an unused input) counts once. */

@@ -15,6 +15,9 @@ export interface AdapterProfile {
   /** As describe() names an adapter. */
   name: string;
   vendor: string;
+  /** As the adapter's info names its architecture, where a run on it recorded that (a plan's tuning table is
+   * matched by vendor and this; unknown: by vendor alone). */
+  architecture?: string;
   software: boolean;
   features: readonly string[];
   /** The limits describe() reports, and the uniform offset alignment the recorder's params ring relies on. */
@@ -46,6 +49,7 @@ export const ADAPTERS: Record<string, AdapterProfile> = {
     id: 'lavapipe',
     name: 'llvmpipe (LLVM, 256 bits)',
     vendor: 'mesa',
+    architecture: 'software',
     software: true,
     features: ['shader-f16', 'subgroups'],
     limits: {

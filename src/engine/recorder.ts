@@ -12,7 +12,7 @@ import { Tensor } from './tensor';
 import { BufferUsage } from './webgpu';
 import type { Profiler } from './profiler';
 import { BindGroupCache, slotFor, type Binding } from './bind-groups';
-import { Meter } from './meter';
+import { Meter, type RateClass } from './meter';
 
 export type { Binding } from './bind-groups';
 
@@ -26,6 +26,8 @@ export interface Dispatch {
   workgroups: readonly [number, number?, number?];
   /** Floating-point operations it does, for the meter (meter.ts); default one per element of bindings[0]. */
   flops?: number;
+  /** The rate its work runs at, for the meter's per-class counts (meter.ts); default 'memory'. */
+  rate?: RateClass;
 }
 
 const SLOT = 256; // >= every adapter's minUniformBufferOffsetAlignment; also the params binding's size
@@ -104,7 +106,7 @@ export class Recorder {
     if (this.profiler) { pass.end(); this.pass = null; }
     this.batch.push(d.kernel.name);
     this.dispatchCount++;
-    this.meter.dispatch(d.bindings, d.flops);
+    this.meter.dispatch(d.bindings, d.flops, d.rate);
     if (this.batch.length >= this.submitEvery) this.flush();
   }
 

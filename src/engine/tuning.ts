@@ -14,11 +14,17 @@
 //     "adapter": { "vendor": "nvidia", "architecture": "hopper", "device": "...", "driver": "..." },
 //     "measured": "2026-12-03T18:00:00Z by bench/engine/main.ts --sizes large",   (free text, optional)
 //     "gemm": { "<class>": { "path": "subgroup", "variant": "128" }, ... },
-//     "attention": { "path": "subgroup", "variant": "g16x4k32" } }   (optional, issue 43)
+//     "attention": { "path": "subgroup", "variant": "g16x4k32" },   (optional, issue 43)
+//     "rates": { "gemm": { "large": 310.5, ... }, "attention": 160.2, "memory_gbs": 3900, "dispatch_us": 6.1 } }
+//                                                                     (optional: what the winners ran at in the sweep)
 // with <class> one of SHAPE_CLASSES (shapeClass()), path 'tiled' or 'subgroup', and variant (subgroup only) a name
 // the tensor-core GEMM knows (SUBGROUP_TILES). A class the table leaves out takes DEFAULT_GEMM's entry. `attention`
 // is the f16 attention's kernel, measured at Krea 1K's shape: 'flash', or 'subgroup' with a tile the tensor-core
 // attention knows (ATTENTION_TILES); left out, attention keeps its default (flash; KILN_SUBGROUP_MATRIX=1 opts in).
+// `rates` are the sweep's own measurements of its winners: TFLOP/s of the GEMM per shape class (its shapes' FLOPs
+// over their summed times) and of the attention at Krea 1K, the memory-bound ops' GB/s (softmax and sum rows), and
+// one empty dispatch's cost in microseconds. `npm run plan` turns a step's work per rate class into seconds with
+// them (src/plan/step-time.ts); the kernels' choice never reads them.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectRoot } from '../paths';
@@ -54,6 +60,19 @@ export interface TuningTable {
   measured?: string;
   gemm: Partial<Record<ShapeClass, GemmChoice>>;
   attention?: AttentionChoice;
+  rates?: MeasuredRates;
+}
+
+/** What the sweep measured its winners at (all optional: a rate the sweep did not measure is left out). */
+export interface MeasuredRates {
+  /** TFLOP/s of the GEMM chosen for each shape class. */
+  gemm?: Partial<Record<ShapeClass, number>>;
+  /** TFLOP/s of the chosen f16 attention (at Krea 1K's shape). */
+  attention?: number;
+  /** GB/s of the memory-bound ops (bytes bound per second). */
+  memory_gbs?: number;
+  /** Microseconds one dispatch costs when its work is nothing (recorded and run to the GPU's end). */
+  dispatch_us?: number;
 }
 
 /** No table and no passed tensor-core check (tensor-cores.ts): the register-tiled kernel everywhere (the tensor-core
@@ -119,6 +138,20 @@ export function validateTuningTable(v: unknown, variants: readonly string[], att
         throw new Error(`attention: variant ${JSON.stringify(c.variant)} unknown (one of ${attentionVariants.join(', ')})`);
       }
     } else throw new Error(`attention: path ${JSON.stringify(c.path)}: 'flash' or 'subgroup'`);
+  }
+  if (t.rates !== undefined) {
+    const r = obj(t.rates, 'rates');
+    const rate = (x: unknown, what: string) => {
+      if (typeof x !== 'number' || !Number.isFinite(x) || x <= 0) throw new Error(`${what} must be a positive number (got ${JSON.stringify(x)})`);
+    };
+    for (const k of Object.keys(r)) if (!['gemm', 'attention', 'memory_gbs', 'dispatch_us'].includes(k)) throw new Error(`rates.${k}: unknown (gemm, attention, memory_gbs, dispatch_us)`);
+    if (r.gemm !== undefined) {
+      for (const [cls, x] of Object.entries(obj(r.gemm, 'rates.gemm'))) {
+        if (!(SHAPE_CLASSES as readonly string[]).includes(cls)) throw new Error(`rates.gemm.${cls}: not a shape class (${SHAPE_CLASSES.join(', ')})`);
+        rate(x, `rates.gemm.${cls}`);
+      }
+    }
+    for (const k of ['attention', 'memory_gbs', 'dispatch_us'] as const) if (r[k] !== undefined) rate(r[k], `rates.${k}`);
   }
   return t as unknown as TuningTable;
 }

@@ -30,6 +30,7 @@ class PlanPerStepDto {
   @ApiProperty() flops!: number;
   @ApiProperty() bytes!: number;
   @ApiProperty() dispatches!: number;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'The same per rate class (gemm-small, gemm-medium, gemm-large, attention, conv, memory; the classes with work): { flops, bytes, dispatches } each' }) by_class!: Record<string, unknown>;
 }
 
 class PlanOffloadDto {
@@ -56,7 +57,7 @@ export class JobPlanDto {
   @ApiProperty() bytes!: number;
   @ApiProperty({ type: 'integer' }) dispatches!: number;
   @ApiProperty({ type: PlanPerStepDto, nullable: true, description: 'One sampling step\'s share' }) per_step!: PlanPerStepDto | null;
-  @ApiProperty({ type: 'object', additionalProperties: true, description: '{ "sampling_s", "basis" } where the adapter has a measured rate, else { "none": why }' }) predicted!: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: '{ "step_s", "sampling_s", "by_class", "basis" } from the tuning table\'s measured rates, else { "sampling_s", "basis" } where the profile has a measured whole-step rate, else { "none": why }' }) predicted!: Record<string, unknown>;
   @ApiProperty({ type: PlanOffloadDto }) offload!: PlanOffloadDto;
   @ApiProperty({ type: [String] }) notes!: string[];
 }

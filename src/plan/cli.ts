@@ -1,14 +1,17 @@
-// npm run plan -- '<request JSON>' [--json] [--adapter h200|lavapipe] [--budget 16GiB]
+// npm run plan -- '<request JSON>' [--json] [--adapter h200|lavapipe] [--budget 16GiB] [--tuning DIR]
 // Prints a job's plan (plan.ts): peak GPU memory per stage, resident weights, work per stage and per step, and a
-// predicted sampling time where the adapter has a measured rate. Needs no GPU and no weights.
+// predicted step and sampling time where the adapter has measured rates (its tuning table's, step-time.ts, else a
+// whole step's, calibration.ts). Needs no GPU and no weights.
 //   --budget   bytes or with a unit (16GiB, 12GB, 24000MiB); default GPU_MEMORY_BUDGET, else the adapter's memory less 5 %
+//   --tuning   the folder of tuning tables whose measured rates predict the step (default the repository's tuning/;
+//              a GPU run's $OUT, to see its table's prediction before committing it)
 import { BadInputError } from '../common/errors';
 import { fmtBytes } from '../engine/memory';
 import { planJob, type JobPlan, type PlanRequest } from './plan';
 import { parseBytes } from '../common/bytes';
 
 function usage(msg: string): never {
-  console.error(`plan: ${msg}\nusage: npm run plan -- '{"prompt": "a kite", "profile": "imgart_turbo", "size": "1024x1024"}' [--json] [--adapter h200|lavapipe] [--budget 16GiB]`);
+  console.error(`plan: ${msg}\nusage: npm run plan -- '{"prompt": "a kite", "profile": "imgart_turbo", "size": "1024x1024"}' [--json] [--adapter h200|lavapipe] [--budget 16GiB] [--tuning DIR]`);
   process.exit(2);
 }
 
@@ -35,7 +38,10 @@ export function formatPlan(p: JobPlan): string[] {
   out.push('', `total: ${tf(p.flops)}, ${fmtBytes(p.bytes)} bound, ${p.dispatches} dispatches`);
   if (p.per_step) out.push(`per sampling step: ${tf(p.per_step.flops)}, ${fmtBytes(p.per_step.bytes)} bound, ${p.per_step.dispatches} dispatches`);
   const pr = p.predicted;
-  out.push('sampling_s' in pr ? `predicted sampling time: ${pr.sampling_s.toFixed(1)} s (${pr.basis})` : `predicted time: none (${pr.none})`);
+  if ('step_s' in pr) {
+    const parts = Object.entries(pr.by_class).map(([k, s]) => `${k} ${(s * 1e3).toFixed(1)} ms`).join(', ');
+    out.push(`predicted step time: ${pr.step_s.toFixed(3)} s (${parts}); sampling ${pr.sampling_s.toFixed(1)} s (${pr.basis})`);
+  } else out.push('sampling_s' in pr ? `predicted sampling time: ${pr.sampling_s.toFixed(1)} s (${pr.basis})` : `predicted time: none (${pr.none})`);
   out.push(`offload: ${p.offload.note}`);
   for (const n of p.notes) out.push(`note: ${n}`);
   return out;
@@ -46,11 +52,13 @@ async function main(): Promise<void> {
   let json = false;
   let adapter: string | undefined;
   let budget: number | undefined = process.env.GPU_MEMORY_BUDGET ? parseBytes(process.env.GPU_MEMORY_BUDGET, 'GPU_MEMORY_BUDGET') : undefined;
+  let tuningDir: string | undefined;
   let request: string | undefined;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === '--json') json = true;
     else if (a === '--adapter') adapter = args[++i] ?? usage('--adapter needs a name');
+    else if (a === '--tuning') tuningDir = args[++i] ?? usage('--tuning needs a folder');
     else if (a === '--budget') budget = parseBytes(args[++i] ?? usage('--budget needs a size'), '--budget');
     else if (a.startsWith('--')) usage(`unknown option ${a}`);
     else if (request === undefined) request = a;
@@ -64,7 +72,7 @@ async function main(): Promise<void> {
     usage(`the request is not JSON: ${(e as Error).message}`);
   }
   if (typeof r !== 'object' || r === null || Array.isArray(r)) usage('the request must be a JSON object');
-  const p = await planJob(r, { adapter, budgetBytes: budget });
+  const p = await planJob(r, { adapter, budgetBytes: budget, tuningDir });
   console.log(json ? JSON.stringify(p, null, 2) : formatPlan(p).join('\n'));
 }
 

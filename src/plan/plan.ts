@@ -11,6 +11,7 @@ import { BadInputError } from '../common/errors';
 import { IMAGE_PROFILES, STAGE, VIDEO_PROFILES } from '../catalog';
 import { Engine } from '../engine/engine';
 import { adapterProfile, type AdapterProfile } from '../engine/plan-device';
+import type { RateClass, Work } from '../engine/meter';
 import { draftImage, type ImageRequest } from '../image/image.draft';
 import { draftVideo, type VideoRequest } from '../video/video.draft';
 import { writePng, writeWav } from '../media';
@@ -35,6 +36,7 @@ import { taskPipeline } from '../worker/profiles/weights-source';
 import { checkLanguage, checkPrompt, checkRefText } from '../jobs/job-requests';
 import { CLIP_SECONDS, TTS_PROFILE } from '../catalog';
 import { calibrationFor } from './calibration';
+import { ratesFor, stepTime } from './step-time';
 import { NEEDS_LESS } from './needs-less';
 import { plannedH3Root, plannedKrea2Root, plannedQwen3TtsRoot, plannedQwenImage21Root } from './layouts';
 
@@ -97,9 +99,12 @@ export interface JobPlan {
   flops: number;
   bytes: number;
   dispatches: number;
-  /** One sampling step's share (the sampling stage's work over its steps). */
-  per_step: { flops: number; bytes: number; dispatches: number } | null;
-  predicted: { sampling_s: number; basis: string } | { none: string };
+  /** One sampling step's share (the sampling stage's work over its steps), and per rate class (engine/meter.ts:
+   * gemm-small/medium/large by output size, attention, conv, memory: the classes with work). */
+  per_step: { flops: number; bytes: number; dispatches: number; by_class: Record<string, { flops: number; bytes: number; dispatches: number }> } | null;
+  /** The sampling's predicted time: per step from the tuning table's measured rates (step-time.ts), else the
+   * whole step's rate measured for the profile (calibration.ts), else none and why. */
+  predicted: { step_s: number; sampling_s: number; by_class: Record<string, number>; basis: string } | { sampling_s: number; basis: string } | { none: string };
   /** What is streamed from host memory (`transformer_blocks` while sampling, `text_encoder_layers` while encoding) and
    * the host-to-GPU bytes per sampling step; the residency policy (`policy`, its parts joined by +) and what it uploads
    * once a job (the DiT's rest after the encoding, the text encoder's streamed layers). */
@@ -113,6 +118,8 @@ export interface PlanOptions {
   budgetBytes?: number;
   /** An image job's text encoder placement forced (tests; default 'auto', the worker's policy). */
   imageTextResidency?: ImageTextResidency;
+  /** Where the tuning tables with measured rates are read (default the repository's tuning/; tests). */
+  tuningDir?: string;
 }
 
 /** The kind a request is for: `kind`, else its profile's, else the fields it carries. */
@@ -165,8 +172,8 @@ export async function planJob(r: PlanRequest, o: PlanOptions = {}): Promise<JobP
   const kind = kindOf(r);
   const adapter = typeof o.adapter === 'object' ? o.adapter : adapterProfile(o.adapter ?? 'h200');
   const budget = o.budgetBytes ?? Math.floor(adapter.memoryBytes * 0.95);
-  if (kind === 'video') return planVideo(r, adapter, budget);
-  if (kind === 'tts') return planSpeech(r, adapter, budget);
+  if (kind === 'video') return planVideo(r, adapter, budget, o.tuningDir);
+  if (kind === 'tts') return planSpeech(r, adapter, budget, o.tuningDir);
   const sizes = imageSizes(r);
   const draft = draftImage(r, sizes.length);
   const profile = draft.profile.profile;
@@ -185,7 +192,7 @@ export async function planJob(r: PlanRequest, o: PlanOptions = {}): Promise<JobP
     let imageResidency: ImageResidencyReport | undefined;
     const stages = await measurePlanned(e, task, { memoryBudgetBytes: budget, textResidency: o.imageTextResidency, onResidency: (r) => (imageResidency = r) });
     return report(stages, {
-      imageResidency,
+      imageResidency, tuningDir: o.tuningDir,
       adapter, budget, profile, model: draft.profile.model ?? profile, kind: 'image', job: { width: draft.width, height: draft.height, steps: draft.steps, cfg: draft.cfg, images: sizes.length },
       notes: ['the prompt is tokenized by a byte-level stand-in for the real tokenizer (not shipped): the text side is an upper bound'],
     });
@@ -198,7 +205,7 @@ export async function planJob(r: PlanRequest, o: PlanOptions = {}): Promise<JobP
 /** A video job: drafted by the API's rules (draftVideo), held to what the worker's entry accepts (acceptsFor with the
  * released weights' run-time facts), run through the worker's own pipeline (h3ProfilePipeline, videoTaskPipeline and so
  * h3TaskOf) over the planned released checkpoint. */
-async function planVideo(r: PlanRequest, adapter: AdapterProfile, budget: number): Promise<JobPlan> {
+async function planVideo(r: PlanRequest, adapter: AdapterProfile, budget: number, tuningDir?: string): Promise<JobPlan> {
   const sizes = imageSizes(r);
   const clips = clipLengths(r);
   const d = draftVideo(r, sizes.length, clips.length);
@@ -245,7 +252,7 @@ async function planVideo(r: PlanRequest, adapter: AdapterProfile, budget: number
       await pipe.unload();
     }
     return report(stages, {
-      adapter, budget, profile, model: d.profile.model ?? 'MiniMax H3', kind: 'video',
+      tuningDir, adapter, budget, profile, model: d.profile.model ?? 'MiniMax H3', kind: 'video',
       job: { width: d.width, height: d.height, frames: d.frames, seconds: d.seconds, steps: d.steps, images: sizes.length, audios: clips.length, mode: d.mode, image_mode: d.image_mode, audio_mode: d.audio_mode },
       notes: [
         'the prompt is tokenized by a byte-level stand-in for the real tokenizer (not published): the text side is an upper bound',
@@ -273,7 +280,7 @@ function refSeconds(r: PlanRequest): number {
 
 /** A speech request: checked as POST /api/v1/tts checks it, a silent reference clip of its length (10 s when none is
  * given), run through the tts entry's pipeline (Qwen3TtsPipeline, qwen3TtsTaskOf) over the planned 1.7B checkpoint. */
-async function planSpeech(r: PlanRequest, adapter: AdapterProfile, budget: number): Promise<JobPlan> {
+async function planSpeech(r: PlanRequest, adapter: AdapterProfile, budget: number, tuningDir?: string): Promise<JobPlan> {
   const text = checkPrompt(r.text as string | undefined, 'text');
   const language = checkLanguage(r.language as string | undefined, 'language');
   const refText = checkRefText(r.ref_text as string | undefined, 'ref_text');
@@ -298,7 +305,7 @@ async function planSpeech(r: PlanRequest, adapter: AdapterProfile, budget: numbe
       await pipe.unload();
     }
     return report(stages, {
-      adapter, budget, profile: TTS_PROFILE, model: 'Qwen3-TTS-12Hz-1.7B-Base', kind: 'tts',
+      tuningDir, adapter, budget, profile: TTS_PROFILE, model: 'Qwen3-TTS-12Hz-1.7B-Base', kind: 'tts',
       job: { text_chars: [...text].length, ref_seconds: seconds, language, ...(speak !== undefined ? { seconds: speak } : {}) },
       notes: [
         ...(r.ref_audio === undefined ? ['no ref_audio given: a 10 s reference clip is assumed'] : []),
@@ -334,7 +341,7 @@ async function measurePlanned(e: Engine, task: ImageTask, residency: ImageReside
   throw new BadInputError(`plans for profile ${task.profile} are not built yet`);
 }
 
-function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: number; profile: string; model: string; kind: JobPlan['kind']; job: PlannedJob; notes: string[]; residency?: H3ResidencyReport; imageResidency?: ImageResidencyReport }): JobPlan {
+function report(stages: StageCost[], c: { tuningDir?: string; adapter: AdapterProfile; budget: number; profile: string; model: string; kind: JobPlan['kind']; job: PlannedJob; notes: string[]; residency?: H3ResidencyReport; imageResidency?: ImageResidencyReport }): JobPlan {
   const rows: StagePlan[] = stages.map((s) => ({
     stage: s.stage, peak_gpu_bytes: s.peakGpuBytes, held_gpu_bytes: s.heldGpuBytes, flops: s.work.flops, bytes: s.work.bytes, dispatches: s.work.dispatches, steps: s.steps,
   }));
@@ -350,11 +357,13 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
     held = s.held_gpu_bytes;
   }
   const sampling = rows.find((s) => s.stage === STAGE.sample && s.steps > 0);
-  const perStep = sampling ? { flops: sampling.flops / sampling.steps, bytes: sampling.bytes / sampling.steps, dispatches: sampling.dispatches / sampling.steps } : null;
-  const cal = calibrationFor(c.adapter.id, c.profile);
-  const predicted: JobPlan['predicted'] = cal && sampling
-    ? { sampling_s: sampling.flops / cal.flopsPerSecond, basis: cal.basis }
-    : { none: `no measured rate for ${c.profile} on ${c.adapter.name}; docs/performance.md lists the measured ones` };
+  const sampled = stages.find((s) => s.stage === STAGE.sample && s.steps > 0);
+  const perStep = sampling && sampled ? {
+    flops: sampling.flops / sampling.steps, bytes: sampling.bytes / sampling.steps, dispatches: sampling.dispatches / sampling.steps,
+    by_class: Object.fromEntries(Object.entries(sampled.byRate).filter(([, w]) => w.dispatches > 0)
+      .map(([k, w]) => [k, { flops: w.flops / sampled.steps, bytes: w.bytes / sampled.steps, dispatches: w.dispatches / sampled.steps }])),
+  } : null;
+  const predicted = predict(stages, c.adapter, c.profile, c.tuningDir);
   return {
     kind: c.kind, profile: c.profile, model: c.model, adapter: { id: c.adapter.id, name: c.adapter.name }, job: c.job,
     peak_gpu_bytes: peak, budget_bytes: c.budget, fits: peak <= c.budget,
@@ -365,6 +374,24 @@ function report(stages: StageCost[], c: { adapter: AdapterProfile; budget: numbe
   };
 }
 
+
+/** The sampling's predicted time (JobPlan.predicted): the tuning table's rates over the step's work per rate class,
+ * else the profile's measured whole-step rate, else none, with both reasons. */
+function predict(stages: StageCost[], adapter: AdapterProfile, profile: string, tuningDir?: string): JobPlan['predicted'] {
+  const sampling = stages.find((s) => s.stage === STAGE.sample && s.steps > 0);
+  if (!sampling) return { none: 'the job has no sampling steps' };
+  const found = ratesFor(adapter, tuningDir);
+  let why: string;
+  if ('table' in found) {
+    const perStep = Object.fromEntries(Object.entries(sampling.byRate).map(([k, w]) => [k, { dispatches: w.dispatches / sampling.steps, flops: w.flops / sampling.steps, bytes: w.bytes / sampling.steps }])) as Record<RateClass, Work>;
+    const t = stepTime(perStep, found.table.rates!, `${found.file}'s rates${found.table.measured ? ` (measured ${found.table.measured})` : ''}, no overlap between dispatches assumed`);
+    if ('step_s' in t) return { step_s: t.step_s, sampling_s: t.step_s * sampling.steps, by_class: t.by_class, basis: t.basis };
+    why = `${found.file} has no rate for ${t.missing.join(', ')}`;
+  } else why = found.none;
+  const cal = calibrationFor(adapter.id, profile);
+  if (cal) return { sampling_s: sampling.work.flops / cal.flopsPerSecond, basis: cal.basis };
+  return { none: `${why}; no measured whole-step rate for ${profile} on ${adapter.name} either (docs/performance.md lists the measured ones)` };
+}
 
 /** The plan's offload field: what the video job's residency policy did (the DiT during the text encoding, its blocks
  * during sampling), and for a job over the budget, what it needs. */

@@ -103,6 +103,6 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
   const bq = opts.tile?.bq ?? 32;
   const bkv = opts.tile?.bkv ?? 16;
   const kernel = e.kernels.get({ shader: 'attention', entry: 'attention', dtype: q.dtype, constants: { D, BQ: bq, BKV: bkv, MASK: MASK_CODE[mask] } });
-  e.recorder.dispatch({ kernel, bindings: [out, q, k, v, blkBinding], params, workgroups: [Math.ceil(Lq / bq), Hq, B], flops });
+  e.recorder.dispatch({ kernel, bindings: [out, q, k, v, blkBinding], params, workgroups: [Math.ceil(Lq / bq), Hq, B], flops, rate: 'attention' });
   return out;
 }

@@ -117,5 +117,6 @@ export function attentionSubgroup(e: Engine, a: SubgroupAttention, c: AttentionS
     params: a.params,
     workgroups: [Math.ceil(a.Lq / (c.tile.nsg * (c.tile.fm ?? 1) * c.config.M)), a.Hq, a.B],
     flops: a.flops,
+    rate: 'attention',
   });
 }

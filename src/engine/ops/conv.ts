@@ -239,7 +239,7 @@ function dispatch(e: Engine, op: string, transposed: boolean, x: Tensor, wt: { t
   if (!transposed && ch.cinG === 1 && ch.coutG === 1 && !tile) {
     const params = convParams(M, K, ch, 1, x, wt, bias, geo, inSp, outSp, k, xs, out);
     const kernel = e.kernels.get({ shader: 'conv', entry: 'depthwise', dtype: x.dtype, constants: { WG: DW_WG, BIAS: !!bias } });
-    e.recorder.dispatch({ kernel, bindings: [out, x, wt.t, bias ?? x], params, workgroups: grid1d(out.numel, DW_WG), flops: 2 * M * K * ch.cout });
+    e.recorder.dispatch({ kernel, bindings: [out, x, wt.t, bias ?? x], params, workgroups: grid1d(out.numel, DW_WG), flops: 2 * M * K * ch.cout, rate: 'conv' });
     return out;
   }
   const { wgx, wgy, bk } = pickTile(ch.coutG, K, tile);
@@ -253,7 +253,7 @@ function dispatch(e: Engine, op: string, transposed: boolean, x: Tensor, wt: { t
   const params = convParams(M, K, ch, colTiles, x, wt, bias, geo, inSp, outSp, k, xs, out);
   const kernel = e.kernels.get({ shader: 'conv', entry: 'conv', dtype: x.dtype, constants: { WGX: wgx, WGY: wgy, BK: bk, TRANSPOSED: transposed, BIAS: !!bias } });
   // every (output position, input channel of its group, tap) pair: 2 M K Cout (a transposed conv's taps included)
-  e.recorder.dispatch({ kernel, bindings: [out, x, wt.t, bias ?? x], params, workgroups: [colTiles * ch.groups, gy, gz], flops: 2 * M * K * ch.cout });
+  e.recorder.dispatch({ kernel, bindings: [out, x, wt.t, bias ?? x], params, workgroups: [colTiles * ch.groups, gy, gz], flops: 2 * M * K * ch.cout, rate: 'conv' });
   return out;
 }
 

@@ -15,6 +15,7 @@
 import type { Engine } from '../engine';
 import type { SubgroupMatrixConfig } from '../device';
 import type { Params } from '../kernels';
+import { gemmRate } from '../meter';
 import type { Tensor } from '../tensor';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -181,6 +182,7 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
     params: g.params,
     workgroups: [Math.ceil(g.N / (tile.sgn * tile.fn * cn)), Math.ceil(g.M / (tile.sgm * tile.fm * cm)), g.batches],
     flops: 2 * g.batches * g.M * g.N * g.K,
+    rate: gemmRate(g.M, g.N),
   });
 }
 

@@ -4,7 +4,7 @@
 // holds a plan to the real run.
 import { STAGE, type Stage } from '../../catalog';
 import type { Engine } from '../../engine/engine';
-import { workSince, type Work } from '../../engine/meter';
+import { workByRateSince, workSince, type RateClass, type Work } from '../../engine/meter';
 import type { RunContext } from './pipeline';
 
 export interface StageCost {
@@ -14,13 +14,15 @@ export interface StageCost {
   /** Bytes in use when the stage ended (after a load stage: what it left resident). */
   heldGpuBytes: number;
   work: Work;
+  /** The same work per rate class (meter.ts: GEMM by shape class, attention, convolution, memory-bound). */
+  byRate: Record<RateClass, Work>;
   /** Sampling steps reported in the stage (progress calls past 0). */
   steps: number;
 }
 
 export class StageMeter {
   readonly stages: StageCost[] = [];
-  private open: { stage: Stage; work: Work; steps: number } | null = null;
+  private open: { stage: Stage; work: Work; byRate: Record<RateClass, Work>; steps: number } | null = null;
 
   constructor(private readonly e: Engine) {}
 
@@ -41,7 +43,7 @@ export class StageMeter {
     if (this.open?.stage === s) return;
     this.close();
     this.e.pool.resetPeaks();
-    this.open = { stage: s, work: this.e.recorder.meter.snapshot(), steps: 0 };
+    this.open = { stage: s, work: this.e.recorder.meter.snapshot(), byRate: this.e.recorder.meter.snapshotByRate(), steps: 0 };
   }
 
   /** Closes the open stage and returns every stage measured, in order (stages entered twice appear twice). */
@@ -60,7 +62,8 @@ export class StageMeter {
     if (!o) return;
     this.open = null;
     const st = this.e.pool.stats();
-    this.stages.push({ stage: o.stage, peakGpuBytes: st.peakInUseBytes, heldGpuBytes: st.inUseBytes, work: workSince(this.e.recorder.meter.snapshot(), o.work), steps: o.steps });
+    this.stages.push({ stage: o.stage, peakGpuBytes: st.peakInUseBytes, heldGpuBytes: st.inUseBytes, work: workSince(this.e.recorder.meter.snapshot(), o.work),
+      byRate: workByRateSince(this.e.recorder.meter.snapshotByRate(), o.byRate), steps: o.steps });
   }
 }
 
