@@ -123,18 +123,16 @@ export class Qwen3TtsCodePredictor {
     let input: Tensor | null = concat(e, [pastHidden, code0Embed], 1); // (1, 2, H), then (1, 1, H)
     try {
       for (let j = 0; j < groups; j++) {
-        const x = this.project(input!);
-        input!.free();
-        input = null;
-        let logits: Tensor;
-        try {
+        // the step's projection and decoder output freed once the logits exist (a synchronous scope: the loop that
+        // awaits pick stays unscoped, engine/scope.ts)
+        const logits = e.scope(() => {
+          const x = this.project(input!);
+          input!.free();
+          input = null;
           const { final } = this.model.decoder.forward({ embeds: x, cache });
           const L = x.shape[1]!;
-          logits = linear(e, final!.slice(1, L - 1, L).reshape([1, h]), this.lm_head[j]!);
-          final!.free();
-        } finally {
-          x.free();
-        }
+          return linear(e, final!.slice(1, L - 1, L).reshape([1, h]), this.lm_head[j]!);
+        });
         let code: Tensor;
         try {
           code = await pick(logits, j + 1);

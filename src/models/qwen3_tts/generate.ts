@@ -47,16 +47,14 @@ export function embedPrompt(talker: Qwen3TtsTalker, prompt: TalkerPrompt, speake
   const G = talker.config.talker.numCodeGroups;
   const rows = prompt.rows;
   if (rows.length === 0) throw new RangeError('embedPrompt: the prompt has no rows');
-  const out = e.empty([1, rows.length, H], talker.dtype, 'talker prompt');
-  const temps: Tensor[] = [];
-  try {
+  // each part's embeddings and an uploaded speaker vector are freed when this scope ends; a throw frees everything
+  return e.scope(() => {
+    const out = e.empty([1, rows.length, H], talker.dtype, 'talker prompt');
     e.fill(out, 0);
     const part = (has: (r: (typeof rows)[number]) => boolean, embed: (sel: number[]) => Tensor, pick: (i: number) => number) => {
       const sel = rows.flatMap((r, i) => (has(r) ? [i] : []));
       if (!sel.length) return;
-      const t = embed(sel.map(pick));
-      temps.push(t);
-      addRows(e, out, sel, t);
+      addRows(e, out, sel, embed(sel.map(pick)));
     };
     part((r) => r.text !== null, (ids) => talker.embedText(ids), (i) => rows[i]!.text!);
     part((r) => r.codes.length > 0, (ids) => talker.embedCodec(ids), (i) => rows[i]!.codes[0]!);
@@ -70,25 +68,11 @@ export function embedPrompt(talker: Qwen3TtsTalker, prompt: TalkerPrompt, speake
     if (spkRows.length) {
       if (!speaker) throw new RangeError('embedPrompt: the prompt has a speaker slot and no speaker embedding was given');
       const spk = speaker instanceof Tensor ? speaker : e.upload(speaker, [H], talker.dtype, 'speaker embedding');
-      if (spk !== speaker) temps.push(spk);
       if (spk.numel !== H || spk.dtype !== talker.dtype) throw new RangeError(`embedPrompt: speaker embedding ${spk} must be ${talker.dtype}[${H}]`);
       addRows(e, out, spkRows, spk.reshape([1, H]).expand([spkRows.length, H]));
     }
-    const trailingText = talker.embedText(prompt.trailingText);
-    let ttsPad: Tensor;
-    try {
-      ttsPad = talker.embedText([prompt.ttsPad]);
-    } catch (err) {
-      trailingText.free();
-      throw err;
-    }
-    return { embeds: out, trailingText, ttsPad };
-  } catch (err) {
-    out.free();
-    throw err;
-  } finally {
-    for (const t of temps) t.free();
-  }
+    return { embeds: out, trailingText: talker.embedText(prompt.trailingText), ttsPad: talker.embedText([prompt.ttsPad]) };
+  }, 'tts prompt');
 }
 
 /** x (1, L, H) rows[j] += part[j] (part (n, H)), by runs of consecutive rows. */
@@ -97,9 +81,7 @@ function addRows(e: Engine, x: Tensor, rows: number[], part: Tensor): void {
     let n = 1;
     while (j + n < rows.length && rows[j + n] === rows[j]! + n) n++;
     const dst = x.slice(1, rows[j]!, rows[j]! + n);
-    const sum = add(e, dst, part.slice(0, j, j + n).unsqueeze(0));
-    copyInto(e, sum, dst);
-    sum.free();
+    e.scope(() => copyInto(e, add(e, dst, part.slice(0, j, j + n).unsqueeze(0)), dst)); // the sum freed once copied
     j += n;
   }
 }

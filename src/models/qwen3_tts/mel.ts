@@ -146,24 +146,19 @@ export class MelFrontEnd {
     const [B, N] = x.shape as [number, number];
     if (N < melMinSamples(s)) throw new RangeError(`mel: waveform ${wav} has ${N} samples; reflect padding needs at least ${melMinSamples(s)}`);
     const p = melPadding(s);
-    const padded = pad(e, x, [[p, p]], 'reflect'); // [B, N + 2p], contiguous
     const frames = melFrameCount(N, s);
     const bins = Math.floor(s.nFft / 2) + 1;
-    // Overlapping frames as a view: frame f starts at sample f * hop.
-    const framed = new Tensor(padded.storage, [B, frames, s.nFft], 'f32', [N + 2 * p, s.hop, 1], padded.offset);
-    const spec = matmul(e, framed, this.dft); // [B, frames, 2 * bins]: re | im
-    padded.free();
-    const sq = square(e, spec);
-    spec.free();
-    const power = add(e, sq.slice(2, 0, bins), sq.slice(2, bins, 2 * bins));
-    sq.free();
-    const mag = sqrt(e, power, { shift: MAGNITUDE_EPS });
-    power.free();
-    const mel = matmul(e, mag, this.melT); // [B, frames, nMels]
-    mag.free();
-    const out = log(e, mel, { min: LOG_CLAMP });
-    mel.free();
-    return out;
+    // each step's input freed once its output exists (engine/scope.ts)
+    return e.chain(
+      () => pad(e, x, [[p, p]], 'reflect'), // [B, N + 2p], contiguous
+      // overlapping frames as a view: frame f starts at sample f * hop
+      (padded) => matmul(e, new Tensor(padded.storage, [B, frames, s.nFft], 'f32', [N + 2 * p, s.hop, 1], padded.offset), this.dft), // [B, frames, 2 * bins]: re | im
+      (spec) => square(e, spec),
+      (sq) => add(e, sq.slice(2, 0, bins), sq.slice(2, bins, 2 * bins)),
+      (power) => sqrt(e, power, { shift: MAGNITUDE_EPS }),
+      (mag) => matmul(e, mag, this.melT), // [B, frames, nMels]
+      (mel) => log(e, mel, { min: LOG_CLAMP }),
+    );
   }
 
   /** Uploads a host waveform and runs the front end: [1, frames, nMels]. */
@@ -171,10 +166,7 @@ export class MelFrontEnd {
     if (wav.length < melMinSamples(this.settings)) {
       throw new RangeError(`mel: ${wav.length} samples; reflect padding needs at least ${melMinSamples(this.settings)}`);
     }
-    const w = e.upload(wav, [wav.length], 'f32', 'waveform');
-    const out = this.run(e, w);
-    w.free();
-    return out;
+    return e.chain(() => e.upload(wav, [wav.length], 'f32', 'waveform'), (w) => this.run(e, w));
   }
 
   free(): void {

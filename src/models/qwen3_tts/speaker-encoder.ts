@@ -61,10 +61,8 @@ export class ReflectConv1d {
     if (Math.max(front, back) >= T) {
       throw new RangeError(`speaker encoder: ${T} frames are too few for reflect padding ${front}+${back} (kernel ${this.kernelSize}, dilation ${this.dilation})`);
     }
-    const xp = pad(e, x, [[front, back], [0, 0]], 'reflect');
-    const y = conv1d(e, xp, this.weight, { bias: this.bias, dilation: this.dilation });
-    xp.free();
-    return y;
+    // each step's input freed once its output exists (engine/scope.ts)
+    return e.chain(() => pad(e, x, [[front, back], [0, 0]], 'reflect'), (xp) => conv1d(e, xp, this.weight, { bias: this.bias, dilation: this.dilation }));
   }
 
   free(): void {
@@ -82,10 +80,7 @@ export class TimeDelayNetBlock {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    const y = this.conv.forward(e, x);
-    const r = relu(e, y);
-    y.free();
-    return r;
+    return e.chain(() => this.conv.forward(e, x), (y) => relu(e, y));
   }
 
   free(): void {
@@ -109,15 +104,15 @@ export class Res2NetBlock {
   forward(e: Engine, x: Tensor): Tensor {
     const w = x.shape[2]! / this.scale;
     const chunk = (i: number) => x.slice(2, i * w, (i + 1) * w);
-    const outs: Tensor[] = [chunk(0)];
-    for (let i = 1; i < this.scale; i++) {
-      const input = i === 1 ? chunk(1) : add(e, chunk(i), outs[i - 1]!);
-      outs.push(this.blocks[i - 1]!.forward(e, input));
-      if (i > 1) input.free();
-    }
-    const y = concat(e, outs, 2);
-    for (const t of outs.slice(1)) t.free();
-    return y;
+    return e.scope(() => {
+      // the block outputs freed once concatenated, each sum once its block has read it
+      const outs: Tensor[] = [chunk(0)];
+      for (let i = 1; i < this.scale; i++) {
+        const block = this.blocks[i - 1]!;
+        outs.push(i === 1 ? block.forward(e, chunk(1)) : e.chain(() => add(e, chunk(i), outs[i - 1]!), (input) => block.forward(e, input)));
+      }
+      return concat(e, outs, 2);
+    });
   }
 
   free(): void {
@@ -135,18 +130,14 @@ export class SqueezeExcitationBlock {
 
   forward(e: Engine, x: Tensor): Tensor {
     const [B, , C] = x.shape as [number, number, number];
-    const m = mean(e, x.transpose(1, 2)); // [B, C]
-    const h = this.conv1.forward(e, m.reshape([B, 1, C]));
-    m.free();
-    const hr = relu(e, h);
-    h.free();
-    const g = this.conv2.forward(e, hr);
-    hr.free();
-    const s = sigmoid(e, g); // [B, 1, C]
-    g.free();
-    const y = mul(e, x, s);
-    s.free();
-    return y;
+    return e.chain(
+      () => mean(e, x.transpose(1, 2)), // [B, C]
+      (m) => this.conv1.forward(e, m.reshape([B, 1, C])),
+      (h) => relu(e, h),
+      (hr) => this.conv2.forward(e, hr),
+      (g) => sigmoid(e, g), // [B, 1, C]
+      (s) => mul(e, x, s),
+    );
   }
 
   free(): void {
@@ -175,16 +166,13 @@ export class SqueezeExcitationRes2NetBlock {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    const a = this.tdnn1.forward(e, x);
-    const b = this.res2net_block.forward(e, a);
-    a.free();
-    const c = this.tdnn2.forward(e, b);
-    b.free();
-    const d = this.se_block.forward(e, c);
-    c.free();
-    const y = add(e, d, x);
-    d.free();
-    return y;
+    return e.chain(
+      () => this.tdnn1.forward(e, x),
+      (a) => this.res2net_block.forward(e, a),
+      (b) => this.tdnn2.forward(e, b),
+      (c) => this.se_block.forward(e, c),
+      (d) => add(e, d, x),
+    );
   }
 
   free(): void {
@@ -214,28 +202,21 @@ export class AttentiveStatisticsPooling {
     const [B, T, C] = x.shape as [number, number, number];
     const xt = x.transpose(1, 2); // [B, C, T] view
     // Global context: uniform weights 1/T.
-    const m = mean(e, xt); // [B, C]
-    const s = stdAround(e, xt, m, null);
-    const ctx = concat(e, [x, m.reshape([B, 1, C]).expand([B, T, C]), s.reshape([B, 1, C]).expand([B, T, C])], 2);
-    m.free();
-    s.free();
-    const h = this.tdnn.forward(e, ctx);
-    ctx.free();
-    const ht = tanh(e, h);
-    h.free();
-    const logits = this.conv.forward(e, ht); // [B, T, C]
-    ht.free();
-    const w = softmax(e, logits.transpose(1, 2)); // [B, C, T], softmax over time
-    logits.free();
-    const wx = mul(e, w, xt);
-    const wm = sum(e, wx); // [B, C]
-    wx.free();
-    const ws = stdAround(e, xt, wm, w);
-    w.free();
-    const pooled = concat(e, [wm, ws], 1); // [B, 2C]
-    wm.free();
-    ws.free();
-    return pooled;
+    return e.chain(
+      () => {
+        const m = mean(e, xt); // [B, C]; m and s freed once concatenated
+        const s = stdAround(e, xt, m, null);
+        return concat(e, [x, m.reshape([B, 1, C]).expand([B, T, C]), s.reshape([B, 1, C]).expand([B, T, C])], 2);
+      },
+      (ctx) => this.tdnn.forward(e, ctx),
+      (h) => tanh(e, h),
+      (ht) => this.conv.forward(e, ht), // logits [B, T, C]
+      (logits) => softmax(e, logits.transpose(1, 2)), // w [B, C, T], softmax over time
+      (w) => {
+        const wm = e.chain(() => mul(e, w, xt), (wx) => sum(e, wx)); // [B, C]; wm and ws freed once concatenated
+        return concat(e, [wm, stdAround(e, xt, wm, w)], 1); // [B, 2C]
+      },
+    );
   }
 
   free(): void {
@@ -246,19 +227,12 @@ export class AttentiveStatisticsPooling {
 
 /** sqrt(max(sum_t w (x - m)^2, 1e-12)) for xt [B, C, T], m [B, C]; w [B, C, T] or null for 1/T. */
 function stdAround(e: Engine, xt: Tensor, m: Tensor, w: Tensor | null): Tensor {
-  const d = sub(e, xt, m.unsqueeze(2));
-  const d2 = square(e, d);
-  d.free();
-  let v: Tensor;
-  if (w) {
-    const wd2 = mul(e, w, d2);
-    v = sum(e, wd2);
-    wd2.free();
-  } else v = mean(e, d2);
-  d2.free();
-  const s = sqrt(e, v, { min: STD_EPS });
-  v.free();
-  return s;
+  return e.chain(
+    () => sub(e, xt, m.unsqueeze(2)),
+    (d) => square(e, d),
+    (d2) => (w ? e.chain(() => mul(e, w, d2), (wd2) => sum(e, wd2)) : mean(e, d2)),
+    (v) => sqrt(e, v, { min: STD_EPS }),
+  );
 }
 
 /** Intermediate results upstream's golden vectors hold (channels-last; caller frees). */
@@ -318,9 +292,7 @@ export class SpeakerEncoder {
 
   /** Log mel [B, T, melDim] (f32 or this dtype, any view) -> embedding [B, encDim] in this dtype. */
   forward(e: Engine, mel: Tensor): Tensor {
-    const r = this.trace(e, mel);
-    for (const t of [...r.blocks, r.mfa, r.asp]) t.free();
-    return r.embedding;
+    return e.scope(() => this.trace(e, mel).embedding); // the trace's other tensors freed with the scope
   }
 
   /** forward() that also returns every block's output, mfa and the pooled statistics (for golden tests). */
@@ -393,12 +365,10 @@ export function speakerEmbedding(e: Engine, enc: SpeakerEncoder, wav: Float32Arr
   if (y.length < need) {
     throw new RangeError(`speakerEmbedding: ${(y.length / rate).toFixed(3)} s of audio is too short for the speaker encoder (at least ${need} samples at ${rate} Hz)`);
   }
-  const mel = enc.mel.runHost(e, y); // [1, frames, 128] f32
-  const emb = enc.forward(e, mel); // [1, encDim]
-  mel.free();
   const want = o.dtype ?? enc.dtype;
-  if (want === emb.dtype) return emb.reshape([enc.config.encDim]);
-  const out = cast(e, emb, want);
-  emb.free();
-  return out.reshape([enc.config.encDim]);
+  return e.chain(
+    () => enc.mel.runHost(e, y), // [1, frames, 128] f32
+    (mel) => enc.forward(e, mel), // [1, encDim]
+    (emb) => (want === emb.dtype ? emb : cast(e, emb, want)).reshape([enc.config.encDim]),
+  );
 }

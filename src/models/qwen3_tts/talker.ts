@@ -53,10 +53,10 @@ export class TextProjection {
 
   /** x (..., text_hidden) -> (..., hidden). */
   forward(e: Engine, x: Tensor): Tensor {
-    const h = linear(e, x, this.linear_fc1.weight, this.linear_fc1.bias, { act: 'silu' });
-    const y = linear(e, h, this.linear_fc2.weight, this.linear_fc2.bias);
-    h.free();
-    return y;
+    return e.chain(
+      () => linear(e, x, this.linear_fc1.weight, this.linear_fc1.bias, { act: 'silu' }),
+      (h) => linear(e, h, this.linear_fc2.weight, this.linear_fc2.bias), // h freed once this exists (engine/scope.ts)
+    );
   }
 
   free(): void {
@@ -186,10 +186,8 @@ export class Qwen3TtsTalker {
   embedText(ids: ArrayLike<number>): Tensor {
     if (!this.model.text_embedding || !this.text_projection) throw new Error('Qwen3TtsTalker: the text embedding was not loaded');
     checkIds('text id', ids, this.config.talker.textVocabSize);
-    const x = this.model.text_embedding.lookup(ids);
-    const y = this.text_projection.forward(this.engine, x);
-    x.free();
-    return y;
+    const projection = this.text_projection;
+    return this.engine.chain(() => this.model.text_embedding!.lookup(ids), (x) => projection.forward(this.engine, x));
   }
 
   free(): void {

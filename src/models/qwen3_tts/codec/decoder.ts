@@ -51,14 +51,13 @@ export class ConvNeXtBlock {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    const d = this.dwconv.forward(e, x);
-    const n = layerNorm(e, d, { ...this.norm, eps: 1e-6 });
-    d.free();
-    const h = linear(e, n, this.pwconv1.weight, this.pwconv1.bias, { act: 'gelu_erf' });
-    n.free();
-    const out = linear(e, h, this.pwconv2.weight, this.pwconv2.bias, { gate: this.gamma, residual: x });
-    h.free();
-    return out;
+    // each step's input freed once its output exists (engine/scope.ts)
+    return e.chain(
+      () => this.dwconv.forward(e, x),
+      (d) => layerNorm(e, d, { ...this.norm, eps: 1e-6 }),
+      (n) => linear(e, n, this.pwconv1.weight, this.pwconv1.bias, { act: 'gelu_erf' }),
+      (h) => linear(e, h, this.pwconv2.weight, this.pwconv2.bias, { gate: this.gamma, residual: x }),
+    );
   }
 
   free(): void {
@@ -88,14 +87,12 @@ export class DecoderResidualUnit {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    const a = this.act1.forward(e, x);
-    const c = this.conv1.forward(e, a);
-    a.free();
-    const b = this.act2.forward(e, c);
-    c.free();
-    const out = linear(e, b, this.conv2.weight, this.conv2.bias, { residual: x });
-    b.free();
-    return out;
+    return e.chain(
+      () => this.act1.forward(e, x),
+      (a) => this.conv1.forward(e, a),
+      (c) => this.act2.forward(e, c),
+      (b) => linear(e, b, this.conv2.weight, this.conv2.bias, { residual: x }),
+    );
   }
 
   free(): void {
@@ -121,15 +118,11 @@ export class DecoderBlock {
 
   forward(e: Engine, x: Tensor): Tensor {
     const [act, up, ...units] = this.block;
-    const a = act.forward(e, x);
-    let h = up.forward(e, a);
-    a.free();
-    for (const u of units) {
-      const next = u.forward(e, h);
-      h.free();
-      h = next;
-    }
-    return h;
+    return e.chain(
+      () => act.forward(e, x),
+      (a) => up.forward(e, a),
+      ...units.map((u) => (h: Tensor) => u.forward(e, h)),
+    );
   }
 
   free(): void {
@@ -204,36 +197,20 @@ export class CodecDecoder {
    */
   forward(codes: ArrayLike<number>, frames: number, trace?: CodecDecoderTrace): Tensor {
     const e = this.e;
-    const keep = (name: string, t: Tensor) => trace?.set(name, t);
-    const done = (t: Tensor) => {
-      if (!trace || ![...trace.values()].includes(t)) t.free();
-    };
-    let h = this.quantizer.decode(e, codes, frames).unsqueeze(0); // (1, T, codebook_dim)
-    keep('rvq', h);
-    const step = (name: string, next: Tensor) => {
-      done(h);
-      h = next;
-      keep(name, h);
-    };
-    step('pre_conv', this.pre_conv.forward(e, h));
-    step('transformer', this.pre_transformer.forward(e, h));
-    for (const [i, [up, block]] of this.upsample.entries()) {
-      const u = up.forward(e, h);
-      done(h);
-      h = u;
-      step(`upsample.${i}`, block.forward(e, h));
-    }
-    step('decoder.0', this.decoder.conv_in.forward(e, h));
-    for (const [i, block] of this.decoder.blocks.entries()) step(`decoder.${i + 1}`, block.forward(e, h));
+    // each stage's input freed once its output exists, unless traced: a traced output is kept for the caller
+    const traced = (name: string, t: Tensor) => (trace?.set(name, e.keep(t)), t);
     const n = this.decoder.blocks.length;
-    const a = this.decoder.act_out.forward(e, h);
-    step(`decoder.${n + 2}`, this.decoder.conv_out.forward(e, a));
-    a.free();
-    const lo = maximum(e, h, -1);
-    const wav = minimum(e, lo, 1);
-    lo.free();
-    done(h);
-    return wav;
+    return e.chain(
+      () => traced('rvq', this.quantizer.decode(e, codes, frames).unsqueeze(0)), // (1, T, codebook_dim)
+      (h) => traced('pre_conv', this.pre_conv.forward(e, h)),
+      (h) => traced('transformer', this.pre_transformer.forward(e, h)),
+      ...this.upsample.flatMap(([up, block], i) => [(h: Tensor) => up.forward(e, h), (h: Tensor) => traced(`upsample.${i}`, block.forward(e, h))]),
+      (h) => traced('decoder.0', this.decoder.conv_in.forward(e, h)),
+      ...this.decoder.blocks.map((block, i) => (h: Tensor) => traced(`decoder.${i + 1}`, block.forward(e, h))),
+      (h) => traced(`decoder.${n + 2}`, this.decoder.conv_out.forward(e, this.decoder.act_out.forward(e, h))), // the activation freed with the link
+      (h) => maximum(e, h, -1),
+      (lo) => minimum(e, lo, 1),
+    );
   }
 
   /**
@@ -272,9 +249,8 @@ export class CodecDecoder {
     for (let start = 0; start < T && emitted < samples; ) {
       const end = Math.min(start + chunk, T);
       const ctx = start - context > 0 ? context : start; // upstream's rule
-      const wav = this.forward(flat.subarray((start - ctx) * nq, end * nq), end - start + ctx);
-      const all = await this.e.read(wav);
-      wav.free();
+      // the chunk's waveform freed once read back (a scope whose one await is that read)
+      const all = await this.e.scope(async () => this.e.read(this.forward(flat.subarray((start - ctx) * nq, end * nq), end - start + ctx)));
       const piece = all.subarray(ctx * this.samplesPerFrame, Math.min(all.length, ctx * this.samplesPerFrame + samples - emitted));
       emitted += piece.length;
       yield piece;

@@ -37,16 +37,14 @@ export class MimiResnetBlock {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    const a = elu(e, x);
-    const h = this.conv1.forward(e, a);
-    a.free();
-    const b = elu(e, h);
-    h.free();
-    const y = this.conv2.forward(e, b);
-    b.free();
-    const out = add(e, x, y);
-    y.free();
-    return out;
+    // each step's input freed once its output exists (engine/scope.ts)
+    return e.chain(
+      () => elu(e, x),
+      (a) => this.conv1.forward(e, a),
+      (h) => elu(e, h),
+      (b) => this.conv2.forward(e, b),
+      (y) => add(e, x, y),
+    );
   }
 
   free(): void {
@@ -120,28 +118,15 @@ export class CodecEncoder {
   embed(wav: Tensor, trace?: CodecEncoderTrace): Tensor {
     const e = this.e;
     const { first, stages, last } = this.encoder;
-    let h = first.forward(e, wav);
-    const swap = (next: Tensor) => {
-      h.free();
-      h = next;
-    };
-    for (const [res, down] of stages) {
-      swap(res.forward(e, h));
-      const a = elu(e, h);
-      swap(down.forward(e, a));
-      a.free();
-    }
-    const a = elu(e, h);
-    swap(last.forward(e, a));
-    a.free();
-    trace?.set('conv', h);
-    const t = this.encoder_transformer.forward(e, h);
-    if (!trace) h.free();
-    trace?.set('transformer', t);
-    const d = this.downsample.forward(e, t);
-    if (!trace) t.free();
-    trace?.set('downsample', d);
-    return d;
+    // each stage's input freed once its output exists, unless traced: a traced output is kept for the caller
+    const traced = (name: string, t: Tensor) => (trace?.set(name, e.keep(t)), t);
+    return e.chain(
+      () => first.forward(e, wav),
+      ...stages.flatMap(([res, down]) => [(h: Tensor) => res.forward(e, h), (h: Tensor) => down.forward(e, elu(e, h))]), // the ELU freed with its link
+      (h) => traced('conv', last.forward(e, elu(e, h))),
+      (h) => traced('transformer', this.encoder_transformer.forward(e, h)),
+      (t) => traced('downsample', this.downsample.forward(e, t)),
+    );
   }
 
   /**
@@ -151,21 +136,12 @@ export class CodecEncoder {
   async encode(wav: Float32Array | readonly number[], trace?: CodecEncoderTrace): Promise<{ codes: Int32Array; frames: number }> {
     if (wav.length < 1) throw new RangeError('codec encode: empty waveform');
     const e = this.e;
-    const x = e.upload(wav, [1, wav.length, 1], 'f32', 'codec encode waveform');
-    let emb: Tensor;
-    try {
-      emb = this.embed(x, trace);
-    } finally {
-      x.free();
-    }
-    const rows = emb.reshape([emb.shape[1]!, emb.shape[2]!]); // (T, hidden)
-    let perLayer: Int32Array[];
-    try {
-      perLayer = [...(await this.quantizer.semantic.encode(e, rows)), ...(await this.quantizer.acoustic.encode(e, rows))];
-    } finally {
-      if (!trace) emb.free();
-    }
-    const available = rows.shape[0]!;
+    // the embeddings freed when the scope ends (unless traced); its awaits are the quantizers' reads
+    const { available, perLayer } = await e.scope(async () => {
+      const emb = e.chain(() => e.upload(wav, [1, wav.length, 1], 'f32', 'codec encode waveform'), (x) => this.embed(x, trace));
+      const rows = emb.reshape([emb.shape[1]!, emb.shape[2]!]); // (T, hidden)
+      return { available: rows.shape[0]!, perLayer: [...(await this.quantizer.semantic.encode(e, rows)), ...(await this.quantizer.acoustic.encode(e, rows))] };
+    });
     const frames = Math.min(available, Math.ceil(wav.length / this.config.encodeDownsampleRate));
     const nq = perLayer.length;
     const codes = new Int32Array(frames * nq);

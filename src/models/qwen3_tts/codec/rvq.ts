@@ -45,13 +45,11 @@ export class RvqGroupDecoder {
     for (let t = 0; t < frames; t++) {
       for (let i = 0; i < n; i++) ids[t * n + i] = i * this.codebookSize + codes[t * stride + first + i]!;
     }
-    const rows = gather(e, this.codebooks, ids); // (T * n, dim)
-    const dim = rows.shape[1]!;
-    const summed = n === 1 ? rows : sum(e, rows.reshape([frames, n, dim]).permute([0, 2, 1])); // (T, dim)
-    const out = linear(e, summed, this.output_proj, null, { residual });
-    if (summed !== rows) summed.free();
-    rows.free();
-    return out;
+    return e.chain(
+      () => gather(e, this.codebooks, ids), // (T * n, dim)
+      (rows) => (n === 1 ? rows : sum(e, rows.reshape([frames, n, rows.shape[1]!]).permute([0, 2, 1]))), // (T, dim)
+      (summed) => linear(e, summed, this.output_proj, null, { residual }),
+    );
   }
 
   free(): void {
@@ -94,10 +92,10 @@ export class SplitRvqDecoder {
         throw new RangeError(`codec rvq: code ${c} (frame ${Math.floor(i / nq)}, codebook ${i % nq}) is not in 0..${size - 1}`);
       }
     }
-    const first = this.rvq_first.decode(e, codes, frames, nq, 0);
-    const out = this.rvq_rest.decode(e, codes, frames, nq, 1, first);
-    first.free();
-    return out;
+    return e.chain(
+      () => this.rvq_first.decode(e, codes, frames, nq, 0),
+      (first) => this.rvq_rest.decode(e, codes, frames, nq, 1, first),
+    );
   }
 
   free(): void {
@@ -145,16 +143,14 @@ export class MimiRvqEncoder {
     try {
       for (let i = 0; i < n; i++) {
         const { embed, halfNegNorm } = this.layers[i]!;
-        const score = linear(e, residual, embed, halfNegNorm); // (T, V): x.c - |c|^2/2 = (|x|^2 - |x - c|^2) / 2
-        const best = argmax(e, score);
-        score.free();
-        const ids = Int32Array.from(await e.read(best));
-        best.free();
+        // the scores go once argmax has read them, the argmax once read back (a scope whose one await is that read)
+        const ids = await e.scope(async () => {
+          const best = e.chain(() => linear(e, residual, embed, halfNegNorm), (score) => argmax(e, score)); // score (T, V): x.c - |c|^2/2 = (|x|^2 - |x - c|^2) / 2
+          return Int32Array.from(await e.read(best));
+        });
         out.push(ids);
         if (i + 1 < n) {
-          const q = gather(e, embed, ids);
-          const next = sub(e, residual, q);
-          q.free();
+          const next = e.scope(() => sub(e, residual, gather(e, embed, ids))); // the gathered codes freed once subtracted
           residual.free();
           residual = next;
         }

@@ -53,29 +53,24 @@ export class CodecSelfAttention {
   forward(e: Engine, s: CodecAttentionShape, h: Tensor, residual: Tensor, scale: Tensor, rot: { cos: Tensor; sin: Tensor }): Tensor {
     const [B, L] = h.shape as [number, number];
     const { numHeads: hq, numKvHeads: hkv, headDim: d } = s;
+    // scopes free each step's input once its output exists (engine/scope.ts): the order of the hand-placed frees
     const project = (wt: Tensor, heads: number, rotate: boolean): Tensor => {
-      const y = linear(e, h, wt).reshape([B, L, heads, d]);
-      if (!rotate) return y;
-      const r = rope(e, y, rot.cos, rot.sin);
-      y.free();
-      return r;
+      const y = () => linear(e, h, wt).reshape([B, L, heads, d]);
+      return rotate ? e.chain(y, (t) => rope(e, t, rot.cos, rot.sin)) : y();
     };
-    const q = project(this.q_proj, hq, true);
-    const k = project(this.k_proj, hkv, true);
-    const v = project(this.v_proj, hkv, false);
-    const att = attention(e, q.permute([0, 2, 1, 3]), k.permute([0, 2, 1, 3]), v.permute([0, 2, 1, 3]), {
-      mask: 'causal',
-      window: s.slidingWindow,
-    }); // (B, Hq, L, D)
-    q.free();
-    k.free();
-    v.free();
-    const perm = att.permute([0, 2, 1, 3]);
-    const merged = perm.isContiguous ? perm : contiguous(e, perm);
-    const out = linear(e, merged.reshape([B, L, hq * d]), this.o_proj, null, { gate: scale, residual });
-    if (merged !== perm) merged.free();
-    att.free();
-    return out;
+    return e.chain(
+      () => {
+        const q = project(this.q_proj, hq, true); // q, k, v freed once attention has read them
+        const k = project(this.k_proj, hkv, true);
+        const v = project(this.v_proj, hkv, false);
+        return attention(e, q.permute([0, 2, 1, 3]), k.permute([0, 2, 1, 3]), v.permute([0, 2, 1, 3]), { mask: 'causal', window: s.slidingWindow }); // (B, Hq, L, D)
+      },
+      (att) => {
+        const perm = att.permute([0, 2, 1, 3]);
+        return perm.isContiguous ? perm : contiguous(e, perm); // a view of att when L = 1 (att then lives until o_proj has read it)
+      },
+      (merged) => linear(e, merged.reshape([B, L, hq * d]), this.o_proj, null, { gate: scale, residual }),
+    );
   }
 
   free(): void {
@@ -120,18 +115,16 @@ export class CodecDecoderLayer {
 
   forward(e: Engine, c: CodecDecoderTransformerConfig, x: Tensor, rot: { cos: Tensor; sin: Tensor }): Tensor {
     const eps = c.rmsNormEps;
-    const h = rmsNorm(e, x, { weight: this.input_layernorm, eps });
-    const x1 = this.self_attn.forward(e, c, h, x, this.self_attn_layer_scale, rot);
-    h.free();
-    const h2 = rmsNorm(e, x1, { weight: this.post_attention_layernorm, eps });
-    const g = linear(e, h2, this.mlp.gate_proj, null, { act: 'silu' });
-    const m = linear(e, h2, this.mlp.up_proj, null, { gate: g });
-    g.free();
-    h2.free();
-    const x2 = linear(e, m, this.mlp.down_proj, null, { gate: this.mlp_layer_scale, residual: x1 });
-    m.free();
-    x1.free();
-    return x2;
+    return e.chain(
+      () => rmsNorm(e, x, { weight: this.input_layernorm, eps }),
+      (h) => this.self_attn.forward(e, c, h, x, this.self_attn_layer_scale, rot), // x1
+      (x1) =>
+        e.chain(
+          () => rmsNorm(e, x1, { weight: this.post_attention_layernorm, eps }),
+          (h2) => linear(e, h2, this.mlp.up_proj, null, { gate: linear(e, h2, this.mlp.gate_proj, null, { act: 'silu' }) }), // the gate freed with h2
+          (m) => linear(e, m, this.mlp.down_proj, null, { gate: this.mlp_layer_scale, residual: x1 }), // x2; x1 freed once it exists
+        ),
+    );
   }
 
   free(): void {
@@ -163,20 +156,15 @@ export class CodecDecoderTransformer {
   /** x (1, L, latent) -> (1, L, latent). */
   forward(e: Engine, x: Tensor): Tensor {
     const c = this.config;
-    const rot = ropeTables(e, x.shape[1]!, c.headDim, c.ropeTheta);
-    let h = linear(e, x, this.input_proj.weight, this.input_proj.bias);
-    for (const layer of this.layers) {
-      const next = layer.forward(e, c, h, rot);
-      h.free();
-      h = next;
-    }
-    const n = rmsNorm(e, h, { weight: this.norm, eps: c.rmsNormEps });
-    h.free();
-    const out = linear(e, n, this.output_proj.weight, this.output_proj.bias);
-    n.free();
-    rot.cos.free();
-    rot.sin.free();
-    return out;
+    return e.scope(() => {
+      const rot = ropeTables(e, x.shape[1]!, c.headDim, c.ropeTheta); // freed with the scope
+      return e.chain(
+        () => linear(e, x, this.input_proj.weight, this.input_proj.bias),
+        ...this.layers.map((layer) => (h: Tensor) => layer.forward(e, c, h, rot)),
+        (h) => rmsNorm(e, h, { weight: this.norm, eps: c.rmsNormEps }),
+        (n) => linear(e, n, this.output_proj.weight, this.output_proj.bias),
+      );
+    });
   }
 
   free(): void {
@@ -217,16 +205,16 @@ export class MimiTransformerLayer {
 
   forward(e: Engine, c: MimiTransformerConfig, x: Tensor, rot: { cos: Tensor; sin: Tensor }): Tensor {
     const eps = c.normEps;
-    const h = layerNorm(e, x, { ...this.input_layernorm, eps });
-    const x1 = this.self_attn.forward(e, c, h, x, this.self_attn_layer_scale, rot);
-    h.free();
-    const h2 = layerNorm(e, x1, { ...this.post_attention_layernorm, eps });
-    const f = linear(e, h2, this.mlp.fc1, null, { act: 'gelu_erf' });
-    h2.free();
-    const x2 = linear(e, f, this.mlp.fc2, null, { gate: this.mlp_layer_scale, residual: x1 });
-    f.free();
-    x1.free();
-    return x2;
+    return e.chain(
+      () => layerNorm(e, x, { ...this.input_layernorm, eps }),
+      (h) => this.self_attn.forward(e, c, h, x, this.self_attn_layer_scale, rot), // x1
+      (x1) =>
+        e.chain(
+          () => layerNorm(e, x1, { ...this.post_attention_layernorm, eps }),
+          (h2) => linear(e, h2, this.mlp.fc1, null, { act: 'gelu_erf' }),
+          (f) => linear(e, f, this.mlp.fc2, null, { gate: this.mlp_layer_scale, residual: x1 }), // x2; x1 freed once it exists
+        ),
+    );
   }
 
   free(): void {
@@ -252,16 +240,11 @@ export class MimiTransformer {
   /** x (1, L, hidden) -> (1, L, hidden); x is left to the caller. */
   forward(e: Engine, x: Tensor): Tensor {
     const c = this.config;
-    const rot = ropeTables(e, x.shape[1]!, c.headDim, c.ropeTheta);
-    let h = x;
-    for (const layer of this.layers) {
-      const next = layer.forward(e, c, h, rot);
-      if (h !== x) h.free();
-      h = next;
-    }
-    rot.cos.free();
-    rot.sin.free();
-    return h === x ? contiguous(e, x) : h;
+    if (this.layers.length === 0) return contiguous(e, x);
+    return e.scope(() => {
+      const rot = ropeTables(e, x.shape[1]!, c.headDim, c.ropeTheta); // freed with the scope
+      return e.chain(() => x, ...this.layers.map((layer) => (h: Tensor) => layer.forward(e, c, h, rot))); // x is not the chain's: left alone
+    });
   }
 
   free(): void {
