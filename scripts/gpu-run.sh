@@ -39,6 +39,10 @@ mkdir -p "$out"
 kit="$root/.gpukit/run.sh"
 sg=${SG:-1}
 export KILN_SUBGROUP_ATTENTION=${SGA:-1}
+# the benches (gemm, krea, kf2, ref3) run as the GPU worker does: Dawn's validation and robustness off
+# (engine/device.ts PRODUCTION_TOGGLES; TOGGLES=safe to compare); the tests step keeps Dawn's checks on, and its
+# test/engine/dawn_toggles holds every kernel family bit-identical with them off
+bench_toggles=${TOGGLES:-fast}
 export KILN_SUBGROUP_TILE=${TILE:-128}
 export KILN_SUBGROUP_ATTENTION_TILE=${ATILE:-}   # the tensor-core attention's tile (e.g. g16x4k32); empty: the file kernel's
 b=${BUILD:-build}
@@ -73,11 +77,11 @@ steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(tests gemm krea kf2 ref3)
 for s in "${steps[@]}"; do
   case "$s" in
     tests) step tests 60 "node --test --test-concurrency=1 --test-reporter=spec $b/test/engine/*.test.js"; fallbacks ;;
-    gemm)  step gemm "${GEMM_TIMEOUT:-180}" "node $b/bench/engine/main.js --sizes ${GEMM_SIZES:-large} --only '${ONLY:-matmul,attention,linear,softmax,sum,dispatch}' --torch ${TORCH:-cuda} --tuning-out $out/tuning.json${EMULATE:+ --emulate}" ;;
+    gemm)  step gemm "${GEMM_TIMEOUT:-180}" "KILN_DAWN_TOGGLES=$bench_toggles node $b/bench/engine/main.js --sizes ${GEMM_SIZES:-large} --only '${ONLY:-matmul,attention,linear,softmax,sum,dispatch}' --torch ${TORCH:-cuda} --tuning-out $out/tuning.json${EMULATE:+ --emulate}" ;;
     krea)  echo "krea: KILN_SUBGROUP_MATRIX=$sg KILN_SUBGROUP_TILE=$KILN_SUBGROUP_TILE KILN_SUBGROUP_ATTENTION=$KILN_SUBGROUP_ATTENTION KILN_SUBGROUP_ATTENTION_TILE=$KILN_SUBGROUP_ATTENTION_TILE"
-           step krea 150 "KILN_PROFILE=${PROF:-1} KILN_SUBGROUP_MATRIX=$sg node $b/bench/image/main.js --profile imgart_turbo --sizes 1024" ;;
-    kf2)   step kf2 100 "KILN_SUBGROUP_MATRIX=$sg node $b/bench/video/main.js --cases 480p:5 --keyframes 2 --layers 2" ;;
-    ref3)  step ref3 70 "KILN_SUBGROUP_MATRIX=$sg node $b/bench/video/main.js --cases 480p:5 --references 3 --voices 1 --layers 2 --skip-vae" ;;
+           step krea 150 "KILN_DAWN_TOGGLES=$bench_toggles KILN_PROFILE=${PROF:-1} KILN_SUBGROUP_MATRIX=$sg node $b/bench/image/main.js --profile imgart_turbo --sizes 1024" ;;
+    kf2)   step kf2 100 "KILN_DAWN_TOGGLES=$bench_toggles KILN_SUBGROUP_MATRIX=$sg node $b/bench/video/main.js --cases 480p:5 --keyframes 2 --layers 2" ;;
+    ref3)  step ref3 70 "KILN_DAWN_TOGGLES=$bench_toggles KILN_SUBGROUP_MATRIX=$sg node $b/bench/video/main.js --cases 480p:5 --references 3 --voices 1 --layers 2 --skip-vae" ;;
     *) echo "gpu-run: unknown step $s" ;;
   esac
 done

@@ -12,6 +12,17 @@ export const WANTED_FEATURES = ['shader-f16', 'subgroups', 'chromium-experimenta
  * allow_unsafe_apis. See shared/spec/engine.md. */
 export const NVIDIA_TOGGLES = ['allow_unsafe_apis', 'vulkan_enable_f16_on_nvidia', 'use_vulkan_memory_model'];
 
+/** Dawn toggles for production runs (DeviceOptions.production, KILN_DAWN_TOGGLES=fast), on a hardware adapter only:
+ *   skip_validation     Dawn's per-call checks of bind groups, dispatches and copies. Every call the engine makes
+ *                       is the same code the test suite runs with validation on (lavapipe in CI, the GPU call's
+ *                       safe engines), where a bad call is an error that names its kernel (KILN_ENGINE_DEBUG=1).
+ *   disable_robustness  the bounds clamps Tint adds to every storage access. The kernels bound their own indices
+ *                       (every one has a CPU-reference test at sizes no tile divides), and test/engine/dawn_toggles
+ *                       holds each kernel family's output with the clamps off bit-identical to with them on.
+ * Left on: workgroup memory's zero-initialisation (disable_workgroup_init): no test proves that no kernel reads
+ * workgroup memory it has not written, and the cost is one store per element at a kernel's start. */
+export const PRODUCTION_TOGGLES = ['skip_validation', 'disable_robustness'];
+
 /** Every binding stays under 2 GiB whatever the adapter allows (32-bit indexing in shaders). */
 export const MAX_BINDING_BYTES = 2 ** 31 - 256;
 
@@ -19,8 +30,11 @@ export interface DeviceOptions {
   /** Allow a CPU/software adapter (llvmpipe, SwiftShader). Default: env KILN_ALLOW_SOFTWARE_GPU (1/true/0/false);
    * otherwise allowed only on a machine with no /dev/nvidia* or /dev/dri/renderD* node. */
   allowSoftware?: boolean;
-  /** Extra Dawn toggles (enable-dawn-features), e.g. disable_robustness for production runs. */
+  /** Extra Dawn toggles (enable-dawn-features). */
   toggles?: string[];
+  /** PRODUCTION_TOGGLES on a hardware adapter (the GPU worker's engines). KILN_DAWN_TOGGLES overrides it: 'fast'
+   * applies them on any adapter (the GPU call's tests, test/engine/dawn_toggles), 'safe' never. */
+  production?: boolean;
   powerPreference?: GPUPowerPreference;
 }
 
@@ -107,7 +121,10 @@ export class GpuDevice {
     const allowSoftware = opts.allowSoftware ?? softwareAllowedByDefault(settings);
     // Toggles are instance options, so the vendor has to be guessed first: NVIDIA device nodes present ->
     // NVIDIA toggles; if the adapter turns out to be NVIDIA anyway, start once more with them.
-    let toggles = [...(existsSync('/dev/nvidiactl') ? NVIDIA_TOGGLES : []), ...(opts.toggles ?? [])];
+    // production toggles: always with 'fast'; by default only where a GPU device node promises a hardware adapter
+    // (a software one found anyway starts once more without them)
+    const fast = settings.dawnToggles === 'fast' || (settings.dawnToggles === undefined && opts.production === true && gpuDeviceNodesPresent());
+    let toggles = [...(existsSync('/dev/nvidiactl') ? NVIDIA_TOGGLES : []), ...(opts.toggles ?? []), ...(fast ? PRODUCTION_TOGGLES : [])];
     for (let attempt = 0; ; attempt++) {
       const flags = toggles.length ? [`enable-dawn-features=${toggles.join(',')}`] : [];
       const gpu = dawn.create(flags);
@@ -118,6 +135,10 @@ export class GpuDevice {
       const info = adapter.info;
       if (info.vendor.toLowerCase().includes('nvidia') && !toggles.includes('vulkan_enable_f16_on_nvidia') && attempt === 0) {
         toggles = [...NVIDIA_TOGGLES, ...toggles];
+        continue;
+      }
+      if (isSoftwareAdapter(info) && settings.dawnToggles !== 'fast' && toggles.some((t) => PRODUCTION_TOGGLES.includes(t))) {
+        toggles = toggles.filter((t) => !PRODUCTION_TOGGLES.includes(t));
         continue;
       }
       if (isSoftwareAdapter(info) && !allowSoftware) {

@@ -45,6 +45,10 @@ export interface EngineSettings {
   /** KILN_CACHE_DIR: the root of Kiln's own caches (int8-cache.ts keeps quantised weights in its int8/ folder).
    * Unset, empty or `off`: no cache, unless the process sets one (useInt8Cache: the worker passes its setting). */
   cacheDir: string | undefined;
+  /** KILN_DAWN_TOGGLES: 'fast' applies Dawn's production toggles (device.ts PRODUCTION_TOGGLES: validation and
+   * robustness off) to every engine, 'safe' to none; unset or empty: undefined, and DeviceOptions.production decides
+   * (the GPU worker: on, on a hardware adapter). Any other value is refused at engine creation. */
+  dawnToggles: 'fast' | 'safe' | undefined;
 }
 
 /** The engine's settings from `env` (the process's environment by default), read at this call. */
@@ -60,8 +64,16 @@ export function engineSettings(env: NodeJS.ProcessEnv = process.env): EngineSett
     allowSoftwareGpu: software !== undefined && software !== '' ? /^(1|true|yes)$/i.test(software) : undefined,
     debug: env.KILN_ENGINE_DEBUG === '1',
     profile: env.KILN_PROFILE === '1',
+    dawnToggles: parseDawnToggles(env.KILN_DAWN_TOGGLES),
     cacheDir: env.KILN_CACHE_DIR && env.KILN_CACHE_DIR.trim() !== '' && env.KILN_CACHE_DIR.trim().toLowerCase() !== 'off' ? env.KILN_CACHE_DIR.trim() : undefined,
   };
+}
+
+function parseDawnToggles(value: string | undefined): EngineSettings['dawnToggles'] {
+  if (value === undefined || value.trim() === '') return undefined;
+  const v = value.trim().toLowerCase();
+  if (v === 'fast' || v === 'safe') return v;
+  throw new Error(`KILN_DAWN_TOGGLES=${value}: must be fast (Dawn's validation and robustness off) or safe (on)`);
 }
 
 function parseLoadThreads(value: string | undefined): number {

@@ -46,8 +46,9 @@ export async function runWorker(env: NodeJS.ProcessEnv = process.env): Promise<v
   const log = createLogger(settings.logLevel).child({ process: 'worker', worker: settings.workerName });
   useInt8Cache(settings.cacheDir ?? null); // the int8 profiles' quantised weights (engine/int8-cache.ts)
   const store = settings.cluster.s3 ? new S3Store(settings.cluster.s3) : undefined;
-  // the tensor-core kernels are checked on each engine made: 'auto' takes them where they pass (engine/tensor-cores.ts)
-  const holder = new EngineHolder(settings.gpuMemoryBudgetBytes !== undefined ? { memoryBudgetBytes: settings.gpuMemoryBudgetBytes } : {}, async (e) => e.useTensorCores(await checkTensorCores(e)));
+  // the tensor-core kernels are checked on each engine made: 'auto' takes them where they pass (engine/tensor-cores.ts);
+  // Dawn's production toggles (validation and robustness off) on a hardware adapter (engine/device.ts)
+  const holder = new EngineHolder({ production: true, ...(settings.gpuMemoryBudgetBytes !== undefined ? { memoryBudgetBytes: settings.gpuMemoryBudgetBytes } : {}) }, async (e) => e.useTensorCores(await checkTensorCores(e)));
   const registry = buildRegistry(settings, holder, log, env);
   const shutdown = async (runner: Runner) => {
     await runner.stop();
