@@ -98,40 +98,40 @@ export function computeAdaLN(
   const T = timesteps.length;
   if (T < 1) throw new RangeError('computeAdaLN: no timesteps');
   const ts = Float32Array.from(timesteps);
-  const proj = e.upload(timestepEmbedding(ts, cfg.freqDim), [T, cfg.freqDim], 'f32', 'timestep proj');
-  const h = applyLinear(e, m.time_embedder.linear_1, proj, { act: 'silu' });
-  proj.free();
-  const temb = applyLinear(e, m.time_embedder.linear_2, h);
-  h.free();
-  const act32 = silu(e, temb);
-  const act = dtype === 'f32' ? act32 : cast(e, act32, dtype);
-  if (act !== act32) act32.free();
-  const stage = new ProjectionStage(e);
-  const blocks: Tensor[] = [];
-  try {
-    m.transformer_blocks.forEach((b, n) => {
-      const proj = b.adaln_proj.linear;
-      blocks.push(withBlock(n, () => {
-        if (!isHostLinear(proj)) return applyLinear(e, proj, act).reshape([T * 3, 6 * cfg.hiddenSize]);
-        // the staged copy, with a job's LoRA terms on the module (attached to the HostLinear: lora-models.ts)
-        const staged = stage.load(proj);
-        return linearAt(e, proj, act, staged.weight, staged.bias).reshape([T * 3, 6 * cfg.hiddenSize]);
-      }));
-    });
-  } catch (err) {
-    for (const t of [temb, act, ...blocks]) t.free();
-    throw err;
-  } finally {
-    stage.free();
-  }
-  const normOut = applyLinear(e, m.norm_out.linear, act);
-  act.free();
+  return e.scope(() => {
+    // the tables (temb, blocks, normOut) are returned and outlive the scope; the sinusoid, the hidden row, silu(temb)
+    // and the stage's GPU copy are freed by it
+    const temb = e.chain(
+      () => e.upload(timestepEmbedding(ts, cfg.freqDim), [T, cfg.freqDim], 'f32', 'timestep proj'),
+      (proj) => applyLinear(e, m.time_embedder.linear_1, proj, { act: 'silu' }),
+      (h) => applyLinear(e, m.time_embedder.linear_2, h),
+    );
+    const act = e.chain(() => silu(e, temb), (act32) => (dtype === 'f32' ? act32 : cast(e, act32, dtype)));
+    const stage = new ProjectionStage(e);
+    // the stage freed with this inner scope, before norm_out's table is made
+    const blocks = e.scope(() =>
+      m.transformer_blocks.map((b, n) => {
+        const proj = b.adaln_proj.linear;
+        return withBlock(n, () => {
+          if (!isHostLinear(proj)) return applyLinear(e, proj, act).reshape([T * 3, 6 * cfg.hiddenSize]);
+          // the staged copy, with a job's LoRA terms on the module (attached to the HostLinear: lora-models.ts)
+          const staged = stage.load(proj);
+          return linearAt(e, proj, act, staged.weight, staged.bias).reshape([T * 3, 6 * cfg.hiddenSize]);
+        });
+      }),
+    );
+    const normOut = applyLinear(e, m.norm_out.linear, act);
+    return tables(ts, temb, blocks, normOut, stage.streamedBytes);
+  });
+}
+
+function tables(ts: Float32Array, temb: Tensor, blocks: Tensor[], normOut: Tensor, streamedBytes: number): AdaLNTables {
   return {
     timesteps: ts,
     temb,
     blocks,
     normOut,
-    streamedBytes: stage.streamedBytes,
+    streamedBytes,
     free() {
       temb.free();
       for (const b of blocks) b.free();

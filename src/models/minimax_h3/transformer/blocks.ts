@@ -111,28 +111,22 @@ export class H3Attention {
   forward(e: Engine, cfg: H3Config, x: Tensor, rot: RotaryTables | null, epi: LinearOptions): Tensor {
     const [B, L] = x.shape as [number, number, number];
     const { numHeads: nh, headDim: d, qkNormEps: eps } = cfg;
+    // chains free each step's input once its output exists (tensor scopes, engine/scope.ts): the order, and the peak,
+    // of the hand-placed frees they replace
     const project = (w: LinearWeight, norm: Tensor | null): Tensor => {
-      const y = linear(e, x, w).reshape([B, L, nh, d]);
-      if (!norm) return y;
-      const n = headRmsNorm(e, y, norm, eps);
-      y.free();
-      if (!rot) return n;
-      const r = rope(e, n, rot.cos, rot.sin);
-      n.free();
-      return r;
+      const y = () => linear(e, x, w).reshape([B, L, nh, d]);
+      if (!norm) return y();
+      const n = (t: Tensor) => headRmsNorm(e, t, norm, eps);
+      if (!rot) return e.chain(y, n);
+      return e.chain(y, n, (t) => rope(e, t, rot.cos, rot.sin));
     };
-    const q = project(this.to_q, this.norm_q);
-    const k = project(this.to_k, this.norm_k);
-    const v = project(this.to_v, null);
-    const att = attention(e, q.permute([0, 2, 1, 3]), k.permute([0, 2, 1, 3]), v.permute([0, 2, 1, 3])); // (B, nh, L, d)
-    q.free();
-    k.free();
-    v.free();
-    const merged = contiguous(e, att.permute([0, 2, 1, 3])); // (B, L, nh, d)
-    att.free();
-    const out = linear(e, merged.reshape([B, L, nh * d]), this.to_out[0], null, epi);
-    merged.free();
-    return out;
+    const heads = (t: Tensor) => t.permute([0, 2, 1, 3]);
+    return e.chain(
+      // q, k, v freed once the attention exists
+      () => attention(e, heads(project(this.to_q, this.norm_q)), heads(project(this.to_k, this.norm_k)), heads(project(this.to_v, null))), // (B, nh, L, d)
+      (att) => contiguous(e, heads(att)), // (B, L, nh, d)
+      (merged) => linear(e, merged.reshape([B, L, nh * d]), this.to_out[0], null, epi),
+    );
   }
 
   free(): void {
@@ -171,27 +165,28 @@ export class H3FeedForward {
     const piece = pieceRows ?? Math.max(1, Math.floor(budget / (twoF * DTYPE_BYTES[x.dtype])));
     if (rows <= piece) return this.piece(e, x, epi);
     const N = w2.shape[0]!;
-    const out = e.empty([...x.shape.slice(0, -1), N], x.dtype, 'h3 ffn out');
     const flat = (t: Tensor, n: number) => t.reshape([rows, n]);
     const cut = (t: Tensor | undefined, r0: number, r1: number): Tensor | undefined => {
       if (!t || t.numel === N) return t?.reshape([1, N]); // one row for all: broadcasts to the piece
       if (t.numel === rows * N) return flat(t, N).slice(0, r0, r1);
       throw new RangeError(`H3FeedForward: epilogue ${t} is neither per row nor one row of ${N}`);
     };
-    for (let r0 = 0; r0 < rows; r0 += piece) {
-      const r1 = Math.min(rows, r0 + piece);
-      this.piece(e, flat(x, H).slice(0, r0, r1), { ...epi, gate: cut(epi.gate, r0, r1), residual: cut(epi.residual, r0, r1), out: flat(out, N).slice(0, r0, r1) });
-    }
-    return out;
+    return e.scope(() => {
+      const out = e.empty([...x.shape.slice(0, -1), N], x.dtype, 'h3 ffn out'); // freed by the scope if a piece throws
+      for (let r0 = 0; r0 < rows; r0 += piece) {
+        const r1 = Math.min(rows, r0 + piece);
+        this.piece(e, flat(x, H).slice(0, r0, r1), { ...epi, gate: cut(epi.gate, r0, r1), residual: cut(epi.residual, r0, r1), out: flat(out, N).slice(0, r0, r1) });
+      }
+      return out;
+    });
   }
 
   private piece(e: Engine, x: Tensor, epi: LinearOptions): Tensor {
-    const vg = linear(e, x, this.net[0].proj);
-    const m = glu(e, 'silu', vg, undefined, { gateFirst: false });
-    vg.free();
-    const out = linear(e, m, this.net[2], null, epi);
-    m.free();
-    return out;
+    return e.chain(
+      () => linear(e, x, this.net[0].proj), // [value | gate]
+      (vg) => glu(e, 'silu', vg, undefined, { gateFirst: false }),
+      (m) => linear(e, m, this.net[2], null, epi),
+    );
   }
 
   free(): void {
@@ -219,14 +214,11 @@ export class H3RefinerBlock {
   }
 
   forward(e: Engine, cfg: H3Config, x: Tensor): Tensor {
-    const h1 = rmsNorm(e, x, { weight: this.norm1, eps: cfg.normEps });
-    const x1 = this.attn.forward(e, cfg, h1, null, { residual: x });
-    h1.free();
-    const h2 = rmsNorm(e, x1, { weight: this.norm2, eps: cfg.normEps });
-    const x2 = this.ff.forward(e, h2, { residual: x1 });
-    h2.free();
-    x1.free();
-    return x2;
+    return e.scope(() => {
+      // h1 freed once x1 exists; h2 and x1 once x2 does
+      const x1 = e.scope(() => this.attn.forward(e, cfg, rmsNorm(e, x, { weight: this.norm1, eps: cfg.normEps }), null, { residual: x }));
+      return this.ff.forward(e, rmsNorm(e, x1, { weight: this.norm2, eps: cfg.normEps }), { residual: x1 });
+    });
   }
 
   free(): void {
@@ -282,34 +274,24 @@ export class H3TransformerBlock<A extends AdaLNProjection = Linear> {
   forward(e: Engine, cfg: H3Config, x: Tensor, table: Tensor, ctx: BlockContext): Tensor {
     const H = cfg.hiddenSize;
     const { mod } = ctx;
-    if (ctx.capture) {
-      const n1 = rmsNorm(e, x, { weight: this.norm1, eps: cfg.normEps }); // the norm module's output, unmodulated
-      ctx.capture('norm1', n1);
-      n1.free();
-    }
-    const h1 = mod.norm(e, x, table, ADALN.shiftMsa, ADALN.scaleMsa, { weight: this.norm1, eps: cfg.normEps });
-    let g = mod.gate(e, table, ADALN.gateMsa, H);
-    if (ctx.capture) {
-      const a = this.attn.forward(e, cfg, h1, ctx.rot, {});
-      ctx.capture('attn', a);
-      a.free();
-    }
-    const x1 = this.attn.forward(e, cfg, h1, ctx.rot, { gate: g, residual: x });
-    h1.free();
-    g.free();
-    if (ctx.capture) ctx.capture('after_attn', x1);
-    const h2 = mod.norm(e, x1, table, ADALN.shiftMlp, ADALN.scaleMlp, { weight: this.norm2, eps: cfg.normEps });
-    g = mod.gate(e, table, ADALN.gateMlp, H);
-    if (ctx.capture) {
-      const f = this.ff.forward(e, h2, {});
-      ctx.capture('ff', f);
-      f.free();
-    }
-    const x2 = this.ff.forward(e, h2, { gate: g, residual: x1 });
-    h2.free();
-    g.free();
-    x1.free();
-    return x2;
+    // the test's callback runs outside the scopes: the copies it makes are its own
+    const capture = ctx.capture && ((name: string, t: Tensor) => e.unscoped(() => ctx.capture!(name, t)));
+    return e.scope(() => {
+      // the norm module's output, unmodulated, and the ungated branches: made for the capture, freed after it
+      if (capture) e.scope(() => capture('norm1', rmsNorm(e, x, { weight: this.norm1, eps: cfg.normEps })));
+      // h1 and the gate freed once x1 exists; h2, the gate and x1 once x2 does
+      const x1 = e.scope(() => {
+        const h1 = mod.norm(e, x, table, ADALN.shiftMsa, ADALN.scaleMsa, { weight: this.norm1, eps: cfg.normEps });
+        const g = mod.gate(e, table, ADALN.gateMsa, H);
+        if (capture) e.scope(() => capture('attn', this.attn.forward(e, cfg, h1, ctx.rot, {})));
+        return this.attn.forward(e, cfg, h1, ctx.rot, { gate: g, residual: x });
+      });
+      capture?.('after_attn', x1);
+      const h2 = mod.norm(e, x1, table, ADALN.shiftMlp, ADALN.scaleMlp, { weight: this.norm2, eps: cfg.normEps });
+      const g = mod.gate(e, table, ADALN.gateMlp, H);
+      if (capture) e.scope(() => capture('ff', this.ff.forward(e, h2, {})));
+      return this.ff.forward(e, h2, { gate: g, residual: x1 });
+    });
   }
 
   free(): void {

@@ -57,24 +57,19 @@ export class RowModulation {
   norm(e: Engine, x: Tensor, table: Tensor, shiftAt: number, scaleAt: number, o: { weight?: Tensor; eps: number }): Tensor {
     const H = x.shape[x.rank - 1]!;
     const col = (t: Tensor, at: number) => t.slice(1, at * H, (at + 1) * H);
-    if (this.runIds) {
-      const g = gather(e, table, this.runIds); // [S, k * H]
-      const y = rmsNorm(e, x, { weight: o.weight, eps: o.eps, shift: col(g, shiftAt), scale: col(g, scaleAt), segments: this.runs.lengths });
-      g.free(); // later users of the buffer are ordered after the norm on the queue
-      return y;
+    const runIds = this.runIds;
+    if (runIds) {
+      // the gathered rows [S, k * H] freed once the norm is recorded: later users of the buffer are ordered after it
+      return e.scope(() => {
+        const g = gather(e, table, runIds);
+        return rmsNorm(e, x, { weight: o.weight, eps: o.eps, shift: col(g, shiftAt), scale: col(g, scaleAt), segments: this.runs.lengths });
+      });
     }
-    const y = rmsNorm(e, x, { weight: o.weight, eps: o.eps });
-    const scale = this.gate(e, table, scaleAt, H);
-    const onePlus = add(e, scale, 1);
-    scale.free();
-    const m = mul(e, y, onePlus);
-    onePlus.free();
-    y.free();
-    const shift = this.gate(e, table, shiftAt, H);
-    const out = add(e, m, shift);
-    m.free();
-    shift.free();
-    return out;
+    return e.scope(() => {
+      // y and 1 + scale freed once their product exists, before the shift is gathered
+      const m = e.scope(() => mul(e, rmsNorm(e, x, { weight: o.weight, eps: o.eps }), e.chain(() => this.gate(e, table, scaleAt, H), (scale) => add(e, scale, 1))));
+      return add(e, m, this.gate(e, table, shiftAt, H));
+    });
   }
 
   /** The column block `at` of every row's table row: [L, H] (a GEMM epilogue gate, broadcast to [1, L, H]). */

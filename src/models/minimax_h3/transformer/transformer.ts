@@ -252,17 +252,12 @@ export class MiniMaxH3Transformer {
   encodeText(text: Tensor): Tensor {
     const { e, config: c } = this;
     if (text.rank !== 3 || text.shape[0] !== 1 || text.shape[2] !== c.textDim) throw new RangeError(`encodeText: text ${text} must be [1, Nt, ${c.textDim}]`);
-    const x = text.dtype === this.dtype ? text : cast(e, text, this.dtype);
-    let h = applyLinear(e, this.context_embedder, x);
-    if (x !== text) x.free();
-    for (const b of this.token_refiner.refiner_blocks) {
-      const next = b.forward(e, c, h);
-      h.free();
-      h = next;
-    }
-    const out = rmsNorm(e, h, { weight: this.token_refiner.final_norm, eps: c.finalNormEps });
-    h.free();
-    return out;
+    // each step's input freed once its output exists (a cast copy of the text included; the text is the caller's)
+    return e.chain(
+      () => applyLinear(e, this.context_embedder, text.dtype === this.dtype ? text : cast(e, text, this.dtype)),
+      ...this.token_refiner.refiner_blocks.map((b) => (h: Tensor) => b.forward(e, c, h)),
+      (h) => rmsNorm(e, h, { weight: this.token_refiner.final_norm, eps: c.finalNormEps }),
+    );
   }
 
   /** Uploads what a packed sequence needs for every step: RoPE tables and the video / audio row ids. */
@@ -307,56 +302,62 @@ export class MiniMaxH3Transformer {
     if (inp.timestepIndices.length !== L) throw new RangeError(`MiniMaxH3Transformer.forward: ${inp.timestepIndices.length} timestep indices for ${L} rows`);
     const T = inp.adaln.timesteps.length;
 
-    // 1. project each stream and scatter its rows into the packed sequence
-    const packed = e.empty([1, L, H], this.dtype, 'h3 packed');
-    scatterRows(e, inp.text.reshape([seq.textIndices.length, H]), seq.textIndices, packed);
-    for (const [m, rows, idx] of [[this.proj_in, inp.video, seq.videoIndices], [this.audio_proj_in, inp.audio, seq.audioIndices]] as const) {
-      const y = applyLinear(e, m, rows);
-      const yc = this.dtype === 'f32' ? y : cast(e, y, this.dtype);
-      scatterRows(e, yc, idx, packed);
-      if (yc !== y) yc.free();
-      y.free();
-    }
-    inp.capture?.('packed', packed);
-
-    // 2. the block stack: AdaLN row = timestep index * 3 + modality tag
     const adalnRows = new Int32Array(L);
     for (let i = 0; i < L; i++) {
       const t = inp.timestepIndices[i]!;
       if (!(t >= 0 && t < T)) throw new RangeError(`MiniMaxH3Transformer.forward: row ${i} has timestep index ${t} of ${T}`);
       adalnRows[i] = t * MODALITIES + seq.tags[i]!;
     }
-    const mod = RowModulation.create(e, adalnRows, { perRow: inp.perRowModulation });
-    let x = packed;
-    try {
-      this.transformer_blocks.forEach((b, n) => {
-        const next = this.withBlock(n, () => b.forward(e, c, x, inp.adaln.blocks[n]!, { rot: inp.sequence.rot, mod }));
-        x.free();
-        x = next;
-        inp.capture?.(`block.${n}`, x);
-      });
-    } finally {
-      mod.free();
-    }
+    // a test's capture runs outside the scopes: the copies it makes are its own
+    const capture = inp.capture && ((name: string, t: Tensor) => e.unscoped(() => inp.capture!(name, t)));
+    // one chain: each step's input freed once its output exists, as the hand-placed frees did
+    return e.scope(() => {
+      const normed = e.chain(
+        () =>
+          e.scope(() => {
+            // the row -> AdaLN row ids (timestep index * 3 + modality tag), shared by every block: freed with the stack
+            const mod = RowModulation.create(e, adalnRows, { perRow: inp.perRowModulation });
+            return e.chain(
+              () => this.pack(inp, capture),
+              ...this.transformer_blocks.map((b, n) => (x: Tensor) => {
+                const next = this.withBlock(n, () => b.forward(e, c, x, inp.adaln.blocks[n]!, { rot: inp.sequence.rot, mod }));
+                capture?.(`block.${n}`, next);
+                return next;
+              }),
+            );
+          }),
+        // norm_out (shift/scale per timestep); its row ids freed with the norm's scope
+        (x) => e.scope(() => RowModulation.create(e, inp.timestepIndices, { perRow: inp.perRowModulation }).norm(e, x, inp.adaln.normOut, 0, 1, { weight: this.norm_out.norm, eps: c.finalNormEps })),
+      );
+      capture?.('norm_out', normed);
+      // each head on its own rows only; normed freed once both exist
+      const head = (m: Linear, ids: Tensor): Tensor =>
+        e.chain(
+          () => gather(e, normed.reshape([L, H]), ids),
+          (rows) => (this.dtype === 'f32' ? rows : cast(e, rows, 'f32')),
+          (r32) => applyLinear(e, m, r32),
+        );
+      return { video: head(this.proj_out, inp.sequence.videoIds), audio: head(this.audio_proj_out, inp.sequence.audioIds) };
+    });
+  }
 
-    // 3. norm_out (shift/scale per timestep), then each head on its own rows only
-    const outMod = RowModulation.create(e, inp.timestepIndices, { perRow: inp.perRowModulation });
-    const normed = outMod.norm(e, x, inp.adaln.normOut, 0, 1, { weight: this.norm_out.norm, eps: c.finalNormEps });
-    outMod.free();
-    x.free();
-    inp.capture?.('norm_out', normed);
-    const head = (m: Linear, ids: Tensor): Tensor => {
-      const rows = gather(e, normed.reshape([L, H]), ids);
-      const r32 = this.dtype === 'f32' ? rows : cast(e, rows, 'f32');
-      if (r32 !== rows) rows.free();
-      const y = applyLinear(e, m, r32);
-      r32.free();
-      return y;
-    };
-    const video = head(this.proj_out, inp.sequence.videoIds);
-    const audio = head(this.audio_proj_out, inp.sequence.audioIds);
-    normed.free();
-    return { video, audio };
+  /** The input streams projected and scattered into the packed sequence [1, L, H] (the text as it is, video and
+   * audio through proj_in / audio_proj_in, cast to the compute dtype). */
+  private pack(inp: H3ForwardInput, capture: ((name: string, t: Tensor) => void) | undefined): Tensor {
+    const { e, config: c } = this;
+    const seq = inp.sequence.packed;
+    const H = c.hiddenSize;
+    const packed = e.empty([1, seq.length, H], this.dtype, 'h3 packed');
+    scatterRows(e, inp.text.reshape([seq.textIndices.length, H]), seq.textIndices, packed);
+    for (const [m, rows, idx] of [[this.proj_in, inp.video, seq.videoIndices], [this.audio_proj_in, inp.audio, seq.audioIndices]] as const) {
+      // the projection (and its cast) freed once scattered
+      e.scope(() => {
+        const y = applyLinear(e, m, rows);
+        scatterRows(e, this.dtype === 'f32' ? y : cast(e, y, this.dtype), idx, packed);
+      });
+    }
+    capture?.('packed', packed);
+    return packed;
   }
 
   free(): void {

@@ -104,55 +104,53 @@ export class AttnProjection {
     const [N, T, D] = x.shape as [number, number, number];
     const H = this.cfg.numHeads;
     const hd = D / H;
-    const n3 = ln(e, x, this.norm3);
-    const side = linear(e, n3, this.projW, this.projB);
-    n3.free();
-    const n1 = ln(e, x, this.norm1);
-    const qkv = linear(e, n1, this.qkvW, this.qkvB); // [N, T, 3D]
-    n1.free();
-    // causal mask [T, T]: 0 on and below the diagonal, -inf above
-    const maskHost = new Float32Array(T * T);
-    for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) maskHost[i * T + j] = -Infinity;
-    const mask = e.upload(maskHost, [T, T], x.dtype, 'audio vae causal mask');
-    const heads = e.empty([N, T, H, hd], x.dtype, 'audio vae attention'); // heads side by side: [N, T, D]
-    for (let b = 0; b < N; b++) {
-      const item = qkv.slice(0, b, b + 1).reshape([T, 3, H, hd]);
-      const q = mul(e, item.slice(1, 0, 1).permute([1, 2, 0, 3]), 1 / Math.sqrt(hd)); // [1, H, T, hd]
-      const kT = item.slice(1, 1, 2).permute([1, 2, 3, 0]); // [1, H, hd, T]
-      const v = item.slice(1, 2, 3).permute([1, 2, 0, 3]); // [1, H, T, hd]
-      const s = matmul(e, q, kT); // [1, H, T, T]
-      q.free();
-      const sm = add(e, s, mask);
-      s.free();
-      const p = softmax(e, sm);
-      sm.free();
-      const o = matmul(e, p, v); // [1, H, T, hd]
-      p.free();
-      copyInto(e, o, heads.slice(0, b, b + 1).permute([0, 2, 1, 3]));
-      o.free();
-    }
-    mask.free();
-    qkv.free();
-    const flat = heads.reshape([N, T, D]);
-    if (capture) {
-      const a = linear(e, flat, this.attnOutW, this.attnOutB);
-      capture('attn', a);
-      a.free();
-    }
-    const h = linear(e, flat, this.attnOutW, this.attnOutB, { residual: side }); // proj(norm3(x)) + attn(norm1(x))
-    heads.free();
-    side.free();
-    const n2 = ln(e, h, this.norm2);
-    const m = ln(e, n2, this.mlpNorm);
-    n2.free();
-    const g = linear(e, m, this.w0[0], this.w0[1], { act: 'gelu_tanh' });
-    const u = linear(e, m, this.w1[0], this.w1[1], { gate: g });
-    m.free();
-    g.free();
-    const out = linear(e, u, this.w2[0], this.w2[1], { residual: h });
-    u.free();
-    h.free();
-    return out;
+    // scopes and chains free each temporary once what it feeds exists (tensor scopes, engine/scope.ts), in the order
+    // of the hand-placed frees they replace
+    return e.scope(() => {
+      // proj(norm3(x)) + attn(norm1(x)); side and the heads freed once it exists
+      const h = e.scope(() => {
+        const side = e.chain(() => ln(e, x, this.norm3), (n3) => linear(e, n3, this.projW, this.projB));
+        // the heads side by side [N, T, D]; qkv and the mask freed once every item's heads are in
+        const heads = e.scope(() => {
+          const qkv = e.chain(() => ln(e, x, this.norm1), (n1) => linear(e, n1, this.qkvW, this.qkvB)); // [N, T, 3D]
+          // causal mask [T, T]: 0 on and below the diagonal, -inf above
+          const maskHost = new Float32Array(T * T);
+          for (let i = 0; i < T; i++) for (let j = i + 1; j < T; j++) maskHost[i * T + j] = -Infinity;
+          const mask = e.upload(maskHost, [T, T], x.dtype, 'audio vae causal mask');
+          const heads = e.empty([N, T, H, hd], x.dtype, 'audio vae attention');
+          for (let b = 0; b < N; b++) {
+            const item = qkv.slice(0, b, b + 1).reshape([T, 3, H, hd]);
+            const kT = item.slice(1, 1, 2).permute([1, 2, 3, 0]); // [1, H, hd, T]
+            const v = item.slice(1, 2, 3).permute([1, 2, 0, 3]); // [1, H, T, hd]
+            e.scope(() => {
+              const o = e.chain(
+                () => mul(e, item.slice(1, 0, 1).permute([1, 2, 0, 3]), 1 / Math.sqrt(hd)), // q [1, H, T, hd]
+                (q) => matmul(e, q, kT), // [1, H, T, T]
+                (s) => add(e, s, mask),
+                (sm) => softmax(e, sm),
+                (p) => matmul(e, p, v), // [1, H, T, hd]
+              );
+              copyInto(e, o, heads.slice(0, b, b + 1).permute([0, 2, 1, 3]));
+            });
+          }
+          return heads;
+        });
+        const flat = heads.reshape([N, T, D]);
+        // a test's capture runs outside the scopes: the copies it makes are its own
+        if (capture) e.scope(() => {
+          const a = linear(e, flat, this.attnOutW, this.attnOutB);
+          e.unscoped(() => capture('attn', a));
+        });
+        return linear(e, flat, this.attnOutW, this.attnOutB, { residual: side });
+      });
+      // the MLP's hidden rows: m and the gate freed once u exists; u and h once the output does
+      const u = e.scope(() => {
+        const m = e.chain(() => ln(e, h, this.norm2), (n2) => ln(e, n2, this.mlpNorm));
+        const g = linear(e, m, this.w0[0], this.w0[1], { act: 'gelu_tanh' });
+        return linear(e, m, this.w1[0], this.w1[1], { gate: g });
+      });
+      return linear(e, u, this.w2[0], this.w2[1], { residual: h });
+    });
   }
 
   free(): void {

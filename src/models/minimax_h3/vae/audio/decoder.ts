@@ -71,22 +71,18 @@ class AmpBlock {
 
   /** x [N, L, C] (not consumed) -> new [N, L, C]. */
   forward(e: Engine, act: Activation1d, x: Tensor): Tensor {
-    let h = x;
     const k = this.kernel;
-    this.dilations.forEach((d, i) => {
-      const a1 = snakeAct(e, act, h, this.acts[2 * i]!);
-      const r1 = conv1d(e, a1, this.convs1[i]!.w, { dilation: d, padding: (k * d - d) / 2, bias: this.convs1[i]!.bias });
-      a1.free();
-      const a2 = snakeAct(e, act, r1, this.acts[2 * i + 1]!);
-      r1.free();
-      const r2 = conv1d(e, a2, this.convs2[i]!.w, { padding: (k - 1) / 2, bias: this.convs2[i]!.bias });
-      a2.free();
-      const next = add(e, r2, h);
-      r2.free();
-      if (h !== x) h.free();
-      h = next;
-    });
-    return h;
+    // each step's input freed once its output exists; a dilation's branch and input once their sum does (x is the
+    // caller's)
+    return e.chain(
+      () => x,
+      ...this.dilations.map((d, i) => (h: Tensor) => add(e, e.chain(
+        () => snakeAct(e, act, h, this.acts[2 * i]!),
+        (a1) => conv1d(e, a1, this.convs1[i]!.w, { dilation: d, padding: (k * d - d) / 2, bias: this.convs1[i]!.bias }),
+        (r1) => snakeAct(e, act, r1, this.acts[2 * i + 1]!),
+        (a2) => conv1d(e, a2, this.convs2[i]!.w, { padding: (k - 1) / 2, bias: this.convs2[i]!.bias }),
+      ), h)),
+    );
   }
 }
 
@@ -215,44 +211,31 @@ export class AudioVaeDecoder {
     const cfg = this.config;
     if (x.rank !== 3 || x.shape[2] !== cfg.latentChannels) throw new RangeError(`AudioVaeDecoder: latents ${x} must be [N, T, ${cfg.latentChannels}]`);
     if (x.dtype !== this.dtype) throw new TypeError(`AudioVaeDecoder: latents ${x} are not ${this.dtype}`);
-    const keep = (name: string, t: Tensor) => trace?.set(name, copy(e, t));
-    const h0 = conv1d(e, x, this.inProj.w, { bias: this.inProj.bias });
-    keep('dec_in_proj', h0);
-    let h = conv1d(e, h0, this.convPre.w, { padding: 3, bias: this.convPre.bias });
-    h0.free();
-    keep('conv_pre', h);
+    // the trace's copies are the caller's: made outside the scopes
+    const keep = (name: string, t: Tensor) => {
+      if (trace) trace.set(name, e.unscoped(() => copy(e, t)));
+      return t;
+    };
     const K = cfg.resblockKernelSizes.length;
-    for (let i = 0; i < this.ups.length; i++) {
-      const r = cfg.decoderRates[i]!;
-      const u = convTranspose1d(e, h, this.ups[i]!.w, { stride: r, padding: (cfg.decoderKernelSizes[i]! - r) / 2, bias: this.ups[i]!.bias });
-      h.free();
-      keep(`ups.${i}`, u);
-      let sum: Tensor | undefined;
-      for (let j = 0; j < K; j++) {
-        const y = this.resblocks[i * K + j]!.forward(e, this.act, u);
-        if (sum) {
-          const s = add(e, sum, y);
-          sum.free();
-          y.free();
-          sum = s;
-        } else sum = y;
-      }
-      u.free();
-      h = div(e, sum!, K); // upstream: residual / num_kernels
-      sum!.free();
-      keep(`stage.${i}`, h);
-    }
-    const a = snakeAct(e, this.act, h, this.actPost);
-    h.free();
-    keep('activation_post', a);
-    const y = conv1d(e, a, this.convPost.w, { padding: 3 });
-    a.free();
-    keep('conv_post', y);
-    const lo = maximum(e, y, -1);
-    y.free();
-    const out = minimum(e, lo, 1);
-    lo.free();
-    return out;
+    // one chain: each step's input freed once its output exists, as the hand-placed frees did
+    return e.chain(
+      () => keep('dec_in_proj', conv1d(e, x, this.inProj.w, { bias: this.inProj.bias })),
+      (h0) => keep('conv_pre', conv1d(e, h0, this.convPre.w, { padding: 3, bias: this.convPre.bias })),
+      ...this.ups.flatMap((up, i) => {
+        const r = cfg.decoderRates[i]!;
+        const blocks = this.resblocks.slice(i * K, (i + 1) * K);
+        return [
+          (h: Tensor) => keep(`ups.${i}`, convTranspose1d(e, h, up.w, { stride: r, padding: (cfg.decoderKernelSizes[i]! - r) / 2, bias: up.bias })),
+          // the resblocks' sum, each partial sum and block output freed once the next sum exists
+          (u: Tensor) => e.chain(() => blocks[0]!.forward(e, this.act, u), ...blocks.slice(1).map((b) => (sum: Tensor) => add(e, sum, b.forward(e, this.act, u)))),
+          (sum: Tensor) => keep(`stage.${i}`, div(e, sum, K)), // upstream: residual / num_kernels
+        ];
+      }),
+      (h) => keep('activation_post', snakeAct(e, this.act, h, this.actPost)),
+      (a) => keep('conv_post', conv1d(e, a, this.convPost.w, { padding: 3 })),
+      (y) => maximum(e, y, -1),
+      (lo) => minimum(e, lo, 1),
+    );
   }
 
   /**
@@ -284,11 +267,8 @@ export class AudioVaeDecoder {
       const end = Math.min(T, start + chunk);
       const ws = Math.max(0, start - ctx);
       const we = Math.min(T, end + ctx);
-      const x = e.upload(sliceFrames(host, N, T, C, ws, we), [N, we - ws, C], this.dtype, 'audio latents');
-      const y = this.forward(e, x);
-      x.free();
-      const wave = await e.read(y);
-      y.free();
+      // the chunk's latents freed once the waveform exists, the waveform once read back
+      const wave = await e.scope(async () => e.read(e.chain(() => e.upload(sliceFrames(host, N, T, C, ws, we), [N, we - ws, C], this.dtype, 'audio latents'), (x) => this.forward(e, x))));
       const L = (we - ws) * hop;
       for (let n = 0; n < N; n++) channels[n]!.set(wave.subarray(n * L + (start - ws) * hop, n * L + (end - ws) * hop), start * hop);
     }

@@ -58,16 +58,13 @@ class ResidualUnit {
 
   /** x [N, L, dim] (not consumed) -> x + block(x). The dilated conv keeps the length, so nothing is cropped. */
   forward(e: Engine, x: Tensor): Tensor {
-    const a = snake(e, x, this.alpha0);
-    const h = conv1d(e, a, this.conv1.w, { dilation: this.dilation, padding: 3 * this.dilation, bias: this.conv1.bias });
-    a.free();
-    const b = snake(e, h, this.alpha2);
-    h.free();
-    const r = conv1d(e, b, this.conv3.w, { bias: this.conv3.bias });
-    b.free();
-    const out = add(e, x, r);
-    r.free();
-    return out;
+    // each step's input freed once its output exists, the block's output once the sum does
+    return e.scope(() => add(e, x, e.chain(
+      () => snake(e, x, this.alpha0),
+      (a) => conv1d(e, a, this.conv1.w, { dilation: this.dilation, padding: 3 * this.dilation, bias: this.conv1.bias }),
+      (h) => snake(e, h, this.alpha2),
+      (b) => conv1d(e, b, this.conv3.w, { bias: this.conv3.bias }),
+    )));
   }
 
   free(): void {
@@ -85,17 +82,13 @@ class EncoderBlock {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    let h = x;
-    for (const u of this.units) {
-      const next = u.forward(e, h);
-      if (h !== x) h.free();
-      h = next;
-    }
-    const a = snake(e, h, this.alpha);
-    if (h !== x) h.free();
-    const out = conv1d(e, a, this.conv.w, { stride: this.stride, padding: Math.ceil(this.stride / 2), bias: this.conv.bias });
-    a.free();
-    return out;
+    // each step's input freed once its output exists (x is the caller's)
+    return e.chain(
+      () => x,
+      ...this.units.map((u) => (h: Tensor) => u.forward(e, h)),
+      (h) => snake(e, h, this.alpha),
+      (a) => conv1d(e, a, this.conv.w, { stride: this.stride, padding: Math.ceil(this.stride / 2), bias: this.conv.bias }),
+    );
   }
 
   free(): void {
@@ -178,32 +171,28 @@ export class AudioVaeEncoder {
     const host = new Float32Array(N * Sp);
     channels.forEach((ch, n) => host.set(ch, n * Sp));
     const e = this.e;
-    const x = e.upload(host, [N, Sp, 1], this.dtype, 'audio vae encode waveform');
-    const tensors: Tensor[] = [x];
-    try {
+    // a test's capture runs outside the scopes: the copies it makes are its own
+    const cap = capture && ((name: string, t: Tensor) => e.unscoped(() => capture(name, t)));
+    // every stage's output is held until the posterior is read back, then freed with the scope (as the hand-placed
+    // frees at the end did: the clips are short, the peak is the last stages')
+    return e.scope(async () => {
+      const x = e.upload(host, [N, Sp, 1], this.dtype, 'audio vae encode waveform');
       let h = conv1d(e, x, this.conv_in.w, { padding: 3, bias: this.conv_in.bias });
-      tensors.push(h);
-      capture?.('encoder.block.0', h);
+      cap?.('encoder.block.0', h);
       for (const [i, b] of this.blocks.entries()) {
         h = b.forward(e, h);
-        tensors.push(h);
-        capture?.(`encoder.block.${i + 1}`, h);
+        cap?.(`encoder.block.${i + 1}`, h);
       }
       const R = this.blocks.length;
       h = snake(e, h, this.alpha_out);
-      tensors.push(h);
-      capture?.(`encoder.block.${R + 1}`, h);
+      cap?.(`encoder.block.${R + 1}`, h);
       h = conv1d(e, h, this.conv_out.w, { padding: 1, bias: this.conv_out.bias });
-      tensors.push(h);
-      capture?.(`encoder.block.${R + 2}`, h);
-      capture?.('encoder', h);
-      const z = this.pre_block.forward(e, h, capture); // [N, T, C]
-      tensors.push(z);
-      capture?.('pre_block', z);
+      cap?.(`encoder.block.${R + 2}`, h);
+      cap?.('encoder', h);
+      const z = this.pre_block.forward(e, h, cap); // [N, T, C]
+      cap?.('pre_block', z);
       const mean = linear(e, z, this.mean_proj[0], this.mean_proj[1]);
-      tensors.push(mean);
       const logs = linear(e, z, this.logs_proj[0], this.logs_proj[1]);
-      tensors.push(logs);
       const C = this.cfg.latentChannels;
       const split = (flat: Float32Array): Float32Array[] =>
         Array.from({ length: N }, (_, n) => {
@@ -212,9 +201,7 @@ export class AudioVaeEncoder {
           return out;
         });
       return { channels: N, frames: T, mean: split(await e.read(mean)), logs: split(await e.read(logs)) };
-    } finally {
-      tensors.forEach((t) => t.free());
-    }
+    });
   }
 
   free(): void {

@@ -38,10 +38,8 @@ class CausalConv3d {
   /** x [1, T, H, W, Cin] (not consumed) -> [1, T', H', W', Cout]. */
   forward(e: Engine, x: Tensor): Tensor {
     const s = this.spatialPad;
-    const xp = s > 0 ? pad(e, x, [[s, s], [s, s], [0, 0]], 'reflect') : x;
-    const y = conv3d(e, xp, this.weight, { bias: this.bias, stride: this.stride, padding: [[this.temporalPad, 0], [0, 0], [0, 0]] });
-    if (xp !== x) xp.free();
-    return y;
+    // the padded copy freed once the conv exists
+    return e.scope(() => conv3d(e, s > 0 ? pad(e, x, [[s, s], [s, s], [0, 0]], 'reflect') : x, this.weight, { bias: this.bias, stride: this.stride, padding: [[this.temporalPad, 0], [0, 0], [0, 0]] }));
   }
 
   free(): void {
@@ -92,18 +90,16 @@ class ResnetBlock3d {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    const a = this.norm1.forwardSilu(e, x);
-    const h1 = this.conv1.forward(e, a);
-    a.free();
-    const b = this.norm2.forwardSilu(e, h1);
-    h1.free();
-    const h2 = this.conv2.forward(e, b);
-    b.free();
-    const res = this.conv_shortcut ? this.conv_shortcut.forward(e, x) : x;
-    const out = add(e, res, h2);
-    h2.free();
-    if (res !== x) res.free();
-    return out;
+    // each step's input freed once its output exists; h2 and the shortcut once the sum does
+    return e.scope(() => {
+      const h2 = e.chain(
+        () => this.norm1.forwardSilu(e, x),
+        (a) => this.conv1.forward(e, a),
+        (h1) => this.norm2.forwardSilu(e, h1),
+        (b) => this.conv2.forward(e, b),
+      );
+      return add(e, this.conv_shortcut ? this.conv_shortcut.forward(e, x) : x, h2);
+    });
   }
 
   free(): void {
@@ -120,10 +116,8 @@ class Downsample3d {
   }
 
   forward(e: Engine, x: Tensor): Tensor {
-    const xp = this.spatialStride === 2 ? pad(e, x, [[0, 1], [0, 1], [0, 0]], 'reflect') : x;
-    const y = this.conv.forward(e, xp);
-    if (xp !== x) xp.free();
-    return y;
+    // the padded copy freed once the conv exists
+    return e.scope(() => this.conv.forward(e, this.spatialStride === 2 ? pad(e, x, [[0, 1], [0, 1], [0, 0]], 'reflect') : x));
   }
 
   free(): void {
@@ -135,17 +129,9 @@ class DownBlock3d {
   constructor(readonly resnets: ResnetBlock3d[], readonly downsamplers: [Downsample3d] | null) {}
 
   forward(e: Engine, x: Tensor): Tensor {
-    let h = x;
-    for (const r of this.resnets) {
-      const next = r.forward(e, h);
-      if (h !== x) h.free();
-      h = next;
-    }
-    if (this.downsamplers) {
-      const d = this.downsamplers[0].forward(e, h);
-      if (h !== x) h.free();
-      h = d;
-    }
+    const down = this.downsamplers?.[0];
+    // each step's input freed once its output exists (x is the caller's); a block that does nothing returns a copy
+    const h = e.chain(() => x, ...this.resnets.map((r) => (t: Tensor) => r.forward(e, t)), ...(down ? [(t: Tensor) => down.forward(e, t)] : []));
     return h === x ? copy(e, x) : h;
   }
 
@@ -188,22 +174,19 @@ export class Encoder3d {
 
   /** pixels [1, T, H, W, 3] (ImageNet-normalised) -> moments [1, T', H / ratio', W / ratio', 2C]. */
   forward(e: Engine, x: Tensor, capture?: EncoderCapture): Tensor {
-    let h = this.conv_in.forward(e, x);
-    capture?.('conv_in', h);
-    for (const [i, b] of this.down_blocks.entries()) {
-      const next = b.forward(e, h);
-      h.free();
-      h = next;
-      capture?.(`down_block.${i}`, h);
-    }
-    const s = this.norm_out.forwardSilu(e, h);
-    h.free();
-    const out = this.conv_out.forward(e, s);
-    s.free();
-    capture?.('encoder', out);
-    const m = this.quant_conv.forward(e, out);
-    out.free();
-    return m;
+    // a test's capture runs outside the scopes: the copies it makes are its own
+    const cap = (name: string, t: Tensor) => {
+      if (capture) e.unscoped(() => capture(name, t));
+      return t;
+    };
+    // each step's input freed once its output exists
+    return e.chain(
+      () => cap('conv_in', this.conv_in.forward(e, x)),
+      ...this.down_blocks.map((b, i) => (h: Tensor) => cap(`down_block.${i}`, b.forward(e, h))),
+      (h) => this.norm_out.forwardSilu(e, h),
+      (s) => cap('encoder', this.conv_out.forward(e, s)),
+      (out) => this.quant_conv.forward(e, out),
+    );
   }
 
   free(): void {

@@ -189,8 +189,9 @@ export class VideoVaeDecoder {
     const ys = tiling ? splitTiles(H, tiling.tileHeight, tiling.minOverlapHeight, r) : { starts: [0], sizes: [H], overlaps: [] };
     const xs = tiling ? splitTiles(W, tiling.tileWidth, tiling.minOverlapWidth, r) : { starts: [0], sizes: [W], overlaps: [] };
     const rows: Pixels[][] = [];
-    const ropes = new Map<string, TileRope>();
-    try {
+    // the RoPE tables of the tile sizes, shared by the clip's tiles: freed with the scope once its tiles are decoded
+    await this.e.scope(async () => {
+      const ropes = new Map<string, TileRope>();
       for (let i = 0; i < ys.starts.length; i++) {
         const row: Pixels[] = [];
         for (let j = 0; j < xs.starts.length; j++) {
@@ -205,12 +206,7 @@ export class VideoVaeDecoder {
         }
         rows.push(row);
       }
-    } finally {
-      ropes.forEach((t) => {
-        t.cos.free();
-        t.sin.free();
-      });
-    }
+    });
     // a plan (shape-only engine): the tiles' GPU work is recorded above; their pixels are zeros, not blended on the host
     if (this.e.shapeOnly) return { frames: rows[0]![0]!.frames, height: H, width: W, data: new Float32Array(0) };
     return rows.length === 1 && rows[0]!.length === 1 ? rows[0]![0]! : stitchTiles(rows, ys.overlaps, xs.overlaps);
@@ -230,18 +226,8 @@ export class VideoVaeDecoder {
         }
       }
     }
-    const zt = this.e.upload(tokens, [1, N, C], this.dtype, 'video vae tile');
-    let rowsHost: Float32Array;
-    try {
-      const out = this.vit.forward(this.e, zt, rot, capture);
-      try {
-        rowsHost = await this.e.read(out);
-      } finally {
-        out.free();
-      }
-    } finally {
-      zt.free();
-    }
+    // the tile and its patch rows freed once read back
+    const rowsHost = await this.e.scope(async () => this.e.read(this.vit.forward(this.e, this.e.upload(tokens, [1, N, C], this.dtype, 'video vae tile'), rot, capture)));
     // a plan reads zeros: the tile's size, without the host's un-patchify
     if (this.e.shapeOnly) return { frames: len * c.patchT, height: th * c.patch, width: tw * c.patch, data: new Float32Array(0) };
     assertFiniteOutput(rowsHost, 'the decoded video', OVERFLOW_HINT);

@@ -121,20 +121,11 @@ export class VideoVaeEncoder {
         }
       }
     }
-    const xt = this.e.upload(host, [1, n, th, tw, C], this.dtype, 'video vae encode tile');
-    let out: Float32Array;
-    let shape: number[];
-    try {
-      const m = this.encoder.forward(this.e, xt, capture);
-      try {
-        out = await this.e.read(m);
-        shape = [...m.shape];
-      } finally {
-        m.free();
-      }
-    } finally {
-      xt.free();
-    }
+    // the tile and its moments freed once read back
+    const { out, shape } = await this.e.scope(async () => {
+      const m = this.encoder.forward(this.e, this.e.upload(host, [1, n, th, tw, C], this.dtype, 'video vae encode tile'), capture);
+      return { out: await this.e.read(m), shape: [...m.shape] };
+    });
     const [, T, h, w, M] = shape as [number, number, number, number, number];
     return { data: channelsFirst(out, T, h, w, M), shape: [M, T, h, w] };
   }

@@ -87,27 +87,23 @@ class VaeAttention {
   forward(e: Engine, c: VideoVaeConfig, x: Tensor, rot: TileRope, epi: LinearOptions): Tensor {
     const [B, L] = x.shape as [number, number, number];
     const { numHeads: nh, headDim: hd } = c;
+    // chains free each step's input once its output exists (tensor scopes, engine/scope.ts), as the hand-placed frees did
     const project = (m: Linear, rotate: boolean): Tensor => {
-      const y = applyLinear(e, m, x).reshape([B, L, nh, hd]);
-      if (!rotate) return y;
-      const n = headRmsNorm(e, y, undefined, c.normEps); // statistics in f32 whatever the dtype, as upstream
-      y.free();
-      const r = rope(e, n, rot.cos, rot.sin);
-      n.free();
-      return r;
+      const y = () => applyLinear(e, m, x).reshape([B, L, nh, hd]);
+      if (!rotate) return y();
+      return e.chain(
+        y,
+        (t) => headRmsNorm(e, t, undefined, c.normEps), // statistics in f32 whatever the dtype, as upstream
+        (n) => rope(e, n, rot.cos, rot.sin),
+      );
     };
-    const q = project(this.to_q, true);
-    const k = project(this.to_k, true);
-    const v = project(this.to_v, false);
-    const att = attention(e, q.permute([0, 2, 1, 3]), k.permute([0, 2, 1, 3]), v.permute([0, 2, 1, 3]));
-    q.free();
-    k.free();
-    v.free();
-    const merged = contiguous(e, att.permute([0, 2, 1, 3]));
-    att.free();
-    const out = applyLinear(e, this.to_out[0], merged.reshape([B, L, nh * hd]), epi);
-    merged.free();
-    return out;
+    const heads = (t: Tensor) => t.permute([0, 2, 1, 3]);
+    return e.chain(
+      // q, k, v freed once the attention exists
+      () => attention(e, heads(project(this.to_q, true)), heads(project(this.to_k, true)), heads(project(this.to_v, false))),
+      (att) => contiguous(e, heads(att)),
+      (merged) => applyLinear(e, this.to_out[0], merged.reshape([B, L, nh * hd]), epi),
+    );
   }
 
   free(): void {
@@ -140,18 +136,16 @@ class VaeTransformerBlock {
 
   /** x + scale1 * attn(norm1(x)), then + scale2 * ff(norm2(x)); x is not freed. */
   forward(e: Engine, c: VideoVaeConfig, x: Tensor, rot: TileRope): Tensor {
-    const h1 = rmsNorm(e, x, { weight: this.norm1, eps: c.normEps });
-    const x1 = this.attn.forward(e, c, h1, rot, { gate: this.scale1, residual: x });
-    h1.free();
-    const h2 = rmsNorm(e, x1, { weight: this.norm2, eps: c.normEps });
-    const vg = applyLinear(e, this.ff.net[0].proj, h2);
-    h2.free();
-    const m = glu(e, 'silu', vg, undefined, { gateFirst: false }); // value * silu(gate)
-    vg.free();
-    const x2 = applyLinear(e, this.ff.net[2], m, { gate: this.scale2, residual: x1 });
-    m.free();
-    x1.free();
-    return x2;
+    return e.scope(() => {
+      // h1 freed once x1 exists; the FFN's steps each once the next exists, x1 once x2 does
+      const x1 = e.scope(() => this.attn.forward(e, c, rmsNorm(e, x, { weight: this.norm1, eps: c.normEps }), rot, { gate: this.scale1, residual: x }));
+      return e.chain(
+        () => rmsNorm(e, x1, { weight: this.norm2, eps: c.normEps }),
+        (h2) => applyLinear(e, this.ff.net[0].proj, h2),
+        (vg) => glu(e, 'silu', vg, undefined, { gateFirst: false }), // value * silu(gate)
+        (m) => applyLinear(e, this.ff.net[2], m, { gate: this.scale2, residual: x1 }),
+      );
+    });
   }
 
   free(): void {
@@ -210,27 +204,24 @@ export class VaeViTDecoder {
     const c = this.cfg;
     const dec = this.decoder;
     const N = z.shape[1]!;
-    const pq = applyLinear(e, this.post_quant_conv, z);
-    capture?.('post_quant_conv', pq);
-    const emb = applyLinear(e, dec.proj_in, pq);
-    pq.free();
-    capture?.('patch_embed', emb);
-    let x = concat(e, [emb, dec.suffix], 1);
-    emb.free();
-    dec.transformer_blocks.forEach((b, i) => {
-      const y = b.forward(e, c, x, rot);
-      x.free();
-      x = y;
-      if (i === 0) capture?.('block0', x);
-    });
-    // only the voxel tokens reach the pixels (norm_out and proj_out are per token)
-    const tokens = x.slice(1, 0, N);
-    const n = layerNorm(e, tokens, { weight: dec.norm_out.weight, bias: dec.norm_out.bias, eps: c.normEps });
-    x.free();
-    const out = applyLinear(e, dec.proj_out, n);
-    n.free();
-    capture?.('unpatchify_in', out);
-    return out;
+    // a test's capture runs outside the scopes: the copies it makes are its own
+    const cap = (name: Parameters<Capture>[0], t: Tensor) => {
+      if (capture) e.unscoped(() => capture(name, t));
+      return t;
+    };
+    // each step's input freed once its output exists
+    return e.chain(
+      () => cap('post_quant_conv', applyLinear(e, this.post_quant_conv, z)),
+      (pq) => cap('patch_embed', applyLinear(e, dec.proj_in, pq)),
+      (emb) => concat(e, [emb, dec.suffix], 1),
+      ...dec.transformer_blocks.map((b, i) => (x: Tensor) => {
+        const y = b.forward(e, c, x, rot);
+        return i === 0 ? cap('block0', y) : y;
+      }),
+      // only the voxel tokens reach the pixels (norm_out and proj_out are per token)
+      (x) => layerNorm(e, x.slice(1, 0, N), { weight: dec.norm_out.weight, bias: dec.norm_out.bias, eps: c.normEps }),
+      (n) => cap('unpatchify_in', applyLinear(e, dec.proj_out, n)),
+    );
   }
 
   free(): void {
