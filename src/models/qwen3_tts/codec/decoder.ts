@@ -16,6 +16,7 @@ import { maximum, minimum } from '../../../engine/ops/elementwise';
 import { linear } from '../../../engine/ops/linear';
 import { layerNorm } from '../../../engine/ops/norm';
 import type { Checkpoint } from '../../../engine/safetensors';
+import type { TensorScope } from '../../../engine/scope';
 import type { Tensor } from '../../../engine/tensor';
 import { loadPlain, newWeightLoader, type ComputeDType, type WeightLoader } from '../../common/weights';
 import type { CodecDecoderConfig, SpeechTokenizerConfig } from '../config';
@@ -153,6 +154,8 @@ export class CodecDecoder {
     readonly upsample: [CausalConvTranspose1d, ConvNeXtBlock][],
     /** decoder.0 conv, decoder.1..n blocks, decoder.n+1 SnakeBeta, decoder.n+2 conv. */
     readonly decoder: { conv_in: CausalConv1d; blocks: DecoderBlock[]; act_out: SnakeBeta; conv_out: CausalConv1d },
+    /** Owns every tensor the load made (weights, prepared convs): free() is its free(). */
+    private readonly owner: TensorScope,
   ) {}
 
   /**
@@ -163,8 +166,9 @@ export class CodecDecoder {
     const c = 'decoder' in cfg ? cfg.decoder : cfg;
     const samplesPerFrame = [...c.upsamplingRatios, ...c.upsampleRates].reduce((a, b) => a * b, 1);
     const p = `${o.prefix ?? ''}decoder.`;
-    const w = newWeightLoader(e, ckpt, o.dtype ?? 'f32');
-    try {
+    // one owner for all the load makes (engine/scope.ts): free() frees it in one call, a failed load at once
+    const { value: m, owner } = await e.owned(async () => {
+      const w = newWeightLoader(e, ckpt, o.dtype ?? 'f32');
       const quantizer = await SplitRvqDecoder.load(w, c, `${p}quantizer.`);
       const pre_conv = await CausalConv1d.load(w, `${p}pre_conv.`, { cin: c.codebookDim, cout: c.latentDim, k: 3 });
       const pre_transformer = await CodecDecoderTransformer.load(w, c, `${p}pre_transformer.`);
@@ -184,11 +188,9 @@ export class CodecDecoder {
       const outDim = c.decoderDim >> n;
       const act_out = await SnakeBeta.load(w, `${p}decoder.${n + 1}.`, outDim);
       const conv_out = await CausalConv1d.load(w, `${p}decoder.${n + 2}.`, { cin: outDim, cout: 1, k: 7 });
-      return new CodecDecoder(e, c, samplesPerFrame, w.dtype, quantizer, pre_conv, pre_transformer, upsample, { conv_in, blocks, act_out, conv_out });
-    } catch (err) {
-      for (const t of w.loaded) t.free();
-      throw err;
-    }
+      return { dtype: w.dtype, quantizer, pre_conv, pre_transformer, upsample, decoder: { conv_in, blocks, act_out, conv_out } };
+    }, 'codec decoder');
+    return new CodecDecoder(e, c, samplesPerFrame, m.dtype, m.quantizer, m.pre_conv, m.pre_transformer, m.upsample, m.decoder, owner);
   }
 
   /**
@@ -273,17 +275,7 @@ export class CodecDecoder {
   }
 
   free(): void {
-    this.quantizer.free();
-    this.pre_conv.free();
-    this.pre_transformer.free();
-    for (const [up, block] of this.upsample) {
-      up.free();
-      block.free();
-    }
-    this.decoder.conv_in.free();
-    for (const b of this.decoder.blocks) b.free();
-    this.decoder.act_out.free();
-    this.decoder.conv_out.free();
+    this.owner.free();
   }
 }
 

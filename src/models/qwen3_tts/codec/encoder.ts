@@ -13,6 +13,7 @@
 import type { Engine } from '../../../engine/engine';
 import { add } from '../../../engine/ops/elementwise';
 import type { Checkpoint } from '../../../engine/safetensors';
+import type { TensorScope } from '../../../engine/scope';
 import type { Tensor } from '../../../engine/tensor';
 import { newWeightLoader, type WeightLoader } from '../../common/weights';
 import type { CodecEncoderConfig, SpeechTokenizerConfig } from '../config';
@@ -65,6 +66,8 @@ export class CodecEncoder {
     readonly encoder_transformer: MimiTransformer,
     readonly downsample: CausalConv1d,
     readonly quantizer: { semantic: MimiRvqEncoder; acoustic: MimiRvqEncoder },
+    /** Owns every tensor the load made: free() is its free(). */
+    private readonly owner: TensorScope,
   ) {}
 
   /** Loads "encoder.*" (with `prefix` prepended) in f32; only the quantizer layers encode() uses are read. */
@@ -76,8 +79,9 @@ export class CodecEncoder {
     if (!Number.isInteger(nq) || nq < nSem || nq > c.numQuantizers) {
       throw new RangeError(`CodecEncoder.load: quantizers ${nq} not in ${nSem}..${c.numQuantizers}`);
     }
-    const w = newWeightLoader(e, ckpt, 'f32');
-    try {
+    // one owner for all the load makes (engine/scope.ts): free() frees it in one call, a failed load at once
+    const { value: m, owner } = await e.owned(async () => {
+      const w = newWeightLoader(e, ckpt, 'f32');
       const L = `${p}encoder.layers.`;
       const first = await CausalConv1d.load(w, `${L}0.`, { cin: 1, cout: c.numFilters, k: c.kernelSize });
       const stages: [MimiResnetBlock, CausalConv1d][] = [];
@@ -102,11 +106,9 @@ export class CodecEncoder {
         semantic: await MimiRvqEncoder.load(w, `${q}semantic_residual_vector_quantizer.`, nSem, c.hiddenSize, c.codebookSize, vqDim),
         acoustic: await MimiRvqEncoder.load(w, `${q}acoustic_residual_vector_quantizer.`, nq - nSem, c.hiddenSize, c.codebookSize, vqDim),
       };
-      return new CodecEncoder(e, cfg, { first, stages, last }, encoder_transformer, downsample, quantizer);
-    } catch (err) {
-      for (const t of w.loaded) t.free();
-      throw err;
-    }
+      return { encoder: { first, stages, last }, encoder_transformer, downsample, quantizer };
+    }, 'codec encoder');
+    return new CodecEncoder(e, cfg, m.encoder, m.encoder_transformer, m.downsample, m.quantizer, owner);
   }
 
   /** Codebooks encode() returns (the loaded quantizer layers). */
@@ -150,15 +152,6 @@ export class CodecEncoder {
   }
 
   free(): void {
-    this.encoder.first.free();
-    for (const [r, d] of this.encoder.stages) {
-      r.free();
-      d.free();
-    }
-    this.encoder.last.free();
-    this.encoder_transformer.free();
-    this.downsample.free();
-    this.quantizer.semantic.free();
-    this.quantizer.acoustic.free();
+    this.owner.free();
   }
 }
