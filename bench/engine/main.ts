@@ -13,6 +13,7 @@ import type { Tensor } from '../../src/engine/tensor';
 import { attention } from '../../src/engine/ops/attention';
 import { ATTENTION_TILES, attentionSubgroupChoice, type AttentionTile, type AttentionTileName } from '../../src/engine/ops/attention_subgroup';
 import { linear } from '../../src/engine/ops/linear';
+import { w8a8Plan, W8A8_TILES, type W8A8TileName } from '../../src/engine/ops/matmul_w8a8';
 import { matmul } from '../../src/engine/ops/matmul';
 import { subgroupMatrixPlan, SUBGROUP_TILES, type SubgroupTileName } from '../../src/engine/ops/matmul_subgroup';
 import { add } from '../../src/engine/ops/elementwise';
@@ -112,6 +113,20 @@ function cases(): Case[] {
           return { run: () => { y?.free(); y = linear(e, x, w, null, opts); }, free };
         } });
     }
+  }
+  // W8A8 (issue 43, opt-in): the same int8 projection with its activations quantised per token on the fly, i8 x i8
+  // -> i32 tensor cores (ops/matmul_w8a8.ts; the quantiser's pass included in the time), each W8A8 tile
+  const w8Unavailable = (e: Engine) => { const p = w8a8Plan(e, { emulate }); return 'reason' in p ? p.reason : null; };
+  for (const tile of Object.keys(W8A8_TILES) as W8A8TileName[]) {
+    out.push({ op: `linear int8 w8a8 ${tile}`, size: `${lt}x${lk}x${ln}`, flops: 2 * lt * lk * ln, torch: { fn: 'linear', dtype: 'f16', M: lt, K: lk, N: ln },
+      unavailable: w8Unavailable,
+      setup: (e) => {
+        const x = up(e, [lt, lk], 'f16');
+        const w = uploadInt8(e, (wq ??= quantizeInt8PerChannel(rand(ln * lk), ln, lk)), 'f16');
+        let y: Tensor | null = null;
+        const free = () => { x.free(); w.q.free(); w.scales.free(); y?.free(); };
+        return { run: () => { y?.free(); y = linear(e, x, w, null, { path: 'w8a8', w8a8: { tile, emulate } }); }, free };
+      } });
   }
   const att = large ? [[1, 24, 4096, 128], [1, 24, 16384, 128]] : tiny ? [[1, 2, 64, 64]] : [[1, 4, 256, 64]];
   for (const dtype of ['f32', 'f16'] as const) {

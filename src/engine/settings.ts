@@ -22,6 +22,10 @@ export interface EngineSettings {
    * '64', '128'); unset: the largest preset that fits the adapter's workgroup memory. Any other value (even empty)
    * must name a preset: it is refused when a GEMM takes the subgroup path. */
   subgroupTile: string | undefined;
+  /** KILN_W8A8=1: linear() with an int8 weight quantises its activations per token and runs the i8 x i8 tensor-core
+   * GEMM (ops/matmul_w8a8.ts) where the adapter has it (else W8A16, the reason logged once). Opt-in: not yet
+   * timed on a GPU nor held to a model's golden case. */
+  w8a8?: boolean;
   /** KILN_SUBGROUP_ATTENTION=0: with subgroupMatrix, attention keeps the flash kernel (the tensor-core GEMM alone).
    * Any other value, or unset: attention takes the tensor-core kernel too. */
   subgroupAttention: boolean;
@@ -58,6 +62,7 @@ export function engineSettings(env: NodeJS.ProcessEnv = process.env): EngineSett
     subgroupMatrix: env.KILN_SUBGROUP_MATRIX === '1',
     subgroupMatrixOff: env.KILN_SUBGROUP_MATRIX === '0',
     subgroupTile: env.KILN_SUBGROUP_TILE,
+    w8a8: env.KILN_W8A8 === '1',
     subgroupAttention: env.KILN_SUBGROUP_ATTENTION !== '0',
     subgroupAttentionTile: env.KILN_SUBGROUP_ATTENTION_TILE || undefined,
     loadThreads: parseLoadThreads(env.KILN_LOAD_THREADS),

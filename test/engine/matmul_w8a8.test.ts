@@ -16,6 +16,7 @@ import { emulateSubgroupMatrix } from '../../src/engine/ops/subgroup_matrix_emul
 import { uninitialisedInBlock } from '../../src/engine/kernels';
 import type { SubgroupTile } from '../../src/engine/ops/matmul_subgroup';
 import { quantizeInt8PerChannel, uploadInt8 } from '../../src/engine/quantize';
+import { linear } from '../../src/engine/ops/linear';
 import type { Engine } from '../../src/engine/engine';
 import type { Activation } from '../../src/engine/ops/matmul';
 import { roundToDType } from '../../src/engine/dtype';
@@ -105,3 +106,38 @@ test('W8A8: refusals name what to change', async () => {
   assert.throws(() => gemmW8A8(e, 'lin', e.empty([3, 32], 'f16'), w32, {}, { ...emulate, tile: 'w999' as never }), /W8A8 tile 'w999' unknown: one of w128, w64/);
   assert.ok(Object.keys(W8A8_TILES).length === 2);
 });
+
+test("linear path 'w8a8' (emulated, the kernel above's constants: no new compile) and KILN_W8A8=1's W8A16 fallback", seeded(async (rng) => {
+  const e = await testEngine();
+  const emulated: W8A8Options = RUNS[2]!.opts;
+  if ('reason' in w8a8Plan(e, emulated)) return;
+  const [B, M, N, K] = [2, 19, 45, 80];
+  const x = randomHost(rng, [B, M, K], 'f16', -2, 2);
+  const wq = quantizeInt8PerChannel(rng.uniform(N * K), N, K);
+  const bias = randomHost(rng, [N], 'f16');
+  const resid = randomHost(rng, [B, M, N], 'f16');
+  const y = w8a8Ref(x.data, B * M, K, wq.q, wq.scales, N).map((v, i) => actRef('gelu_tanh', v + bias.data[i % N]!) + resid.data[i]!);
+  const up = (h: HostTensor) => e.upload(h.data, h.shape, 'f16');
+  const gx = up(x), gb = up(bias), gr = up(resid);
+  const w = uploadInt8(e, wq);
+  const epi = { act: 'gelu_tanh' as const, residual: gr };
+  const got = linear(e, gx, w, gb, { ...epi, path: 'w8a8', w8a8: emulated });
+  assertClose(await e.read(got), { data: y, shape: [B, M, N] }, TOL, "linear path 'w8a8'");
+  // named but unavailable natively here: the reason; an f16 weight: refused
+  const native = w8a8Plan(e);
+  if ('reason' in native) assert.throws(() => linear(e, gx, w, gb, { path: 'w8a8' }), /linear: path 'w8a8' unavailable: adapter .* lacks/);
+  assert.throws(() => linear(e, gx, e.empty([N, K], 'f16'), null, { path: 'w8a8' }), /path 'w8a8' needs an int8 weight/);
+  // KILN_W8A8=1 where the adapter lacks i8 matrices: W8A16, the same bits as asking for it
+  const held = e.settings;
+  (e as { settings: typeof held }).settings = { ...held, w8a8: true };
+  try {
+    if ('reason' in native) {
+      const a = await e.read(linear(e, gx, w, gb, epi));
+      (e as { settings: typeof held }).settings = held;
+      assert.deepEqual(a, await e.read(linear(e, gx, w, gb, epi)), 'KILN_W8A8=1 without the feature: W8A16, as without it');
+    }
+  } finally {
+    (e as { settings: typeof held }).settings = held;
+  }
+  for (const t of [gx, gb, gr, w.q, w.scales, got]) t.free();
+}));

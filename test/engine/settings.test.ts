@@ -9,14 +9,14 @@ import { engineSettings } from '../../src/engine/settings';
 
 test('engineSettings: the defaults, and what each variable turns', () => {
   assert.deepEqual(engineSettings({}), {
-    subgroupMatrix: false, subgroupMatrixOff: false, subgroupTile: undefined, subgroupAttention: true, subgroupAttentionTile: undefined, loadThreads: Math.min(availableParallelism(), 16),
+    subgroupMatrix: false, subgroupMatrixOff: false, subgroupTile: undefined, w8a8: false, subgroupAttention: true, subgroupAttentionTile: undefined, loadThreads: Math.min(availableParallelism(), 16),
     allowSoftwareGpu: undefined, debug: false, profile: false, cacheDir: undefined, dawnToggles: undefined,
   });
   const all = engineSettings({
-    KILN_SUBGROUP_MATRIX: '1', KILN_SUBGROUP_TILE: '64', KILN_SUBGROUP_ATTENTION: '0', KILN_SUBGROUP_ATTENTION_TILE: 'g16x4k32', KILN_LOAD_THREADS: '3',
+    KILN_SUBGROUP_MATRIX: '1', KILN_SUBGROUP_TILE: '64', KILN_W8A8: '1', KILN_SUBGROUP_ATTENTION: '0', KILN_SUBGROUP_ATTENTION_TILE: 'g16x4k32', KILN_LOAD_THREADS: '3',
     KILN_ALLOW_SOFTWARE_GPU: 'Yes', KILN_ENGINE_DEBUG: '1', KILN_PROFILE: '1', KILN_CACHE_DIR: '/var/cache/kiln', KILN_DAWN_TOGGLES: 'Fast',
   });
-  assert.deepEqual(all, { subgroupMatrix: true, subgroupMatrixOff: false, subgroupTile: '64', subgroupAttention: false, subgroupAttentionTile: 'g16x4k32', loadThreads: 3, allowSoftwareGpu: true, debug: true, profile: true, cacheDir: '/var/cache/kiln', dawnToggles: 'fast' });
+  assert.deepEqual(all, { subgroupMatrix: true, subgroupMatrixOff: false, subgroupTile: '64', w8a8: true, subgroupAttention: false, subgroupAttentionTile: 'g16x4k32', loadThreads: 3, allowSoftwareGpu: true, debug: true, profile: true, cacheDir: '/var/cache/kiln', dawnToggles: 'fast' });
   // Only '1' turns a switch on, only '0' turns the tensor-core attention off; software: 1/true/yes, else refused.
   const other = engineSettings({ KILN_SUBGROUP_MATRIX: 'true', KILN_SUBGROUP_ATTENTION: 'no', KILN_ALLOW_SOFTWARE_GPU: '0', KILN_ENGINE_DEBUG: 'yes', KILN_PROFILE: 'true', KILN_LOAD_THREADS: '' });
   assert.deepEqual([other.subgroupMatrix, other.subgroupAttention, other.allowSoftwareGpu, other.debug, other.profile], [false, true, false, false, false]);
