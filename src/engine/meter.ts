@@ -18,6 +18,13 @@ export type RateClass = 'gemm-small' | 'gemm-medium' | 'gemm-large' | 'attention
 
 export const RATE_CLASSES: readonly RateClass[] = ['gemm-small', 'gemm-medium', 'gemm-large', 'attention', 'conv', 'memory'];
 
+/** A GEMM's shape label: 'gemm MxKxN', with ' x B' for B > 1 batches. */
+export const gemmShape = (batches: number, M: number, K: number, N: number): string => `gemm ${M}x${K}x${N}${batches > 1 ? ` x${batches}` : ''}`;
+
+/** An attention's shape label: 'attention B H/Hkv Lq Lk D mask'. */
+export const attentionShape = (B: number, Hq: number, Hkv: number, Lq: number, Lk: number, D: number, mask: string): string =>
+  `attention B${B} H${Hq}${Hkv !== Hq ? `/${Hkv}` : ''} Lq${Lq} Lk${Lk} D${D}${mask !== 'none' ? ` ${mask}` : ''}`;
+
 /** A GEMM's rate class: the shape class the tuning table picks its kernel by (M x N output). */
 export const gemmRate = (M: number, N: number): RateClass => `gemm-${shapeClass(M, N)}`;
 
@@ -34,13 +41,21 @@ export function workSince(a: Work, b: Work): Work {
   return { dispatches: a.dispatches - b.dispatches, flops: a.flops - b.flops, bytes: a.bytes - b.bytes };
 }
 
+/** Work per kernel shape (a GEMM's or an attention's dims, Dispatch.shape): what a sweep at a model's real shapes
+ * times (npm run plan's per_step.shapes). */
+export interface ShapeWork {
+  dispatches: number;
+  flops: number;
+}
+
 export class Meter {
   private readonly total = noWork();
   private readonly classes = new Map<RateClass, Work>(RATE_CLASSES.map((c) => [c, noWork()]));
+  private readonly shapes = new Map<string, ShapeWork>();
 
   /** Counts one dispatch over `bindings`; `flops` as its op gave it, else one per element of bindings[0]; `rate`
    * the class it runs at (default 'memory'). */
-  dispatch(bindings: readonly Binding[], flops?: number, rate: RateClass = 'memory'): void {
+  dispatch(bindings: readonly Binding[], flops?: number, rate: RateClass = 'memory', shape?: string): void {
     const f = flops ?? (bindings[0] instanceof Tensor ? bindings[0].numel : 0);
     const b = boundBytes(bindings);
     for (const w of [this.total, this.classes.get(rate)!]) {
@@ -48,6 +63,15 @@ export class Meter {
       w.flops += f;
       w.bytes += b;
     }
+    if (shape !== undefined) {
+      const s = this.shapes.get(shape) ?? { dispatches: 0, flops: 0 };
+      this.shapes.set(shape, { dispatches: s.dispatches + 1, flops: s.flops + f });
+    }
+  }
+
+  /** Work per kernel shape since the engine was made. */
+  snapshotShapes(): Map<string, ShapeWork> {
+    return new Map(this.shapes);
   }
 
   /** Everything counted since the engine was made. */
@@ -59,6 +83,16 @@ export class Meter {
   snapshotByRate(): Record<RateClass, Work> {
     return Object.fromEntries(RATE_CLASSES.map((c) => [c, { ...this.classes.get(c)! }])) as Record<RateClass, Work>;
   }
+}
+
+/** a - b per shape (shapes with no dispatches between the two left out). */
+export function shapesSince(a: Map<string, ShapeWork>, b: Map<string, ShapeWork>): Map<string, ShapeWork> {
+  const out = new Map<string, ShapeWork>();
+  for (const [k, w] of a) {
+    const d = w.dispatches - (b.get(k)?.dispatches ?? 0);
+    if (d > 0) out.set(k, { dispatches: d, flops: w.flops - (b.get(k)?.flops ?? 0) });
+  }
+  return out;
 }
 
 /** a - b per rate class. */

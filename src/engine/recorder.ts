@@ -28,6 +28,8 @@ export interface Dispatch {
   flops?: number;
   /** The rate its work runs at, for the meter's per-class counts (meter.ts); default 'memory'. */
   rate?: RateClass;
+  /** The dims it works on, for the meter's per-shape counts: 'gemm MxKxN' (xB when batched), 'attention ...'. */
+  shape?: string;
 }
 
 const SLOT = 256; // >= every adapter's minUniformBufferOffsetAlignment; also the params binding's size
@@ -106,7 +108,7 @@ export class Recorder {
     if (this.profiler) { pass.end(); this.pass = null; }
     this.batch.push(d.kernel.name);
     this.dispatchCount++;
-    this.meter.dispatch(d.bindings, d.flops, d.rate);
+    this.meter.dispatch(d.bindings, d.flops, d.rate, d.shape);
     if (this.batch.length >= this.submitEvery) this.flush();
   }
 

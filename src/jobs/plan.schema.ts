@@ -31,6 +31,7 @@ class PlanPerStepDto {
   @ApiProperty() bytes!: number;
   @ApiProperty() dispatches!: number;
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'The same per rate class (gemm-small, gemm-medium, gemm-large, attention, conv, memory; the classes with work): { flops, bytes, dispatches } each' }) by_class!: Record<string, unknown>;
+  @ApiProperty({ type: 'array', items: { type: 'object', additionalProperties: true }, description: 'The step\'s GEMM and attention shapes, most FLOPs first: { shape, calls, flops, share }' }) shapes!: Record<string, unknown>[];
 }
 
 class PlanOffloadDto {

@@ -101,7 +101,12 @@ export interface JobPlan {
   dispatches: number;
   /** One sampling step's share (the sampling stage's work over its steps), and per rate class (engine/meter.ts:
    * gemm-small/medium/large by output size, attention, conv, memory: the classes with work). */
-  per_step: { flops: number; bytes: number; dispatches: number; by_class: Record<string, { flops: number; bytes: number; dispatches: number }> } | null;
+  per_step: {
+    flops: number; bytes: number; dispatches: number; by_class: Record<string, { flops: number; bytes: number; dispatches: number }>;
+    /** The step's GEMM and attention shapes (meter.ts labels), most FLOPs first: calls and FLOPs a step, and the share
+     * of the step's FLOPs (what a sweep at the model's real shapes should time). */
+    shapes: { shape: string; calls: number; flops: number; share: number }[];
+  } | null;
   /** The sampling's predicted time: per step from the tuning table's measured rates (step-time.ts), else the
    * whole step's rate measured for the profile (calibration.ts), else none and why. */
   predicted: { step_s: number; sampling_s: number; by_class: Record<string, number>; basis: string } | { sampling_s: number; basis: string } | { none: string };
@@ -362,6 +367,8 @@ function report(stages: StageCost[], c: { tuningDir?: string; adapter: AdapterPr
     flops: sampling.flops / sampling.steps, bytes: sampling.bytes / sampling.steps, dispatches: sampling.dispatches / sampling.steps,
     by_class: Object.fromEntries(Object.entries(sampled.byRate).filter(([, w]) => w.dispatches > 0)
       .map(([k, w]) => [k, { flops: w.flops / sampled.steps, bytes: w.bytes / sampled.steps, dispatches: w.dispatches / sampled.steps }])),
+    shapes: [...sampled.shapes].sort((a, b) => b[1].flops - a[1].flops)
+      .map(([shape, w]) => ({ shape, calls: w.dispatches / sampled.steps, flops: w.flops / sampled.steps, share: sampling.flops > 0 ? w.flops / sampling.flops : 0 })),
   } : null;
   const predicted = predict(stages, c.adapter, c.profile, c.tuningDir);
   return {

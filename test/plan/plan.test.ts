@@ -196,6 +196,12 @@ describe('plans at the released sizes', () => {
     assert.ok(p.predicted.step_s > 0.3 && p.predicted.step_s < 0.6, `Krea 1K at these rates: about 114 TFLOP a step, mostly large GEMMs at 300 TFLOP/s (${p.predicted.step_s} s)`);
     assert.ok(Math.abs(p.predicted.sampling_s - 8 * p.predicted.step_s) < 1e-9);
     assert.match(p.predicted.basis, /nvidia-hopper\.json's rates \(measured what-if\)/);
+    // the step's shapes: GEMMs and attentions, most FLOPs first, their FLOPs those of the GEMM and attention classes
+    const shapes = p.per_step!.shapes;
+    assert.ok(shapes.length > 3 && shapes.every((s, i) => i === 0 || shapes[i - 1]!.flops >= s.flops), JSON.stringify(shapes.slice(0, 5)));
+    const counted = ['gemm-small', 'gemm-medium', 'gemm-large', 'attention'].reduce((a, k) => a + (cls[k]?.flops ?? 0), 0);
+    assert.ok(Math.abs(shapes.reduce((a, s) => a + s.flops, 0) - counted) <= 1e-9 * counted);
+    assert.ok(shapes.some((s) => /^attention B1 H48\/12 Lq4\d{3} Lk4\d{3} D128$/.test(s.shape)), 'Krea 1K\'s GQA attention');
     assert.equal(p.budget_bytes, 12 * GiB);
     assert.equal(p.fits, false);
     // the text encoder's layers streamed (the policy for a budget under the DiT's own bytes), the DiT still over it

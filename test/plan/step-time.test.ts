@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Engine } from '../../src/engine/engine';
-import { RATE_CLASSES, workByRateSince, type RateClass, type Work } from '../../src/engine/meter';
+import { RATE_CLASSES, shapesSince, workByRateSince, type RateClass, type Work } from '../../src/engine/meter';
 import { attention } from '../../src/engine/ops/attention';
 import { conv2d } from '../../src/engine/ops/conv';
 import { add } from '../../src/engine/ops/elementwise';
@@ -29,6 +29,7 @@ describe('the meter per rate class (shape-only engine)', () => {
   test('GEMMs by the tuning table\'s shape class, attention, convolutions, the rest memory-bound; the classes sum to the total', () => {
     const t0 = e.recorder.meter.snapshot();
     const c0 = e.recorder.meter.snapshotByRate();
+    const s0 = e.recorder.meter.snapshotShapes();
     const big = [e.empty([4096, 4096], 'f16'), e.empty([4096, 4096], 'f16')];
     const small = [e.empty([256, 64], 'f16'), e.empty([100, 64], 'f16')];
     const q = e.empty([1, 8, 300, 64], 'f16');
@@ -48,6 +49,9 @@ describe('the meter per rate class (shape-only engine)', () => {
     for (const f of ['dispatches', 'flops', 'bytes'] as const) {
       assert.equal(RATE_CLASSES.reduce((a, c) => a + by[c][f], 0), total[f] - t0[f], f);
     }
+    const shapes = shapesSince(e.recorder.meter.snapshotShapes(), s0);
+    assert.deepEqual([...shapes.keys()].sort(), ['attention B1 H8 Lq300 Lk300 D64', 'gemm 256x64x100', 'gemm 4096x4096x4096'], 'GEMMs and attention by their dims');
+    assert.equal(shapes.get('gemm 4096x4096x4096')!.flops, 2 * 4096 ** 3);
     for (const t of [...big, ...small, q, img, k3, ...outs]) t.free();
   });
 });

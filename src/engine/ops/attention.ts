@@ -6,6 +6,7 @@
 //   tests:     test/engine/attention.test.ts
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
+import { attentionShape } from '../meter';
 import { fmtShape, type Tensor } from '../tensor';
 import { attentionSubgroup, attentionSubgroupChoice, type AttentionSubgroupOptions, type AttentionTileName } from './attention_subgroup';
 import { outputTensor } from './checks';
@@ -83,6 +84,7 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
 
   // Q K^T and P V over every key the kernels visit (a mask skips none of them): 2 x 2 B Hq Lq kvLen D
   const flops = 4 * B * Hq * Lq * kvLen * D;
+  const label = attentionShape(B, Hq, Hkv, Lq, kvLen, D, mask);
   const path = opts.path ?? 'auto';
   // 'auto' on a tuning table's word (tuning.ts: measured at Krea 1K), unless KILN_SUBGROUP_MATRIX=0 or =1 decides
   const tuned = e.tuning.attention();
@@ -95,7 +97,7 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
     const sub = fromTable ? { ...opts.subgroup, tile: tuned.variant as AttentionTileName } : opts.subgroup;
     const choice = q.dtype === 'f16' ? attentionSubgroupChoice(e, D, sub) : { reason: `${q.dtype} (it takes f16)` };
     if ('config' in choice) {
-      attentionSubgroup(e, { q, k, v, blk: blkBinding, out, params, mask: MASK_CODE[mask], B, Hq, Lq, D, flops }, choice, !!sub?.emulate);
+      attentionSubgroup(e, { q, k, v, blk: blkBinding, out, params, mask: MASK_CODE[mask], B, Hq, Lq, D, flops, label }, choice, !!sub?.emulate);
       return out;
     }
     if (path === 'subgroup') throw new RangeError(`attention: ${desc}: path 'subgroup': ${choice.reason}`);
@@ -103,6 +105,6 @@ export function attention(e: Engine, q: Tensor, k: Tensor, v: Tensor, opts: Atte
   const bq = opts.tile?.bq ?? 32;
   const bkv = opts.tile?.bkv ?? 16;
   const kernel = e.kernels.get({ shader: 'attention', entry: 'attention', dtype: q.dtype, constants: { D, BQ: bq, BKV: bkv, MASK: MASK_CODE[mask] } });
-  e.recorder.dispatch({ kernel, bindings: [out, q, k, v, blkBinding], params, workgroups: [Math.ceil(Lq / bq), Hq, B], flops, rate: 'attention' });
+  e.recorder.dispatch({ kernel, bindings: [out, q, k, v, blkBinding], params, workgroups: [Math.ceil(Lq / bq), Hq, B], flops, rate: 'attention', shape: label });
   return out;
 }

@@ -36,6 +36,8 @@ export interface SubgroupAttention {
   q: Tensor; k: Tensor; v: Tensor; blk: Tensor; out: Tensor; params: Params; mask: number; B: number; Hq: number; Lq: number; D: number;
   /** For the meter: attention() works it out. */
   flops: number;
+  /** The meter's shape label (meter.ts attentionShape). */
+  label?: string;
 }
 
 export type AttentionSubgroupPlan = { config: SubgroupMatrixConfig; sg: number; tile: AttentionTile };
@@ -118,5 +120,6 @@ export function attentionSubgroup(e: Engine, a: SubgroupAttention, c: AttentionS
     workgroups: [Math.ceil(a.Lq / (c.tile.nsg * (c.tile.fm ?? 1) * c.config.M)), a.Hq, a.B],
     flops: a.flops,
     rate: 'attention',
+    shape: a.label,
   });
 }

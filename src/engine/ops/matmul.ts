@@ -10,7 +10,7 @@
 // output's shape and dtype, at any element offset (the kernels add out.offset: Params offs2.w, gemv's w.z).
 import type { Engine } from '../engine';
 import { Params } from '../kernels';
-import { gemmRate } from '../meter';
+import { gemmRate, gemmShape } from '../meter';
 import { broadcastShapes, fmtShape, type Tensor } from '../tensor';
 import { gemmSubgroup, subgroupMatrixUsable, type SubgroupOptions } from './matmul_subgroup';
 import { gemv, gemvRefusal } from './gemv';
@@ -151,6 +151,7 @@ export function gemm(e: Engine, op: string, a: Tensor, b: Tensor, opts: GemmOpti
     workgroups: [Math.ceil(N / (4 * wgx)), Math.ceil(M / (4 * wgy)), nb],
     flops: 2 * nb * M * N * K,
     rate: gemmRate(M, N),
+    shape: gemmShape(nb, M, K, N),
   });
   return out;
 }

@@ -15,7 +15,7 @@
 import type { Engine } from '../engine';
 import type { SubgroupMatrixConfig } from '../device';
 import type { Params } from '../kernels';
-import { gemmRate } from '../meter';
+import { gemmRate, gemmShape } from '../meter';
 import type { Tensor } from '../tensor';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -183,6 +183,7 @@ export function gemmSubgroup(e: Engine, op: string, g: SubgroupGemm, opts: Subgr
     workgroups: [Math.ceil(g.N / (tile.sgn * tile.fn * cn)), Math.ceil(g.M / (tile.sgm * tile.fm * cm)), g.batches],
     flops: 2 * g.batches * g.M * g.N * g.K,
     rate: gemmRate(g.M, g.N),
+    shape: gemmShape(g.batches, g.M, g.K, g.N),
   });
 }
 

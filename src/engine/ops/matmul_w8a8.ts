@@ -11,6 +11,7 @@
 import type { Engine } from '../engine';
 import type { SubgroupMatrixConfig } from '../device';
 import { Params } from '../kernels';
+import { gemmRate, gemmShape } from '../meter';
 import { broadcastShapes, fmtShape, type Tensor } from '../tensor';
 import { ACT_CODE, type Epilogue } from './matmul';
 import { SUBGROUP_MATRIX_FEATURE, vectorReads, type SubgroupTile } from './matmul_subgroup';
@@ -162,6 +163,9 @@ export function gemmW8A8(e: Engine, op: string, x: Tensor, w: Int8Weight, epi: W
     params,
     workgroups: [Math.ceil(N / (tile.sgn * tile.fn * cfg.N)), Math.ceil(M / (tile.sgm * tile.fm * cfg.M)), nb],
     flops: 2 * nb * M * N * K,
+    // counted with the f16 GEMMs of its shape class (a plan's rates are the f16 winners': W8A8 is opt-in, untimed)
+    rate: gemmRate(M, N),
+    shape: `${gemmShape(nb, M, K, N)} w8a8`,
   });
   aq.q.free();
   aq.scales.free();

@@ -4,7 +4,7 @@
 // holds a plan to the real run.
 import { STAGE, type Stage } from '../../catalog';
 import type { Engine } from '../../engine/engine';
-import { workByRateSince, workSince, type RateClass, type Work } from '../../engine/meter';
+import { shapesSince, workByRateSince, workSince, type RateClass, type ShapeWork, type Work } from '../../engine/meter';
 import type { RunContext } from './pipeline';
 
 export interface StageCost {
@@ -16,13 +16,15 @@ export interface StageCost {
   work: Work;
   /** The same work per rate class (meter.ts: GEMM by shape class, attention, convolution, memory-bound). */
   byRate: Record<RateClass, Work>;
+  /** The GEMMs' and attentions' work per shape (meter.ts gemmShape, attentionShape). */
+  shapes: Map<string, ShapeWork>;
   /** Sampling steps reported in the stage (progress calls past 0). */
   steps: number;
 }
 
 export class StageMeter {
   readonly stages: StageCost[] = [];
-  private open: { stage: Stage; work: Work; byRate: Record<RateClass, Work>; steps: number } | null = null;
+  private open: { stage: Stage; work: Work; byRate: Record<RateClass, Work>; shapes: Map<string, ShapeWork>; steps: number } | null = null;
 
   constructor(private readonly e: Engine) {}
 
@@ -43,7 +45,7 @@ export class StageMeter {
     if (this.open?.stage === s) return;
     this.close();
     this.e.pool.resetPeaks();
-    this.open = { stage: s, work: this.e.recorder.meter.snapshot(), byRate: this.e.recorder.meter.snapshotByRate(), steps: 0 };
+    this.open = { stage: s, work: this.e.recorder.meter.snapshot(), byRate: this.e.recorder.meter.snapshotByRate(), shapes: this.e.recorder.meter.snapshotShapes(), steps: 0 };
   }
 
   /** Closes the open stage and returns every stage measured, in order (stages entered twice appear twice). */
@@ -63,7 +65,7 @@ export class StageMeter {
     this.open = null;
     const st = this.e.pool.stats();
     this.stages.push({ stage: o.stage, peakGpuBytes: st.peakInUseBytes, heldGpuBytes: st.inUseBytes, work: workSince(this.e.recorder.meter.snapshot(), o.work),
-      byRate: workByRateSince(this.e.recorder.meter.snapshotByRate(), o.byRate), steps: o.steps });
+      byRate: workByRateSince(this.e.recorder.meter.snapshotByRate(), o.byRate), shapes: shapesSince(this.e.recorder.meter.snapshotShapes(), o.shapes), steps: o.steps });
   }
 }
 
