@@ -19,7 +19,7 @@ import { Krea2Pipeline, krea2DemoLayout } from '../models/krea2';
 import type { Pipeline } from '../models/common/pipeline';
 import { measureRun, type StageCost } from '../models/common/stage-meter';
 import { QwenImage21Pipeline } from '../models/qwen_image21/pipeline';
-import type { ImageResidencyOptions, ImageResidencyReport, ImageTextResidency } from '../models/common/image-residency';
+import type { ImageResidencyOptions, ImageResidencyReport, ImageTextResidency, ImageBlockOffload } from '../models/common/image-residency';
 import { QWEN_IMAGE21_PROFILES } from '../worker/profiles/image';
 import { qwenImageTaskOf } from '../models/qwen_image21/task';
 import { KREA2_PROFILES } from '../worker/profiles/krea2';
@@ -125,6 +125,8 @@ export interface PlanOptions {
   imageTextResidency?: ImageTextResidency;
   /** Where the tuning tables with measured rates are read (default the repository's tuning/; tests). */
   tuningDir?: string;
+  /** An image job's DiT block streaming forced (tests; default 'auto', the worker's policy). */
+  imageBlockOffload?: ImageBlockOffload;
 }
 
 /** The kind a request is for: `kind`, else its profile's, else the fields it carries. */
@@ -195,7 +197,7 @@ export async function planJob(r: PlanRequest, o: PlanOptions = {}): Promise<JobP
       params: { prompt: draft.prompt, negative: draft.negative, seed: draft.seed, steps: draft.steps, cfg: draft.cfg, width: draft.width, height: draft.height, res: draft.res, mode: draft.mode },
     };
     let imageResidency: ImageResidencyReport | undefined;
-    const stages = await measurePlanned(e, task, { memoryBudgetBytes: budget, textResidency: o.imageTextResidency, onResidency: (r) => (imageResidency = r) });
+    const stages = await measurePlanned(e, task, { memoryBudgetBytes: budget, textResidency: o.imageTextResidency, blockOffload: o.imageBlockOffload, onResidency: (r) => (imageResidency = r) });
     return report(stages, {
       imageResidency, tuningDir: o.tuningDir,
       adapter, budget, profile, model: draft.profile.model ?? profile, kind: 'image', job: { width: draft.width, height: draft.height, steps: draft.steps, cfg: draft.cfg, images: sizes.length },
@@ -422,17 +424,21 @@ function offloadOf(kind: JobPlan['kind'], r: H3ResidencyReport | undefined, step
   };
 }
 
-/** The plan's offload field for an image job: where its text encoder was while the DiT sampled
- * (models/common/image-residency.ts); nothing is streamed per sampling step. */
+/** The plan's offload field for an image job: the DiT's blocks while sampling, and where its text encoder was
+ * (models/common/image-residency.ts). */
 function imageOffloadOf(r: ImageResidencyReport, peak: number, budget: number): JobPlan['offload'] {
   const said: string[] = [];
-  if (r.textEncoder === 'resident') said.push('everything stays resident: it fits the budget');
+  const blocks = r.blocks === 'streamed';
+  const perStep = blocks && r.steps > 0 ? Math.round(r.samplingHostToGpuBytes / r.steps) : 0;
+  if (blocks) said.push(`the DiT's transformer blocks (${fmtBytes(r.blockHostBytes)}) live in host memory and are uploaded in turn for each forward (two on the GPU at a time): ${fmtBytes(perStep)} host-to-GPU a step`);
+  if (r.textEncoder === 'resident' && !blocks) said.push('everything stays resident: it fits the budget');
   if (r.textEncoder === 'offloaded') said.push(`the text encoder (${fmtBytes(r.textEncoderBytes)}) waits in host memory once the prompt is encoded, uploaded again before the next job's encoding: ${fmtBytes(r.hostToGpuBytes)} host-to-GPU a job`);
   if (r.textEncoder === 'streamed') said.push(`the text encoder's decoder layers (${fmtBytes(r.textEncoderBytes)} on the GPU whole) live in host memory and are uploaded in turn while encoding (two on the GPU at a time): ${fmtBytes(r.streamedBytes)} host-to-GPU a job`);
   if (r.textEncoder === 'streamed' && r.offloadedBytes > 0) said.push(`its embeddings and vision tower (${fmtBytes(r.offloadedBytes)}) wait in host memory while the DiT samples, uploaded again before the next job's encoding`);
-  if (peak > budget) said.push(`it does not fit even so: it needs ${fmtBytes(peak)} of GPU memory, over the ${fmtBytes(budget)} budget (the DiT's blocks are never streamed for the image models); ${NEEDS_LESS.image}`);
+  if (peak > budget) said.push(`it does not fit even so: it needs ${fmtBytes(peak)} of GPU memory, over the ${fmtBytes(budget)} budget; ${NEEDS_LESS.image}`);
+  const text = r.textEncoder === 'resident' ? '' : r.textEncoder === 'streamed' && r.offloadedBytes > 0 ? 'text-encoder-streamed+text-encoder-rest-offloaded' : `text-encoder-${r.textEncoder}`;
   return {
-    streamed: r.textEncoder === 'streamed' ? ['text_encoder_layers'] : [], host_to_gpu_bytes_per_step: 0,
-    policy: r.textEncoder === 'resident' ? 'resident' : r.textEncoder === 'streamed' && r.offloadedBytes > 0 ? 'text-encoder-streamed+text-encoder-rest-offloaded' : `text-encoder-${r.textEncoder}`, host_to_gpu_bytes_per_job: r.hostToGpuBytes, note: said.join('; '),
+    streamed: [...(blocks ? ['transformer_blocks'] : []), ...(r.textEncoder === 'streamed' ? ['text_encoder_layers'] : [])], host_to_gpu_bytes_per_step: perStep,
+    policy: [blocks ? 'blocks-streamed' : '', text].filter(Boolean).join('+') || 'resident', host_to_gpu_bytes_per_job: r.hostToGpuBytes, note: said.join('; '),
   };
 }

@@ -18,7 +18,7 @@ describe('a job that cannot fit the GPU budget is refused at creation', () => {
   before(async () => {
     weights = mkdtempSync(join(tmpdir(), 'kiln-fit-weights-'));
     symlinkSync(await plannedQwenImage21Root(), join(weights, 'Qwen-Image-2.1'));
-    t = await startApp({ env: { WEIGHTS_DIR: weights, GPU_MEMORY_BUDGET: '4GiB' } });
+    t = await startApp({ env: { WEIGHTS_DIR: weights, GPU_MEMORY_BUDGET: '2GiB' } });
     // the worker's word on the profile: real weights (a job created before it says so is not checked, as checkServed)
     for (let i = 0; i < 200 && t.scheduler.served('image', 'imgmain')?.weights !== 'real'; i++) await new Promise((r) => setTimeout(r, 100));
     assert.equal(t.scheduler.served('image', 'imgmain')?.weights, 'real');
@@ -35,7 +35,7 @@ describe('a job that cannot fit the GPU budget is refused at creation', () => {
     const body = { prompt: 'a blue bowl on a wooden table', profile: 'imgmain', res: '1K' };
     const res = await t.http.post('/api/v1/image').set(auth).send(body);
     assert.equal(res.status, 400, JSON.stringify(res.body));
-    const m = /^this image job does not fit the GPU: by its plan it needs ([\d.]+) GiB of GPU memory with text-encoder-streamed and text-encoder-rest-offloaded offload \(stage [^)]+\), over the 4\.00 GiB budget \(GPU_MEMORY_BUDGET, else the GPU's memory less 5 %\); a smaller res or size needs less \(dry_run: true shows the plan\)$/.exec(res.body.detail);
+    const m = /^this image job does not fit the GPU: by its plan it needs ([\d.]+) GiB of GPU memory with blocks-streamed and text-encoder-streamed and text-encoder-rest-offloaded offload \(stage [^)]+\), over the 2\.00 GiB budget \(GPU_MEMORY_BUDGET, else the GPU's memory less 5 %\); a smaller res or size needs less \(dry_run: true shows the plan\)$/.exec(res.body.detail);
     assert.ok(m, res.body.detail);
     // the same shape with another prompt and seed, through the multipart form: refused the same way
     const form = await t.http.post('/api/images').set(auth).field('prompt', 'a green jug').field('profile', 'imgmain').field('res', '1K').field('seed', '9');
@@ -46,7 +46,7 @@ describe('a job that cannot fit the GPU budget is refused at creation', () => {
     const dry = await t.http.post('/api/v1/image').set(auth).send({ ...body, dry_run: true });
     assert.equal(dry.status, 200, JSON.stringify(dry.body));
     assert.equal(dry.body.fits, false);
-    assert.equal(dry.body.budget_bytes, 4 * 2 ** 30);
+    assert.equal(dry.body.budget_bytes, 2 * 2 ** 30);
     assert.equal((dry.body.peak_gpu_bytes / 2 ** 30).toFixed(2), m![1]);
     assert.match(dry.body.offload.note, /it does not fit even so: .*a smaller res or size needs less/);
   });

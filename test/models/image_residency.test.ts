@@ -2,14 +2,15 @@
 // checkpoints, each policy forced (the text encoder resident, offloaded to host memory after each encoding, its layers
 // streamed) writes byte-identical pngs over two jobs on one loaded model (the second job uploads the offloaded encoder
 // again), and each policy moves the bytes it says: nothing for resident, the encoder read back once and uploaded once
-// a later job, the layers uploaded every encoding. An unload leaves the pool as it found it.
+// a later job, the layers uploaded every encoding. So does the DiT's block streaming forced on (common/block-stream.ts):
+// every block uploaded once a forward. An unload leaves the pool as it found it.
 import assert from 'node:assert/strict';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Engine } from '../../src/engine/engine';
-import type { ImageResidencyReport, ImageTextResidency } from '../../src/models/common/image-residency';
+import type { ImageBlockOffload, ImageResidencyReport, ImageTextResidency } from '../../src/models/common/image-residency';
 import type { Pipeline } from '../../src/models/common/pipeline';
 import { Krea2Pipeline, krea2DemoLayout, planDemoKrea2, type Krea2ImageTask } from '../../src/models/krea2';
 import { planDemoQwenImage21 } from '../../src/models/qwen_image21/demo';
@@ -17,7 +18,10 @@ import { QwenImage21Pipeline, type QwenImageTask } from '../../src/models/qwen_i
 import { testEngine } from '../engine/helpers';
 import { recordingContext } from './run-context';
 
-const POLICIES: Exclude<ImageTextResidency, 'auto'>[] = ['resident', 'offloaded', 'streamed'];
+/** Each text encoder placement forced with the blocks resident, then the blocks streamed (text encoder resident). */
+const POLICIES: { text: Exclude<ImageTextResidency, 'auto'>; blocks: ImageBlockOffload }[] = [
+  { text: 'resident', blocks: 'off' }, { text: 'offloaded', blocks: 'off' }, { text: 'streamed', blocks: 'off' }, { text: 'resident', blocks: 'on' },
+];
 
 describe('image residency policies give the same pngs', () => {
   let e: Engine;
@@ -50,8 +54,18 @@ describe('image residency policies give the same pngs', () => {
     return { pngs, reports };
   }
 
-  function checkMoves(policy: string, reports: ImageResidencyReport[]): void {
+  /** Forwards each job's sampling ran (2 steps; the second job with CFG), and block passes a forward of each family
+   * makes beyond one (Qwen-Image: its prefix pass, once a prefix cache). */
+  const FORWARDS = [2, 4];
+
+  function checkMoves(policy: string, reports: ImageResidencyReport[], blocks: ImageBlockOffload, prefixPasses: number[]): void {
     assert.deepEqual(reports.map((r) => r.textEncoder), [policy, policy]);
+    assert.deepEqual(reports.map((r) => r.blocks), blocks === 'on' ? ['streamed', 'streamed'] : ['resident', 'resident']);
+    if (blocks === 'on') {
+      // each block uploaded once a pass over the blocks, and every pass uploads every block
+      reports.forEach((r, i) => assert.equal(r.samplingHostToGpuBytes, (FORWARDS[i]! + prefixPasses[i]!) * r.blockHostBytes, `job ${i}: one upload of every block a pass`));
+      assert.ok(reports[0]!.blockHostBytes > 0);
+    } else assert.ok(reports.every((r) => r.samplingHostToGpuBytes === 0 && r.blockHostBytes === 0));
     const [a, b] = reports as [ImageResidencyReport, ImageResidencyReport];
     if (policy === 'resident') assert.deepEqual([a.hostToGpuBytes, a.gpuToHostBytes, b.hostToGpuBytes, b.gpuToHostBytes], [0, 0, 0, 0]);
     if (policy === 'offloaded') {
@@ -67,35 +81,35 @@ describe('image residency policies give the same pngs', () => {
     }
   }
 
-  test('Qwen-Image-2.1 (int8): resident, offloaded, streamed', async () => {
+  test('Qwen-Image-2.1 (int8): resident, offloaded, streamed; blocks streamed', async () => {
     const task = (i: number, outputPath: string): QwenImageTask => ({
       prompt: 'a red kiln at dusk', negative: 'blurry', cfg: i === 0 ? 1 : 2, seed: 3 + i, steps: 2, width: 128, height: 96, references: [], referenceArea: 512 * 512,
       outputPath, png: { prompt: 'a red kiln at dusk', profile: 'imgmain', seed: 3, steps: 2 },
     });
     let resident: Buffer[] | null = null;
-    for (const policy of POLICIES) {
+    for (const { text, blocks } of POLICIES) {
       const { pngs, reports } = await twoJobs((reports) => new QwenImage21Pipeline({
-        engine: async () => e, checkpoint: async () => join(dir, 'qi21'), int8: true, textResidency: policy, onResidency: (r) => reports.push(r),
+        engine: async () => e, checkpoint: async () => join(dir, 'qi21'), int8: true, textResidency: text, blockOffload: blocks, onResidency: (r) => reports.push(r),
       }), task);
-      checkMoves(policy, reports);
+      checkMoves(text, reports, blocks, [1, 2]); // the prefix of each prompt runs once (causal_condition)
       resident ??= pngs;
-      assert.deepEqual(pngs, resident, `${policy}: the same png bytes as resident`);
+      assert.deepEqual(pngs, resident, `${text}, blocks ${blocks}: the same png bytes as resident`);
     }
   });
 
-  test('Krea 2 Turbo (16-bit): resident, offloaded, streamed', async () => {
+  test('Krea 2 Turbo (16-bit): resident, offloaded, streamed; blocks streamed', async () => {
     const task = (i: number, outputPath: string): Krea2ImageTask => ({
       prompt: 'a lighthouse at dusk', negative: 'fog', cfg: i === 0 ? 1 : 2, seed: 7 + i, steps: 2, width: 64, height: 48, references: [],
       outputPath, png: { prompt: 'p', profile: 'imgart_turbo', seed: 7, steps: 2 },
     });
     let resident: Buffer[] | null = null;
-    for (const policy of POLICIES) {
+    for (const { text, blocks } of POLICIES) {
       const { pngs, reports } = await twoJobs((reports) => new Krea2Pipeline({
-        engine: async () => e, layout: async () => krea2DemoLayout(join(dir, 'krea2')), int8: false, textResidency: policy, onResidency: (r) => reports.push(r),
+        engine: async () => e, layout: async () => krea2DemoLayout(join(dir, 'krea2')), int8: false, textResidency: text, blockOffload: blocks, onResidency: (r) => reports.push(r),
       }), task);
-      checkMoves(policy, reports);
+      checkMoves(text, reports, blocks, [0, 0]);
       resident ??= pngs;
-      assert.deepEqual(pngs, resident, `${policy}: the same png bytes as resident`);
+      assert.deepEqual(pngs, resident, `${text}, blocks ${blocks}: the same png bytes as resident`);
     }
   });
 });

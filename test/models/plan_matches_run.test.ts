@@ -170,4 +170,36 @@ describe('a plan equals the real run on the demo checkpoints', () => {
       assert.ok(reports[0]!.hostToGpuBytes > 0);
     });
   }
+
+  // the DiT's blocks streamed from host memory (common/block-stream.ts, forced on): the plan counts the blocks leaving
+  // the GPU as they load and the two on it at a time while sampling as the run does, and the same uploads
+  const blockRows = (reports: ImageResidencyReport[]) => reports.map((r) => [r.blocks, r.blockHostBytes, r.samplingHostToGpuBytes]);
+  test('Qwen-Image-2.1 int8 at 192x256, cfg 2, the blocks streamed', async () => {
+    const reports: ImageResidencyReport[] = [];
+    const make = (e: Engine) => new QwenImage21Pipeline({ engine: async () => e, checkpoint: async () => join(dir, 'qi21'), int8: true, blockOffload: 'on', onResidency: (r) => reports.push(r) });
+    const task = (): QwenImageTask => ({
+      prompt: 'a red kiln at dusk', negative: 'blurry', cfg: 2, seed: 3, steps: 2, width: 192, height: 256, references: [], referenceArea: 512 * 512,
+      outputPath: out(), png: { prompt: 'a red kiln at dusk', profile: 'imgmain', seed: 3, steps: 2 },
+    });
+    const measured = await measure(real, make, task());
+    const planned = await measure(plan, make, task());
+    assert.deepEqual(rows(planned), rows(measured));
+    assert.equal(reports[0]!.blocks, 'streamed');
+    assert.ok(reports[0]!.samplingHostToGpuBytes > 0);
+    assert.deepEqual(blockRows(reports.slice(1)), blockRows(reports.slice(0, 1)));
+  });
+  test('Krea 2 Turbo at 64x48, the blocks streamed', async () => {
+    const reports: ImageResidencyReport[] = [];
+    const make = (e: Engine) => new Krea2Pipeline({ engine: async () => e, layout: async () => krea2DemoLayout(join(dir, 'krea2')), int8: false, blockOffload: 'on', onResidency: (r) => reports.push(r) });
+    const task = (): Krea2ImageTask => ({
+      prompt: 'a lighthouse at dusk', negative: '', cfg: 1, seed: 7, steps: 2, width: 64, height: 48, references: [],
+      outputPath: out(), png: { prompt: 'p', profile: 'imgart_turbo', seed: 7, steps: 2 },
+    });
+    const measured = await measure(real, make, task());
+    const planned = await measure(plan, make, task());
+    assert.deepEqual(rows(planned), rows(measured));
+    assert.equal(reports[0]!.blocks, 'streamed');
+    assert.ok(reports[0]!.samplingHostToGpuBytes > 0);
+    assert.deepEqual(blockRows(reports.slice(1)), blockRows(reports.slice(0, 1)));
+  });
 });

@@ -14,15 +14,26 @@
 //              the room (always when 'streamed' is forced: the most frugal placement).
 // The layers' choice is made once, at the load, before the encoder loads (what the DiT and VAE hold, plus the whole
 // encoder, against the budget); resident or offloaded per job, after its encoding (the weights plus the job's
-// sampling working set, estimated per latent token, against the budget). DiT block streaming is not built for the
-// image models: a job whose sampling does not fit beside the DiT is over the budget whatever the encoder does.
+// sampling working set, estimated per latent token, against the budget).
+// The DiT's blocks (common/block-stream.ts, as MiniMax H3's): 'auto' streams them from host memory while sampling
+// (every block's bytes host-to-GPU per forward, two blocks on the GPU at a time) when the DiT and the VAE all resident
+// plus the job's sampling working set exceed the budget, the text encoder having done what it can (offloaded or its
+// rest offloaded while sampling, so it does not count). Decided first, as the DiT loads (the job it loads for; each
+// block to host memory as it loads, so a streaming DiT is never whole on the GPU), and again for each job
+// (placeBlocks: a smaller job takes them back onto the GPU when the encoding fits beside them too, a bigger one
+// moves them off). The text encoder's choices then see only what stays on the GPU.
 import { Engine } from '../../engine/engine';
 import { releaseToHost, type HostHeld } from '../../engine/host-held';
 import { adapterProfileOf } from '../../engine/plan-device';
 import { Tensor } from '../../engine/tensor';
+import type { BlockPlacement, BlockStream } from './block-stream';
 
 /** Where the text encoder is while the DiT samples ('auto': the cheapest that fits the budget, see the header). */
 export type ImageTextResidency = 'auto' | 'resident' | 'offloaded' | 'streamed';
+
+/** The DiT's blocks while sampling: 'auto' (default) streams them when the weights and the sampling exceed the
+ * budget (see the header); 'off' never; 'on' always (tests). */
+export type ImageBlockOffload = 'auto' | 'off' | 'on';
 
 /** The policy's inputs among an image pipeline's options. */
 export interface ImageResidencyOptions {
@@ -30,17 +41,26 @@ export interface ImageResidencyOptions {
   memoryBudgetBytes?: number;
   /** Default 'auto'; tests force each. */
   textResidency?: ImageTextResidency;
+  /** Default 'auto'; tests force 'on'. */
+  blockOffload?: ImageBlockOffload;
   /** Told what each job did (a plan reports it). */
   onResidency?(r: ImageResidencyReport): void;
 }
 
 /** What one image job did about GPU memory. */
 export interface ImageResidencyReport {
+  /** The DiT's blocks while sampling, their bytes in host memory (streamed: what one forward uploads), and what the
+   * sampling uploaded for them (the pipeline fills it in once the sampling ends) over how many steps. */
+  blocks: 'resident' | 'streamed';
+  blockHostBytes: number;
+  samplingHostToGpuBytes: number;
+  steps: number;
   textEncoder: 'resident' | 'offloaded' | 'streamed';
   /** Forced by the options, or the figures compared. */
   reason: string;
   budgetBytes: number;
-  /** GPU bytes (pool size classes) of the DiT and the VAE, and of the whole text encoder on the GPU. */
+  /** GPU bytes (pool size classes) of the DiT and the VAE as placed for this job (streamed blocks: the two on the GPU
+   * at a time), and of the whole text encoder on the GPU. */
   weightBytes: number;
   textEncoderBytes: number;
   /** The sampling's working set the per-job choice assumed (estimate, errs high). */
@@ -98,6 +118,44 @@ export async function streamTextLayers(o: ImageResidencyOptions, e: Engine, held
   return heldBytes + (await textEncoderBytes()) + ENCODE_WORKING_BYTES > budget;
 }
 
+function budgetOf(o: ImageResidencyOptions, e: Engine): number {
+  return o.memoryBudgetBytes ?? e.pool.stats().budgetBytes;
+}
+
+/** Whether a job streams the DiT's blocks: forced, or (auto) the DiT and the VAE all resident (`allWeightBytes`) plus
+ * the larger of the sampling's working set and what the encoding holds beside them (`encodeBytes`: the text encoder
+ * on the GPU for it and its working set; 0 at the load, before the encoder's choice) exceed the budget. */
+export function streamsBlocks(o: ImageResidencyOptions, e: Engine, allWeightBytes: number, samplingWorkingBytes: number, encodeBytes = 0): boolean {
+  const want = o.blockOffload ?? 'auto';
+  if (want !== 'auto') return want === 'on';
+  return allWeightBytes + Math.max(samplingWorkingBytes, encodeBytes) > budgetOf(o, e);
+}
+
+/** The load's placement of the DiT's blocks (the transformers' `blocks` load option), decided once the first block is
+ * on the GPU: `heldBytes()` what the load holds so far (the VAE, the DiT's first weights and that block), the other
+ * blocks at its size, against the working set of the job it loads for (`samplingWorkingBytes`; without a job the fixed
+ * part alone, so only a DiT that cannot be resident at all streams). */
+export function blockPlacement(o: ImageResidencyOptions, e: Engine, heldBytes: () => number, samplingWorkingBytes: number): BlockPlacement {
+  return ({ blockBytes, blocks }) => (streamsBlocks(o, e, heldBytes() + blockBytes * (blocks - 1), samplingWorkingBytes) ? 'host' : 'gpu');
+}
+
+/** The loaded DiT's blocks placed for a job (streamsBlocks, the encoding's need from `text`): moved to host memory or
+ * back onto the GPU where they are not yet; true when anything moved. `allWeightBytes`: the DiT and the VAE with
+ * every block resident. */
+export async function placeBlocks(o: ImageResidencyOptions, e: Engine, stream: BlockStream, allWeightBytes: number, samplingWorkingBytes: number, text: TextEncoderResidency): Promise<boolean> {
+  const want = streamsBlocks(o, e, allWeightBytes, samplingWorkingBytes, text.encodeBytes + ENCODE_WORKING_BYTES);
+  if (want === stream.streamed) return false;
+  if (want) await stream.offload();
+  else stream.resident();
+  return true;
+}
+
+/** The DiT and the VAE's GPU bytes as placed now: all resident (`allWeightBytes`), less the streamed blocks' but the
+ * two a stream holds at a time. */
+export function placedWeightBytes(stream: BlockStream, allWeightBytes: number): number {
+  return stream.streamed ? allWeightBytes - stream.residentBytes + stream.streamingBytes : allWeightBytes;
+}
+
 /**
  * The loaded text encoder's place between jobs. `encoder` is the module (its GPU tensors are found through its fields,
  * tensorsOf); `streamed` whether it was loaded with its layers on the host; `uploaded()` the streamed layers' uploads
@@ -110,11 +168,32 @@ export class TextEncoderResidency {
     private readonly e: Engine,
     private readonly encoder: object,
     readonly streamed: boolean,
-    /** GPU bytes of the DiT and the VAE, and the whole encoder's (sized at the load). */
-    readonly weightBytes: number,
+    /** GPU bytes of the DiT and the VAE as placed now (placedWeightBytes), and the whole encoder's (sized at the load). */
+    private readonly placedWeights: () => number,
     readonly textEncoderBytes: number,
     private readonly uploaded: () => number,
-  ) {}
+    /** A streamed encoder's layers on the GPU at a time (two layers' pool bytes); 0 when resident. */
+    private readonly streamingLayerBytes = 0,
+  ) {
+    // a streamed encoder's resident rest (embeddings, vision tower), on the GPU at the load
+    this.restBytes = this.onGpuBytes();
+  }
+
+  private readonly restBytes: number;
+
+  private onGpuBytes(): number {
+    const onGpu = tensorsOf(this.encoder).filter((t) => !t.storage.freed && !t.storage.onHost);
+    return [...new Set(onGpu.map((t) => t.storage))].reduce((a, st) => a + st.pooled.size, 0);
+  }
+
+  get weightBytes(): number {
+    return this.placedWeights();
+  }
+
+  /** GPU bytes the encoder holds while encoding: the whole of it, or a streamed one's rest and two layers. */
+  get encodeBytes(): number {
+    return this.streamed ? this.restBytes + this.streamingLayerBytes : this.textEncoderBytes;
+  }
 
   /** The encoder's weights on the GPU for an encoding (an offloaded one uploaded again). */
   beforeEncode(): { uploadedBefore: number } {
@@ -126,10 +205,14 @@ export class TextEncoderResidency {
    * After the job's encoding: keeps the encoder resident or moves it to host memory for the sampling (see the header),
    * and says what was done. `samplingWorkingBytes`: the job's estimate; `start`: beforeEncode's answer.
    */
-  async afterEncode(o: ImageResidencyOptions, samplingWorkingBytes: number, start: { uploadedBefore: number }): Promise<ImageResidencyReport> {
+  async afterEncode(o: ImageResidencyOptions, samplingWorkingBytes: number, start: { uploadedBefore: number }, blocks?: BlockStream): Promise<ImageResidencyReport> {
     const want = o.textResidency ?? 'auto';
-    const budgetBytes = o.memoryBudgetBytes ?? this.e.pool.stats().budgetBytes;
-    const base = { budgetBytes, weightBytes: this.weightBytes, textEncoderBytes: this.textEncoderBytes, samplingWorkingBytes };
+    const budgetBytes = budgetOf(o, this.e);
+    const state = blocks?.state ?? null;
+    const base = {
+      blocks: state ? 'streamed' as const : 'resident' as const, blockHostBytes: state?.hostBytes ?? 0, samplingHostToGpuBytes: 0, steps: 0,
+      budgetBytes, weightBytes: this.weightBytes, textEncoderBytes: this.textEncoderBytes, samplingWorkingBytes,
+    };
     // what stays on the GPU after the encoding unless offloaded: the whole encoder, or the streamed one's rest
     const onGpu = tensorsOf(this.encoder).filter((t) => !t.storage.freed && !t.storage.onHost);
     const restBytes = [...new Set(onGpu.map((t) => t.storage))].reduce((a, st) => a + st.pooled.size, 0);

@@ -26,7 +26,7 @@ import type { LoraTarget } from '../common/lora-linear';
 import { krea2LoraNames, krea2LoraWeights } from '../common/lora-models';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
-import { sizedOnShapeEngine, streamTextLayers, TextEncoderResidency, type ImageResidencyOptions } from '../common/image-residency';
+import { blockPlacement, placeBlocks, placedWeightBytes, sizedOnShapeEngine, streamTextLayers, TextEncoderResidency, type ImageResidencyOptions } from '../common/image-residency';
 import { seededNoise } from '../qwen_image21/pipeline';
 import { isSingleFile, krea2ConditionerFromFile, krea2VaeFromFile } from './comfy-parts';
 import { KREA2_STYLE_AREA, Krea2Conditioner } from './conditioner';
@@ -76,10 +76,19 @@ export interface Krea2ImageTask extends ImageJobTask {
 }
 
 /** The sampling's (and the decode's) working set per latent patch token, the residency policy's estimate: the plans
- * of imgart_turbo at 1K and 2K (docs/performance.md "Plans") hold at most 1.0 MiB a token, so 1.5 MiB (twice with CFG)
- * plus a fixed 0.5 GiB errs high. */
-const SAMPLING_BYTES_PER_TOKEN = 1.5 * 2 ** 20;
+ * of imgart_turbo at 1K and 2K (docs/performance.md "Plans", resident) hold at most 0.24 MiB a token beside the weights
+ * (the VAE decode: 0.95 GiB at 1K, 3.82 GiB at 2K; the sampling half that), so 0.5 MiB (twice with CFG) plus a fixed
+ * 0.5 GiB errs high. It was 1.5 MiB when it only moved the text encoder; with the DiT's blocks streamed on it (a
+ * whole DiT uploaded a step) erring that high would stream imgart_turbo_int8 at 2K on a 24 GB card for nothing. */
+const SAMPLING_BYTES_PER_TOKEN = 2 ** 19;
 const SAMPLING_FIXED_BYTES = 2 ** 29;
+
+/** The policy's estimate of a job's sampling working set (the fixed part alone without a job). */
+function samplingWorkingBytes(task: Krea2ImageTask | undefined, patch: number): number {
+  if (!task) return SAMPLING_FIXED_BYTES;
+  const cell = 8 * patch;
+  return (task.cfg > 1 ? 2 : 1) * Math.ceil(task.height / cell) * Math.ceil(task.width / cell) * SAMPLING_BYTES_PER_TOKEN + SAMPLING_FIXED_BYTES;
+}
 
 export interface Krea2PipelineOptions extends ImageResidencyOptions {
   engine(): Promise<Engine>;
@@ -105,6 +114,8 @@ interface Loaded {
   conditioner: Krea2Conditioner;
   vae: Krea2Vae;
   bytes: number;
+  /** GPU bytes of the DiT and the VAE with every block resident (the block policy's weights). */
+  allWeightBytes: number;
   /** Where the text encoder waits between encodings (common/image-residency.ts). */
   residency: TextEncoderResidency;
   /** Previews' latent-to-RGB projection, once fitted. */
@@ -195,7 +206,7 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
     super();
   }
 
-  protected async loadModel(ctx: RunContext): Promise<Loaded> {
+  protected async loadModel(ctx: RunContext, next?: Krea2ImageTask): Promise<Loaded> {
     const e = await this.o.engine();
     const layout = await this.o.layout(e, ctx.signal);
     throwIfCancelled(ctx.signal);
@@ -213,7 +224,9 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
         // a ComfyUI diffusion_models file keeps the same names under its model.diffusion_model. prefix
         const prefix = comfyDiffusionPrefix(ckpt.keys());
         const config = inferKrea2Config(ckpt, vae.config.zDim, prefix, layout.transformer);
-        transformer = await Krea2Transformer.load(e, ckpt, config, { dtype, int8: this.o.int8, prefix });
+        // the blocks to host memory as they load where the DiT, the VAE and `next`'s sampling exceed the budget
+        const blocks = blockPlacement(this.o, e, () => e.pool.stats().inUseBytes - before, samplingWorkingBytes(next, config.patch));
+        transformer = await Krea2Transformer.load(e, ckpt, config, { dtype, int8: this.o.int8, prefix, blocks });
       } finally {
         await ckpt.close();
       }
@@ -221,6 +234,7 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       throwIfCancelled(ctx.signal);
       // the residency policy: the text encoder's layers streamed when the whole of it would not fit beside the DiT
       const weightBytes = e.pool.stats().inUseBytes - before;
+      const allWeightBytes = weightBytes + (transformer.stream.state?.gpuBytes ?? 0);
       const loadConditioner = (on: Engine, layersOnHost: boolean) => isSingleFile(layout.textEncoder)
         ? krea2ConditionerFromFile(on, layout.textEncoder, layout.tokenizer ?? fail(`Krea 2: ${layout.textEncoder} is one file with no tokenizer beside it, and the layout names none`), { dtype, styles: true, layersOnHost })
         : Krea2Conditioner.fromDir(on, layout.textEncoder, { dtype, styles: true, layersOnHost });
@@ -235,12 +249,19 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       }
       const bytes = e.pool.stats().inUseBytes - before;
       const model = conditioner.model;
-      const residency = new TextEncoderResidency(e, conditioner, streamed, weightBytes, streamed ? await textBytes() : bytes - weightBytes, () => model.layerOffload?.uploadedBytes ?? 0);
-      return { e, layout, transformer, conditioner, vae, bytes, residency };
+      const layers = model.layerOffload;
+      const residency = new TextEncoderResidency(e, conditioner, streamed, () => placedWeightBytes(transformer.stream, allWeightBytes), streamed ? await textBytes() : bytes - weightBytes,
+        () => model.layerOffload?.uploadedBytes ?? 0, layers ? (2 * layers.gpuBytes) / layers.layers : 0);
+      return { e, layout, transformer, conditioner, vae, bytes, allWeightBytes, residency };
     } catch (err) {
       for (const h of held) h.free();
       throw err;
     }
+  }
+
+  /** The loaded DiT's blocks placed for `next` (streamed or resident: common/image-residency.ts placeBlocks). */
+  protected override async placeFor(m: Loaded, next: Krea2ImageTask): Promise<void> {
+    await placeBlocks(this.o, m.e, m.transformer.stream, m.allWeightBytes, samplingWorkingBytes(next, m.transformer.config.patch), m.residency);
   }
 
   protected override afterLoad(m: Loaded): void {
@@ -263,6 +284,9 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
     const h = task.height / 8;
     const w = task.width / 8;
 
+    await this.placeFor(m, task); // where load(ctx, task) did not already
+    const working = samplingWorkingBytes(task, cfg.patch);
+
     ctx.stage(STAGE.encode);
     const held: Tensor[] = [];
     let x: Tensor | null = null;
@@ -284,8 +308,9 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
       if (negative) held.push(negative);
       await e.sync();
       throwIfCancelled(ctx.signal);
-      const working = (negative ? 2 : 1) * (h / cfg.patch) * (w / cfg.patch) * SAMPLING_BYTES_PER_TOKEN + SAMPLING_FIXED_BYTES;
-      this.o.onResidency?.(await m.residency.afterEncode(this.o, working, encoding));
+      const report = await m.residency.afterEncode(this.o, working, encoding, m.transformer.stream);
+      this.o.onResidency?.(report);
+      const uploadedBefore = m.transformer.stream.state?.uploadedBytes ?? 0;
 
       ctx.stage(STAGE.sample);
       ctx.progress(0, task.steps);
@@ -297,6 +322,8 @@ export class Krea2Pipeline extends ResidentPipeline<Krea2ImageTask, Loaded> {
         onStep: stepReporter(ctx),
         preview: denoisedPreview(ctx, task.steps, async (x0) => projectLatents(await this.projection(m, ctx), channelLast(krea2Unpatchify(await e.read(x0), shape, cfg.patch), cfg.channels, h * w), h, w)),
       });
+      report.samplingHostToGpuBytes = (m.transformer.stream.state?.uploadedBytes ?? 0) - uploadedBefore;
+      report.steps = task.steps;
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);
 

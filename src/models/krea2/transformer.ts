@@ -20,6 +20,7 @@ import { rmsNorm } from '../../engine/ops/norm';
 import { Checkpoint } from '../../engine/safetensors';
 import { fmtShape, type Tensor } from '../../engine/tensor';
 import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../common/weights';
+import { BlockStream, loadedSince, type BlockPlacement } from '../common/block-stream';
 import { Krea2SingleStreamBlock, loadNormScale, type RopeRows } from './blocks';
 import { KREA2_EPS, type Krea2Config } from './config';
 import { krea2Positions, krea2RopeTable } from './rope';
@@ -32,6 +33,9 @@ export interface Krea2LoadOptions {
   int8?: boolean;
   /** Key prefix in the checkpoint (golden fixtures: "weight."; the released file: none). */
   prefix?: string;
+  /** Where the blocks go as they load (default 'gpu'; 'host': streamed while sampling, common/block-stream.ts; a
+   * function decides from the first block's pool bytes: the residency policy, common/image-residency.ts). */
+  blocks?: BlockPlacement;
 }
 
 /** mmdit.temb: [cos(1000 t f_k), sin(1000 t f_k)], f_k = exp(-ln(1e4) k / (tdim / 2)), in upstream's float32 steps. */
@@ -98,6 +102,8 @@ export class Krea2Transformer {
     /** txtmlp.0 (RMSNorm, as 1 + scale), txtmlp.1, txtmlp.3 (txtmlp.2 is the GELU). */
     readonly txtmlp: readonly [{ scale: Tensor }, { weight: LinearWeight; bias: Tensor }, null, { weight: LinearWeight; bias: Tensor }],
     readonly last: { norm: { scale: Tensor }; linear: { weight: LinearWeight; bias: Tensor }; modulation: { lin: Tensor } },
+    /** The blocks' weights: resident, or streamed from host memory in turn (common/block-stream.ts). */
+    readonly stream: BlockStream,
   ) {}
 
   static async load(e: Engine, ckpt: Checkpoint, config: Krea2Config, o: Krea2LoadOptions = {}): Promise<Krea2Transformer> {
@@ -111,8 +117,11 @@ export class Krea2Transformer {
       const tmlp = [await lin('tmlp.0', D, tdim), null, await lin('tmlp.2', D, D)] as const;
       const tproj = [null, await lin('tproj.1', 6 * D, D)] as const;
       const blocks: Krea2SingleStreamBlock[] = [];
+      const stream = BlockStream.loading(e, config.layers, o.blocks);
       for (let i = 0; i < config.layers; i++) {
+        const from = w.loaded.length;
         blocks.push(await Krea2SingleStreamBlock.load(w, `${p}blocks.${i}.`, D, config.heads, config.kvheads, config.mlpDim));
+        await stream.add(loadedSince(w.loaded, from)); // to host memory at once where the placement says so
       }
       const txtfusion = await Krea2TextFusion.load(w, config, `${p}txtfusion.`);
       const txtmlp = [{ scale: await loadNormScale(w, `${p}txtmlp.0.scale`, txtdim) }, await lin('txtmlp.1', D, txtdim), null, await lin('txtmlp.3', D, D)] as const;
@@ -121,7 +130,7 @@ export class Krea2Transformer {
         linear: await lin('last.linear', tokenDim, D),
         modulation: { lin: await loadPlain(w, `${p}last.modulation.lin`, [2, D]) },
       };
-      return new Krea2Transformer(e, config, dtype, first, tmlp, tproj, blocks, txtfusion, txtmlp, last);
+      return new Krea2Transformer(e, config, dtype, first, tmlp, tproj, blocks, txtfusion, txtmlp, last, stream.done());
     } catch (err) {
       for (const t of w.loaded) t.free();
       throw err;
@@ -209,8 +218,9 @@ export class Krea2Transformer {
       const sample = e.chain(
         () => linear(e, img, this.first.weight, this.first.bias),
         (tokens) => concat(e, [context, tokens], 1),
-        ...this.blocks.map((block) => (x: Tensor) => {
-          const next = e.scope(() => block.forward(e, x, block.modulation(e, time.tvec), geometry)); // the block's modulation freed with it
+        ...this.blocks.map((block, n) => (x: Tensor) => {
+          // the block's modulation freed with it; a streamed block uploaded for it (and the next one ahead)
+          const next = this.stream.with(n, () => e.scope(() => block.forward(e, x, block.modulation(e, time.tvec), geometry)));
           if (kept) kept.push(e.keep(next)); // kept block outputs are the caller's
           return next;
         }),

@@ -18,7 +18,7 @@ import { parseQwenImage21Config, type QwenImage21Config } from './config';
 import { parseFlowMatchConfig, type FlowMatchConfig } from './sigmas';
 import { isSingleFile, openQwenImage21TextEncoder, openQwenImage21Transformer, qwenImage21TextEncoderConfigOfFile, qwenImage21TransformerConfigOfFile } from './comfy-parts';
 import { QwenImage21TextEncoder } from './text-encoder';
-import { QwenImage21Transformer } from './transformer';
+import { QwenImage21Transformer, type QwenImage21LoadOptions } from './transformer';
 
 /** The checkpoint's config files, parsed. */
 export interface QwenImage21Configs {
@@ -119,6 +119,8 @@ export interface PartsOptions {
   /** Asked once the transformer is loaded: whether the text encoder's decoder layers load to host memory and stream
    * while encoding (Qwen3LoadOptions.layersOnHost; the residency policy, common/image-residency.ts). Default no. */
   streamTextLayers?: () => Promise<boolean>;
+  /** Where the transformer's blocks go as they load (QwenImage21LoadOptions.blocks; the residency policy). */
+  blocks?: QwenImage21LoadOptions['blocks'];
 }
 
 /** The weight sources of the two big parts: real files (Checkpoint.open) or SyntheticCheckpoints (demo, bench). */
@@ -141,7 +143,7 @@ export async function loadQwenImage21Parts(
 ): Promise<QwenImage21Parts> {
   const owned: { free(): void }[] = [];
   try {
-    const transformer = await QwenImage21Transformer.load(e, src.transformer, cfg.transformer, { dtype: o.dtype, int8: o.int8, layers: o.layers });
+    const transformer = await QwenImage21Transformer.load(e, src.transformer, cfg.transformer, { dtype: o.dtype, int8: o.int8, layers: o.layers, blocks: o.blocks });
     owned.push(transformer);
     throwIfCancelled(signal);
     const textStreamed = (await o.streamTextLayers?.()) ?? false;

@@ -23,7 +23,7 @@ import type { LoraTarget } from '../common/lora-linear';
 import { qwenImage21LoraNames, qwenImage21LoraWeights } from '../common/lora-models';
 import { loadReferenceImages } from '../common/reference-images';
 import { defaultComputeDType, type ComputeDType } from '../common/weights';
-import { sizedOnShapeEngine, streamTextLayers, TextEncoderResidency, type ImageResidencyOptions } from '../common/image-residency';
+import { blockPlacement, placeBlocks, placedWeightBytes, sizedOnShapeEngine, streamTextLayers, TextEncoderResidency, type ImageResidencyOptions } from '../common/image-residency';
 import { TextTokenizer } from '../tokenizer';
 import { imageMaskWithTarget, jointSequence, type ImageShape, type JointSequence } from './joint-sequence';
 import { guidedEuler, type DenoisedPreview } from '../common/guided-euler';
@@ -180,6 +180,8 @@ interface Loaded {
   parts: QwenImage21Parts;
   vae: QwenImage21Vae;
   bytes: number;
+  /** GPU bytes of the DiT and the VAE with every block resident (the block policy's weights). */
+  allWeightBytes: number;
   /** Where the text encoder waits between encodings (common/image-residency.ts). */
   residency: TextEncoderResidency;
   /** Previews' latent-to-RGB projection, once fitted. */
@@ -191,6 +193,13 @@ interface Loaded {
  * so 1 MiB a token (twice with CFG's second prefix cache) plus a fixed 0.5 GiB errs high. */
 const SAMPLING_BYTES_PER_TOKEN = 2 ** 20;
 const SAMPLING_FIXED_BYTES = 2 ** 29;
+
+/** The policy's estimate of a job's sampling working set (the fixed part alone without a job). */
+function samplingWorkingBytes(task: QwenImageTask | undefined): number {
+  if (!task) return SAMPLING_FIXED_BYTES;
+  const { h, w } = latentGrid(task.width, task.height);
+  return (task.cfg > 1 ? 2 : 1) * h * w * SAMPLING_BYTES_PER_TOKEN + SAMPLING_FIXED_BYTES;
+}
 
 export interface QwenImage21PipelineOptions extends ImageResidencyOptions {
   engine(): Promise<Engine>;
@@ -217,7 +226,7 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
     super();
   }
 
-  protected async loadModel(ctx: RunContext): Promise<Loaded> {
+  protected async loadModel(ctx: RunContext, next?: QwenImageTask): Promise<Loaded> {
     const e = await this.o.engine();
     const at = await this.o.checkpoint(e, ctx.signal);
     const layout = typeof at === 'string' ? qwenImage21Layout(at) : at;
@@ -241,12 +250,19 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
         loadQwenImage21TextEncoder(shape, layout, configs, { dtype, references: configs.vision !== null })));
       let weightBytes = 0;
       const streamText = async () => streamTextLayers(this.o, e, (weightBytes = e.pool.stats().inUseBytes - before), textBytes);
-      const parts = await openAndLoadParts(e, layout, configs, { dtype, int8: this.o.int8, streamTextLayers: streamText }, tokenizer, ctx.signal, () => ctx.stage(STAGE.loadTextEncoder));
+      // the blocks to host memory as they load where the DiT, the VAE and `next`'s sampling exceed the budget
+      const blocks = blockPlacement(this.o, e, () => e.pool.stats().inUseBytes - before, samplingWorkingBytes(next));
+      const parts = await openAndLoadParts(e, layout, configs, { dtype, int8: this.o.int8, streamTextLayers: streamText, blocks }, tokenizer, ctx.signal, () => ctx.stage(STAGE.loadTextEncoder));
       const bytes = e.pool.stats().inUseBytes - before;
       try {
         const model = parts.textEncoder.model;
-        const residency = new TextEncoderResidency(e, parts.textEncoder, parts.textStreamed, weightBytes, parts.textStreamed ? await textBytes() : bytes - weightBytes, () => model.layerOffload?.uploadedBytes ?? 0);
-        return { e, dir, configs, parts, vae, bytes, residency };
+        const stream = parts.transformer.stream;
+        // weightBytes: what the DiT and the VAE held when the text encoder's choice was asked for (streamText)
+        const allWeightBytes = weightBytes + (stream.state?.gpuBytes ?? 0);
+        const layers = model.layerOffload;
+        const residency = new TextEncoderResidency(e, parts.textEncoder, parts.textStreamed, () => placedWeightBytes(stream, allWeightBytes), parts.textStreamed ? await textBytes() : bytes - weightBytes,
+          () => model.layerOffload?.uploadedBytes ?? 0, layers ? (2 * layers.gpuBytes) / layers.layers : 0);
+        return { e, dir, configs, parts, vae, bytes, allWeightBytes, residency };
       } catch (err) {
         parts.free();
         throw err;
@@ -255,6 +271,11 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
       vae.free();
       throw err;
     }
+  }
+
+  /** The loaded DiT's blocks placed for `next` (streamed or resident: common/image-residency.ts placeBlocks). */
+  protected override async placeFor(m: Loaded, next: QwenImageTask): Promise<void> {
+    await placeBlocks(this.o, m.e, m.parts.transformer.stream, m.allWeightBytes, samplingWorkingBytes(next), m.residency);
   }
 
   protected override afterLoad(m: Loaded): void {
@@ -276,6 +297,9 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
       throw new Error(`Qwen-Image-2.1: this checkpoint has no vision tower Kiln can load (text_encoder/config.json has no vision_config, or the text encoder is a ComfyUI file, whose tower's config is not known), so the ${task.references.length} reference image(s) cannot be used; send the prompt without images for text-to-image`);
     }
 
+    await this.placeFor(m, task); // where load(ctx, task) did not already
+    const working = samplingWorkingBytes(task);
+
     ctx.stage(STAGE.encode);
     const held: Tensor[] = [];
     const keep = (t: Tensor) => (held.push(t), t);
@@ -293,9 +317,9 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
       const negative = task.cfg > 1 ? condition(task.negative) : undefined;
       await e.sync();
       throwIfCancelled(ctx.signal);
-      const tokens = latentGrid(task.width, task.height);
-      const working = (negative ? 2 : 1) * tokens.h * tokens.w * SAMPLING_BYTES_PER_TOKEN + SAMPLING_FIXED_BYTES;
-      this.o.onResidency?.(await m.residency.afterEncode(this.o, working, encoding));
+      const report = await m.residency.afterEncode(this.o, working, encoding, transformer.stream);
+      this.o.onResidency?.(report);
+      const uploadedBefore = transformer.stream.state?.uploadedBytes ?? 0;
 
       ctx.stage(STAGE.sample);
       ctx.progress(0, task.steps);
@@ -306,6 +330,8 @@ export class QwenImage21Pipeline extends ResidentPipeline<QwenImageTask, Loaded>
         onStep: stepReporter(ctx),
         preview: denoisedPreview(ctx, task.steps, async (x0) => projectLatents(await this.projection(m, ctx), await e.read(x0), grid.h, grid.w)),
       });
+      report.samplingHostToGpuBytes = (transformer.stream.state?.uploadedBytes ?? 0) - uploadedBefore;
+      report.steps = task.steps;
       for (const t of held.splice(0)) t.free();
       throwIfCancelled(ctx.signal);
       // the latents read back (1 MiB at 1K) to check them: a NaN there decodes to a flat picture, finite and wrong

@@ -29,6 +29,7 @@ import { layerNorm, rmsNorm } from '../../engine/ops/norm';
 import { Checkpoint } from '../../engine/safetensors';
 import { fmtShape, type Tensor } from '../../engine/tensor';
 import { freeLinear, loadLinear, loadPlain, type ComputeDType, type LinearWeight, type WeightLoader } from '../common/weights';
+import { BlockStream, loadedSince, type BlockPlacement } from '../common/block-stream';
 import { QwenImage21Block, type BlockPart, type LayerKv } from './block';
 import { parseQwenImage21Config, type QwenImage21Config } from './config';
 import { ropeRows, type JointSequence } from './joint-sequence';
@@ -43,6 +44,9 @@ export interface QwenImage21LoadOptions {
   prefix?: string;
   /** Load only the first N blocks (tests of one block); forward needs all. */
   layers?: number;
+  /** Where the blocks go as they load (default 'gpu'; 'host': streamed while sampling, common/block-stream.ts; a
+   * function decides from the first block's pool bytes: the residency policy, common/image-residency.ts). */
+  blocks?: BlockPlacement;
 }
 
 /** The timestep path's results for rows [t, 0] (causal_condition) or [t]. */
@@ -153,6 +157,8 @@ export class QwenImage21Transformer {
     readonly transformer_blocks: QwenImage21Block[],
     readonly norm_out: { linear: LinearWeight },
     readonly proj_out: LinearWeight,
+    /** The blocks' weights: resident, or streamed from host memory in turn (common/block-stream.ts). */
+    readonly stream: BlockStream,
   ) {}
 
   static async load(e: Engine, ckpt: Checkpoint, config: QwenImage21Config, o: QwenImage21LoadOptions = {}): Promise<QwenImage21Transformer> {
@@ -175,10 +181,15 @@ export class QwenImage21Transformer {
       const imgIn = await loadLinear(w, `${p}img_in.weight`, [D, inChannels]);
       const mod = await loadLinear(w, `${p}modulation.1.weight`, [4 * D, D]);
       const blocks: QwenImage21Block[] = [];
-      for (let i = 0; i < n; i++) blocks.push(await QwenImage21Block.load(w, config, `${p}transformer_blocks.${i}.`));
+      const stream = BlockStream.loading(e, n, o.blocks);
+      for (let i = 0; i < n; i++) {
+        const from = w.loaded.length;
+        blocks.push(await QwenImage21Block.load(w, config, `${p}transformer_blocks.${i}.`));
+        await stream.add(loadedSince(w.loaded, from)); // to host memory at once where the placement says so
+      }
       const normOut = { linear: await loadLinear(w, `${p}norm_out.linear.weight`, [D, D]) };
       const projOut = await loadLinear(w, `${p}proj_out.weight`, [outChannels, D]);
-      return new QwenImage21Transformer(e, config, dtype, { timestep_embedder: te }, txt, imgIn, [null, mod], blocks, normOut, projOut);
+      return new QwenImage21Transformer(e, config, dtype, { timestep_embedder: te }, txt, imgIn, [null, mod], blocks, normOut, projOut, stream.done());
     } catch (err) {
       for (const t of w.loaded) t.free();
       throw err;
@@ -262,7 +273,7 @@ export class QwenImage21Transformer {
       const sample = e.chain(
         () => linear(e, latents, this.img_in),
         ...this.transformer_blocks.map((block, i) => (x: Tensor) => {
-          const next = block.forward(e, cfg, x, part, cache.layers[i]!);
+          const next = this.stream.with(i, () => block.forward(e, cfg, x, part, cache.layers[i]!)); // a streamed block uploaded for it
           if (blocks) blocks.push({ prefix: prefixOut[i] ?? null, target: e.keep(next) }); // kept block outputs are the caller's
           return next;
         }),
@@ -305,7 +316,7 @@ export class QwenImage21Transformer {
           return x;
         },
         ...this.transformer_blocks.map((block, i) => (x: Tensor) => {
-          const next = block.forward(e, cfg, x, part, cache.layers[i]!);
+          const next = this.stream.with(i, () => block.forward(e, cfg, x, part, cache.layers[i]!));
           if (keep) outs.push(e.keep(next)); // the caller's (tests)
           return next;
         }),
