@@ -91,7 +91,7 @@ describe('a plan equals the real run on the demo checkpoints', () => {
         const [p0, m0] = [planned[0]!, measured[0]!];
         assert.equal(p0.stage, STAGE.loadModel);
         assert.ok(p0.work.dispatches < m0.work.dispatches && p0.work.flops < m0.work.flops, 'the merge is the load stage\'s extra work');
-        planned[0] = { ...p0, work: m0.work };
+        planned[0] = { ...p0, work: m0.work, byRate: m0.byRate, shapes: m0.shapes };
       }
       assert.deepEqual(rows(planned), rows(measured));
       assert.ok(measured.some((s) => s.stage === STAGE.videoDecode && s.work.flops > 0), 'the video decode was measured');
@@ -119,7 +119,7 @@ describe('a plan equals the real run on the demo checkpoints', () => {
       const planned = await measure(plan, make, task());
       const blocks = blockOffload === 'on' ? 'streamed' : 'resident';
       assert.deepEqual(policies, [`host ${blocks} ${textLayers}`, `host ${blocks} ${textLayers}`]);
-      if (variant.adapter) planned[0] = { ...planned[0]!, work: measured[0]!.work }; // the merge, as above
+      if (variant.adapter) planned[0] = { ...planned[0]!, work: measured[0]!.work, byRate: measured[0]!.byRate, shapes: measured[0]!.shapes }; // the merge, as above
       assert.deepEqual(rows(planned), rows(measured));
     });
   }
