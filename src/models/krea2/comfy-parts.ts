@@ -14,6 +14,7 @@ import { gunzipSync } from 'node:zlib';
 import { comfyQwenVlRename, comfyWanVaeRename, ComfyKeysError } from '../../engine/comfy-keys';
 import type { Engine } from '../../engine/engine';
 import { Checkpoint } from '../../engine/safetensors';
+import { qwen3VlShapeSizes } from '../common/qwen3-vl-shapes';
 import type { ComputeDType } from '../common/weights';
 import { parseQwen3Config } from '../qwen3';
 import { parseQwen3VlVisionConfig, QWEN3_VL_IMAGE_PROCESSOR } from '../qwen3_vl_vision';
@@ -55,23 +56,6 @@ function knownTextEncoders(): { name: string; json: Json }[] {
   return [{ name: 'Qwen3-VL-4B-Instruct', json: QWEN3_VL_4B as unknown as Json }, { name: 'Kiln\'s demo Qwen3-VL', json: demoJson }];
 }
 
-/** The sizes a Qwen3-VL checkpoint's shapes show (transformers' names), to compare with a config's. */
-function shapeSizes(ck: Checkpoint): Record<string, number> {
-  const rows = (k: string) => (ck.has(k) ? ck.entry(k).shape[0]! : -1);
-  const count = (re: RegExp) => new Set(ck.keys().map((k) => re.exec(k)?.[1]).filter((x) => x !== undefined)).size;
-  const t = 'model.language_model.';
-  return {
-    hidden_size: ck.has(`${t}embed_tokens.weight`) ? ck.entry(`${t}embed_tokens.weight`).shape[1]! : -1,
-    num_hidden_layers: count(/^model\.language_model\.layers\.(\d+)\./),
-    intermediate_size: rows(`${t}layers.0.mlp.gate_proj.weight`),
-    q_rows: rows(`${t}layers.0.self_attn.q_proj.weight`),
-    kv_rows: rows(`${t}layers.0.self_attn.k_proj.weight`),
-    head_dim: rows(`${t}layers.0.self_attn.q_norm.weight`),
-    vision_depth: count(/^model\.visual\.blocks\.(\d+)\./),
-    vision_hidden: rows('model.visual.patch_embed.proj.weight'),
-  };
-}
-
 function configSizes(json: Json): Record<string, number> {
   const t = json.text_config as Record<string, number>;
   const v = json.vision_config as Record<string, number>;
@@ -90,7 +74,7 @@ export async function krea2ConditionerFromFile(e: Engine, file: string, tokenize
   let ck: Checkpoint = opened;
   try {
     ck = opened.renamed(comfyQwenVlRename(opened.keys(), file));
-    const found = shapeSizes(ck);
+    const found = qwen3VlShapeSizes(ck);
     const known = knownTextEncoders();
     // a file may stop before the last layers (Krea 2 reads the decoder up to its last tap, layer 35 of 36)
     const fits = (k: string, v: number) => (k === 'num_hidden_layers' ? found[k]! > 0 && found[k]! <= v : found[k] === v);

@@ -17,6 +17,7 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { comfyQwenImage21DitRename, comfyQwenVlRename, ComfyKeysError } from '../../engine/comfy-keys';
 import { Checkpoint } from '../../engine/safetensors';
+import { qwen3VlShapeSizes } from '../common/qwen3-vl-shapes';
 import { parseQwenImage21Config, QWEN_IMAGE21_DEFAULTS, type QwenImage21Config } from './config';
 import { parseQwen3Config, type Qwen3Config } from '../qwen3/config';
 import { parseQwen3VlVisionConfig, type Qwen3VlVisionConfig } from '../qwen3_vl_vision';
@@ -150,23 +151,6 @@ function knownTextEncoders(tok: TextTokenizer): { name: string; json: Json }[] {
   return [{ name: 'Qwen3-VL-8B (text model; its vision tower\'s config is not known here)', json: released }, { name: 'Kiln\'s demo Qwen3-VL', json: demoJson }];
 }
 
-/** The sizes a Qwen3-VL checkpoint's shapes show (transformers' names), -1 where absent. */
-function shapeSizes(ck: Checkpoint): Record<string, number> {
-  const rows = (k: string) => (ck.has(k) ? ck.entry(k).shape[0]! : -1);
-  const count = (re: RegExp) => new Set(ck.keys().map((k) => re.exec(k)?.[1]).filter((x) => x !== undefined)).size;
-  const t = 'model.language_model.';
-  return {
-    hidden_size: ck.has(`${t}embed_tokens.weight`) ? ck.entry(`${t}embed_tokens.weight`).shape[1]! : -1,
-    num_hidden_layers: count(/^model\.language_model\.layers\.(\d+)\./),
-    intermediate_size: rows(`${t}layers.0.mlp.gate_proj.weight`),
-    q_rows: rows(`${t}layers.0.self_attn.q_proj.weight`),
-    kv_rows: rows(`${t}layers.0.self_attn.k_proj.weight`),
-    head_dim: rows(`${t}layers.0.self_attn.q_norm.weight`),
-    vision_depth: count(/^model\.visual\.blocks\.(\d+)\./),
-    vision_hidden: rows('model.visual.patch_embed.proj.weight'),
-  };
-}
-
 /** The sizes a config gives (the vision ones only where it has a vision tower: the others ignore the file's). */
 function configSizes(json: Json): Record<string, number> {
   const t = json.text_config as Record<string, number>;
@@ -184,7 +168,7 @@ const fmtSizes = (s: Record<string, number>) => Object.entries(s).map(([k, v]) =
 export async function qwenImage21TextEncoderConfigOfFile(file: string, tok: TextTokenizer): Promise<{ textEncoder: Qwen3Config; vision: Qwen3VlVisionConfig | null }> {
   const ck = await openQwenImage21TextEncoder(file);
   try {
-    const found = shapeSizes(ck);
+    const found = qwen3VlShapeSizes(ck);
     const known = knownTextEncoders(tok);
     const hit = known.find((c) => Object.entries(configSizes(c.json)).every(([k, v]) => found[k] === v));
     if (!hit) {
