@@ -197,7 +197,7 @@ async function main(): Promise<void> {
   const e = await Engine.create({ allowSoftware: true });
   const d = e.describe();
   const roof = ROOFLINES.find((r) => r.match.test(d.name));
-  console.log(`adapter: ${d.name} (${d.vendor}/${d.architecture}, ${d.backend}${d.software ? ', software' : ''})`);
+  console.log(`adapter: ${d.name} (${d.vendor}/${d.architecture}, ${d.backend}${d.software ? ', software' : ''}); Dawn toggles: ${d.toggles.join(', ') || 'none'}`);
   console.log(`roofline: ${roof ? `${roof.label}: f16 ${roof.f16Tflops} TFLOP/s, f32 ${roof.f32Tflops} TFLOP/s, ${roof.bwGBs} GB/s` : 'unknown for this adapter (a CPU rasteriser: no stated peak), fractions n/a'}`);
   console.log(`date: ${new Date().toISOString()}  sizes: ${large ? 'large' : tiny ? 'tiny' : 'default'}`);
   console.log(['op'.padEnd(22), 'size'.padEnd(22), 'ms/call'.padStart(10), 'rate'.padStart(16), 'roofline'.padStart(9)].join(' '));
