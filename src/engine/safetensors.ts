@@ -2,19 +2,20 @@
 // chunked reads straight from the file (the writer for the checkpoints the project generates: safetensors-writer.ts).
 // Format: u64 LE header length N | N bytes of JSON {name: {dtype, shape, data_offsets: [begin, end]},
 // "__metadata__": {str: str}} | data (offsets are relative to the end of the header).
-// GPU upload lives in load.ts; this file has no GPU dependency.
+// GPU upload lives in load.ts; this file has no GPU dependency. Element types and decoding: safetensors-decode.ts
+// (re-exported here, so importers keep one name to import from).
 import { open as openFile, type FileHandle } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { bf16BitsToF32 as bf16, f16BitsToF32 as f16, f16Table, f8e4m3ToF32 as f8, LITTLE_ENDIAN_HOST } from './dtype';
+import { decodeSafe, readWholeFloat32, SAFE_DTYPE_BYTES, type ChunkSource, type SafeDType } from './safetensors-decode';
 import { attachFp8Scales, readScaledChunks, type ScaledSource } from './fp8-scaled';
 import { fileIdentity, type SourceIdentity } from './source-identity';
 import { GGML_TYPES, readGgufContents, readQuantChunks, type QuantSource } from './gguf';
 import { fmtShape, numelOf } from './tensor';
 
-export type SafeDType = 'F32' | 'F16' | 'BF16' | 'I8' | 'U8' | 'F8_E4M3' | 'F8_E5M2';
-export const SAFE_DTYPE_BYTES: Readonly<Record<SafeDType, number>> = { F32: 4, F16: 2, BF16: 2, I8: 1, U8: 1, F8_E4M3: 1, F8_E5M2: 1 };
+export { decodeSafe, readWholeFloat32, SAFE_DTYPE_BYTES, type ChunkSource, type SafeDType };
+
 
 export interface TensorEntry {
   name: string;
@@ -377,22 +378,6 @@ function giveReadBuffer(b: Buffer): void {
   if (readBuffers.length > READ_BUFFERS) readBuffers.shift();
 }
 
-/** What readWholeFloat32 needs of a checkpoint: Checkpoint, or a stand-in such as the demos' SyntheticCheckpoint. */
-export interface ChunkSource {
-  entry(name: string): TensorEntry;
-  readChunks(name: string, chunkBytes: number, onChunk: (bytes: Uint8Array, byteOffset: number) => void | Promise<void>): Promise<void>;
-  /** Where tensor `name` comes from and what its values depend on (int8-cache.ts); absent or null: not cacheable. */
-  sourceIdentity?(name: string): Promise<SourceIdentity | null>;
-}
-
-/** Tensor `name` of `src`, decoded whole to float32 in 1 MiB chunks (small tensors: tests, CPU-side tables). */
-export async function readWholeFloat32(src: ChunkSource, name: string): Promise<Float32Array> {
-  const e = src.entry(name);
-  const out = new Float32Array(numelOf(e.shape));
-  const elem = SAFE_DTYPE_BYTES[e.dtype];
-  await src.readChunks(name, 1 << 20, (bytes, off) => out.set(decodeSafe(bytes, e.dtype), off / elem));
-  return out;
-}
 
 async function readIndex(p: string): Promise<{ weight_map: Record<string, string>; metadata?: Record<string, string> }> {
   let json: { weight_map?: unknown; metadata?: Record<string, string> };
@@ -428,43 +413,4 @@ function nearKeys(name: string, keys: string[]): string[] {
     .sort((a, b) => b[1] - a[1])
     .slice(0, 3)
     .map(([k]) => k);
-}
-
-/** Checkpoint bytes (whole elements) -> float32 values. */
-export function decodeSafe(bytes: Uint8Array, dtype: SafeDType): Float32Array {
-  const n = bytes.byteLength / SAFE_DTYPE_BYTES[dtype];
-  const fast = decodeAligned(bytes, dtype, n);
-  if (fast) return fast;
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Float32Array(n);
-  switch (dtype) {
-    case 'F32': for (let i = 0; i < n; i++) out[i] = dv.getFloat32(i * 4, true); break;
-    case 'F16': for (let i = 0; i < n; i++) out[i] = f16(dv.getUint16(i * 2, true)); break;
-    case 'BF16': for (let i = 0; i < n; i++) out[i] = bf16(dv.getUint16(i * 2, true)); break;
-    case 'I8': for (let i = 0; i < n; i++) out[i] = dv.getInt8(i); break;
-    case 'U8': for (let i = 0; i < n; i++) out[i] = dv.getUint8(i); break;
-    case 'F8_E4M3': for (let i = 0; i < n; i++) out[i] = f8(dv.getUint8(i)); break;
-    case 'F8_E5M2': for (let i = 0; i < n; i++) out[i] = f16(dv.getUint8(i) << 8); break; // e5m2 is f16's top byte
-  }
-  return out;
-}
-
-/**
- * decodeSafe through typed-array views where the bytes sit on an element boundary of a little-endian host: F32 a
- * copy, F16 a table read per element, BF16 a shift into the float's top half. Null: take the DataView loop.
- */
-function decodeAligned(bytes: Uint8Array, dtype: SafeDType, n: number): Float32Array | null {
-  if (!LITTLE_ENDIAN_HOST) return null;
-  if (dtype === 'F32' && bytes.byteOffset % 4 === 0) return new Float32Array(new Float32Array(bytes.buffer, bytes.byteOffset, n));
-  if ((dtype !== 'F16' && dtype !== 'BF16') || bytes.byteOffset % 2 !== 0) return null;
-  const h = new Uint16Array(bytes.buffer, bytes.byteOffset, n);
-  const out = new Float32Array(n);
-  if (dtype === 'F16') {
-    const t = f16Table();
-    for (let i = 0; i < n; i++) out[i] = t[h[i]!]!;
-  } else {
-    const bits = new Uint32Array(out.buffer);
-    for (let i = 0; i < n; i++) bits[i] = h[i]! << 16;
-  }
-  return out;
 }
