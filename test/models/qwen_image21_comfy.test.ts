@@ -12,7 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ComfyKeysError } from '../../src/engine/comfy-keys';
-import { f32ToF16Bits, f8e4m3ToF32 } from '../../src/engine/dtype';
+import { f8e4m3ToF32 } from '../../src/engine/dtype';
+import { quantizeQ8 } from './gguf-q8';
 import type { EngineHolder } from '../../src/engine/engine';
 import { ggufBytes, type GgufWriteTensor } from '../../src/engine/gguf';
 import { Checkpoint } from '../../src/engine/safetensors';
@@ -58,21 +59,6 @@ function comfyLayout(t: Record<string, WriteTensor>): Record<string, WriteTensor
       data.set(up, gate.byteLength);
       out[`${P}${m[1]}gate_up.weight`] = { dtype: v.dtype, shape: [v.shape[0]! * 2, ...v.shape.slice(1)], data };
     }
-  }
-  return out;
-}
-
-/** Q8_0 blocks of `v` (whole rows of 32): d = max |x| / 127 in fp16, q = round(x / d), as ggml's quantize_row_q8_0. */
-function quantizeQ8(v: Float32Array): Uint8Array {
-  const out = new Uint8Array((v.length / 32) * 34);
-  const dv = new DataView(out.buffer);
-  for (let b = 0; b < v.length / 32; b++) {
-    let amax = 0;
-    for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(v[b * 32 + j]!));
-    const d = amax / 127;
-    dv.setUint16(b * 34, f32ToF16Bits(d), true);
-    const id = d ? 1 / d : 0;
-    for (let j = 0; j < 32; j++) dv.setInt8(b * 34 + 2 + j, Math.round(v[b * 32 + j]! * id));
   }
   return out;
 }
