@@ -174,6 +174,15 @@ describe('a plan equals the real run on the demo checkpoints', () => {
   // the DiT's blocks streamed from host memory (common/block-stream.ts, forced on): the plan counts the blocks leaving
   // the GPU as they load and the two on it at a time while sampling as the run does, and the same uploads
   const blockRows = (reports: ImageResidencyReport[]) => reports.map((r) => [r.blocks, r.blockHostBytes, r.samplingHostToGpuBytes]);
+  /** The run measured, then planned: equal stage by stage, the blocks streamed in both with the same placement. */
+  async function streamedMatches<T>(make: (e: Engine) => Pipeline<T>, task: () => T, reports: ImageResidencyReport[]): Promise<void> {
+    const measured = await measure(real, make, task());
+    const planned = await measure(plan, make, task());
+    assert.deepEqual(rows(planned), rows(measured));
+    assert.equal(reports[0]!.blocks, 'streamed');
+    assert.ok(reports[0]!.samplingHostToGpuBytes > 0);
+    assert.deepEqual(blockRows(reports.slice(1)), blockRows(reports.slice(0, 1)));
+  }
   test('Qwen-Image-2.1 int8 at 192x256, cfg 2, the blocks streamed', async () => {
     const reports: ImageResidencyReport[] = [];
     const make = (e: Engine) => new QwenImage21Pipeline({ engine: async () => e, checkpoint: async () => join(dir, 'qi21'), int8: true, blockOffload: 'on', onResidency: (r) => reports.push(r) });
@@ -181,12 +190,7 @@ describe('a plan equals the real run on the demo checkpoints', () => {
       prompt: 'a red kiln at dusk', negative: 'blurry', cfg: 2, seed: 3, steps: 2, width: 192, height: 256, references: [], referenceArea: 512 * 512,
       outputPath: out(), png: { prompt: 'a red kiln at dusk', profile: 'imgmain', seed: 3, steps: 2 },
     });
-    const measured = await measure(real, make, task());
-    const planned = await measure(plan, make, task());
-    assert.deepEqual(rows(planned), rows(measured));
-    assert.equal(reports[0]!.blocks, 'streamed');
-    assert.ok(reports[0]!.samplingHostToGpuBytes > 0);
-    assert.deepEqual(blockRows(reports.slice(1)), blockRows(reports.slice(0, 1)));
+    await streamedMatches(make, task, reports);
   });
   test('Krea 2 Turbo at 64x48, the blocks streamed', async () => {
     const reports: ImageResidencyReport[] = [];
@@ -195,11 +199,6 @@ describe('a plan equals the real run on the demo checkpoints', () => {
       prompt: 'a lighthouse at dusk', negative: '', cfg: 1, seed: 7, steps: 2, width: 64, height: 48, references: [],
       outputPath: out(), png: { prompt: 'p', profile: 'imgart_turbo', seed: 7, steps: 2 },
     });
-    const measured = await measure(real, make, task());
-    const planned = await measure(plan, make, task());
-    assert.deepEqual(rows(planned), rows(measured));
-    assert.equal(reports[0]!.blocks, 'streamed');
-    assert.ok(reports[0]!.samplingHostToGpuBytes > 0);
-    assert.deepEqual(blockRows(reports.slice(1)), blockRows(reports.slice(0, 1)));
+    await streamedMatches(make, task, reports);
   });
 });
